@@ -1,0 +1,317 @@
+//! `EngineError`: every failure RAVE reports, each with a stable numeric code, grouped into
+//! families that map to the documented exit codes of the `rave` command.
+
+use std::path::PathBuf;
+
+use crate::types::PixelFormat;
+
+/// Result alias used across RAVE.
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// Every error RAVE can report. Codes are stable: 1xx GPU, 2xx model/inference, 3xx media,
+/// 4xx pipeline invariants, 5xx files and configuration, 6xx cancellation.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The CUDA driver or a GPU call failed.
+    #[error("CUDA error: {0}")]
+    Cuda(String),
+    /// A GPU was required but none is usable.
+    #[error("no usable GPU: {0}")]
+    NoGpu(String),
+    /// Inference failed inside the runtime.
+    #[error("inference failed: {0}")]
+    Inference(String),
+    /// The model's inputs/outputs do not describe an image-to-image network RAVE can run.
+    #[error("{0}")]
+    ModelMetadata(String),
+    /// A backend was used before `initialize`.
+    #[error("backend used before initialize()")]
+    NotInitialized,
+    /// The model file does not exist.
+    #[error("model not found: {0}")]
+    ModelNotFound(String),
+    /// The model file exists but is not a loadable ONNX model.
+    #[error("{path}: not a loadable ONNX model: {reason}")]
+    ModelInvalid {
+        /// The model file.
+        path: PathBuf,
+        /// What the runtime said.
+        reason: String,
+    },
+    /// A runtime library (ONNX Runtime, CUDA) could not be found or loaded.
+    #[error("{0}")]
+    RuntimeLibrary(String),
+    /// A frame's pixel format is not what the stage expects.
+    #[error("pixel format mismatch: expected {expected:?}, got {actual:?}")]
+    FormatMismatch {
+        /// Format the stage accepts.
+        expected: PixelFormat,
+        /// Format it was given.
+        actual: PixelFormat,
+    },
+    /// Frame or tensor dimensions do not fit.
+    #[error("dimension mismatch: {0}")]
+    DimensionMismatch(String),
+    /// A buffer is smaller than the data written to it.
+    #[error("buffer too small: need {required} bytes, have {available}")]
+    BufferTooSmall {
+        /// Bytes needed.
+        required: usize,
+        /// Bytes available.
+        available: usize,
+    },
+    /// An internal invariant was broken (a bug in RAVE).
+    #[error("internal invariant violated: {0}")]
+    InvariantViolation(String),
+    /// The input file does not exist or cannot be read.
+    #[error("{path}: {reason}")]
+    InputUnreadable {
+        /// The input file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        reason: String,
+    },
+    /// The input is readable but holds no video stream RAVE can use.
+    #[error("{path}: {reason}")]
+    NotAVideo {
+        /// The input file.
+        path: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+    /// The input's video codec has no decoder in this FFmpeg build.
+    #[error("{path}: {reason}")]
+    UnsupportedCodec {
+        /// The input file.
+        path: PathBuf,
+        /// Which codec, and what to do.
+        reason: String,
+    },
+    /// Some packets of the input could not be decoded.
+    #[error(
+        "{path}: {bad_packets} video packet(s) could not be decoded (corrupt or truncated stream); {good_frames} frame(s) decoded fine{hint}"
+    )]
+    CorruptStream {
+        /// The input file.
+        path: PathBuf,
+        /// Packets the decoder rejected.
+        bad_packets: u64,
+        /// Frames that did decode.
+        good_frames: u64,
+        /// What the user can do.
+        hint: String,
+    },
+    /// Decoding failed for a reason other than corrupt data.
+    #[error("decode failed: {0}")]
+    Decode(String),
+    /// Encoding failed, or the encoder could not be opened.
+    #[error("encode failed: {0}")]
+    Encode(String),
+    /// Reading the container failed.
+    #[error("demux failed: {0}")]
+    Demux(String),
+    /// Writing the container failed, or a stream cannot be stored in it.
+    #[error("{0}")]
+    Mux(String),
+    /// The output file already exists and `--overwrite` was not given.
+    #[error("{0}: output already exists; pass --overwrite to replace it")]
+    OutputExists(PathBuf),
+    /// The output cannot be created or written.
+    #[error("{path}: cannot write output: {reason}")]
+    OutputUnwritable {
+        /// The output path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// An option or configuration value is invalid.
+    #[error("{0}")]
+    Config(String),
+    /// Any other file-system failure.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The run was cancelled (Ctrl+C).
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Error families: each maps to one documented exit code of the `rave` command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorFamily {
+    /// A bug in RAVE: exit 1.
+    Internal,
+    /// A bad option or configuration value: exit 2.
+    Usage,
+    /// The input file is missing, unreadable, not a video, corrupt or undecodable: exit 3.
+    Input,
+    /// The output cannot be written, encoded or muxed: exit 4.
+    Output,
+    /// The model is missing, invalid or not an image-to-image model: exit 5.
+    Model,
+    /// A runtime library or the GPU is missing or failed: exit 6.
+    Runtime,
+    /// The user interrupted the run: exit 130.
+    Cancelled,
+}
+
+impl ErrorFamily {
+    /// The process exit code for this family (documented in the README).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorFamily::Internal => 1,
+            ErrorFamily::Usage => 2,
+            ErrorFamily::Input => 3,
+            ErrorFamily::Output => 4,
+            ErrorFamily::Model => 5,
+            ErrorFamily::Runtime => 6,
+            ErrorFamily::Cancelled => 130,
+        }
+    }
+}
+
+impl EngineError {
+    /// The stable numeric code of this error.
+    pub fn code(&self) -> u16 {
+        use EngineError::*;
+        match self {
+            Cuda(_) => 100,
+            NoGpu(_) => 101,
+            Inference(_) => 200,
+            ModelMetadata(_) => 201,
+            NotInitialized => 202,
+            ModelNotFound(_) => 203,
+            ModelInvalid { .. } => 204,
+            RuntimeLibrary(_) => 205,
+            Decode(_) => 300,
+            Encode(_) => 301,
+            Demux(_) => 302,
+            Mux(_) => 303,
+            UnsupportedCodec { .. } => 304,
+            CorruptStream { .. } => 305,
+            NotAVideo { .. } => 306,
+            FormatMismatch { .. } => 400,
+            DimensionMismatch(_) => 401,
+            BufferTooSmall { .. } => 402,
+            InvariantViolation(_) => 403,
+            InputUnreadable { .. } => 500,
+            OutputExists(_) => 501,
+            OutputUnwritable { .. } => 502,
+            Config(_) => 503,
+            Io(_) => 504,
+            Cancelled => 600,
+        }
+    }
+
+    /// A short stable name for this error, used in JSON output.
+    pub fn kind(&self) -> &'static str {
+        use EngineError::*;
+        match self {
+            Cuda(_) => "cuda",
+            NoGpu(_) => "no_gpu",
+            Inference(_) => "inference",
+            ModelMetadata(_) => "model_metadata",
+            NotInitialized => "not_initialized",
+            ModelNotFound(_) => "model_not_found",
+            ModelInvalid { .. } => "model_invalid",
+            RuntimeLibrary(_) => "runtime_library",
+            Decode(_) => "decode",
+            Encode(_) => "encode",
+            Demux(_) => "demux",
+            Mux(_) => "mux",
+            UnsupportedCodec { .. } => "unsupported_codec",
+            CorruptStream { .. } => "corrupt_stream",
+            NotAVideo { .. } => "not_a_video",
+            FormatMismatch { .. } => "format_mismatch",
+            DimensionMismatch(_) => "dimension_mismatch",
+            BufferTooSmall { .. } => "buffer_too_small",
+            InvariantViolation(_) => "invariant_violation",
+            InputUnreadable { .. } => "input_unreadable",
+            OutputExists(_) => "output_exists",
+            OutputUnwritable { .. } => "output_unwritable",
+            Config(_) => "config",
+            Io(_) => "io",
+            Cancelled => "cancelled",
+        }
+    }
+
+    /// The family this error belongs to, which decides the exit code.
+    pub fn family(&self) -> ErrorFamily {
+        use EngineError::*;
+        match self {
+            FormatMismatch { .. }
+            | DimensionMismatch(_)
+            | BufferTooSmall { .. }
+            | InvariantViolation(_)
+            | NotInitialized => ErrorFamily::Internal,
+            Config(_) => ErrorFamily::Usage,
+            InputUnreadable { .. }
+            | NotAVideo { .. }
+            | UnsupportedCodec { .. }
+            | CorruptStream { .. }
+            | Decode(_)
+            | Demux(_) => ErrorFamily::Input,
+            OutputExists(_) | OutputUnwritable { .. } | Encode(_) | Mux(_) | Io(_) => {
+                ErrorFamily::Output
+            }
+            ModelMetadata(_) | ModelNotFound(_) | ModelInvalid { .. } | Inference(_) => {
+                ErrorFamily::Model
+            }
+            Cuda(_) | NoGpu(_) | RuntimeLibrary(_) => ErrorFamily::Runtime,
+            Cancelled => ErrorFamily::Cancelled,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_families_map_to_documented_exit_codes() {
+        let samples = vec![
+            EngineError::Cuda(String::new()),
+            EngineError::NoGpu(String::new()),
+            EngineError::Inference(String::new()),
+            EngineError::ModelMetadata(String::new()),
+            EngineError::NotInitialized,
+            EngineError::ModelNotFound(String::new()),
+            EngineError::RuntimeLibrary(String::new()),
+            EngineError::Decode(String::new()),
+            EngineError::Encode(String::new()),
+            EngineError::Demux(String::new()),
+            EngineError::Mux(String::new()),
+            EngineError::DimensionMismatch(String::new()),
+            EngineError::InvariantViolation(String::new()),
+            EngineError::OutputExists(PathBuf::new()),
+            EngineError::Config(String::new()),
+            EngineError::Cancelled,
+        ];
+        let mut codes: Vec<u16> = samples.iter().map(EngineError::code).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), samples.len(), "duplicate error code");
+        assert_eq!(EngineError::Config(String::new()).family().exit_code(), 2);
+        assert_eq!(
+            EngineError::OutputExists(PathBuf::new())
+                .family()
+                .exit_code(),
+            4
+        );
+        assert_eq!(
+            EngineError::ModelNotFound(String::new())
+                .family()
+                .exit_code(),
+            5
+        );
+        assert_eq!(EngineError::Cancelled.family().exit_code(), 130);
+        let corrupt = EngineError::CorruptStream {
+            path: "a.mkv".into(),
+            bad_packets: 3,
+            good_frames: 7,
+            hint: String::new(),
+        };
+        assert_eq!(corrupt.family().exit_code(), 3);
+        assert!(corrupt.to_string().contains("3 video packet(s)"));
+    }
+}

@@ -1,0 +1,12 @@
+//! RAVE core contracts shared by every crate: frames and pixel formats, the backend and
+//! codec traits, the error type with its stable codes, and run metrics.
+
+pub mod backend;
+pub mod codec;
+pub mod color;
+pub mod error;
+pub mod frame;
+pub mod metrics;
+pub mod types;
+
+pub use error::{EngineError, ErrorFamily, Result};

@@ -1,0 +1,91 @@
+//! Per-stage counters that stages update as they run and the report reads at the end.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Live counters of one pipeline stage; shared between the stage thread and observers.
+#[derive(Debug, Default)]
+pub struct StageMetrics {
+    frames: AtomicU64,
+    busy_ns: AtomicU64,
+    peak_ns: AtomicU64,
+}
+
+impl StageMetrics {
+    /// Record one frame that kept the stage busy for `busy`.
+    pub fn record(&self, busy: Duration) {
+        let ns = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
+        self.frames.fetch_add(1, Ordering::Relaxed);
+        self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+        self.peak_ns.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    /// Add busy time not tied to a frame (flushes, finalisation).
+    pub fn add_busy(&self, busy: Duration) {
+        let ns = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Frames recorded so far.
+    pub fn frames(&self) -> u64 {
+        self.frames.load(Ordering::Relaxed)
+    }
+
+    /// A serialisable copy of the counters.
+    pub fn snapshot(&self, name: &'static str) -> StageSnapshot {
+        let frames = self.frames();
+        let busy_s = self.busy_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        StageSnapshot {
+            name,
+            frames,
+            busy_s,
+            avg_ms: if frames > 0 {
+                busy_s * 1e3 / frames as f64
+            } else {
+                0.0
+            },
+            peak_ms: self.peak_ns.load(Ordering::Relaxed) as f64 / 1e6,
+            capacity_fps: if busy_s > 0.0 {
+                frames as f64 / busy_s
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// What one stage did during a run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StageSnapshot {
+    /// Stage name (decode, preprocess, infer, postprocess, encode).
+    pub name: &'static str,
+    /// Frames the stage handled.
+    pub frames: u64,
+    /// Seconds the stage spent working (not waiting on its neighbours).
+    pub busy_s: f64,
+    /// Mean busy time per frame in milliseconds.
+    pub avg_ms: f64,
+    /// Longest busy time of one frame in milliseconds.
+    pub peak_ms: f64,
+    /// Frames per second the stage could sustain alone (`frames / busy_s`).
+    pub capacity_fps: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_derives_rates() {
+        let m = StageMetrics::default();
+        m.record(Duration::from_millis(10));
+        m.record(Duration::from_millis(30));
+        let s = m.snapshot("infer");
+        assert_eq!(s.frames, 2);
+        assert!((s.avg_ms - 20.0).abs() < 1e-6);
+        assert!((s.peak_ms - 30.0).abs() < 1e-6);
+        assert!((s.capacity_fps - 50.0).abs() < 1e-6);
+    }
+}

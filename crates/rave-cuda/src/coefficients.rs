@@ -1,0 +1,82 @@
+//! Matrix and quantisation constants for one (matrix, range, bit depth) combination.
+
+use rave_core::color::{ColorMatrix, ColorRange};
+
+/// Everything a conversion needs, precomputed once per frame.
+#[derive(Debug, Clone, Copy)]
+pub struct Coefficients {
+    /// Red luma weight.
+    pub kr: f32,
+    /// Green luma weight.
+    pub kg: f32,
+    /// Blue luma weight.
+    pub kb: f32,
+    /// Code value of black.
+    pub y_offset: f32,
+    /// Code values between black and white.
+    pub y_scale: f32,
+    /// Code value of zero chroma.
+    pub c_offset: f32,
+    /// Code values spanning chroma -0.5..0.5.
+    pub c_scale: f32,
+    /// Largest code value.
+    pub max_code: f32,
+}
+
+impl Coefficients {
+    /// Constants for the given matrix, range and bit depth.
+    pub fn new(matrix: ColorMatrix, range: ColorRange, bit_depth: u8) -> Self {
+        let (kr, kb) = matrix.kr_kb();
+        let (kr, kb) = (kr as f32, kb as f32);
+        let step = (1u32 << (bit_depth - 8)) as f32;
+        let max_code = ((1u32 << bit_depth) - 1) as f32;
+        let (y_offset, y_scale, c_scale) = match range {
+            ColorRange::Limited => (16.0 * step, 219.0 * step, 224.0 * step),
+            ColorRange::Full => (0.0, max_code, max_code),
+        };
+        Self {
+            kr,
+            kg: 1.0 - kr - kb,
+            kb,
+            y_offset,
+            y_scale,
+            c_offset: 128.0 * step,
+            c_scale,
+            max_code,
+        }
+    }
+
+    /// Normalised (Y', Cb', Cr') of one sample triple -> RGB in [0, 1].
+    #[inline]
+    pub fn to_rgb(&self, y: f32, cb: f32, cr: f32) -> [f32; 3] {
+        let yn = (y - self.y_offset) / self.y_scale;
+        let cbn = (cb - self.c_offset) / self.c_scale;
+        let crn = (cr - self.c_offset) / self.c_scale;
+        let r = yn + 2.0 * (1.0 - self.kr) * crn;
+        let b = yn + 2.0 * (1.0 - self.kb) * cbn;
+        let g = (yn - self.kr * r - self.kb * b) / self.kg;
+        [r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0)]
+    }
+
+    /// RGB in [0, 1] -> (Y code value, Cb', Cr' normalised to -0.5..0.5).
+    #[inline]
+    pub fn luma_chroma(&self, r: f32, g: f32, b: f32) -> (f32, f32, f32) {
+        let (r, g, b) = (r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0));
+        let yn = self.kr * r + self.kg * g + self.kb * b;
+        let cbn = (b - yn) / (2.0 * (1.0 - self.kb));
+        let crn = (r - yn) / (2.0 * (1.0 - self.kr));
+        (self.y_offset + self.y_scale * yn, cbn, crn)
+    }
+
+    /// Quantise a normalised chroma value to a code value.
+    #[inline]
+    pub fn chroma_code(&self, c: f32) -> u16 {
+        self.quantise(self.c_offset + self.c_scale * c)
+    }
+
+    /// Round and clamp a code value.
+    #[inline]
+    pub fn quantise(&self, v: f32) -> u16 {
+        v.round().clamp(0.0, self.max_code) as u16
+    }
+}
