@@ -1,1 +1,59 @@
-fn main() {}
+//! The `rave` command: parse the arguments, run the chosen command, print any error once
+//! and exit with the code of its family.
+
+mod args;
+mod commands;
+mod failure;
+mod locate;
+mod progress_view;
+mod summary;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+fn main() {
+    let raw: Vec<String> = std::env::args().collect();
+    let wants_json = raw.iter().any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&raw) {
+        Ok(cli) => cli,
+        Err(e) => std::process::exit(failure::usage_error(e, wants_json)),
+    };
+    quiet_encoder_logs();
+    init_logging(cli.verbose);
+    let json = cli.command.json();
+    let result = match &cli.command {
+        Command::Upscale(a) => commands::upscale::run(&cli.global, a),
+        Command::Benchmark(a) => commands::benchmark::run(&cli.global, a),
+        Command::Probe(a) => commands::probe::run(a),
+        Command::Models(a) => commands::models::run(&cli.global, a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => std::process::exit(failure::report(&e, json)),
+    }
+}
+
+/// SVT-AV1 logs to stderr unless told otherwise; keep its chatter to errors.
+fn quiet_encoder_logs() {
+    if std::env::var_os("SVT_LOG").is_none() {
+        // SAFETY: called at the top of main, before any thread exists, so nothing can read
+        // the environment concurrently.
+        unsafe { std::env::set_var("SVT_LOG", "1") };
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RAVE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

@@ -57,4 +57,14 @@ pub trait HostUpscaleBackend: Send {
     fn process(&mut self, input: &RgbImage) -> Result<RgbImage>;
     /// Short name of what runs the model (e.g. "onnxruntime-cpu").
     fn backend_name(&self) -> &'static str;
+    /// A handle that interrupts `process` from another thread, where the backend has one.
+    fn interrupter(&self) -> Option<std::sync::Arc<dyn Interrupt>> {
+        None
+    }
+}
+
+/// Something that can stop a backend's in-flight work from another thread (used on Ctrl+C).
+pub trait Interrupt: Send + Sync {
+    /// Ask the in-flight call to return as soon as it can.
+    fn interrupt(&self);
 }

@@ -89,13 +89,13 @@ pub enum EngineError {
     },
     /// Some packets of the input could not be decoded.
     #[error(
-        "{path}: {bad_packets} video packet(s) could not be decoded (corrupt or truncated stream); {good_frames} frame(s) decoded fine{hint}"
+        "{path}: {bad_frames} video packet(s)/frame(s) were corrupt or could not be decoded; {good_frames} frame(s) decoded fine{hint}"
     )]
     CorruptStream {
         /// The input file.
         path: PathBuf,
-        /// Packets the decoder rejected.
-        bad_packets: u64,
+        /// Packets rejected or frames flagged damaged by the decoder.
+        bad_frames: u64,
         /// Frames that did decode.
         good_frames: u64,
         /// What the user can do.
@@ -307,11 +307,11 @@ mod tests {
         assert_eq!(EngineError::Cancelled.family().exit_code(), 130);
         let corrupt = EngineError::CorruptStream {
             path: "a.mkv".into(),
-            bad_packets: 3,
+            bad_frames: 3,
             good_frames: 7,
             hint: String::new(),
         };
         assert_eq!(corrupt.family().exit_code(), 3);
-        assert!(corrupt.to_string().contains("3 video packet(s)"));
+        assert!(corrupt.to_string().contains("3 video packet(s)/frame(s)"));
     }
 }

@@ -1,1 +1,31 @@
-//! placeholder for dep build
+//! Media IO on the system FFmpeg libraries: probe, demux and software decode into host
+//! frames, software encode, and muxing with every other stream copied untouched.
+
+mod sys;
+
+pub mod codec_choice;
+pub mod color;
+pub mod encoder;
+pub mod frame_convert;
+pub mod input;
+pub mod probe;
+pub mod reader;
+pub mod writer;
+
+pub use codec_choice::{Container, EncoderSettings, VideoCodec};
+pub use probe::{MediaInfo, StreamInfo, VideoInfo, probe};
+pub use reader::{CopiedPacket, DecodeStats, VideoReader};
+pub use writer::{MediaWriter, WriterSummary};
+
+use std::sync::Once;
+
+/// Initialise FFmpeg once per process and keep its own logging quiet: RAVE reports errors
+/// itself, one clear line each.
+pub fn init() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        // Registration cannot fail on FFmpeg >= 4; an error here would only be cosmetic.
+        let _ = ffmpeg_next::init();
+        ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Fatal);
+    });
+}

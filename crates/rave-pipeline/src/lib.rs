@@ -1,1 +1,19 @@
-//! placeholder for dep build
+//! Wires the stages (decode -> preprocess -> infer -> postprocess -> encode) into a
+//! concurrent pipeline joined by bounded channels, with cancellation, progress events, a
+//! safe output file protocol, the run report, and the benchmark.
+
+pub mod benchmark;
+pub mod cancel;
+pub mod channel;
+pub mod config;
+pub mod output_file;
+pub mod progress;
+pub mod report;
+pub mod stages;
+pub mod upscale;
+
+pub use cancel::CancelToken;
+pub use config::{ChannelCapacities, Device, UpscaleConfig};
+pub use progress::{Progress, ProgressSink};
+pub use report::RunReport;
+pub use upscale::run_upscale;

@@ -1,1 +1,10 @@
-//! placeholder for dep build
+//! Inference backends on ONNX Runtime: the runtime library loader with its search order,
+//! model loading and metadata shared by every backend, and the CPU backend.
+
+pub mod cpu_backend;
+pub mod model;
+pub mod runtime;
+
+pub use cpu_backend::CpuBackend;
+pub use model::{LoadedModel, ModelOptions};
+pub use runtime::{OrtRuntime, RuntimeCandidate};

@@ -1,0 +1,213 @@
+//! Command-line arguments of every `rave` command, with the help text users read.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    success
+  1    internal error (a bug in RAVE; please report it)
+  2    bad option or value
+  3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec
+  4    output problem: exists (use --overwrite), cannot be written, encode or mux failure
+  5    model problem: missing, not ONNX, or not an image-to-image model
+  6    runtime problem: ONNX Runtime library missing or unusable
+  130  interrupted (Ctrl+C); a finalized NAME.partial.EXT keeps the frames done
+
+Environment:
+  RAVE_HOME        install folder (default ~/.local/share/rave): models/ and lib/
+  RAVE_MODELS_DIR  extra folder searched first for -m NAME
+  ORT_DYLIB_PATH   the ONNX Runtime library to load (libonnxruntime.so)
+  RAVE_LOG         log filter (e.g. info, debug)";
+
+/// RAVE upscales video with AI super-resolution models, keeping audio, subtitles,
+/// chapters, timestamps and colour tags.
+#[derive(Debug, Parser)]
+#[command(name = "rave", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Options shared by the commands that load models.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// More log output on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Where models and the runtime library are looked up.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Folder searched first for models named with -m.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub models_dir: Option<PathBuf>,
+    /// ONNX Runtime library to load (overrides ORT_DYLIB_PATH).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub ort_lib: Option<PathBuf>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Upscale a video: decode, run the model on every frame, encode, and copy every other
+    /// stream (audio, subtitles, attachments), chapters and metadata untouched.
+    Upscale(UpscaleArgs),
+    /// Measure each stage's throughput and the overall frames per second on a clip.
+    Benchmark(BenchmarkArgs),
+    /// Describe a media file: streams, size, frame rate, duration, colour, rotation.
+    Probe(ProbeArgs),
+    /// List the installed models with their scale.
+    Models(ModelsArgs),
+}
+
+impl Command {
+    /// Whether the command was asked for JSON output.
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Upscale(a) => a.run.json,
+            Command::Benchmark(a) => a.run.json,
+            Command::Probe(a) => a.json,
+            Command::Models(a) => a.json,
+        }
+    }
+}
+
+/// Output video codec.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum CodecArg {
+    /// H.264 with libx264.
+    H264,
+    /// HEVC with libx265.
+    Hevc,
+    /// AV1 with SVT-AV1.
+    Av1,
+}
+
+/// Where inference runs.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DeviceArg {
+    /// The GPU when this build can use one, else the CPU.
+    Auto,
+    /// The CPU.
+    Cpu,
+}
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressArg {
+    /// A bar on a terminal, nothing otherwise.
+    Auto,
+    /// Always a bar (on stderr).
+    Bar,
+    /// One JSON object per frame on stderr.
+    Jsonl,
+    /// Nothing.
+    Off,
+}
+
+/// Options of a pipeline run, shared by upscale and benchmark.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Model: an installed name (see `rave models`) or a path to an .onnx file.
+    #[arg(short, long, default_value = "realesr-animevideov3-x2")]
+    pub model: String,
+    /// Where inference runs.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
+    pub device: DeviceArg,
+    /// Inference threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Keep going when the input has corrupt frames (they are counted in the report).
+    #[arg(long)]
+    pub allow_corrupt: bool,
+    /// Capacities of the decode, preprocess and inference channels.
+    #[arg(long, value_name = "D,P,I", value_parser = parse_capacities, default_value = "4,2,4")]
+    pub channels: [usize; 3],
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Progress display.
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    pub progress: ProgressArg,
+}
+
+/// `rave upscale`.
+#[derive(Debug, Args)]
+pub struct UpscaleArgs {
+    /// Input video.
+    #[arg(short, long, value_name = "IN")]
+    pub input: PathBuf,
+    /// Output file: .mp4, .mkv or .mov (use .mkv for subtitles MP4 cannot hold).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Output video codec.
+    #[arg(long, value_enum, default_value_t = CodecArg::H264)]
+    pub codec: CodecArg,
+    /// Constant rate factor: lower is better quality (default 18 h264, 20 hevc, 28 av1).
+    #[arg(long)]
+    pub crf: Option<u32>,
+    /// Encoder preset: ultrafast..placebo for h264/hevc (default medium), 0-13 for av1 (default 8).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Replace OUT if it exists.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Stop after this many frames.
+    #[arg(long, value_name = "N")]
+    pub max_frames: Option<u64>,
+    /// Shared pipeline options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `rave benchmark`.
+#[derive(Debug, Args)]
+pub struct BenchmarkArgs {
+    /// Input clip.
+    #[arg(short, long, value_name = "IN")]
+    pub input: PathBuf,
+    /// Frames to measure (default: the whole clip).
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u64>,
+    /// Encoder preset used for the encode stage.
+    #[arg(long, default_value = "veryfast")]
+    pub preset: String,
+    /// Shared pipeline options.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `rave probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// Media file to describe.
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rave models`.
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// Print JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_capacities(s: &str) -> Result<[usize; 3], String> {
+    let parts: Vec<usize> = s
+        .split(',')
+        .map(|p| p.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("'{s}' is not three numbers like 4,2,4"))?;
+    match parts.as_slice() {
+        [d, p, i] if *d > 0 && *p > 0 && *i > 0 => Ok([*d, *p, *i]),
+        _ => Err(format!(
+            "'{s}' must be three capacities of at least 1, like 4,2,4"
+        )),
+    }
+}

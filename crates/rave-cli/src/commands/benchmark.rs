@@ -1,0 +1,51 @@
+//! `rave benchmark`: run the pipeline on a clip into a scratch file and print each stage's
+//! throughput next to the overall frames per second.
+
+use rave_core::error::Result;
+use rave_ffmpeg::{EncoderSettings, VideoCodec};
+use rave_pipeline::benchmark::run_benchmark;
+
+use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
+use crate::commands::upscale::{interrupt_on_ctrl_c, pipeline_config};
+use crate::{progress_view, summary};
+
+/// Run `rave benchmark`.
+pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
+    let scratch = std::env::temp_dir().join(format!("rave-benchmark-{}.mkv", std::process::id()));
+    let encoder = EncoderSettings::new(VideoCodec::H264, None, Some(&args.preset))?;
+    let as_upscale = UpscaleArgs {
+        input: args.input.clone(),
+        output: scratch,
+        codec: crate::args::CodecArg::H264,
+        crf: None,
+        preset: Some(args.preset.clone()),
+        overwrite: true,
+        max_frames: args.frames,
+        run: clone_run(&args.run),
+    };
+    let config = pipeline_config(global, &args.run, &as_upscale, encoder)?;
+    let cancel = interrupt_on_ctrl_c()?;
+    let progress = progress_view::sink_for(args.run.progress);
+    let report = run_benchmark(&config, progress.as_ref(), &cancel)?;
+    if args.run.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        summary::print_benchmark(&report);
+    }
+    Ok(0)
+}
+
+fn clone_run(run: &crate::args::RunArgs) -> crate::args::RunArgs {
+    crate::args::RunArgs {
+        model: run.model.clone(),
+        device: run.device,
+        threads: run.threads,
+        allow_corrupt: run.allow_corrupt,
+        channels: run.channels,
+        json: run.json,
+        progress: run.progress,
+    }
+}

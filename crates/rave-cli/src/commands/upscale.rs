@@ -1,0 +1,92 @@
+//! `rave upscale`: build the run configuration from the flags, stop cleanly on Ctrl+C, run
+//! the pipeline and print the report.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::{EncoderSettings, VideoCodec};
+use rave_pipeline::cancel::StopReason;
+use rave_pipeline::report::RunStatus;
+use rave_pipeline::{CancelToken, ChannelCapacities, Device, UpscaleConfig, run_upscale};
+
+use crate::args::{CodecArg, DeviceArg, GlobalArgs, RunArgs, UpscaleArgs};
+use crate::{locate, progress_view, summary};
+
+/// Run `rave upscale`; returns the exit code (0, or 130 for a partial run).
+pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
+    let codec = match args.codec {
+        CodecArg::H264 => VideoCodec::H264,
+        CodecArg::Hevc => VideoCodec::Hevc,
+        CodecArg::Av1 => VideoCodec::Av1,
+    };
+    let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
+    let config = pipeline_config(global, &args.run, args, encoder)?;
+    let cancel = interrupt_on_ctrl_c()?;
+    let progress = progress_view::sink_for(args.run.progress);
+    let report = run_upscale(&config, progress.as_ref(), &cancel)?;
+    if args.run.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        summary::print_run(&report);
+    }
+    Ok(match report.status {
+        RunStatus::Complete => 0,
+        RunStatus::Partial => rave_core::error::ErrorFamily::Cancelled.exit_code(),
+    })
+}
+
+/// The run configuration for `rave upscale` (also used by `rave benchmark`).
+pub fn pipeline_config(
+    global: &GlobalArgs,
+    run: &RunArgs,
+    args: &UpscaleArgs,
+    encoder: EncoderSettings,
+) -> Result<UpscaleConfig> {
+    if args.max_frames == Some(0) {
+        return Err(EngineError::Config(
+            "--max-frames must be at least 1".into(),
+        ));
+    }
+    Ok(UpscaleConfig {
+        input: args.input.clone(),
+        output: args.output.clone(),
+        model: locate::resolve_model(&run.model, &locate::model_dirs(global))?,
+        encoder,
+        device: match run.device {
+            DeviceArg::Auto => Device::Auto,
+            DeviceArg::Cpu => Device::Cpu,
+        },
+        overwrite: args.overwrite,
+        allow_corrupt: run.allow_corrupt,
+        threads: run.threads,
+        channels: ChannelCapacities {
+            decoded: run.channels[0],
+            preprocessed: run.channels[1],
+            inferred: run.channels[2],
+        },
+        runtime_candidates: locate::runtime_candidates(global),
+        max_frames: args.max_frames,
+    })
+}
+
+/// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: leave at once.
+pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
+    let cancel = CancelToken::new();
+    let handler_token = cancel.clone();
+    let asked = AtomicBool::new(false);
+    ctrlc::set_handler(move || {
+        if asked.swap(true, Ordering::SeqCst) {
+            eprintln!("\nrave: aborted");
+            std::process::exit(130);
+        }
+        eprintln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
+        handler_token.cancel(StopReason::User);
+    })
+    .map_err(|e| {
+        EngineError::InvariantViolation(format!("cannot install the Ctrl+C handler: {e}"))
+    })?;
+    Ok(cancel)
+}

@@ -1,0 +1,141 @@
+//! Where RAVE finds things: the install folder, the ONNX Runtime library candidates in
+//! order, the model folders, and `-m NAME` resolution. Environment variables are read here
+//! and nowhere else.
+
+use std::path::{Path, PathBuf};
+
+use rave_core::error::{EngineError, Result};
+use rave_tensorrt::RuntimeCandidate;
+
+use crate::args::GlobalArgs;
+
+/// The model used when `-m` is not given.
+pub const DEFAULT_MODEL: &str = "realesr-animevideov3-x2";
+
+/// RAVE's install folder: `$RAVE_HOME`, else `$XDG_DATA_HOME/rave`, else `~/.local/share/rave`.
+pub fn install_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("RAVE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home);
+    }
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("rave");
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".local/share/rave")
+}
+
+fn exe_dir() -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+}
+
+/// Where to look for libonnxruntime.so, in order.
+pub fn runtime_candidates(global: &GlobalArgs) -> Vec<RuntimeCandidate> {
+    let mut out = Vec::new();
+    if let Some(p) = &global.ort_lib {
+        out.push(RuntimeCandidate::new(p, "--ort-lib"));
+    }
+    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
+        out.push(RuntimeCandidate::new(p, "ORT_DYLIB_PATH"));
+    }
+    if let Some(dir) = exe_dir() {
+        out.push(RuntimeCandidate::new(
+            dir.join("libonnxruntime.so"),
+            "next to the executable",
+        ));
+    }
+    out.push(RuntimeCandidate::new(
+        install_dir().join("lib/libonnxruntime.so"),
+        "RAVE install folder",
+    ));
+    out
+}
+
+/// Folders searched for models, in order.
+pub fn model_dirs(global: &GlobalArgs) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(d) = &global.models_dir {
+        out.push(d.clone());
+    }
+    if let Some(d) = std::env::var_os("RAVE_MODELS_DIR").filter(|v| !v.is_empty()) {
+        out.push(PathBuf::from(d));
+    }
+    if let Some(dir) = exe_dir() {
+        out.push(dir.join("models"));
+    }
+    out.push(install_dir().join("models"));
+    out
+}
+
+/// Every `.onnx` file in the model folders: (name, path), first folder wins on a name clash.
+pub fn installed_models(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut here: Vec<(String, PathBuf)> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "onnx") && p.is_file())
+            .filter_map(|p| Some((p.file_stem()?.to_string_lossy().into_owned(), p)))
+            .filter(|(n, _)| !found.iter().any(|(f, _)| f == n))
+            .collect();
+        here.sort();
+        found.extend(here);
+    }
+    found
+}
+
+/// Resolve `-m`: an existing path, or an installed model name.
+pub fn resolve_model(spec: &str, dirs: &[PathBuf]) -> Result<PathBuf> {
+    let as_path = Path::new(spec);
+    let looks_like_path = spec.contains('/') || spec.ends_with(".onnx");
+    if looks_like_path || as_path.exists() {
+        if as_path.exists() {
+            return Ok(as_path.to_path_buf());
+        }
+        return Err(EngineError::ModelNotFound(format!("{spec}: no such file")));
+    }
+    let models = installed_models(dirs);
+    if let Some((_, p)) = models.iter().find(|(n, _)| n == spec) {
+        return Ok(p.clone());
+    }
+    let names: Vec<&str> = models.iter().map(|(n, _)| n.as_str()).collect();
+    let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    Err(EngineError::ModelNotFound(if names.is_empty() {
+        format!(
+            "{spec}: no models installed (searched {}); run scripts/setup.sh or pass -m PATH.onnx",
+            searched.join(", ")
+        )
+    } else {
+        format!(
+            "{spec}: not installed; installed models: {}",
+            names.join(", ")
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_in_folder_order_and_unknown_names_list_choices() {
+        let base = std::env::temp_dir().join(format!("rave-models-{}", std::process::id()));
+        let (a, b) = (base.join("a"), base.join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(a.join("m1.onnx"), b"").unwrap();
+        std::fs::write(b.join("m1.onnx"), b"").unwrap();
+        std::fs::write(b.join("m2.onnx"), b"").unwrap();
+        let dirs = vec![a.clone(), b.clone()];
+        assert_eq!(resolve_model("m1", &dirs).unwrap(), a.join("m1.onnx"));
+        assert_eq!(resolve_model("m2", &dirs).unwrap(), b.join("m2.onnx"));
+        let err = resolve_model("nope", &dirs).unwrap_err().to_string();
+        assert!(err.contains("m1, m2"), "{err}");
+        let err = resolve_model("x/missing.onnx", &dirs).unwrap_err();
+        assert_eq!(err.kind(), "model_not_found");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -1,0 +1,84 @@
+//! Showing progress: an indicatif bar with fps and ETA on a terminal, JSON lines for
+//! machines, or nothing.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rave_pipeline::{Progress, ProgressSink};
+
+use crate::args::ProgressArg;
+
+/// Pick the progress display for `mode`.
+pub fn sink_for(mode: ProgressArg) -> Box<dyn ProgressSink> {
+    let tty = std::io::stderr().is_terminal();
+    match mode {
+        ProgressArg::Bar => Box::new(Bar::default()),
+        ProgressArg::Auto if tty => Box::new(Bar::default()),
+        ProgressArg::Jsonl => Box::new(JsonLines),
+        _ => Box::new(rave_pipeline::progress::NoProgress),
+    }
+}
+
+/// A terminal progress bar on stderr.
+#[derive(Default)]
+struct Bar(Mutex<Option<ProgressBar>>);
+
+impl ProgressSink for Bar {
+    fn started(&self, frames_total: Option<u64>) {
+        let bar = match frames_total {
+            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+        };
+        let style = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} frames  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar);
+    }
+
+    fn frame_written(&self, p: &Progress) {
+        if let Some(bar) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            bar.set_position(p.frames_done);
+            let eta = p
+                .eta_s
+                .map(|s| format!("  ETA {}", format_duration(s)))
+                .unwrap_or_default();
+            bar.set_message(format!("{:.2} fps{eta}", p.fps));
+        }
+    }
+
+    fn finished(&self) {
+        if let Some(bar) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn format_duration(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// One JSON object per event on stderr.
+struct JsonLines;
+
+impl ProgressSink for JsonLines {
+    fn started(&self, frames_total: Option<u64>) {
+        eprintln!(
+            "{}",
+            serde_json::json!({"event": "started", "frames_total": frames_total})
+        );
+    }
+
+    fn frame_written(&self, p: &Progress) {
+        let mut v = serde_json::to_value(p).unwrap_or_default();
+        v["event"] = "progress".into();
+        eprintln!("{v}");
+    }
+
+    fn finished(&self) {
+        eprintln!("{}", serde_json::json!({"event": "finished"}));
+    }
+}

@@ -1,0 +1,191 @@
+//! What the user chose for the output: video codec and its encoder, quality and speed
+//! settings (validated per encoder), and the container implied by the file extension.
+
+use std::fmt;
+use std::path::Path;
+
+use rave_core::error::{EngineError, Result};
+
+/// Output video codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VideoCodec {
+    /// H.264 through libx264.
+    H264,
+    /// HEVC through libx265.
+    Hevc,
+    /// AV1 through SVT-AV1.
+    Av1,
+}
+
+impl VideoCodec {
+    /// The FFmpeg encoder that produces this codec.
+    pub fn encoder_name(self) -> &'static str {
+        match self {
+            VideoCodec::H264 => "libx264",
+            VideoCodec::Hevc => "libx265",
+            VideoCodec::Av1 => "libsvtav1",
+        }
+    }
+
+    /// Default constant-rate-factor: visually transparent for upscaled content.
+    pub fn default_crf(self) -> u32 {
+        match self {
+            VideoCodec::H264 => 18,
+            VideoCodec::Hevc => 20,
+            VideoCodec::Av1 => 28,
+        }
+    }
+
+    /// Default speed preset.
+    pub fn default_preset(self) -> &'static str {
+        match self {
+            VideoCodec::H264 | VideoCodec::Hevc => "medium",
+            VideoCodec::Av1 => "8",
+        }
+    }
+
+    /// Highest CRF the encoder accepts.
+    pub fn max_crf(self) -> u32 {
+        match self {
+            VideoCodec::H264 | VideoCodec::Hevc => 51,
+            VideoCodec::Av1 => 63,
+        }
+    }
+}
+
+impl fmt::Display for VideoCodec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            VideoCodec::H264 => "h264",
+            VideoCodec::Hevc => "hevc",
+            VideoCodec::Av1 => "av1",
+        })
+    }
+}
+
+const X26X_PRESETS: [&str; 10] = [
+    "ultrafast",
+    "superfast",
+    "veryfast",
+    "faster",
+    "fast",
+    "medium",
+    "slow",
+    "slower",
+    "veryslow",
+    "placebo",
+];
+
+/// Validated encoder settings.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EncoderSettings {
+    /// Codec to produce.
+    pub codec: VideoCodec,
+    /// Constant rate factor.
+    pub crf: u32,
+    /// Speed preset (x264/x265 names, SVT-AV1 numbers 0-13).
+    pub preset: String,
+}
+
+impl EncoderSettings {
+    /// Check `crf` and `preset` against what the codec's encoder accepts, filling defaults.
+    pub fn new(codec: VideoCodec, crf: Option<u32>, preset: Option<&str>) -> Result<Self> {
+        let crf = crf.unwrap_or(codec.default_crf());
+        if crf > codec.max_crf() {
+            return Err(EngineError::Config(format!(
+                "--crf {crf} is out of range for {codec}: use 0-{}",
+                codec.max_crf()
+            )));
+        }
+        let preset = preset
+            .unwrap_or(codec.default_preset())
+            .to_ascii_lowercase();
+        let valid = match codec {
+            VideoCodec::H264 | VideoCodec::Hevc => X26X_PRESETS.contains(&preset.as_str()),
+            VideoCodec::Av1 => preset.parse::<u8>().is_ok_and(|p| p <= 13),
+        };
+        if !valid {
+            let allowed = match codec {
+                VideoCodec::Av1 => "0 (slowest) to 13 (fastest)".to_string(),
+                _ => X26X_PRESETS.join(", "),
+            };
+            return Err(EngineError::Config(format!(
+                "--preset {preset} is not a {} preset: use {allowed}",
+                codec.encoder_name()
+            )));
+        }
+        Ok(Self { codec, crf, preset })
+    }
+}
+
+/// Output container, from the output file's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Container {
+    /// MPEG-4 part 14 (.mp4, .m4v).
+    Mp4,
+    /// QuickTime (.mov).
+    Mov,
+    /// Matroska (.mkv).
+    Matroska,
+}
+
+impl Container {
+    /// The container for `path`'s extension.
+    pub fn from_path(path: &Path) -> Result<Self> {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        match ext.as_str() {
+            "mp4" | "m4v" => Ok(Container::Mp4),
+            "mov" => Ok(Container::Mov),
+            "mkv" => Ok(Container::Matroska),
+            _ => Err(EngineError::Config(format!(
+                "{}: unsupported output extension {:?}; use .mp4, .mkv or .mov",
+                path.display(),
+                ext
+            ))),
+        }
+    }
+
+    /// FFmpeg's muxer name.
+    pub fn muxer(self) -> &'static str {
+        match self {
+            Container::Mp4 => "mp4",
+            Container::Mov => "mov",
+            Container::Matroska => "matroska",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_validate_per_encoder() {
+        let s = EncoderSettings::new(VideoCodec::H264, None, None).unwrap();
+        assert_eq!((s.crf, s.preset.as_str()), (18, "medium"));
+        assert!(EncoderSettings::new(VideoCodec::H264, Some(52), None).is_err());
+        assert!(EncoderSettings::new(VideoCodec::Av1, Some(60), Some("4")).is_ok());
+        assert!(EncoderSettings::new(VideoCodec::Av1, None, Some("fast")).is_err());
+        let e = EncoderSettings::new(VideoCodec::Hevc, None, Some("turbo")).unwrap_err();
+        assert!(e.to_string().contains("ultrafast"), "{e}");
+    }
+
+    #[test]
+    fn container_from_extension() {
+        assert_eq!(
+            Container::from_path(Path::new("a/B.MKV")).unwrap(),
+            Container::Matroska
+        );
+        assert_eq!(
+            Container::from_path(Path::new("x.mp4")).unwrap(),
+            Container::Mp4
+        );
+        assert!(Container::from_path(Path::new("x.avi")).is_err());
+        assert!(Container::from_path(Path::new("noext")).is_err());
+    }
+}

@@ -1,0 +1,332 @@
+//! `VideoReader`: demuxes the input, decodes the main video stream in software into host
+//! YUV frames, counts damaged data instead of hiding it, and hands every other stream's
+//! packets to the writer untouched.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+
+use ffmpeg_next::codec::threading::{Config as Threading, Type as ThreadingType};
+use ffmpeg_next::format::context::Input;
+use ffmpeg_next::frame::Video as VideoFrame;
+use ffmpeg_next::util::error::EAGAIN;
+use ffmpeg_next::{Packet, Rational};
+use rave_core::codec::FrameSource;
+use rave_core::color::ColorInfo;
+use rave_core::error::{EngineError, Result};
+use rave_core::frame::{FrameMeta, HostYuvFrame};
+use serde::Serialize;
+
+use crate::frame_convert::{FrameImporter, pixel_from_raw};
+use crate::{color, input, sys};
+
+/// Consecutive demux errors after which the rest of the file is treated as unreadable.
+const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
+
+/// A packet of a non-video stream, on its way to the writer unchanged.
+pub struct CopiedPacket {
+    /// Index of the stream in the input.
+    pub input_stream: usize,
+    /// The packet as demuxed.
+    pub packet: Packet,
+}
+
+/// What decoding saw.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct DecodeStats {
+    /// Video packets read.
+    pub packets: u64,
+    /// Frames decoded.
+    pub frames: u64,
+    /// Packets the decoder rejected, frames it flagged as damaged, and unreadable stretches.
+    pub bad_frames: u64,
+    /// Frames whose timestamp was missing or went backwards and was repaired.
+    pub timestamp_fixes: u64,
+    /// Packets of other streams passed to the writer.
+    pub copied_packets: u64,
+}
+
+/// Demuxer plus software decoder for the main video stream of one file.
+pub struct VideoReader {
+    path: PathBuf,
+    input: Input,
+    video_index: usize,
+    decoder: ffmpeg_next::decoder::Video,
+    importer: FrameImporter,
+    color: ColorInfo,
+    time_base: Rational,
+    frame_step: i64,
+    copy_sink: Option<Sender<CopiedPacket>>,
+    pending: VecDeque<HostYuvFrame>,
+    decoded: VideoFrame,
+    next_index: u64,
+    last_pts: Option<i64>,
+    draining: bool,
+    finished: bool,
+    stats: DecodeStats,
+}
+
+impl VideoReader {
+    /// Open `path` and its main video stream's decoder.
+    pub fn open(path: &Path) -> Result<Self> {
+        let input = input::open(path)?;
+        let video_index = input::video_stream_index(&input, path)?;
+        let stream = input.stream(video_index).expect("valid stream index");
+        let params = stream.parameters();
+        let codec_name = params.id().name().to_owned();
+        let mut ctx = ffmpeg_next::codec::context::Context::from_parameters(params)
+            .map_err(|e| EngineError::Decode(e.to_string()))?;
+        ctx.set_threading(Threading {
+            kind: ThreadingType::Frame,
+            count: 0,
+            ..Default::default()
+        });
+        let decoder = ctx
+            .decoder()
+            .video()
+            .map_err(|_| EngineError::UnsupportedCodec {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "video codec '{codec_name}' has no decoder in this FFmpeg build; convert the file to H.264/HEVC/AV1 first"
+                ),
+            })?;
+        let raw = sys::stream_params(&input, video_index);
+        let pix = ffmpeg_next::format::Pixel::from(pixel_from_raw(raw.format));
+        let color = color::resolve(raw.color_space, raw.color_range, pix, raw.height as u32);
+        let time_base = stream.time_base();
+        let rate = stream.avg_frame_rate();
+        let rate = if rate.numerator() > 0 {
+            rate
+        } else {
+            stream.rate()
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            video_index,
+            importer: FrameImporter::new(color.bit_depth),
+            color,
+            time_base,
+            frame_step: frame_step(time_base, rate),
+            decoder,
+            input,
+            copy_sink: None,
+            pending: VecDeque::new(),
+            decoded: VideoFrame::empty(),
+            next_index: 0,
+            last_pts: None,
+            draining: false,
+            finished: false,
+            stats: DecodeStats::default(),
+        })
+    }
+
+    /// Send packets of every other stream to `sink` as they are demuxed.
+    pub fn set_copy_sink(&mut self, sink: Sender<CopiedPacket>) {
+        self.copy_sink = Some(sink);
+    }
+
+    /// The demuxer (for the writer to mirror streams, chapters and metadata).
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// Index of the decoded video stream.
+    pub fn video_index(&self) -> usize {
+        self.video_index
+    }
+
+    /// The conversion colour description of the video.
+    pub fn color(&self) -> ColorInfo {
+        self.color
+    }
+
+    /// Time base of the video stream's timestamps.
+    pub fn time_base(&self) -> Rational {
+        self.time_base
+    }
+
+    /// Coded size of the video.
+    pub fn size(&self) -> (u32, u32) {
+        (self.decoder.width(), self.decoder.height())
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &DecodeStats {
+        &self.stats
+    }
+
+    /// The error to report when damaged data was seen, or `None` when all decoded cleanly.
+    pub fn damage_error(&self, hint: &str) -> Option<EngineError> {
+        (self.stats.bad_frames > 0).then(|| EngineError::CorruptStream {
+            path: self.path.clone(),
+            bad_frames: self.stats.bad_frames,
+            good_frames: self.stats.frames,
+            hint: hint.to_owned(),
+        })
+    }
+
+    /// Stop forwarding packets (the writer is gone); decoding may go on.
+    pub fn close_copy_sink(&mut self) {
+        self.copy_sink = None;
+    }
+
+    fn read_packet(&mut self) -> Result<()> {
+        let mut errors = 0;
+        loop {
+            let mut packet = Packet::empty();
+            match packet.read(&mut self.input) {
+                Ok(()) => return self.route(packet),
+                Err(ffmpeg_next::Error::Eof) => {
+                    self.start_draining();
+                    return Ok(());
+                }
+                Err(_) => {
+                    errors += 1;
+                    if errors >= MAX_CONSECUTIVE_READ_ERRORS {
+                        // The rest of the file is unreadable: count it once, keep what decoded.
+                        self.stats.bad_frames += 1;
+                        self.start_draining();
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    fn route(&mut self, packet: Packet) -> Result<()> {
+        if packet.stream() != self.video_index {
+            if let Some(sink) = &self.copy_sink {
+                let copied = CopiedPacket {
+                    input_stream: packet.stream(),
+                    packet,
+                };
+                if sink.send(copied).is_ok() {
+                    self.stats.copied_packets += 1;
+                }
+            }
+            return Ok(());
+        }
+        self.stats.packets += 1;
+        if packet.is_corrupt() {
+            self.stats.bad_frames += 1;
+        }
+        match self.decoder.send_packet(&packet) {
+            Ok(()) => {}
+            Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {
+                self.receive_frames()?;
+                if self.decoder.send_packet(&packet).is_err() {
+                    self.stats.bad_frames += 1;
+                }
+            }
+            Err(_) => self.stats.bad_frames += 1,
+        }
+        self.receive_frames()
+    }
+
+    fn start_draining(&mut self) {
+        if !self.draining {
+            self.draining = true;
+            // An error here means the decoder was already flushed.
+            let _ = self.decoder.send_eof();
+        }
+    }
+
+    fn receive_frames(&mut self) -> Result<()> {
+        loop {
+            match self.decoder.receive_frame(&mut self.decoded) {
+                Ok(()) => {
+                    // SAFETY: `decoded` wraps a valid AVFrame just filled by the decoder.
+                    let damaged = sys::frame_is_damaged(unsafe { self.decoded.as_ptr() });
+                    if damaged {
+                        self.stats.bad_frames += 1;
+                    }
+                    let image = self.importer.import(&self.decoded)?;
+                    let meta = FrameMeta {
+                        index: self.next_index,
+                        pts: self.frame_pts(),
+                        keyframe: self.decoded.is_key(),
+                    };
+                    self.next_index += 1;
+                    self.stats.frames += 1;
+                    self.pending.push_back(HostYuvFrame { meta, image });
+                }
+                Err(ffmpeg_next::Error::Eof) => {
+                    self.finished = true;
+                    return Ok(());
+                }
+                Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {
+                    return Ok(());
+                }
+                Err(_) => {
+                    self.stats.bad_frames += 1;
+                    if self.draining {
+                        self.finished = true;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// The decoder's best-effort timestamp, repaired when missing or not increasing so the
+    /// encoder always sees strictly increasing times.
+    fn frame_pts(&mut self) -> i64 {
+        let pts = match (self.decoded.timestamp(), self.last_pts) {
+            (Some(p), Some(last)) if p > last => p,
+            (Some(p), None) => p,
+            (_, last) => {
+                self.stats.timestamp_fixes += 1;
+                last.map_or(0, |l| l + self.frame_step)
+            }
+        };
+        self.last_pts = Some(pts);
+        pts
+    }
+}
+
+/// Duration of one frame in time-base units (at least 1).
+fn frame_step(time_base: Rational, rate: Rational) -> i64 {
+    if rate.numerator() <= 0 || time_base.numerator() <= 0 {
+        return 1;
+    }
+    let step = (i64::from(time_base.denominator()) * i64::from(rate.denominator()))
+        / (i64::from(time_base.numerator()) * i64::from(rate.numerator()));
+    step.max(1)
+}
+
+impl FrameSource for VideoReader {
+    fn next_frame(&mut self) -> Result<Option<HostYuvFrame>> {
+        loop {
+            if let Some(frame) = self.pending.pop_front() {
+                return Ok(Some(frame));
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            if self.draining {
+                self.receive_frames()?;
+                if self.pending.is_empty() {
+                    self.finished = true;
+                }
+            } else {
+                self.read_packet()?;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_step_in_time_base_units() {
+        assert_eq!(frame_step(Rational::new(1, 1000), Rational::new(25, 1)), 40);
+        assert_eq!(
+            frame_step(Rational::new(1, 90000), Rational::new(30000, 1001)),
+            3003
+        );
+        assert_eq!(frame_step(Rational::new(1, 25), Rational::new(25, 1)), 1);
+        assert_eq!(frame_step(Rational::new(1, 25), Rational::new(0, 1)), 1);
+    }
+}

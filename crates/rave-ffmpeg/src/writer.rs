@@ -1,0 +1,266 @@
+//! `MediaWriter`: the output file. Encodes the upscaled video and muxes it with every audio,
+//! subtitle and attachment stream of the input copied untouched, plus chapters, metadata,
+//! rotation and colour tags; timestamps pass through unchanged.
+
+use std::path::{Path, PathBuf};
+
+use ffmpeg_next::Rational;
+use ffmpeg_next::format::context::Output;
+use ffmpeg_next::media::Type;
+use rave_core::codec::FrameSink;
+use rave_core::error::{EngineError, Result};
+use rave_core::frame::HostYuvFrame;
+use serde::Serialize;
+
+use crate::codec_choice::{Container, EncoderSettings, VideoCodec};
+use crate::encoder::{EncoderGeometry, VideoEncoder};
+use crate::reader::{CopiedPacket, VideoReader};
+use crate::sys::{self, RawColor};
+
+/// Where each copied input stream goes: output index and both time bases.
+#[derive(Debug, Clone, Copy)]
+struct StreamRoute {
+    output: usize,
+    input_tb: Rational,
+    output_tb: Rational,
+}
+
+/// What the writer did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WriterSummary {
+    /// Frames encoded.
+    pub frames_encoded: u64,
+    /// Video packets written.
+    pub video_packets: u64,
+    /// Packets of other streams copied.
+    pub copied_packets: u64,
+    /// Input streams copied, by index.
+    pub copied_streams: Vec<usize>,
+    /// Input streams left out, with the reason.
+    pub skipped_streams: Vec<String>,
+    /// The encoder used.
+    pub encoder: String,
+}
+
+/// An output file being written.
+pub struct MediaWriter {
+    path: PathBuf,
+    output: Output,
+    encoder: VideoEncoder,
+    video_tb: Rational,
+    routes: Vec<Option<StreamRoute>>,
+    summary: WriterSummary,
+    finished: bool,
+}
+
+impl MediaWriter {
+    /// Create `path` as `container`, mirroring `reader`'s streams, and open the encoder for
+    /// frames of `width` x `height`. Fails before writing any frame if a stream cannot be
+    /// stored in the container.
+    pub fn create(
+        path: &Path,
+        container: Container,
+        reader: &VideoReader,
+        settings: &EncoderSettings,
+        width: u32,
+        height: u32,
+    ) -> Result<Self> {
+        crate::init();
+        let input = reader.input();
+        let unwritable = |reason: String| EngineError::OutputUnwritable {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let mut output = ffmpeg_next::format::output_as(&path, container.muxer())
+            .map_err(|e| unwritable(e.to_string()))?;
+        let vidx = reader.video_index();
+        let in_video = input.stream(vidx).expect("reader's video stream");
+        let raw = sys::stream_params(input, vidx);
+        let rate = [in_video.avg_frame_rate(), in_video.rate()]
+            .into_iter()
+            .find(|r| r.numerator() > 0 && r.denominator() > 0)
+            .unwrap_or(Rational::new(25, 1));
+        let geometry = EncoderGeometry {
+            width,
+            height,
+            bit_depth: reader.color().bit_depth,
+            time_base: reader.time_base(),
+            frame_rate: rate,
+            sample_aspect: Rational::new(
+                raw.sample_aspect_ratio.num,
+                raw.sample_aspect_ratio.den.max(1),
+            ),
+        };
+        let global_header = sys::wants_global_header(&output);
+        let encoder = VideoEncoder::open(
+            settings,
+            geometry,
+            &RawColor::from_params(raw),
+            global_header,
+        )?;
+
+        // Stream 0: the upscaled video.
+        {
+            let mut ost = output
+                .add_stream(ffmpeg_next::encoder::find_by_name(
+                    settings.codec.encoder_name(),
+                ))
+                .map_err(|e| unwritable(e.to_string()))?;
+            ost.set_parameters(encoder.context());
+            ost.set_time_base(encoder.time_base());
+            ost.set_avg_frame_rate(rate);
+            ost.set_metadata(in_video.metadata().to_owned());
+        }
+        sys::copy_disposition(input, vidx, &mut output, 0);
+        let hevc_in_mp4 = settings.codec == VideoCodec::Hevc && container != Container::Matroska;
+        sys::set_codec_tag(
+            &mut output,
+            0,
+            if hevc_in_mp4 { fourcc(b"hvc1") } else { 0 },
+        );
+        if let Some(matrix) = sys::display_matrix(input, vidx) {
+            sys::set_display_matrix(&mut output, 0, &matrix);
+        }
+
+        // Every other stream, copied.
+        let mut routes = vec![None; input.nb_streams() as usize];
+        let mut summary = WriterSummary {
+            encoder: settings.codec.encoder_name().into(),
+            ..Default::default()
+        };
+        for ist in input.streams() {
+            let idx = ist.index();
+            if idx == vidx {
+                continue;
+            }
+            let params = ist.parameters();
+            let kind = params.medium();
+            let codec = params.id();
+            let describe = format!("stream #{idx} ({:?} {})", kind, codec.name()).to_lowercase();
+            let storable = match kind {
+                Type::Audio | Type::Subtitle | Type::Video => {
+                    sys::container_accepts(&output, codec.into())
+                }
+                Type::Attachment => container == Container::Matroska,
+                Type::Data | Type::Unknown => {
+                    summary
+                        .skipped_streams
+                        .push(format!("{describe}: data streams are not copied"));
+                    continue;
+                }
+            };
+            if !storable {
+                return Err(EngineError::Mux(format!(
+                    "{}: {describe} cannot be stored in {}; write to .mkv instead",
+                    path.display(),
+                    container.muxer()
+                )));
+            }
+            let out_index = {
+                let mut ost = output
+                    .add_stream(ffmpeg_next::encoder::find(ffmpeg_next::codec::Id::None))
+                    .map_err(|e| unwritable(e.to_string()))?;
+                ost.set_parameters(params);
+                ost.set_time_base(ist.time_base());
+                ost.set_metadata(ist.metadata().to_owned());
+                ost.index()
+            };
+            sys::set_codec_tag(&mut output, out_index, 0);
+            sys::copy_disposition(input, idx, &mut output, out_index);
+            routes[idx] = Some(StreamRoute {
+                output: out_index,
+                input_tb: ist.time_base(),
+                output_tb: ist.time_base(),
+            });
+            summary.copied_streams.push(idx);
+        }
+
+        for ch in input.chapters() {
+            let title = ch.metadata().get("title").unwrap_or("").to_owned();
+            output
+                .add_chapter(ch.id(), ch.time_base(), ch.start(), ch.end(), &title)
+                .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
+        }
+        output.set_metadata(input.metadata().to_owned());
+        output
+            .write_header()
+            .map_err(|e| unwritable(format!("cannot write the container header: {e}")))?;
+
+        // The muxer may have picked its own time bases.
+        let video_tb = output.stream(0).expect("stream 0").time_base();
+        for route in routes.iter_mut().flatten() {
+            route.output_tb = output
+                .stream(route.output)
+                .expect("added stream")
+                .time_base();
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            output,
+            encoder,
+            video_tb,
+            routes,
+            summary,
+            finished: false,
+        })
+    }
+
+    /// Write a packet of a copied stream, unchanged but for its timestamps' time base.
+    pub fn copy_packet(&mut self, copied: CopiedPacket) -> Result<()> {
+        let Some(route) = self.routes.get(copied.input_stream).copied().flatten() else {
+            return Ok(());
+        };
+        let mut packet = copied.packet;
+        packet.rescale_ts(route.input_tb, route.output_tb);
+        packet.set_stream(route.output);
+        packet.set_position(-1);
+        packet
+            .write_interleaved(&mut self.output)
+            .map_err(|e| self.mux_error(e))?;
+        self.summary.copied_packets += 1;
+        Ok(())
+    }
+
+    /// What was written so far.
+    pub fn summary(&self) -> &WriterSummary {
+        &self.summary
+    }
+
+    fn mux_error(&self, e: ffmpeg_next::Error) -> EngineError {
+        EngineError::Mux(format!("{}: writing failed: {e}", self.path.display()))
+    }
+
+    fn write_encoded(&mut self) -> Result<()> {
+        while let Some(mut packet) = self.encoder.receive()? {
+            packet.set_stream(0);
+            packet.rescale_ts(self.encoder.time_base(), self.video_tb);
+            packet
+                .write_interleaved(&mut self.output)
+                .map_err(|e| self.mux_error(e))?;
+            self.summary.video_packets += 1;
+        }
+        Ok(())
+    }
+}
+
+fn fourcc(tag: &[u8; 4]) -> u32 {
+    u32::from_le_bytes(*tag)
+}
+
+impl FrameSink for MediaWriter {
+    fn write_frame(&mut self, frame: HostYuvFrame) -> Result<()> {
+        self.encoder.send(&frame)?;
+        self.summary.frames_encoded += 1;
+        self.write_encoded()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        self.encoder.send_eof()?;
+        self.write_encoded()?;
+        self.output.write_trailer().map_err(|e| self.mux_error(e))
+    }
+}

@@ -1,0 +1,79 @@
+//! The run report: what ran, on what, how fast, and what came out. Printed as JSON with
+//! `--json` and summarized on the terminal otherwise.
+
+use std::path::PathBuf;
+
+use rave_core::backend::ModelMetadata;
+use rave_core::metrics::StageSnapshot;
+use rave_ffmpeg::{DecodeStats, EncoderSettings, WriterSummary};
+use serde::Serialize;
+
+use crate::config::Device;
+
+/// Whether the output is the whole video.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every frame was upscaled and the output is in place.
+    Complete,
+    /// Cancelled: the finalized output holds the frames done so far, under a `.partial` name.
+    Partial,
+}
+
+/// Which model ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelReport {
+    /// The model's description.
+    #[serde(flatten)]
+    pub metadata: ModelMetadata,
+    /// The file it came from.
+    pub path: PathBuf,
+}
+
+/// Where inference ran and why there.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendReport {
+    /// What the user asked for.
+    pub requested: Device,
+    /// The backend that ran (e.g. onnxruntime-cpu).
+    pub name: String,
+    /// Why this backend was chosen.
+    pub reason: String,
+    /// The ONNX Runtime library used.
+    pub runtime_library: PathBuf,
+}
+
+/// Everything about one finished (or cancelled) upscale.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// complete or partial.
+    pub status: RunStatus,
+    /// The input file.
+    pub input: PathBuf,
+    /// Where the output is (the `.partial` file for a cancelled run).
+    pub output: PathBuf,
+    /// Model.
+    pub model: ModelReport,
+    /// Backend.
+    pub backend: BackendReport,
+    /// Encoder settings.
+    pub encoder: EncoderSettings,
+    /// Input size [width, height].
+    pub input_size: [u32; 2],
+    /// Output size [width, height].
+    pub output_size: [u32; 2],
+    /// Frames decoded.
+    pub frames_in: u64,
+    /// Frames encoded into the output.
+    pub frames_out: u64,
+    /// Wall-clock seconds of the whole run.
+    pub elapsed_s: f64,
+    /// Output frames per second over the whole run.
+    pub fps: f64,
+    /// Per-stage counters.
+    pub stages: Vec<StageSnapshot>,
+    /// Decoder counters (damaged frames, repaired timestamps, copied packets).
+    pub decode: DecodeStats,
+    /// Writer counters (streams copied or skipped).
+    pub mux: WriterSummary,
+}

@@ -1,0 +1,253 @@
+//! The bodies of the stage threads. Each takes frames from its input channel, does its one
+//! job, times it, and passes the frame on in order; each stops promptly on cancellation.
+
+use std::sync::Mutex;
+use std::sync::mpsc::Receiver as PacketReceiver;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+use rave_core::backend::HostUpscaleBackend;
+use rave_core::codec::{FrameSink, FrameSource};
+use rave_core::color::ColorInfo;
+use rave_core::error::{EngineError, Result};
+use rave_core::frame::{HostRgbFrame, HostYuvFrame};
+use rave_core::metrics::StageMetrics;
+use rave_ffmpeg::{CopiedPacket, MediaWriter, VideoReader};
+
+use crate::cancel::{CancelToken, StopReason};
+use crate::channel::{recv, send};
+use crate::progress::{Progress, ProgressSink};
+
+/// Live counters of the five stages.
+#[derive(Debug, Default)]
+pub struct PipelineMetrics {
+    /// Demux + decode + import.
+    pub decode: StageMetrics,
+    /// YUV -> RGB.
+    pub preprocess: StageMetrics,
+    /// Model.
+    pub infer: StageMetrics,
+    /// RGB -> YUV.
+    pub postprocess: StageMetrics,
+    /// Encode + mux.
+    pub encode: StageMetrics,
+}
+
+impl PipelineMetrics {
+    /// Snapshots in pipeline order.
+    pub fn snapshots(&self) -> Vec<rave_core::metrics::StageSnapshot> {
+        vec![
+            self.decode.snapshot("decode"),
+            self.preprocess.snapshot("preprocess"),
+            self.infer.snapshot("infer"),
+            self.postprocess.snapshot("postprocess"),
+            self.encode.snapshot("encode"),
+        ]
+    }
+}
+
+/// The first error any stage hit; later ones are consequences and are dropped.
+#[derive(Default)]
+pub struct FirstError(Mutex<Option<EngineError>>);
+
+impl FirstError {
+    /// Record `err` if it is the first, and stop the other stages.
+    pub fn record(&self, err: EngineError, cancel: &CancelToken) {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(err);
+        }
+        drop(slot);
+        cancel.cancel(StopReason::Failure);
+    }
+
+    /// The recorded error, if any.
+    pub fn take(&self) -> Option<EngineError> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// Run `body`; an error is recorded and stops the pipeline.
+pub fn guarded(errors: &FirstError, cancel: &CancelToken, body: impl FnOnce() -> Result<()>) {
+    if let Err(e) = body() {
+        errors.record(e, cancel);
+    }
+}
+
+/// What the decode stage does with damaged input.
+#[derive(Debug, Clone, Copy)]
+pub struct DecodePolicy {
+    /// Keep going and count the damage (else stop, count it all, and fail).
+    pub allow_corrupt: bool,
+    /// Stop after this many frames.
+    pub max_frames: Option<u64>,
+}
+
+/// Decode frames and send them on; returns when the input ends or the run stops.
+pub fn decode(
+    reader: &mut VideoReader,
+    tx: Sender<HostYuvFrame>,
+    policy: DecodePolicy,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) -> Result<()> {
+    let result = decode_frames(reader, &tx, policy, cancel, metrics);
+    // Every copied packet is queued before the frame channel closes, so the writer can
+    // drain them all once it sees the end of the video.
+    reader.close_copy_sink();
+    result
+}
+
+fn decode_frames(
+    reader: &mut VideoReader,
+    tx: &Sender<HostYuvFrame>,
+    policy: DecodePolicy,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) -> Result<()> {
+    let hint = "; pass --allow-corrupt to upscale it anyway (damaged frames are concealed by the decoder and counted in the report)";
+    loop {
+        if policy.max_frames.is_some_and(|m| metrics.frames() >= m) {
+            return Ok(());
+        }
+        let t = Instant::now();
+        let Some(frame) = reader.next_frame()? else {
+            return Ok(());
+        };
+        metrics.record(t.elapsed());
+        if !policy.allow_corrupt && reader.stats().bad_frames > 0 {
+            // Stop the pipeline, but read to the end so the error can say how much is damaged.
+            cancel.cancel(StopReason::Failure);
+            while cancel.reason() != Some(StopReason::User) && reader.next_frame()?.is_some() {}
+            return Err(reader.damage_error(hint).expect("damage was seen"));
+        }
+        if !send(tx, frame, cancel) {
+            return Ok(());
+        }
+    }
+}
+
+/// Convert decoded YUV frames to the RGB tensors the model takes.
+pub fn preprocess(
+    rx: Receiver<HostYuvFrame>,
+    tx: Sender<HostRgbFrame>,
+    color: ColorInfo,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) {
+    while let Some(frame) = recv(&rx, cancel) {
+        let t = Instant::now();
+        let image = rave_cuda::yuv420_to_rgb(&frame.image, &color);
+        metrics.record(t.elapsed());
+        if !send(
+            &tx,
+            HostRgbFrame {
+                meta: frame.meta,
+                image,
+            },
+            cancel,
+        ) {
+            return;
+        }
+    }
+}
+
+/// Run the model on each frame.
+pub fn infer(
+    backend: &mut dyn HostUpscaleBackend,
+    rx: Receiver<HostRgbFrame>,
+    tx: Sender<HostRgbFrame>,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) -> Result<()> {
+    while let Some(frame) = recv(&rx, cancel) {
+        let t = Instant::now();
+        let image = match backend.process(&frame.image) {
+            Ok(image) => image,
+            // An interrupted run reports an error; it is the cancellation, not a failure.
+            Err(_) if cancel.is_cancelled() => return Ok(()),
+            Err(e) => {
+                return Err(match e {
+                    EngineError::Inference(msg) => {
+                        EngineError::Inference(format!("frame {}: {msg}", frame.meta.index))
+                    }
+                    other => other,
+                });
+            }
+        };
+        metrics.record(t.elapsed());
+        if !send(
+            &tx,
+            HostRgbFrame {
+                meta: frame.meta,
+                image,
+            },
+            cancel,
+        ) {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Convert upscaled RGB back to YUV 4:2:0 at the source's bit depth.
+pub fn postprocess(
+    rx: Receiver<HostRgbFrame>,
+    tx: Sender<HostYuvFrame>,
+    color: ColorInfo,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) {
+    while let Some(frame) = recv(&rx, cancel) {
+        let t = Instant::now();
+        let image = rave_cuda::rgb_to_yuv420(&frame.image, &color, color.bit_depth);
+        metrics.record(t.elapsed());
+        if !send(
+            &tx,
+            HostYuvFrame {
+                meta: frame.meta,
+                image,
+            },
+            cancel,
+        ) {
+            return;
+        }
+    }
+}
+
+/// Encode and mux frames (with the copied streams' packets interleaved), then finalize the
+/// file unless the run failed. Returns whether the file was finalized.
+pub fn encode(
+    writer: &mut MediaWriter,
+    rx: Receiver<HostYuvFrame>,
+    packets: PacketReceiver<CopiedPacket>,
+    progress: &dyn ProgressSink,
+    frames_total: Option<u64>,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) -> Result<bool> {
+    let start = Instant::now();
+    while let Some(frame) = recv(&rx, cancel) {
+        let t = Instant::now();
+        for packet in packets.try_iter() {
+            writer.copy_packet(packet)?;
+        }
+        writer.write_frame(frame)?;
+        metrics.record(t.elapsed());
+        progress.frame_written(&Progress::new(
+            metrics.frames(),
+            frames_total,
+            start.elapsed(),
+        ));
+    }
+    if cancel.reason() == Some(StopReason::Failure) {
+        return Ok(false);
+    }
+    let t = Instant::now();
+    for packet in packets.try_iter() {
+        writer.copy_packet(packet)?;
+    }
+    writer.finish()?;
+    metrics.add_busy(t.elapsed());
+    Ok(true)
+}

