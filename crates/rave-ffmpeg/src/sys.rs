@@ -192,3 +192,21 @@ pub fn set_codec_tag(output: &mut Output, index: usize, tag: u32) {
         (*(*stream).codecpar).codec_tag = tag;
     }
 }
+
+/// Opus pre-skip of input stream `index`, in 48 kHz samples: the codec parameters'
+/// initial padding, else the `OpusHead` field in the extradata.
+pub fn opus_pre_skip(input: &Input, index: usize) -> i64 {
+    let p = stream_params(input, index);
+    if p.initial_padding > 0 {
+        return i64::from(p.initial_padding);
+    }
+    if p.extradata.is_null() || p.extradata_size < 12 {
+        return 0;
+    }
+    // SAFETY: extradata is non-null and holds extradata_size (>= 12) bytes owned by the stream.
+    let head = unsafe { std::slice::from_raw_parts(p.extradata, 12) };
+    if &head[..8] != b"OpusHead" {
+        return 0;
+    }
+    i64::from(u16::from_le_bytes([head[10], head[11]]))
+}

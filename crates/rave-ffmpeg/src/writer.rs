@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use ffmpeg_next::Rational;
+use ffmpeg_next::Rescale;
 use ffmpeg_next::format::context::Output;
 use ffmpeg_next::media::Type;
 use rave_core::codec::FrameSink;
@@ -23,6 +24,8 @@ struct StreamRoute {
     output: usize,
     input_tb: Rational,
     output_tb: Rational,
+    /// Added to timestamps after rescaling (output time base); see `codec_delay_offset`.
+    offset: i64,
 }
 
 /// What the writer did.
@@ -171,6 +174,7 @@ impl MediaWriter {
                 output: out_index,
                 input_tb: ist.time_base(),
                 output_tb: ist.time_base(),
+                offset: 0,
             });
             summary.copied_streams.push(idx);
         }
@@ -182,17 +186,27 @@ impl MediaWriter {
                 .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
         }
         output.set_metadata(input.metadata().to_owned());
+        let mut header_options = ffmpeg_next::Dictionary::new();
+        if container == Container::Matroska {
+            // Matroska stores codec delay (Opus pre-skip) itself; FFmpeg's default shift to
+            // non-negative timestamps would move the video by that delay on every pass.
+            header_options.set("avoid_negative_ts", "disabled");
+        }
         output
-            .write_header()
+            .write_header_with(header_options)
             .map_err(|e| unwritable(format!("cannot write the container header: {e}")))?;
 
         // The muxer may have picked its own time bases.
         let video_tb = output.stream(0).expect("stream 0").time_base();
-        for route in routes.iter_mut().flatten() {
-            route.output_tb = output
-                .stream(route.output)
-                .expect("added stream")
-                .time_base();
+        for (idx, slot) in routes.iter_mut().enumerate() {
+            if let Some(route) = slot {
+                let tb = output
+                    .stream(route.output)
+                    .expect("added stream")
+                    .time_base();
+                route.output_tb = tb;
+                route.offset = codec_delay_offset(input, idx, container, tb);
+            }
         }
         Ok(Self {
             path: path.to_path_buf(),
@@ -212,6 +226,10 @@ impl MediaWriter {
         };
         let mut packet = copied.packet;
         packet.rescale_ts(route.input_tb, route.output_tb);
+        if route.offset != 0 {
+            packet.set_pts(packet.pts().map(|t| t + route.offset));
+            packet.set_dts(packet.dts().map(|t| t + route.offset));
+        }
         packet.set_stream(route.output);
         packet.set_position(-1);
         packet
@@ -241,6 +259,23 @@ impl MediaWriter {
         }
         Ok(())
     }
+}
+
+/// Matroska's demuxer subtracts an Opus track's codec delay from its timestamps, but the
+/// muxer does not add it back; add it here so copied Opus keeps its exact timestamps.
+fn codec_delay_offset(
+    input: &ffmpeg_next::format::context::Input,
+    index: usize,
+    container: Container,
+    tb: Rational,
+) -> i64 {
+    let is_opus = input
+        .stream(index)
+        .is_some_and(|s| s.parameters().id() == ffmpeg_next::codec::Id::OPUS);
+    if container != Container::Matroska || !is_opus {
+        return 0;
+    }
+    sys::opus_pre_skip(input, index).rescale(Rational::new(1, 48_000), tb)
 }
 
 fn fourcc(tag: &[u8; 4]) -> u32 {

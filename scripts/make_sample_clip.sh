@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Make a sample clip of real picture content: a slow pan and zoom over photographs shipped
+# in the scikit-image wheel (a cat and a cup of coffee), with a stereo sound track.
+# Usage: make_sample_clip.sh OUT.mp4 [WIDTH HEIGHT SECONDS]
+set -euo pipefail
+out="$1"; w="${2:-320}"; h="${3:-180}"; secs="${4:-4}"
+RAVE_HOME="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}"
+photos="$RAVE_HOME/photos"
+if [[ ! -s "$photos/chelsea.png" ]]; then
+  tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+  "$RAVE_HOME/venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "scikit-image==0.26.0" \
+    || "$RAVE_HOME/venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" scikit-image
+  mkdir -p "$photos"
+  unzip -q -j -o "$tmp"/scikit_image-*.whl 'skimage/data/chelsea.png' 'skimage/data/coffee.png' -d "$photos"
+fi
+half=$(( secs * 25 / 2 ))
+fit="scale=$((w*2)):$((h*2)):force_original_aspect_ratio=increase,crop=$((w*2)):$((h*2)),setsar=1"
+ffmpeg -v error -y \
+  -i "$photos/chelsea.png" \
+  -i "$photos/coffee.png" \
+  -f lavfi -i "sine=frequency=330:sample_rate=48000:duration=$secs" \
+  -f lavfi -i "sine=frequency=495:sample_rate=48000:duration=$secs" \
+  -filter_complex "\
+[0:v]$fit,zoompan=z='min(zoom+0.004,1.4)':x='iw/2-(iw/zoom/2)':y='ih/2-(ih/zoom/2)':d=$half:s=${w}x${h}:fps=25,setsar=1[a];\
+[1:v]$fit,zoompan=z='1.3':x='(iw-iw/zoom)*on/$half':y='ih/4':d=$half:s=${w}x${h}:fps=25,setsar=1[b];\
+[a][b]concat=n=2:v=1:a=0,format=yuv420p[v];[2:a][3:a]amerge=inputs=2[au]" \
+  -map "[v]" -map "[au]" -t "$secs" -c:v libx264 -preset veryfast -crf 16 -color_primaries bt709 \
+  -color_trc bt709 -colorspace bt709 -c:a aac -b:a 128k "$out"
+echo "$out"

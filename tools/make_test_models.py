@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Write the tiny ONNX models the Rust tests use into tests/fixtures/.
+
+- nearest_x2.onnx: a valid "super-resolution" model, nearest-neighbour x2, dynamic H/W
+  (its output is exactly predictable, so pipeline tests can check pixels precisely).
+- fixed_64x48_x2.onnx: the same with a static 1x3x48x64 input (scale from the shapes).
+- rank3.onnx: input rank 3 -> must be rejected.
+- gray.onnx: one-channel input -> must be rejected.
+- half_scale.onnx: output half the input size -> must be rejected.
+Usage: make_test_models.py [OUT_DIR]
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(model, out, name):
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, out / name)
+
+
+def image(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def nearest_x2(out, name, in_shape, out_shape):
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
+    node = helper.make_node(
+        "Resize", ["input", "", "scales"], ["output"], mode="nearest",
+        coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+    )
+    g = helper.make_graph([node], name, [image("input", in_shape)], [image("output", out_shape)], [scales])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
+
+
+def unary(out, name, in_shape, out_shape, op="Relu", **attrs):
+    node = helper.make_node(op, ["input"], ["output"], **attrs)
+    g = helper.make_graph([node], name, [image("input", in_shape)], [image("output", out_shape)])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "tests" / "fixtures")
+    out.mkdir(parents=True, exist_ok=True)
+    nearest_x2(out, "nearest_x2", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"])
+    nearest_x2(out, "fixed_64x48_x2", [1, 3, 48, 64], [1, 3, 96, 128])
+    unary(out, "rank3", ["n", 3, "w"], ["n", 3, "w"])
+    unary(out, "gray", ["n", 1, "h", "w"], ["n", 1, "h", "w"])
+    unary(out, "half_scale", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"], op="AveragePool", kernel_shape=[2, 2], strides=[2, 2])
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
