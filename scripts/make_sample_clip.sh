@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
 # Make a sample clip of real picture content: a slow pan and zoom over photographs shipped
-# in the scikit-image wheel (a cat and a cup of coffee), with a stereo sound track.
-# Usage: make_sample_clip.sh OUT.mp4 [WIDTH HEIGHT SECONDS]
+# in the scikit-image wheel (a cat and a cup of coffee; scripts/setup.sh fetches them), with a
+# stereo sound track.
+# Usage: make_sample_clip.sh OUT.mp4 [WIDTH HEIGHT FRAMES]   (25 fps; defaults 320 180 100)
 set -euo pipefail
-out="$1"; w="${2:-320}"; h="${3:-180}"; secs="${4:-4}"
+out="$1"; w="${2:-320}"; h="${3:-180}"; frames="${4:-100}"
+secs="$(awk "BEGIN{print $frames/25}")"
 RAVE_HOME="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}"
 photos="$RAVE_HOME/photos"
-if [[ ! -s "$photos/chelsea.png" ]]; then
-  tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-  "$RAVE_HOME/venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "scikit-image==0.26.0" \
-    || "$RAVE_HOME/venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" scikit-image
-  mkdir -p "$photos"
-  unzip -q -j -o "$tmp"/scikit_image-*.whl 'skimage/data/chelsea.png' 'skimage/data/coffee.png' -d "$photos"
-fi
-half=$(( secs * 25 / 2 ))
+[[ -s "$photos/chelsea.png" && -s "$photos/coffee.png" ]] || {
+  echo "make_sample_clip: $photos lacks the sample photos; run scripts/setup.sh" >&2; exit 1; }
+half=$(( (frames + 1) / 2 ))
 fit="scale=$((w*2)):$((h*2)):force_original_aspect_ratio=increase,crop=$((w*2)):$((h*2)),setsar=1"
 ffmpeg -v error -y \
   -i "$photos/chelsea.png" \

@@ -64,4 +64,20 @@ if [[ ! -s "$RAVE_HOME/models/realesrgan-x4plus-anime.onnx" || "$root/tools/ncnn
   say "converting the Real-ESRGAN ncnn models to ONNX into $RAVE_HOME/models"
   "$venv/bin/python" "$root/tools/ncnn2onnx.py" --package-dir "$ncnn_models" --out-dir "$RAVE_HOME/models" >/dev/null
 fi
+photos="$RAVE_HOME/photos"
+if [[ ! -s "$photos/chelsea.png" || ! -s "$photos/coffee.png" ]]; then
+  say "fetching sample photographs (scikit-image wheel from PyPI) into $photos"
+  tmp="$(mktemp -d)"
+  "$venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "scikit-image==0.26.0"
+  mkdir -p "$photos"
+  "$venv/bin/python" - "$tmp" "$photos" <<'PY'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/scikit_image-*.whl")[0]
+with zipfile.ZipFile(wheel) as z:
+    for name in ("chelsea.png", "coffee.png"):
+        with open(f"{sys.argv[2]}/{name}", "wb") as f:
+            f.write(z.read(f"skimage/data/{name}"))
+PY
+  rm -rf "$tmp"
+fi
 say "ready: RAVE_HOME=$RAVE_HOME ($(ls "$RAVE_HOME/models" | wc -l) models, ONNX Runtime $ORT_VERSION)"

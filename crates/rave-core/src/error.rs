@@ -89,7 +89,7 @@ pub enum EngineError {
     },
     /// Some packets of the input could not be decoded.
     #[error(
-        "{path}: {bad_frames} video packet(s)/frame(s) were corrupt or could not be decoded; {good_frames} frame(s) decoded fine{hint}"
+        "{path}: {bad_frames} video frame(s) were corrupt or could not be decoded; {good_frames} frame(s) decoded fine{hint}"
     )]
     CorruptStream {
         /// The input file.
@@ -312,6 +312,10 @@ mod tests {
             hint: String::new(),
         };
         assert_eq!(corrupt.family().exit_code(), 3);
-        assert!(corrupt.to_string().contains("3 video packet(s)/frame(s)"));
+        assert!(
+            corrupt
+                .to_string()
+                .contains("3 video frame(s) were corrupt")
+        );
     }
 }

@@ -40,6 +40,9 @@ pub struct DecodeStats {
     pub frames: u64,
     /// Packets the decoder rejected, frames it flagged as damaged, and unreadable stretches.
     pub bad_frames: u64,
+    /// Video packets that produced no frame (the decoder dropped damaged data), counted at
+    /// the end of a progressive stream.
+    pub lost_frames: u64,
     /// Frames whose timestamp was missing or went backwards and was repaired.
     pub timestamp_fixes: u64,
     /// Packets of other streams passed to the writer.
@@ -56,6 +59,8 @@ pub struct VideoReader {
     color: ColorInfo,
     time_base: Rational,
     frame_step: i64,
+    constant_rate: bool,
+    gap_frames: u64,
     copy_sink: Option<Sender<CopiedPacket>>,
     pending: VecDeque<HostYuvFrame>,
     decoded: VideoFrame,
@@ -63,6 +68,7 @@ pub struct VideoReader {
     last_pts: Option<i64>,
     draining: bool,
     finished: bool,
+    saw_interlaced: bool,
     stats: DecodeStats,
 }
 
@@ -107,6 +113,8 @@ impl VideoReader {
             color,
             time_base,
             frame_step: frame_step(time_base, rate),
+            constant_rate: stream.avg_frame_rate() == stream.rate() && rate.numerator() > 0,
+            gap_frames: 0,
             decoder,
             input,
             copy_sink: None,
@@ -116,6 +124,7 @@ impl VideoReader {
             last_pts: None,
             draining: false,
             finished: false,
+            saw_interlaced: false,
             stats: DecodeStats::default(),
         })
     }
@@ -157,9 +166,10 @@ impl VideoReader {
 
     /// The error to report when damaged data was seen, or `None` when all decoded cleanly.
     pub fn damage_error(&self, hint: &str) -> Option<EngineError> {
-        (self.stats.bad_frames > 0).then(|| EngineError::CorruptStream {
+        let bad = self.stats.bad_frames + self.stats.lost_frames;
+        (bad > 0).then(|| EngineError::CorruptStream {
             path: self.path.clone(),
-            bad_frames: self.stats.bad_frames,
+            bad_frames: bad,
             good_frames: self.stats.frames,
             hint: hint.to_owned(),
         })
@@ -240,6 +250,7 @@ impl VideoReader {
                     if damaged {
                         self.stats.bad_frames += 1;
                     }
+                    self.saw_interlaced |= self.decoded.is_interlaced();
                     let image = self.importer.import(&self.decoded)?;
                     let meta = FrameMeta {
                         index: self.next_index,
@@ -268,11 +279,42 @@ impl VideoReader {
         }
     }
 
+    /// In a constant-rate stream, a jump of more than one frame between consecutive frames
+    /// can mean the decoder dropped the frames in between. Containers often claim a constant
+    /// rate for variable-rate video, so these gaps only count once the decoder has reported
+    /// damage (see `count_lost_frames`).
+    fn count_gap(&mut self, delta: i64) {
+        let step = self.frame_step;
+        if self.constant_rate && step > 1 && delta > step + step / 2 {
+            self.gap_frames += ((delta + step / 2) / step - 1) as u64;
+        }
+    }
+
+    /// Every packet of a progressive stream decodes to one frame; packets that produced none
+    /// were dropped by the decoder as damaged. (Field-coded streams send two packets per
+    /// frame, so they are left out of this count.)
+    fn count_lost_frames(&mut self) {
+        let unmatched = if self.saw_interlaced {
+            0
+        } else {
+            self.stats.packets.saturating_sub(self.stats.frames)
+        };
+        let gaps = if self.stats.bad_frames > 0 {
+            self.gap_frames
+        } else {
+            0
+        };
+        self.stats.lost_frames = unmatched.max(gaps);
+    }
+
     /// The decoder's best-effort timestamp, repaired when missing or not increasing so the
     /// encoder always sees strictly increasing times.
     fn frame_pts(&mut self) -> i64 {
         let pts = match (self.decoded.timestamp(), self.last_pts) {
-            (Some(p), Some(last)) if p > last => p,
+            (Some(p), Some(last)) if p > last => {
+                self.count_gap(p - last);
+                p
+            }
             (Some(p), None) => p,
             (_, last) => {
                 self.stats.timestamp_fixes += 1;
@@ -301,6 +343,7 @@ impl FrameSource for VideoReader {
                 return Ok(Some(frame));
             }
             if self.finished {
+                self.count_lost_frames();
                 return Ok(None);
             }
             if self.draining {

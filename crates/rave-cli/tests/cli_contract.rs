@@ -1,0 +1,312 @@
+//! The command-line contract: help, exit codes, one-line errors, JSON shapes — for bad
+//! options, inputs, models and outputs.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn help_explains_commands_and_exit_codes() {
+    let o = run(&["--help"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    for needle in [
+        "upscale",
+        "benchmark",
+        "probe",
+        "models",
+        "Exit codes",
+        "130",
+        "RAVE_HOME",
+    ] {
+        assert!(text.contains(needle), "--help lacks {needle}:\n{text}");
+    }
+    let o = run(&["upscale", "--help"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    for needle in [
+        "--crf",
+        "--preset",
+        "--codec",
+        "--overwrite",
+        "--progress",
+        "--device",
+        "h264",
+        "hevc",
+        "av1",
+    ] {
+        assert!(text.contains(needle), "upscale --help lacks {needle}");
+    }
+}
+
+#[test]
+fn unknown_option_value_is_usage_error_2() {
+    let o = run(&["upscale", "-i", "a.mp4", "-o", "b.mp4", "--codec", "mpeg1"]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("mpeg1"), "{}", stderr(&o));
+    let o = run(&[
+        "upscale", "-i", "a.mp4", "-o", "b.mp4", "--codec", "mpeg1", "--json",
+    ]);
+    assert_exit(&o, 2);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON error");
+    assert_eq!(v["error"]["exit_code"], 2);
+    assert_eq!(v["error"]["kind"], "usage");
+}
+
+#[test]
+fn bad_crf_or_preset_is_usage_error_2() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let clip = clip.to_str().unwrap();
+    let out = dir.path().join("o.mp4");
+    let out = out.to_str().unwrap();
+    let nearest = fixture("nearest_x2.onnx");
+    let m = nearest.to_str().unwrap();
+    for extra in [["--crf", "99"], ["--preset", "warp"]] {
+        let mut args = vec!["upscale", "-i", clip, "-o", out, "-m", m];
+        args.extend(extra);
+        let o = run(&args);
+        assert_exit(&o, 2);
+        assert_eq!(stderr(&o).lines().count(), 1, "one line: {}", stderr(&o));
+    }
+    let o = run(&["upscale", "-i", clip, "-o", "x.avi", "-m", m]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains(".mkv"), "{}", stderr(&o));
+}
+
+#[test]
+fn missing_input_exits_3_with_one_line_naming_the_file() {
+    let o = run(&[
+        "upscale",
+        "-i",
+        "/nonexistent/clip.mp4",
+        "-o",
+        "/tmp/x.mp4",
+        "-m",
+        fixture("nearest_x2.onnx").to_str().unwrap(),
+    ]);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("/nonexistent/clip.mp4") && err.contains("no such file"),
+        "{err}"
+    );
+    let o = run(&["probe", "/nonexistent/clip.mp4", "--json"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["error"]["kind"], "input_unreadable");
+    assert_eq!(v["error"]["family"], "input");
+    assert_eq!(v["error"]["code"], 500);
+}
+
+#[test]
+fn not_a_video_exits_3() {
+    let dir = scratch();
+    let garbage = dir.path().join("garbage.mp4");
+    std::fs::write(
+        &garbage,
+        (0..20_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let o = run(&["probe", garbage.to_str().unwrap()]);
+    assert_exit(&o, 3);
+    assert!(stderr(&o).contains("not a media file"), "{}", stderr(&o));
+
+    let audio = dir.path().join("tone.m4a");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=duration=0.5",
+        "-c:a",
+        "aac",
+        audio.to_str().unwrap(),
+    ]);
+    let o = run(&["probe", audio.to_str().unwrap()]);
+    assert_exit(&o, 3);
+    assert!(
+        stderr(&o).contains("no video stream (found: audio aac)"),
+        "{}",
+        stderr(&o)
+    );
+
+    let empty = dir.path().join("empty.mkv");
+    std::fs::write(&empty, b"").unwrap();
+    let o = run(&["probe", empty.to_str().unwrap()]);
+    assert_exit(&o, 3);
+    assert!(stderr(&o).contains("empty"), "{}", stderr(&o));
+}
+
+#[test]
+fn model_problems_exit_5() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let out = dir.path().join("o.mp4");
+    let cases = [
+        ("/nonexistent/model.onnx", "no such file"),
+        ("no-such-model-name", "not installed"),
+        (
+            fixture("not_onnx.onnx").to_str().unwrap(),
+            "not a loadable ONNX model",
+        ),
+        (fixture("rank3.onnx").to_str().unwrap(), "rank 3"),
+        (fixture("gray.onnx").to_str().unwrap(), "1 channels, not 3"),
+        (
+            fixture("half_scale.onnx").to_str().unwrap(),
+            "not a whole upscale factor",
+        ),
+        (
+            fixture("fixed_64x48_x2.onnx").to_str().unwrap(),
+            "takes fixed 64x48",
+        ),
+    ]
+    .map(|(m, why)| (m.to_string(), why));
+    for (model, why) in cases {
+        let o = run(&[
+            "upscale",
+            "-i",
+            clip.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-m",
+            &model,
+        ]);
+        assert_exit(&o, 5);
+        let err = stderr(&o);
+        assert!(err.contains(why), "model {model}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!out.exists(), "no output for a failed run");
+    }
+}
+
+#[test]
+fn output_problems_exit_4_and_leave_nothing_behind() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let m = fixture("nearest_x2.onnx");
+    let exists = dir.path().join("exists.mp4");
+    std::fs::write(&exists, b"keep me").unwrap();
+    let o = run(&[
+        "upscale",
+        "-i",
+        clip.to_str().unwrap(),
+        "-o",
+        exists.to_str().unwrap(),
+        "-m",
+        m.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 4);
+    assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&exists).unwrap(), b"keep me");
+
+    let o = run(&[
+        "upscale",
+        "-i",
+        clip.to_str().unwrap(),
+        "-o",
+        "/nonexistent/dir/o.mp4",
+        "-m",
+        m.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 4);
+    let o = run(&[
+        "upscale",
+        "-i",
+        clip.to_str().unwrap(),
+        "-o",
+        clip.to_str().unwrap(),
+        "--overwrite",
+        "-m",
+        m.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 4);
+    assert!(stderr(&o).contains("is the input file"), "{}", stderr(&o));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn missing_runtime_library_exits_6_and_lists_candidates() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let o = rave()
+        .args([
+            "upscale",
+            "-i",
+            clip.to_str().unwrap(),
+            "-o",
+            dir.path().join("o.mp4").to_str().unwrap(),
+        ])
+        .args([
+            "-m",
+            fixture("nearest_x2.onnx").to_str().unwrap(),
+            "--ort-lib",
+            "/nonexistent/libonnxruntime.so",
+        ])
+        .env("RAVE_HOME", dir.path())
+        .env_remove("ORT_DYLIB_PATH")
+        .output()
+        .unwrap();
+    assert_exit(&o, 6);
+    let err = stderr(&o);
+    assert!(
+        err.contains("/nonexistent/libonnxruntime.so (--ort-lib): not found"),
+        "{err}"
+    );
+    assert!(err.contains("RAVE install folder"), "{err}");
+}
+
+#[test]
+fn probe_json_describes_the_clip() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "64x48", 10);
+    let o = run(&["probe", clip.to_str().unwrap(), "--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["video"]["width"], 64);
+    assert_eq!(v["video"]["height"], 48);
+    assert_eq!(v["video"]["codec"], "h264");
+    assert_eq!(v["video"]["frame_count"], 10);
+    assert_eq!(v["video"]["frame_rate"], 25.0);
+    assert_eq!(v["video"]["color_matrix"], "bt709");
+    assert_eq!(v["video"]["bit_depth"], 8);
+    assert_eq!(v["streams"].as_array().unwrap().len(), 2);
+    assert_eq!(v["streams"][1]["kind"], "audio");
+    let o = run(&["probe", clip.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("64x48"));
+}
+
+#[test]
+fn models_lists_installed_models_with_their_scale() {
+    let dir = scratch();
+    std::fs::copy(fixture("nearest_x2.onnx"), dir.path().join("tiny-x2.onnx")).unwrap();
+    std::fs::copy(fixture("rank3.onnx"), dir.path().join("broken.onnx")).unwrap();
+    let o = run(&[
+        "models",
+        "--models-dir",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let models = v["models"].as_array().unwrap();
+    let tiny = models
+        .iter()
+        .find(|m| m["name"] == "tiny-x2")
+        .expect("listed");
+    assert_eq!(tiny["scale"], 2);
+    let broken = models
+        .iter()
+        .find(|m| m["name"] == "broken")
+        .expect("listed");
+    assert!(broken["problem"].as_str().unwrap().contains("rank 3"));
+}
