@@ -1,13 +1,30 @@
 #!/usr/bin/env bash
 # README command 2: set up, then run every test that needs no GPU: the Rust workspace
-# (unit, CLI contract and end-to-end CPU upscale tests) and the model-conversion checks.
+# (unit, CLI contract and end-to-end CPU upscale tests) and the model-conversion checks
+# against the ncnn package. Ends with one line totalling both.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/setup.sh"
 cd "$root"
 RAVE_HOME="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}"
 export RAVE_HOME
+log="$(mktemp)"; trap 'rm -f "$log"' EXIT
+
 echo "test: cargo test"
-cargo test --workspace --quiet
+set +e
+cargo test --workspace --no-fail-fast >"$log" 2>&1
+rust_status=$?
+set -e
+grep -E '^(test |failures:|---- |thread |error)|panicked|test result|^\s+Running' "$log" || cat "$log"
+read -r rust_pass rust_fail < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$log")
+
 echo "test: model conversion against ncnn"
-"$RAVE_HOME/venv/bin/python" -m pytest -q tools/tests
+set +e
+"$RAVE_HOME/venv/bin/python" -m pytest -q tools/tests | tee "$log"
+py_status=${PIPESTATUS[0]}
+set -e
+py_pass=$(grep -oE '[0-9]+ passed' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+py_fail=$(grep -oE '[0-9]+ failed' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+
+echo "total: $((rust_pass + py_pass)) passed, $((rust_fail + py_fail)) failed"
+[[ $rust_status == 0 && $py_status == 0 ]]

@@ -47,7 +47,7 @@ pub fn yuv420_to_rgb(frame: &YuvFrame, color: &ColorInfo) -> RgbImage {
 /// The two chroma rows around luma row `y` and the weight of the second one.
 fn vertical_taps(y: usize, ch: usize) -> (usize, usize, f32) {
     let j = y / 2;
-    if y % 2 == 0 {
+    if y.is_multiple_of(2) {
         // 0.25 of a chroma row above chroma row j.
         (j.saturating_sub(1), j, if j == 0 { 1.0 } else { 0.75 })
     } else {

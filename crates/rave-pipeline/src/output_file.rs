@@ -34,10 +34,10 @@ impl OutputTarget {
         if !dir.is_dir() {
             return Err(unwritable("its folder does not exist"));
         }
-        if let (Ok(a), Ok(b)) = (input.canonicalize(), dir.canonicalize()) {
-            if a == b.join(&name) {
-                return Err(unwritable("is the input file; choose another output path"));
-            }
+        if let (Ok(a), Ok(b)) = (input.canonicalize(), dir.canonicalize())
+            && a == b.join(&name)
+        {
+            return Err(unwritable("is the input file; choose another output path"));
         }
         if target.is_dir() {
             return Err(unwritable("is a directory"));

@@ -119,6 +119,7 @@ pub fn frame_times(path: &Path) -> Vec<String> {
     )
     .lines()
     .map(|l| l.trim_end_matches(',').to_string())
+    .filter(|l| !l.is_empty())
     .collect()
 }
 

@@ -1,0 +1,158 @@
+//! Damaged input and interruption: a corrupt stream is refused with a count of bad frames
+//! (or upscaled with --allow-corrupt), and Ctrl+C stops promptly leaving a finalized,
+//! playable `.partial` file and nothing at the target path.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A 50-frame H.264 MPEG-TS with 3000 bytes of garbage written over its middle.
+fn corrupt_ts(dir: &Path) -> std::path::PathBuf {
+    let clean = dir.join("clean.ts");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=25:duration=2",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=duration=2",
+        "-c:v",
+        "libx264",
+        "-g",
+        "10",
+        "-c:a",
+        "aac",
+        clean.to_str().unwrap(),
+    ]);
+    let mut bytes = std::fs::read(&clean).unwrap();
+    let start = bytes.len() * 2 / 5;
+    let mut state = 0x2545_f491_u32;
+    for b in &mut bytes[start..start + 3000] {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        *b = state as u8;
+    }
+    let bad = dir.join("bad.ts");
+    std::fs::write(&bad, bytes).unwrap();
+    bad
+}
+
+#[test]
+fn corrupt_input_is_refused_with_a_count_or_upscaled_when_allowed() {
+    let dir = scratch();
+    let input = corrupt_ts(dir.path());
+    let output = dir.path().join("out.mkv");
+    let m = fixture("nearest_x2.onnx");
+    let args = [
+        "upscale",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "-m",
+        m.to_str().unwrap(),
+    ];
+    let o = run(&args);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("bad.ts") && err.contains("were corrupt") && err.contains("--allow-corrupt"),
+        "{err}"
+    );
+    assert!(!output.exists());
+
+    let o = run(&[&args[..], &["--allow-corrupt", "--json"]].concat());
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let bad =
+        v["decode"]["bad_frames"].as_u64().unwrap() + v["decode"]["lost_frames"].as_u64().unwrap();
+    let good = v["frames_out"].as_u64().unwrap();
+    assert!(bad > 0, "{v}");
+    assert_eq!(
+        good + v["decode"]["lost_frames"].as_u64().unwrap(),
+        50,
+        "every frame is either written or counted as lost: {v}"
+    );
+    assert_eq!(frame_times(&output).len() as u64, good);
+}
+
+#[test]
+fn ctrl_c_stops_promptly_and_leaves_a_finalized_partial_file() {
+    let dir = scratch();
+    let input = make_photo_clip(dir.path(), "in.mp4", 160, 96, 150);
+    let output = dir.path().join("out.mp4");
+    let mut child = rave()
+        .args([
+            "upscale",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+        ])
+        .args(["--progress", "jsonl", "--json", "--threads", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    let mut progress_seen = 0;
+    for line in lines.by_ref() {
+        if line.unwrap().contains("\"progress\"") {
+            progress_seen += 1;
+            if progress_seen == 3 {
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        progress_seen, 3,
+        "run ended before three frames were written"
+    );
+    let asked = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let took = asked.elapsed();
+    println!("stopped {:.3} s after Ctrl+C", took.as_secs_f64());
+    assert_eq!(status.code(), Some(130), "stderr after Ctrl+C: {rest:?}");
+    assert!(took < Duration::from_secs(5), "took {took:?} to stop");
+
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).expect("report after Ctrl+C");
+    assert_eq!(v["status"], "partial");
+    let partial = dir.path().join("out.partial.mp4");
+    assert_eq!(v["output"], partial.to_str().unwrap());
+    assert!(!output.exists(), "the target path must not look complete");
+    let written = v["frames_out"].as_u64().unwrap();
+    assert!((3..150).contains(&written), "frames_out {written}");
+    assert_eq!(
+        frame_times(&partial).len() as u64,
+        written,
+        "partial file plays every frame written"
+    );
+    assert!(
+        !packets(&partial, "a").is_empty(),
+        "partial file keeps its audio"
+    );
+    let leftovers = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .count();
+    assert_eq!(leftovers, 0);
+}
