@@ -141,6 +141,46 @@ fn not_a_video_exits_3() {
 }
 
 #[test]
+fn undecodable_codec_exits_3() {
+    let dir = scratch();
+    let good = dir.path().join("good.mkv");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=32x32:rate=25:duration=0.2",
+        "-c:v",
+        "libx264",
+        good.to_str().unwrap(),
+    ]);
+    // Rename the track's codec so that no decoder matches it.
+    let bytes = std::fs::read(&good).unwrap();
+    let at = bytes
+        .windows(15)
+        .position(|w| w == b"V_MPEG4/ISO/AVC")
+        .expect("codec id");
+    let mut bad_bytes = bytes.clone();
+    bad_bytes[at + 14] = b'X';
+    let bad = dir.path().join("unknown_codec.mkv");
+    std::fs::write(&bad, bad_bytes).unwrap();
+    let o = run(&[
+        "upscale",
+        "-i",
+        bad.to_str().unwrap(),
+        "-o",
+        dir.path().join("o.mkv").to_str().unwrap(),
+        "-m",
+        fixture("nearest_x2.onnx").to_str().unwrap(),
+    ]);
+    assert_exit(&o, 3);
+    assert!(
+        stderr(&o).contains("not one FFmpeg recognises"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn model_problems_exit_5() {
     let dir = scratch();
     let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
@@ -309,4 +349,42 @@ fn models_lists_installed_models_with_their_scale() {
         .find(|m| m["name"] == "broken")
         .expect("listed");
     assert!(broken["problem"].as_str().unwrap().contains("rank 3"));
+}
+
+#[test]
+fn benchmark_json_reports_each_stage_and_the_bottleneck() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "48x32", 6);
+    let o = run(&[
+        "benchmark",
+        "-i",
+        clip.to_str().unwrap(),
+        "-m",
+        fixture("nearest_x2.onnx").to_str().unwrap(),
+        "--frames",
+        "4",
+        "--json",
+    ]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["frames"], 4);
+    assert_eq!(v["output_size"], serde_json::json!([96, 64]));
+    let stages = v["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 5);
+    for s in stages {
+        assert_eq!(s["frames"], 4, "{s}");
+        assert!(s["capacity_fps"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    let names: Vec<&str> = stages.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&v["bottleneck"].as_str().unwrap()));
+    assert!(v["fps"].as_f64().unwrap() > 0.0);
+    let o = run(&[
+        "benchmark",
+        "-i",
+        clip.to_str().unwrap(),
+        "-m",
+        fixture("nearest_x2.onnx").to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("bottleneck"), "{}", stdout(&o));
 }

@@ -92,9 +92,13 @@ impl VideoReader {
             .video()
             .map_err(|_| EngineError::UnsupportedCodec {
                 path: path.to_path_buf(),
-                reason: format!(
-                    "video codec '{codec_name}' has no decoder in this FFmpeg build; convert the file to H.264/HEVC/AV1 first"
-                ),
+                reason: if codec_name == "none" {
+                    "its video codec is not one FFmpeg recognises; convert the file to H.264/HEVC/AV1 first".into()
+                } else {
+                    format!(
+                        "video codec '{codec_name}' has no decoder in this FFmpeg build; convert the file to H.264/HEVC/AV1 first"
+                    )
+                },
             })?;
         let raw = sys::stream_params(&input, video_index);
         let pix = ffmpeg_next::format::Pixel::from(pixel_from_raw(raw.format));
