@@ -108,7 +108,7 @@ pub enum ProgressArg {
 }
 
 /// Options of a pipeline run, shared by upscale and benchmark.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Model: an installed name (see `rave models`) or a path to an .onnx file.
     #[arg(short, long, default_value = "realesr-animevideov3-x2")]

@@ -264,13 +264,7 @@ fn output_problems_exit_4_and_leave_nothing_behind() {
     ]);
     assert_exit(&o, 4);
     assert!(stderr(&o).contains("is the input file"), "{}", stderr(&o));
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name())
-        .filter(|n| n.to_string_lossy().contains(".tmp"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
 
 #[test]

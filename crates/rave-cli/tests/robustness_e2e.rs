@@ -149,10 +149,5 @@ fn ctrl_c_stops_promptly_and_leaves_a_finalized_partial_file() {
         !packets(&partial, "a").is_empty(),
         "partial file keeps its audio"
     );
-    let leftovers = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
-        .count();
-    assert_eq!(leftovers, 0);
+    assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }

@@ -149,12 +149,7 @@ fn mp4_output_refuses_streams_it_cannot_hold_before_any_work() {
         "{err}"
     );
     assert!(!output.exists());
-    let leftovers = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
-        .count();
-    assert_eq!(leftovers, 0, "temporary file removed");
+    assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
 
 #[test]

@@ -127,28 +127,40 @@ fn decode_frames(
     }
 }
 
-/// Convert decoded YUV frames to the RGB tensors the model takes.
-pub fn preprocess(
-    rx: Receiver<HostYuvFrame>,
-    tx: Sender<HostRgbFrame>,
-    color: ColorInfo,
+/// A stage that maps each frame to a new one with `convert` (the colour conversions),
+/// keeping its identity and order.
+pub fn convert<A, B, F>(
+    rx: Receiver<A>,
+    tx: Sender<B>,
     cancel: &CancelToken,
     metrics: &StageMetrics,
-) {
+    mut convert: F,
+) where
+    F: FnMut(A) -> B,
+{
     while let Some(frame) = recv(&rx, cancel) {
         let t = Instant::now();
-        let image = rave_cuda::yuv420_to_rgb(&frame.image, &color);
+        let out = convert(frame);
         metrics.record(t.elapsed());
-        if !send(
-            &tx,
-            HostRgbFrame {
-                meta: frame.meta,
-                image,
-            },
-            cancel,
-        ) {
+        if !send(&tx, out, cancel) {
             return;
         }
+    }
+}
+
+/// Preprocess: decoded YUV to the RGB tensor the model takes.
+pub fn to_rgb(frame: HostYuvFrame, color: &ColorInfo) -> HostRgbFrame {
+    HostRgbFrame {
+        meta: frame.meta,
+        image: rave_cuda::yuv420_to_rgb(&frame.image, color),
+    }
+}
+
+/// Postprocess: upscaled RGB back to YUV 4:2:0 at the source's bit depth.
+pub fn to_yuv(frame: HostRgbFrame, color: &ColorInfo) -> HostYuvFrame {
+    HostYuvFrame {
+        meta: frame.meta,
+        image: rave_cuda::rgb_to_yuv420(&frame.image, color, color.bit_depth),
     }
 }
 
@@ -188,31 +200,6 @@ pub fn infer(
         }
     }
     Ok(())
-}
-
-/// Convert upscaled RGB back to YUV 4:2:0 at the source's bit depth.
-pub fn postprocess(
-    rx: Receiver<HostRgbFrame>,
-    tx: Sender<HostYuvFrame>,
-    color: ColorInfo,
-    cancel: &CancelToken,
-    metrics: &StageMetrics,
-) {
-    while let Some(frame) = recv(&rx, cancel) {
-        let t = Instant::now();
-        let image = rave_cuda::rgb_to_yuv420(&frame.image, &color, color.bit_depth);
-        metrics.record(t.elapsed());
-        if !send(
-            &tx,
-            HostYuvFrame {
-                meta: frame.meta,
-                image,
-            },
-            cancel,
-        ) {
-            return;
-        }
-    }
 }
 
 /// Encode and mux frames (with the copied streams' packets interleaved), then finalize the

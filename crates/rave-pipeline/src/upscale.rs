@@ -120,13 +120,21 @@ pub fn run_upscale(
                 stages::decode(reader, dec_tx, policy, cancel, &m.decode)
             })
         });
-        s.spawn(move || stages::preprocess(dec_rx, pre_tx, color, cancel, &m.preprocess));
+        s.spawn(move || {
+            stages::convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| {
+                stages::to_rgb(f, &color)
+            })
+        });
         s.spawn(move || {
             guarded(errs, cancel, || {
                 stages::infer(backend.as_mut(), pre_rx, inf_tx, cancel, &m.infer)
             })
         });
-        s.spawn(move || stages::postprocess(inf_rx, post_tx, color, cancel, &m.postprocess));
+        s.spawn(move || {
+            stages::convert(inf_rx, post_tx, cancel, &m.postprocess, |f| {
+                stages::to_yuv(f, &color)
+            })
+        });
         guarded(&errors, cancel, || {
             finalized = stages::encode(
                 &mut writer,

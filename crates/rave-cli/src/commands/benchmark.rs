@@ -21,31 +21,12 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         preset: Some(args.preset.clone()),
         overwrite: true,
         max_frames: args.frames,
-        run: clone_run(&args.run),
+        run: args.run.clone(),
     };
     let config = pipeline_config(global, &args.run, &as_upscale, encoder)?;
     let cancel = interrupt_on_ctrl_c()?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;
-    if args.run.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
-    } else {
-        summary::print_benchmark(&report);
-    }
+    super::print_result(args.run.json, &report, summary::print_benchmark);
     Ok(0)
-}
-
-fn clone_run(run: &crate::args::RunArgs) -> crate::args::RunArgs {
-    crate::args::RunArgs {
-        model: run.model.clone(),
-        device: run.device,
-        threads: run.threads,
-        allow_corrupt: run.allow_corrupt,
-        channels: run.channels,
-        json: run.json,
-        progress: run.progress,
-    }
 }

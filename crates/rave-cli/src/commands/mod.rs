@@ -4,3 +4,15 @@ pub mod benchmark;
 pub mod models;
 pub mod probe;
 pub mod upscale;
+
+/// Print a command's result: pretty JSON on stdout with `--json`, else the human summary.
+pub fn print_result<T: serde::Serialize>(json: bool, value: &T, human: impl FnOnce(&T)) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        );
+    } else {
+        human(value);
+    }
+}

@@ -8,13 +8,6 @@ use crate::summary;
 /// Run `rave probe`.
 pub fn run(args: &ProbeArgs) -> Result<i32> {
     let info = rave_ffmpeg::probe(&args.input)?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&info).unwrap_or_default()
-        );
-    } else {
-        summary::print_probe(&info);
-    }
+    super::print_result(args.json, &info, summary::print_probe);
     Ok(0)
 }

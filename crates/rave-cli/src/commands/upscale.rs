@@ -24,14 +24,7 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     let cancel = interrupt_on_ctrl_c()?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_upscale(&config, progress.as_ref(), &cancel)?;
-    if args.run.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
-    } else {
-        summary::print_run(&report);
-    }
+    super::print_result(args.run.json, &report, summary::print_run);
     Ok(match report.status {
         RunStatus::Complete => 0,
         RunStatus::Partial => rave_core::error::ErrorFamily::Cancelled.exit_code(),

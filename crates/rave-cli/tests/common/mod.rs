@@ -143,8 +143,9 @@ pub fn packets(path: &Path, select: &str) -> Vec<String> {
     .collect()
 }
 
-/// Decode every frame of `path` to packed RGB24 with the ffmpeg CLI.
-pub fn decode_rgb(path: &Path) -> Vec<u8> {
+/// Decode every frame of `path` (no frame dropped or duplicated) to raw `pix_fmt` bytes
+/// with the ffmpeg CLI.
+fn decode_raw(path: &Path, pix_fmt: &str) -> Vec<u8> {
     let o = Command::new("ffmpeg")
         .args(["-v", "error", "-nostdin", "-i"])
         .arg(path)
@@ -156,13 +157,33 @@ pub fn decode_rgb(path: &Path) -> Vec<u8> {
             "-f",
             "rawvideo",
             "-pix_fmt",
-            "rgb24",
+            pix_fmt,
             "-",
         ])
         .output()
         .expect("ffmpeg");
     assert!(o.status.success(), "{}", stderr(&o));
     o.stdout
+}
+
+/// Every frame of `path` as packed RGB24.
+pub fn decode_rgb(path: &Path) -> Vec<u8> {
+    decode_raw(path, "rgb24")
+}
+
+/// Every frame of `path` as planar yuv420p.
+pub fn decode_yuv420(path: &Path) -> Vec<u8> {
+    decode_raw(path, "yuv420p")
+}
+
+/// Temporary output files left in `dir` (a finished or failed run must leave none).
+pub fn temp_files_left(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
 }
 
 /// A small H.264 + AAC MP4 of moving test content (`frames` frames at 25 fps), tagged BT.709.
@@ -226,26 +247,4 @@ pub fn make_photo_clip(dir: &Path, name: &str, w: u32, h: u32, frames: u32) -> P
         .expect("bash");
     assert!(o.status.success(), "make_sample_clip.sh: {}", stderr(&o));
     path
-}
-
-/// Decode every frame of `path` to planar yuv420p with the ffmpeg CLI.
-pub fn decode_yuv420(path: &Path) -> Vec<u8> {
-    let o = Command::new("ffmpeg")
-        .args(["-v", "error", "-nostdin", "-i"])
-        .arg(path)
-        .args([
-            "-map",
-            "0:v:0",
-            "-vsync",
-            "passthrough",
-            "-f",
-            "rawvideo",
-            "-pix_fmt",
-            "yuv420p",
-            "-",
-        ])
-        .output()
-        .expect("ffmpeg");
-    assert!(o.status.success(), "{}", stderr(&o));
-    o.stdout
 }
