@@ -13,6 +13,7 @@ Exit codes:
   4    output problem: exists (use --overwrite), cannot be written, encode or mux failure
   5    model problem: missing, not ONNX, or not an image-to-image model
   6    runtime problem: ONNX Runtime library missing or unusable
+  6    also: GPU problem (CUDA driver error, VRAM limit)
   130  interrupted (Ctrl+C); a finalized NAME.partial.EXT keeps the frames done
 
 Environment:
@@ -60,6 +61,9 @@ pub enum Command {
     Probe(ProbeArgs),
     /// List the installed models with their scale.
     Models(ModelsArgs),
+    /// Show the GPUs, what NVDEC decodes, whether NVENC opens, and which ONNX Runtime GPU
+    /// providers load (and why not).
+    Devices(DevicesArgs),
 }
 
 impl Command {
@@ -70,6 +74,7 @@ impl Command {
             Command::Benchmark(a) => a.run.json,
             Command::Probe(a) => a.json,
             Command::Models(a) => a.json,
+            Command::Devices(a) => a.json,
         }
     }
 }
@@ -185,6 +190,14 @@ pub struct ProbeArgs {
     /// Media file to describe.
     #[arg(value_name = "IN")]
     pub input: PathBuf,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rave devices`.
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
     /// Print JSON on stdout.
     #[arg(long)]
     pub json: bool,

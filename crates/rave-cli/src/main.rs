@@ -27,6 +27,7 @@ fn main() {
         Command::Benchmark(a) => commands::benchmark::run(&cli.global, a),
         Command::Probe(a) => commands::probe::run(a),
         Command::Models(a) => commands::models::run(&cli.global, a),
+        Command::Devices(a) => commands::devices::run(&cli.global, a),
     };
     match result {
         Ok(code) => std::process::exit(code),

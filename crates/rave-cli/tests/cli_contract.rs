@@ -382,3 +382,23 @@ fn benchmark_json_reports_each_stage_and_the_bottleneck() {
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("bottleneck"), "{}", stdout(&o));
 }
+
+#[test]
+fn devices_reports_gpus_or_says_plainly_there_is_none() {
+    let o = run(&["devices", "--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let gpus = v["gpus"].as_array().unwrap();
+    if gpus.is_empty() {
+        let why = v["no_gpu_reason"]
+            .as_str()
+            .expect("a reason when there is no GPU");
+        assert!(why.contains("no usable GPU"), "{why}");
+        let o = run(&["devices"]);
+        assert_exit(&o, 0);
+        assert!(stdout(&o).contains("runs on the CPU"), "{}", stdout(&o));
+    } else {
+        assert!(gpus[0]["name"].as_str().is_some_and(|n| !n.is_empty()));
+        assert!(v["nvenc"].as_array().is_some_and(|a| !a.is_empty()));
+    }
+}

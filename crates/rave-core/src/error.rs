@@ -18,6 +18,18 @@ pub enum EngineError {
     /// A GPU was required but none is usable.
     #[error("no usable GPU: {0}")]
     NoGpu(String),
+    /// An allocation would exceed the configured VRAM limit.
+    #[error(
+        "VRAM limit reached: {requested} more bytes would bring use to {would_be} of the {limit}-byte limit; raise the limit or lower channel capacities"
+    )]
+    VramLimit {
+        /// Bytes asked for.
+        requested: usize,
+        /// Use after the allocation.
+        would_be: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// Inference failed inside the runtime.
     #[error("inference failed: {0}")]
     Inference(String),
@@ -177,6 +189,7 @@ impl EngineError {
         match self {
             Cuda(_) => 100,
             NoGpu(_) => 101,
+            VramLimit { .. } => 102,
             Inference(_) => 200,
             ModelMetadata(_) => 201,
             NotInitialized => 202,
@@ -209,6 +222,7 @@ impl EngineError {
         match self {
             Cuda(_) => "cuda",
             NoGpu(_) => "no_gpu",
+            VramLimit { .. } => "vram_limit",
             Inference(_) => "inference",
             ModelMetadata(_) => "model_metadata",
             NotInitialized => "not_initialized",
@@ -257,7 +271,7 @@ impl EngineError {
             ModelMetadata(_) | ModelNotFound(_) | ModelInvalid { .. } | Inference(_) => {
                 ErrorFamily::Model
             }
-            Cuda(_) | NoGpu(_) | RuntimeLibrary(_) => ErrorFamily::Runtime,
+            Cuda(_) | NoGpu(_) | VramLimit { .. } | RuntimeLibrary(_) => ErrorFamily::Runtime,
             Cancelled => ErrorFamily::Cancelled,
         }
     }

@@ -6,6 +6,7 @@ pub mod codec;
 pub mod color;
 pub mod error;
 pub mod frame;
+pub mod gpu;
 pub mod metrics;
 pub mod types;
 

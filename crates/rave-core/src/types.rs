@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::DevicePtr;
+
+use crate::gpu::GpuBuffer;
 
 /// Pixel layouts RAVE moves between stages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -40,8 +42,9 @@ impl PixelFormat {
 /// when the last clone drops).
 #[derive(Debug, Clone)]
 pub struct GpuTexture {
-    /// The device allocation holding all planes.
-    pub data: Arc<CudaSlice<u8>>,
+    /// The device allocation holding all planes (recycled to the pool when the last clone
+    /// drops).
+    pub data: Arc<GpuBuffer>,
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels.

@@ -1,8 +1,11 @@
 //! Colour conversion between the YUV 4:2:0 frames codecs use and the planar RGB tensors
 //! models consume. `reference` holds the plain Rust versions: the CPU path runs them and
-//! every optimized kernel is tested against them.
+//! every optimized kernel is tested against them. `gpu_kernels` holds the NVRTC-compiled
+//! CUDA versions; `packing` the device surface layouts (NV12, P010, planar).
 
 pub mod coefficients;
+pub mod gpu_kernels;
+pub mod packing;
 pub mod quality;
 pub mod reference;
 

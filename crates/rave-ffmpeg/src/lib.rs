@@ -7,6 +7,7 @@ pub mod codec_choice;
 pub mod color;
 pub mod encoder;
 pub mod frame_convert;
+pub mod hw_caps;
 pub mod input;
 pub mod probe;
 pub mod reader;

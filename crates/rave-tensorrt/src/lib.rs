@@ -3,6 +3,7 @@
 
 pub mod cpu_backend;
 pub mod model;
+pub mod providers;
 pub mod runtime;
 
 pub use cpu_backend::CpuBackend;

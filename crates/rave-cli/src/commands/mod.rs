@@ -1,6 +1,7 @@
 //! One module per `rave` command.
 
 pub mod benchmark;
+pub mod devices;
 pub mod models;
 pub mod probe;
 pub mod upscale;

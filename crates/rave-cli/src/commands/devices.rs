@@ -1,0 +1,131 @@
+//! `rave devices`: the GPUs, what NVDEC decodes, whether NVENC opens, and which ONNX Runtime
+//! GPU providers load (with the reason when one does not). Without a GPU it says so and
+//! succeeds.
+
+use rave_core::error::Result;
+use rave_core::gpu::{DeviceInfo, GpuContext, list_devices};
+use rave_ffmpeg::hw_caps::{NvdecCap, NvencStatus, nvdec_caps, nvenc_status};
+use rave_tensorrt::OrtRuntime;
+use rave_tensorrt::providers::{ProviderStatus, probe_gpu_providers};
+use serde::Serialize;
+
+use crate::args::{DevicesArgs, GlobalArgs};
+use crate::locate;
+
+/// Everything `rave devices` found.
+#[derive(Debug, Serialize)]
+struct DevicesReport {
+    gpus: Vec<DeviceInfo>,
+    no_gpu_reason: Option<String>,
+    nvdec: Option<Vec<NvdecCap>>,
+    nvdec_error: Option<String>,
+    nvenc: Vec<NvencStatus>,
+    onnxruntime_library: Option<String>,
+    onnxruntime_error: Option<String>,
+    providers: Vec<ProviderStatus>,
+}
+
+/// Run `rave devices`.
+pub fn run(global: &GlobalArgs, args: &DevicesArgs) -> Result<i32> {
+    let report = match list_devices() {
+        Err(e) => DevicesReport {
+            gpus: Vec::new(),
+            no_gpu_reason: Some(e.to_string()),
+            nvdec: None,
+            nvdec_error: None,
+            nvenc: Vec::new(),
+            onnxruntime_library: None,
+            onnxruntime_error: None,
+            providers: Vec::new(),
+        },
+        Ok(gpus) => gpu_report(global, gpus),
+    };
+    super::print_result(args.json, &report, print);
+    Ok(0)
+}
+
+fn gpu_report(global: &GlobalArgs, gpus: Vec<DeviceInfo>) -> DevicesReport {
+    // NVDEC answers for the context current on this thread.
+    let (nvdec, nvdec_error) = match GpuContext::new(0) {
+        Ok(_ctx) => match nvdec_caps() {
+            Ok(caps) => (Some(caps), None),
+            Err(e) => (None, Some(e)),
+        },
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let (library, ort_error, providers) =
+        match OrtRuntime::load(&locate::runtime_candidates(global)) {
+            Ok(rt) => (
+                Some(rt.library().display().to_string()),
+                None,
+                probe_gpu_providers(rt),
+            ),
+            Err(e) => (None, Some(e.to_string()), Vec::new()),
+        };
+    DevicesReport {
+        gpus,
+        no_gpu_reason: None,
+        nvdec,
+        nvdec_error,
+        nvenc: nvenc_status(),
+        onnxruntime_library: library,
+        onnxruntime_error: ort_error,
+        providers,
+    }
+}
+
+fn print(r: &DevicesReport) {
+    if let Some(reason) = &r.no_gpu_reason {
+        println!("{reason}");
+        println!("RAVE runs on the CPU here (`rave upscale --device cpu`).");
+        return;
+    }
+    for g in &r.gpus {
+        println!(
+            "GPU {}: {} — {:.1} GiB ({:.1} GiB free), compute {}, {} SMs, driver {}, CUDA {}",
+            g.ordinal,
+            g.name,
+            g.total_memory as f64 / (1u64 << 30) as f64,
+            g.free_memory as f64 / (1u64 << 30) as f64,
+            g.compute_capability,
+            g.multiprocessors,
+            g.driver_version.as_deref().unwrap_or("unknown"),
+            g.cuda_driver_api
+        );
+    }
+    match (&r.nvdec, &r.nvdec_error) {
+        (Some(caps), _) => {
+            println!("NVDEC (4:2:0):");
+            for c in caps {
+                if c.supported {
+                    println!(
+                        "  {:<6} {:>2}-bit  yes, up to {}x{}",
+                        c.codec, c.bit_depth, c.max_width, c.max_height
+                    );
+                } else {
+                    println!("  {:<6} {:>2}-bit  no", c.codec, c.bit_depth);
+                }
+            }
+        }
+        (None, Some(e)) => println!("NVDEC: unavailable: {e}"),
+        _ => {}
+    }
+    println!("NVENC:");
+    for n in &r.nvenc {
+        match &n.reason {
+            None => println!("  {:<11} session opens", n.encoder),
+            Some(why) => println!("  {:<11} no: {why}", n.encoder),
+        }
+    }
+    match (&r.onnxruntime_library, &r.onnxruntime_error) {
+        (Some(lib), _) => println!("ONNX Runtime: {lib}"),
+        (None, Some(e)) => println!("ONNX Runtime: {e}"),
+        _ => {}
+    }
+    for p in &r.providers {
+        match &p.reason {
+            None => println!("  {:<26} loads", p.name),
+            Some(why) => println!("  {:<26} does not load: {why}", p.name),
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! The GPU foundation: probing for the CUDA driver without crashing, the device context with
+//! its stage streams, the bucketed buffer pool, VRAM accounting and the health snapshot.
+
+pub mod buffer;
+pub mod context;
+pub mod health;
+pub mod pool;
+pub mod probe;
+pub mod vram;
+
+pub use buffer::GpuBuffer;
+pub use context::{GpuContext, StageStreams};
+pub use health::HealthSnapshot;
+pub use probe::{DeviceInfo, list_devices, probe_driver};

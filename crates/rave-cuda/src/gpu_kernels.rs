@@ -1,0 +1,224 @@
+//! `ColorKernels`: the conversions of `kernels.cu`, compiled once per process with NVRTC
+//! and loaded into a GPU context, launched on a caller's stream over raw device addresses
+//! (so they run on RAVE's buffers and FFmpeg's CUDA frames alike).
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
+use rave_core::color::ColorInfo;
+use rave_core::error::{EngineError, Result};
+use rave_core::types::PixelFormat;
+
+use crate::coefficients::Coefficients;
+use crate::packing::{PlaneLayout, YuvLayout};
+
+const SOURCE: &str = include_str!("kernels.cu");
+const BLOCK: (u32, u32) = (32, 8);
+
+/// The kernels' constant block (layout must match `struct Coef` in kernels.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct KernelCoef {
+    kr: f32,
+    kg: f32,
+    kb: f32,
+    y_off: f32,
+    y_scale: f32,
+    c_off: f32,
+    c_scale: f32,
+    max_code: f32,
+}
+
+// SAFETY: KernelCoef is repr(C), Copy, made only of f32 fields, with the exact layout of the
+// kernels' `struct Coef`, so passing it by value as a kernel parameter is sound.
+unsafe impl DeviceRepr for KernelCoef {}
+
+impl From<Coefficients> for KernelCoef {
+    fn from(k: Coefficients) -> Self {
+        Self {
+            kr: k.kr,
+            kg: k.kg,
+            kb: k.kb,
+            y_off: k.y_offset,
+            y_scale: k.y_scale,
+            c_off: k.c_offset,
+            c_scale: k.c_scale,
+            max_code: k.max_code,
+        }
+    }
+}
+
+/// A YUV surface in device memory: the base address of its planes and their layout.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceYuv {
+    /// Device address of the Y plane.
+    pub y: u64,
+    /// Device address of U (or of UV when interleaved).
+    pub u: u64,
+    /// Device address of V (equal to `u` when interleaved).
+    pub v: u64,
+    /// Plane geometry.
+    pub layout: PlaneLayout,
+}
+
+impl DeviceYuv {
+    /// The planes of a surface packed from device address `base` as `layout` describes.
+    pub fn from_base(base: u64, layout: PlaneLayout) -> Self {
+        Self {
+            y: base,
+            u: base + layout.u_offset as u64,
+            v: base + layout.v_offset as u64,
+            layout,
+        }
+    }
+}
+
+fn compiled_ptx() -> Result<&'static Ptx> {
+    static PTX: OnceLock<std::result::Result<Ptx, String>> = OnceLock::new();
+    PTX.get_or_init(|| {
+        // SAFETY: only probes whether the NVRTC library can be loaded.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return Err("the NVRTC library (libnvrtc) is not installed".into());
+        }
+        let opts = CompileOptions {
+            fmad: Some(false),
+            name: Some("rave_color.cu".into()),
+            ..Default::default()
+        };
+        compile_ptx_with_opts(SOURCE, opts)
+            .map_err(|e| format!("compiling the colour kernels: {e}"))
+    })
+    .as_ref()
+    .map_err(|e| EngineError::Cuda(e.clone()))
+}
+
+/// The colour kernels loaded into one context.
+pub struct ColorKernels {
+    functions: HashMap<String, CudaFunction>,
+}
+
+fn rgb_suffix(format: PixelFormat) -> Result<&'static str> {
+    match format {
+        PixelFormat::RgbPlanarF32 => Ok("f32"),
+        PixelFormat::RgbPlanarF16 => Ok("f16"),
+        other => Err(EngineError::FormatMismatch {
+            expected: PixelFormat::RgbPlanarF32,
+            actual: other,
+        }),
+    }
+}
+
+fn launch_config(width: u32, height: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (width.div_ceil(BLOCK.0), height.div_ceil(BLOCK.1), 1),
+        block_dim: (BLOCK.0, BLOCK.1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+impl ColorKernels {
+    /// Compile (first call in the process) and load the kernels into `ctx`.
+    pub fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+        let module = ctx
+            .load_module(compiled_ptx()?.clone())
+            .map_err(|e| EngineError::Cuda(format!("loading the colour kernels: {e}")))?;
+        let mut functions = HashMap::new();
+        for id in 0..4 {
+            for t in ["f32", "f16"] {
+                for name in [format!("yuv{id}_to_rgb_{t}"), format!("rgb_{t}_to_yuv{id}")] {
+                    let f = module
+                        .load_function(&name)
+                        .map_err(|e| EngineError::Cuda(format!("kernel {name}: {e}")))?;
+                    functions.insert(name, f);
+                }
+            }
+        }
+        Ok(Self { functions })
+    }
+
+    /// Convert `src` to planar RGB (`format` F32 or F16, values in [0, 1]) at `dst`, which
+    /// must hold `3 * width * height` elements. Queued on `stream`.
+    pub fn yuv_to_rgb(
+        &self,
+        stream: &CudaStream,
+        src: &DeviceYuv,
+        dst: u64,
+        format: PixelFormat,
+        color: &ColorInfo,
+    ) -> Result<()> {
+        let l = &src.layout;
+        let name = format!("yuv{}_to_rgb_{}", l.layout.kernel_id(), rgb_suffix(format)?);
+        let k = KernelCoef::from(Coefficients::new(
+            color.matrix,
+            color.range,
+            l.layout.bit_depth(),
+        ));
+        let (w, h) = (l.width as i32, l.height as i32);
+        let (yp, cp) = (l.y_pitch as u64, l.c_pitch as u64);
+        let f = &self.functions[&name];
+        let mut args = stream.launch_builder(f);
+        args.arg(&src.y)
+            .arg(&yp)
+            .arg(&src.u)
+            .arg(&src.v)
+            .arg(&cp)
+            .arg(&dst)
+            .arg(&w)
+            .arg(&h)
+            .arg(&k);
+        // SAFETY: the argument list matches the kernel signature in kernels.cu; `src`
+        // describes a surface of at least its layout's bytes and `dst` holds 3*w*h elements
+        // of the chosen type, both valid device memory of this context (caller's contract).
+        unsafe { args.launch(launch_config(l.width, l.height)) }
+            .map(|_| ())
+            .map_err(|e| EngineError::Cuda(format!("{name}: {e}")))
+    }
+
+    /// Convert planar RGB at `src` (`format` F32 or F16) to the YUV surface `dst`, at the
+    /// bit depth of its layout. Queued on `stream`.
+    pub fn rgb_to_yuv(
+        &self,
+        stream: &CudaStream,
+        src: u64,
+        format: PixelFormat,
+        dst: &DeviceYuv,
+        color: &ColorInfo,
+    ) -> Result<()> {
+        let l = &dst.layout;
+        let name = format!("rgb_{}_to_yuv{}", rgb_suffix(format)?, l.layout.kernel_id());
+        let k = KernelCoef::from(Coefficients::new(
+            color.matrix,
+            color.range,
+            l.layout.bit_depth(),
+        ));
+        let (w, h) = (l.width as i32, l.height as i32);
+        let (yp, cp) = (l.y_pitch as u64, l.c_pitch as u64);
+        let f = &self.functions[&name];
+        let mut args = stream.launch_builder(f);
+        args.arg(&src)
+            .arg(&w)
+            .arg(&h)
+            .arg(&dst.y)
+            .arg(&yp)
+            .arg(&dst.u)
+            .arg(&dst.v)
+            .arg(&cp)
+            .arg(&k);
+        // SAFETY: as in `yuv_to_rgb`, with the roles of source and destination swapped.
+        unsafe { args.launch(launch_config(l.width, l.height)) }
+            .map(|_| ())
+            .map_err(|e| EngineError::Cuda(format!("{name}: {e}")))
+    }
+}
+
+/// The layouts the kernels handle, for tests and benchmarks.
+pub const ALL_LAYOUTS: [YuvLayout; 4] = [
+    YuvLayout::Nv12,
+    YuvLayout::P010,
+    YuvLayout::Yuv420p8,
+    YuvLayout::Yuv420p16,
+];

@@ -1,0 +1,243 @@
+//! Device surface layouts (NV12, P010, planar 8- and 16-bit 4:2:0) as host byte buffers, and
+//! their exact conversion to and from `YuvFrame`: the reference side of the GPU kernel tests.
+
+use rave_core::frame::{YuvFrame, chroma_size};
+
+/// How a 4:2:0 frame is laid out in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum YuvLayout {
+    /// 8-bit Y plane, then interleaved UV.
+    Nv12,
+    /// 16-bit samples with 10 significant bits in the high bits; Y then interleaved UV.
+    P010,
+    /// 8-bit Y, U, V planes (FFmpeg yuv420p).
+    Yuv420p8,
+    /// 16-bit little-endian Y, U, V planes with 10 bits in the low bits (yuv420p10le).
+    Yuv420p16,
+}
+
+impl YuvLayout {
+    /// Bytes per sample.
+    pub fn sample_bytes(self) -> usize {
+        match self {
+            YuvLayout::Nv12 | YuvLayout::Yuv420p8 => 1,
+            YuvLayout::P010 | YuvLayout::Yuv420p16 => 2,
+        }
+    }
+
+    /// Significant bits per sample.
+    pub fn bit_depth(self) -> u8 {
+        match self {
+            YuvLayout::Nv12 | YuvLayout::Yuv420p8 => 8,
+            YuvLayout::P010 | YuvLayout::Yuv420p16 => 10,
+        }
+    }
+
+    /// Whether U and V are interleaved in one plane.
+    pub fn interleaved(self) -> bool {
+        matches!(self, YuvLayout::Nv12 | YuvLayout::P010)
+    }
+
+    /// Index used by the kernels (must match `kernels.cu`).
+    pub fn kernel_id(self) -> u32 {
+        match self {
+            YuvLayout::Nv12 => 0,
+            YuvLayout::P010 => 1,
+            YuvLayout::Yuv420p8 => 2,
+            YuvLayout::Yuv420p16 => 3,
+        }
+    }
+}
+
+/// Byte offsets and pitches of a frame's planes within one buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaneLayout {
+    /// Which layout.
+    pub layout: YuvLayout,
+    /// Luma width.
+    pub width: u32,
+    /// Luma height.
+    pub height: u32,
+    /// Bytes per luma row.
+    pub y_pitch: usize,
+    /// Bytes per chroma row (of the UV plane, or of each of U and V).
+    pub c_pitch: usize,
+    /// Offset of U (or UV).
+    pub u_offset: usize,
+    /// Offset of V (equal to `u_offset` when interleaved).
+    pub v_offset: usize,
+    /// Total bytes.
+    pub bytes: usize,
+}
+
+impl PlaneLayout {
+    /// Planes packed one after another, each row padded to `align` bytes (pitched surfaces).
+    pub fn new(layout: YuvLayout, width: u32, height: u32, align: usize) -> Self {
+        let (cw, ch) = chroma_size(width, height);
+        let sb = layout.sample_bytes();
+        let round = |n: usize| n.div_ceil(align) * align;
+        let y_pitch = round(width as usize * sb);
+        let c_pitch = if layout.interleaved() {
+            round(2 * cw * sb)
+        } else {
+            round(cw * sb)
+        };
+        let u_offset = y_pitch * height as usize;
+        let v_offset = if layout.interleaved() {
+            u_offset
+        } else {
+            u_offset + c_pitch * ch
+        };
+        let bytes = if layout.interleaved() {
+            u_offset + c_pitch * ch
+        } else {
+            v_offset + c_pitch * ch
+        };
+        Self {
+            layout,
+            width,
+            height,
+            y_pitch,
+            c_pitch,
+            u_offset,
+            v_offset,
+            bytes,
+        }
+    }
+}
+
+fn put(buf: &mut [u8], at: usize, sb: usize, value: u16) {
+    if sb == 1 {
+        buf[at] = value as u8;
+    } else {
+        buf[at..at + 2].copy_from_slice(&value.to_le_bytes());
+    }
+}
+
+fn get(buf: &[u8], at: usize, sb: usize) -> u16 {
+    if sb == 1 {
+        u16::from(buf[at])
+    } else {
+        u16::from_le_bytes([buf[at], buf[at + 1]])
+    }
+}
+
+/// Lay `frame` out as `layout` (its bit depth must match the layout's).
+pub fn pack(frame: &YuvFrame, layout: &PlaneLayout) -> Vec<u8> {
+    assert_eq!(frame.bit_depth, layout.layout.bit_depth(), "bit depth");
+    let mut buf = vec![0u8; layout.bytes];
+    let sb = layout.layout.sample_bytes();
+    let shift = if layout.layout == YuvLayout::P010 {
+        6
+    } else {
+        0
+    };
+    let (w, h) = (frame.width as usize, frame.height as usize);
+    let (cw, ch) = frame.chroma_size();
+    for y in 0..h {
+        for x in 0..w {
+            put(
+                &mut buf,
+                y * layout.y_pitch + x * sb,
+                sb,
+                frame.y[y * w + x] << shift,
+            );
+        }
+    }
+    for j in 0..ch {
+        for i in 0..cw {
+            let (u, v) = (frame.u[j * cw + i] << shift, frame.v[j * cw + i] << shift);
+            if layout.layout.interleaved() {
+                let at = layout.u_offset + j * layout.c_pitch + 2 * i * sb;
+                put(&mut buf, at, sb, u);
+                put(&mut buf, at + sb, sb, v);
+            } else {
+                put(
+                    &mut buf,
+                    layout.u_offset + j * layout.c_pitch + i * sb,
+                    sb,
+                    u,
+                );
+                put(
+                    &mut buf,
+                    layout.v_offset + j * layout.c_pitch + i * sb,
+                    sb,
+                    v,
+                );
+            }
+        }
+    }
+    buf
+}
+
+/// Read a frame laid out as `layout`.
+pub fn unpack(buf: &[u8], layout: &PlaneLayout) -> YuvFrame {
+    let mut frame = YuvFrame::zeroed(layout.width, layout.height, layout.layout.bit_depth());
+    let sb = layout.layout.sample_bytes();
+    let shift = if layout.layout == YuvLayout::P010 {
+        6
+    } else {
+        0
+    };
+    let (w, h) = (frame.width as usize, frame.height as usize);
+    let (cw, ch) = frame.chroma_size();
+    for y in 0..h {
+        for x in 0..w {
+            frame.y[y * w + x] = get(buf, y * layout.y_pitch + x * sb, sb) >> shift;
+        }
+    }
+    for j in 0..ch {
+        for i in 0..cw {
+            let (u, v) = if layout.layout.interleaved() {
+                let at = layout.u_offset + j * layout.c_pitch + 2 * i * sb;
+                (get(buf, at, sb), get(buf, at + sb, sb))
+            } else {
+                (
+                    get(buf, layout.u_offset + j * layout.c_pitch + i * sb, sb),
+                    get(buf, layout.v_offset + j * layout.c_pitch + i * sb, sb),
+                )
+            };
+            frame.u[j * cw + i] = u >> shift;
+            frame.v[j * cw + i] = v >> shift;
+        }
+    }
+    frame
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_unpack_round_trips_every_layout_with_pitch_and_odd_sizes() {
+        for layout in [
+            YuvLayout::Nv12,
+            YuvLayout::P010,
+            YuvLayout::Yuv420p8,
+            YuvLayout::Yuv420p16,
+        ] {
+            let depth = layout.bit_depth();
+            let mut f = YuvFrame::zeroed(7, 5, depth);
+            let max = (1u32 << depth) - 1;
+            for (i, v) in
+                f.y.iter_mut()
+                    .chain(f.u.iter_mut())
+                    .chain(f.v.iter_mut())
+                    .enumerate()
+            {
+                *v = ((i as u32 * 97) % (max + 1)) as u16;
+            }
+            let pl = PlaneLayout::new(layout, 7, 5, 64);
+            assert_eq!(pl.y_pitch % 64, 0);
+            assert_eq!(unpack(&pack(&f, &pl), &pl), f, "{layout:?}");
+        }
+        let pl = PlaneLayout::new(YuvLayout::P010, 4, 2, 1);
+        let mut f = YuvFrame::zeroed(4, 2, 10);
+        f.y[0] = 1023;
+        assert_eq!(
+            &pack(&f, &pl)[..2],
+            &(1023u16 << 6).to_le_bytes(),
+            "P010 keeps 10 bits high"
+        );
+    }
+}

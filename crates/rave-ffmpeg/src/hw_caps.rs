@@ -1,0 +1,140 @@
+//! What the GPU's video engines can do: NVDEC decode capabilities per codec and bit depth
+//! (asked of the driver's libnvcuvid directly), and whether an NVENC session opens (asked
+//! of FFmpeg's nvenc encoders).
+
+use serde::Serialize;
+
+/// One NVDEC capability answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct NvdecCap {
+    /// Codec name.
+    pub codec: &'static str,
+    /// Bits per sample asked about.
+    pub bit_depth: u8,
+    /// Whether NVDEC decodes it (4:2:0).
+    pub supported: bool,
+    /// Largest coded width.
+    pub max_width: u32,
+    /// Largest coded height.
+    pub max_height: u32,
+}
+
+/// Whether an encoder could open a session, and why not.
+#[derive(Debug, Clone, Serialize)]
+pub struct NvencStatus {
+    /// FFmpeg encoder name.
+    pub encoder: &'static str,
+    /// Whether a session opened.
+    pub available: bool,
+    /// The failure, when it did not.
+    pub reason: Option<String>,
+}
+
+/// CUVIDDECODECAPS from the NVIDIA Video Codec SDK (cuviddec.h).
+#[repr(C)]
+#[derive(Default)]
+struct CuvidDecodeCaps {
+    codec_type: i32,
+    chroma_format: i32,
+    bit_depth_minus8: u32,
+    reserved1: [u32; 3],
+    is_supported: u8,
+    num_nvdecs: u8,
+    output_format_mask: u16,
+    max_width: u32,
+    max_height: u32,
+    max_mb_count: u32,
+    min_width: u16,
+    min_height: u16,
+    histogram_supported: u8,
+    counter_bit_depth: u8,
+    max_histogram_bins: u16,
+    reserved3: [u32; 10],
+}
+
+/// (name, cudaVideoCodec value, bit depths) asked about.
+const CODECS: [(&str, i32, &[u8]); 6] = [
+    ("mpeg2", 1, &[8]),
+    ("h264", 4, &[8]),
+    ("hevc", 8, &[8, 10]),
+    ("vp9", 10, &[8, 10]),
+    ("av1", 11, &[8, 10]),
+    ("vp8", 9, &[8]),
+];
+
+/// Ask NVDEC what it decodes. The caller must have made a CUDA context current on this
+/// thread (e.g. by creating a `GpuContext`).
+pub fn nvdec_caps() -> Result<Vec<NvdecCap>, String> {
+    // SAFETY: loading the driver's video decode library runs its initialisers only.
+    let lib = unsafe { libloading::Library::new("libnvcuvid.so.1") }
+        .map_err(|e| format!("libnvcuvid.so.1 (NVDEC) not available: {e}"))?;
+    type GetCaps = unsafe extern "C" fn(*mut CuvidDecodeCaps) -> i32;
+    // SAFETY: cuvidGetDecoderCaps has this signature in every Video Codec SDK release.
+    let get: libloading::Symbol<GetCaps> = unsafe { lib.get(b"cuvidGetDecoderCaps\0") }
+        .map_err(|e| format!("cuvidGetDecoderCaps missing: {e}"))?;
+    let mut out = Vec::new();
+    for (codec, id, depths) in CODECS {
+        for &depth in depths {
+            let mut caps = CuvidDecodeCaps {
+                codec_type: id,
+                chroma_format: 1,
+                bit_depth_minus8: u32::from(depth - 8),
+                ..Default::default()
+            };
+            // SAFETY: `caps` is a valid, zero-initialised CUVIDDECODECAPS with its inputs set;
+            // the call only writes its output fields.
+            let status = unsafe { get(&mut caps) };
+            if status != 0 {
+                return Err(format!(
+                    "cuvidGetDecoderCaps failed with CUDA error {status} (is a CUDA context current?)"
+                ));
+            }
+            out.push(NvdecCap {
+                codec,
+                bit_depth: depth,
+                supported: caps.is_supported != 0,
+                max_width: caps.max_width,
+                max_height: caps.max_height,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Try to open a small session with each NVENC encoder FFmpeg has.
+pub fn nvenc_status() -> Vec<NvencStatus> {
+    crate::init();
+    ["h264_nvenc", "hevc_nvenc", "av1_nvenc"]
+        .into_iter()
+        .map(|encoder| match open_session(encoder) {
+            Ok(()) => NvencStatus {
+                encoder,
+                available: true,
+                reason: None,
+            },
+            Err(reason) => NvencStatus {
+                encoder,
+                available: false,
+                reason: Some(reason),
+            },
+        })
+        .collect()
+}
+
+fn open_session(name: &str) -> Result<(), String> {
+    let codec = ffmpeg_next::encoder::find_by_name(name)
+        .ok_or_else(|| "not in this FFmpeg build".to_string())?;
+    let mut enc = ffmpeg_next::codec::context::Context::new_with_codec(codec)
+        .encoder()
+        .video()
+        .map_err(|e| e.to_string())?;
+    enc.set_width(256);
+    enc.set_height(256);
+    enc.set_format(ffmpeg_next::format::Pixel::YUV420P);
+    enc.set_time_base(ffmpeg_next::Rational::new(1, 25));
+    enc.open().map(|_| ()).map_err(|e| {
+        format!(
+            "opening a session failed ({e}); GPUs without NVENC (A100, H100, H200) answer this way"
+        )
+    })
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Every GPU check of RAVE, in two halves (the GPU machine has no Rust, so binaries are built
+# here and shipped):
+#
+#   scripts/gpu_tests.sh stage   on the development machine: build the release `rave`, the
+#                                GPU test binaries (tests marked #[ignore = "needs an NVIDIA
+#                                GPU"]) and the kernel benchmark, pack them with
+#                                ../shared/device/stage.sh, and print the device calls to make.
+#   scripts/gpu_tests.sh run     on the GPU machine, after the last staged call unpacked
+#                                /opt/rave-dev: run every test binary with its ignored tests,
+#                                the kernel throughput benchmark and `rave devices`; logs go to
+#                                $OUT (or ./gpu-results) and a summary is printed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+stage() {
+  rm -rf .gpu-bin && mkdir -p .gpu-bin
+  grep -qx '/.gpu-bin/' .git/info/exclude 2>/dev/null || echo '/.gpu-bin/' >> .git/info/exclude
+  cargo build --release -p rave-cli --quiet
+  cargo build --release -p rave-cuda --example kernel_throughput --quiet
+  cp target/release/rave target/release/examples/kernel_throughput .gpu-bin/
+  cargo test --release --no-run -p rave-core -p rave-cuda --message-format=json 2>/dev/null \
+    | python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        name = "test_" + m["target"]["name"].replace("-", "_")
+        shutil.copy(m["executable"], ".gpu-bin/" + name)
+        print("staged", name)
+'
+  bash ../shared/device/stage.sh .gpu-bin/*
+}
+
+run() {
+  out="${OUT:-$root/gpu-results}"
+  mkdir -p "$out"
+  bin=/opt/rave-dev/payload
+  [[ -x $bin/rave ]] || { echo "gpu_tests: $bin/rave missing; stage first" >&2; exit 1; }
+  export PATH="$bin:$PATH"
+  {
+    echo "date: $(date -u +%FT%TZ)"
+    echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+  } | tee "$out/environment.txt"
+  status=0
+  for t in "$bin"/test_*; do
+    name="$(basename "$t")"
+    echo "== $name"
+    if ! "$t" --include-ignored --test-threads 1 --nocapture >"$out/$name.log" 2>&1; then status=1; fi
+    grep -E '^test .*(ok|FAILED)$|test result|worst|panicked' "$out/$name.log" || true
+  done
+  echo "== kernel throughput"
+  kernel_throughput --json "$out/kernel_throughput.json" | tee "$out/kernel_throughput.txt" || status=1
+  echo "== rave devices"
+  rave devices | tee "$out/devices.txt" || status=1
+  rave devices --json >"$out/devices.json" || status=1
+  read -r pass fail < <(cat "$out"/test_*.log | awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}')
+  echo "gpu: $pass passed, $fail failed"
+  return $status
+}
+
+case "${1:-}" in
+  stage) stage ;;
+  run) run ;;
+  *) echo "usage: $0 stage|run" >&2; exit 2 ;;
+esac
