@@ -2,7 +2,7 @@
 # Every GPU check of RAVE, in two halves (the GPU machine has no Rust, so binaries are built
 # here and shipped):
 #
-#   scripts/gpu_tests.sh stage   on the development machine: build the release `rave`, the
+#   scripts/gpu_tests.sh stage [--no-ort]   on the development machine: build the release `rave`, the
 #                                GPU test binaries (tests marked #[ignore = "needs an NVIDIA
 #                                GPU"]) and the kernel benchmark, pack them with
 #                                ../shared/device/stage.sh, and print the device calls to make.
@@ -15,6 +15,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 stage() {
+  local ort_flag="${1:-}"   # --no-ort: skip the ONNX Runtime GPU build (provider checks then report it missing)
   rm -rf .gpu-bin && mkdir -p .gpu-bin
   grep -qx '/.gpu-bin/' .git/info/exclude 2>/dev/null || echo '/.gpu-bin/' >> .git/info/exclude
   cargo build --release -p rave-cli --quiet
@@ -33,7 +34,7 @@ for line in sys.stdin:
         shutil.copy(m["executable"], ".gpu-bin/" + name)
         print("staged", name)
 '
-  bash ../shared/device/stage.sh .gpu-bin/*
+  bash ../shared/device/stage.sh $ort_flag .gpu-bin/*
 }
 
 run() {
@@ -65,7 +66,7 @@ run() {
 }
 
 case "${1:-}" in
-  stage) stage ;;
+  stage) stage "${2:-}" ;;
   run) run ;;
   *) echo "usage: $0 stage|run" >&2; exit 2 ;;
 esac

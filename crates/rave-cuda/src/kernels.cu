@@ -1,6 +1,7 @@
 // RAVE colour-conversion kernels, compiled at start-up by NVRTC (no CUDA headers needed).
 // They mirror src/reference.rs operation for operation (compile with --fmad=false), so the
-// plain Rust versions are their oracle.
+// plain Rust versions are their oracle. Each thread handles one chroma sample and the up to
+// 2x2 luma pixels it covers, so chroma is read and filtered once and stores pair up.
 //
 // Layout ids: 0 NV12, 1 P010, 2 planar 8-bit, 3 planar 16-bit (10 bits low).
 
@@ -70,80 +71,118 @@ __device__ __forceinline__ unsigned short quantise(const Coef& k, float v) {
     return (unsigned short)fminf(fmaxf(roundf(v), 0.0f), k.max_code);
 }
 
+// Two horizontally adjacent elements; one vector access when `vec` (alignment known).
+__device__ __forceinline__ void store2(float* o, unsigned long long i, float a, float b, bool vec) {
+    if (vec) {
+        *(float2*)(o + i) = make_float2(a, b);
+    } else {
+        o[i] = a;
+        o[i + 1] = b;
+    }
+}
+__device__ __forceinline__ void store2(unsigned short* o, unsigned long long i, float a, float b, bool vec) {
+    unsigned short ha, hb;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(ha) : "f"(a));
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hb) : "f"(b));
+    if (vec) {
+        *(unsigned int*)(o + i) = (unsigned int)ha | ((unsigned int)hb << 16);
+    } else {
+        o[i] = ha;
+        o[i + 1] = hb;
+    }
+}
+
+// One thread per chroma sample: it converts the (up to) 2x2 luma pixels that sample covers.
 template <int F, typename T>
 __device__ void yuv_to_rgb(const unsigned char* yp, unsigned long long y_pitch, const unsigned char* up,
                            const unsigned char* vp, unsigned long long c_pitch, T* out, int w, int h, Coef k) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x;
-    int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y * blockDim.y + threadIdx.y;
     int cw = (w + 1) / 2, ch = (h + 1) / 2;
-    int j = y / 2, j0, j1;
-    float fy;
-    if ((y & 1) == 0) {
-        j0 = j > 0 ? j - 1 : 0;
-        j1 = j;
-        fy = j == 0 ? 1.0f : 0.75f;
-    } else {
-        j0 = j;
-        j1 = min(j + 1, ch - 1);
-        fy = 0.25f;
+    if (i >= cw || j >= ch) return;
+    int i1 = min(i + 1, cw - 1);
+    int rows[3] = {j > 0 ? j - 1 : 0, j, min(j + 1, ch - 1)};
+    float c[2][3][2];
+    for (int comp = 0; comp < 2; comp++)
+        for (int r = 0; r < 3; r++) {
+            c[comp][r][0] = c_at(F, up, vp, c_pitch, i, rows[r], comp);
+            c[comp][r][1] = c_at(F, up, vp, c_pitch, i1, rows[r], comp);
+        }
+    unsigned long long plane = (unsigned long long)w * h;
+    bool vec = (w & 1) == 0;
+    for (int dy = 0; dy < 2; dy++) {
+        int y = 2 * j + dy;
+        if (y >= h) break;
+        // Chroma rows and weight exactly as reference.rs picks them for this luma row.
+        int ra = dy == 0 ? 0 : 1, rb = dy == 0 ? 1 : 2;
+        float fy = dy == 0 ? (j == 0 ? 1.0f : 0.75f) : 0.25f;
+        float px[2][3];
+        for (int dx = 0; dx < 2; dx++) {
+            int x = 2 * i + dx;
+            if (x >= w) break;
+            float cc[2];
+            for (int comp = 0; comp < 2; comp++) {
+                // Even columns sit on chroma column i; odd ones average it with the next.
+                float top = 0.5f * (c[comp][ra][0] + c[comp][ra][dx]);
+                float bottom = 0.5f * (c[comp][rb][0] + c[comp][rb][dx]);
+                cc[comp] = top + fy * (bottom - top);
+            }
+            float yn = (y_at(F, yp, y_pitch, x, y) - k.y_off) / k.y_scale;
+            float cbn = (cc[0] - k.c_off) / k.c_scale;
+            float crn = (cc[1] - k.c_off) / k.c_scale;
+            float r = yn + 2.0f * (1.0f - k.kr) * crn;
+            float b = yn + 2.0f * (1.0f - k.kb) * cbn;
+            float g = (yn - k.kr * r - k.kb * b) / k.kg;
+            px[dx][0] = clamp01(r);
+            px[dx][1] = clamp01(g);
+            px[dx][2] = clamp01(b);
+        }
+        unsigned long long idx = (unsigned long long)y * w + 2 * i;
+        for (int p = 0; p < 3; p++) {
+            if (2 * i + 1 < w) {
+                store2(out, p * plane + idx, px[0][p], px[1][p], vec);
+            } else {
+                store(out, p * plane + idx, px[0][p]);
+            }
+        }
     }
-    int i0 = x / 2;
-    int i1 = (x & 1) ? min(i0 + 1, cw - 1) : i0;
-    float c[2];
-    for (int comp = 0; comp < 2; comp++) {
-        float top = 0.5f * (c_at(F, up, vp, c_pitch, i0, j0, comp) + c_at(F, up, vp, c_pitch, i1, j0, comp));
-        float bottom = 0.5f * (c_at(F, up, vp, c_pitch, i0, j1, comp) + c_at(F, up, vp, c_pitch, i1, j1, comp));
-        c[comp] = top + fy * (bottom - top);
-    }
-    float yn = (y_at(F, yp, y_pitch, x, y) - k.y_off) / k.y_scale;
-    float cbn = (c[0] - k.c_off) / k.c_scale;
-    float crn = (c[1] - k.c_off) / k.c_scale;
-    float r = yn + 2.0f * (1.0f - k.kr) * crn;
-    float b = yn + 2.0f * (1.0f - k.kb) * cbn;
-    float g = (yn - k.kr * r - k.kb * b) / k.kg;
-    unsigned long long plane = (unsigned long long)w * h, idx = (unsigned long long)y * w + x;
-    store(out, idx, clamp01(r));
-    store(out, plane + idx, clamp01(g));
-    store(out, 2 * plane + idx, clamp01(b));
 }
 
-template <typename T>
-__device__ __forceinline__ void chroma_of(const T* in, unsigned long long plane, unsigned long long idx,
-                                          const Coef& k, float* cb, float* cr) {
-    float r = clamp01(load(in, idx)), g = clamp01(load(in, plane + idx)), b = clamp01(load(in, 2 * plane + idx));
-    float yn = k.kr * r + k.kg * g + k.kb * b;
-    *cb = (b - yn) / (2.0f * (1.0f - k.kb));
-    *cr = (r - yn) / (2.0f * (1.0f - k.kr));
-}
-
+// One thread per chroma sample: the luma of its (up to) 2x2 pixels and the filtered chroma.
 template <typename T, int F>
 __device__ void rgb_to_yuv(const T* in, int w, int h, unsigned char* yp, unsigned long long y_pitch,
                            unsigned char* up, unsigned char* vp, unsigned long long c_pitch, Coef k) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x;
-    int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
-    unsigned long long plane = (unsigned long long)w * h, idx = (unsigned long long)y * w + x;
-    float r = clamp01(load(in, idx)), g = clamp01(load(in, plane + idx)), b = clamp01(load(in, 2 * plane + idx));
-    float yn = k.kr * r + k.kg * g + k.kb * b;
-    put_y(F, yp, y_pitch, x, y, quantise(k, k.y_off + k.y_scale * yn));
-    if ((x & 1) || (y & 1)) return;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = blockIdx.y * blockDim.y + threadIdx.y;
+    int cw = (w + 1) / 2, ch = (h + 1) / 2;
+    if (i >= cw || j >= ch) return;
+    int x = 2 * i, y = 2 * j;
     int rows[2] = {y, min(y + 1, h - 1)};
     int cols[3] = {x > 0 ? x - 1 : 0, x, min(x + 1, w - 1)};
+    unsigned long long plane = (unsigned long long)w * h;
     float acc_cb = 0.0f, acc_cr = 0.0f;
     for (int n = 0; n < 2; n++) {
-        float cb[3], cr[3];
+        float cb[3], cr[3], yv[3];
         for (int m = 0; m < 3; m++) {
-            chroma_of(in, plane, (unsigned long long)rows[n] * w + cols[m], k, &cb[m], &cr[m]);
+            unsigned long long idx = (unsigned long long)rows[n] * w + cols[m];
+            float r = clamp01(load(in, idx)), g = clamp01(load(in, plane + idx)), b = clamp01(load(in, 2 * plane + idx));
+            float yn = k.kr * r + k.kg * g + k.kb * b;
+            yv[m] = k.y_off + k.y_scale * yn;
+            cb[m] = (b - yn) / (2.0f * (1.0f - k.kb));
+            cr[m] = (r - yn) / (2.0f * (1.0f - k.kr));
         }
         acc_cb += 0.25f * cb[0] + 0.5f * cb[1];
         acc_cb += 0.25f * cb[2];
         acc_cr += 0.25f * cr[0] + 0.5f * cr[1];
         acc_cr += 0.25f * cr[2];
+        if (n == 0 || y + 1 < h) {
+            put_y(F, yp, y_pitch, x, rows[n], quantise(k, yv[1]));
+            if (x + 1 < w) put_y(F, yp, y_pitch, x + 1, rows[n], quantise(k, yv[2]));
+        }
     }
     acc_cb *= 0.5f;
     acc_cr *= 0.5f;
-    put_c(F, up, vp, c_pitch, x / 2, y / 2, quantise(k, k.c_off + k.c_scale * acc_cb),
+    put_c(F, up, vp, c_pitch, i, j, quantise(k, k.c_off + k.c_scale * acc_cb),
           quantise(k, k.c_off + k.c_scale * acc_cr));
 }
 

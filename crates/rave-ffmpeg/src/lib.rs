@@ -1,6 +1,7 @@
 //! Media IO on the system FFmpeg libraries: probe, demux and software decode into host
 //! frames, software encode, and muxing with every other stream copied untouched.
 
+mod log_capture;
 mod sys;
 
 pub mod codec_choice;
@@ -13,6 +14,7 @@ pub mod probe;
 pub mod reader;
 pub mod writer;
 
+pub use log_capture::capture_errors;
 pub use codec_choice::{Container, EncoderSettings, VideoCodec};
 pub use probe::{MediaInfo, StreamInfo, VideoInfo, probe};
 pub use reader::{CopiedPacket, DecodeStats, VideoReader};
@@ -20,13 +22,13 @@ pub use writer::{MediaWriter, WriterSummary};
 
 use std::sync::Once;
 
-/// Initialise FFmpeg once per process and keep its own logging quiet: RAVE reports errors
-/// itself, one clear line each.
+/// Initialise FFmpeg once per process and route its log through `log_capture` (silent):
+/// RAVE reports errors itself, one clear line each.
 pub fn init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
         // Registration cannot fail on FFmpeg >= 4; an error here would only be cosmetic.
         let _ = ffmpeg_next::init();
-        ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Fatal);
+        log_capture::install();
     });
 }

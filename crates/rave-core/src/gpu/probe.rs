@@ -55,15 +55,31 @@ fn cuda_driver_api() -> String {
     }
 }
 
-/// The kernel driver version from /proc (absent in some containers).
+/// The kernel driver version from /proc (absent in some containers): the first token of
+/// its first line that looks like "580.159.04".
 fn kernel_driver_version() -> Option<String> {
     let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
-    let line = text.lines().next()?;
-    let idx = line.find("Kernel Module")?;
-    line[idx + "Kernel Module".len()..]
-        .split_whitespace()
-        .next()
+    parse_driver_version(text.lines().next()?)
+}
+
+fn parse_driver_version(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .find(|t| t.contains('.') && t.chars().all(|c| c.is_ascii_digit() || c == '.'))
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_version_from_proc_line() {
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)  Thu Oct 2 2025";
+        assert_eq!(parse_driver_version(open).as_deref(), Some("580.159.04"));
+        let classic = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023";
+        assert_eq!(parse_driver_version(classic).as_deref(), Some("535.104.05"));
+        assert_eq!(parse_driver_version("garbage"), None);
+    }
 }
 
 /// Describe every visible GPU.
