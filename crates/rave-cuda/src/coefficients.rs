@@ -21,6 +21,20 @@ pub struct Coefficients {
     pub c_scale: f32,
     /// Largest code value.
     pub max_code: f32,
+    /// `1 / y_scale`.
+    pub inv_y_scale: f32,
+    /// `1 / c_scale`.
+    pub inv_c_scale: f32,
+    /// `1 / kg`.
+    pub inv_kg: f32,
+    /// `2 (1 - kr)`: Cr' to R - Y'.
+    pub cr_to_r: f32,
+    /// `2 (1 - kb)`: Cb' to B - Y'.
+    pub cb_to_b: f32,
+    /// `1 / (2 (1 - kb))`: B - Y' to Cb'.
+    pub cb_from_b: f32,
+    /// `1 / (2 (1 - kr))`: R - Y' to Cr'.
+    pub cr_from_r: f32,
 }
 
 impl Coefficients {
@@ -34,27 +48,37 @@ impl Coefficients {
             ColorRange::Limited => (16.0 * step, 219.0 * step, 224.0 * step),
             ColorRange::Full => (0.0, max_code, max_code),
         };
+        let kg = 1.0 - kr - kb;
+        // Reciprocals are computed once here so the per-sample work (here and in the GPU
+        // kernels, which use these same values) is multiplications only.
         Self {
             kr,
-            kg: 1.0 - kr - kb,
+            kg,
             kb,
             y_offset,
             y_scale,
             c_offset: 128.0 * step,
             c_scale,
             max_code,
+            inv_y_scale: 1.0 / y_scale,
+            inv_c_scale: 1.0 / c_scale,
+            inv_kg: 1.0 / kg,
+            cr_to_r: 2.0 * (1.0 - kr),
+            cb_to_b: 2.0 * (1.0 - kb),
+            cb_from_b: 1.0 / (2.0 * (1.0 - kb)),
+            cr_from_r: 1.0 / (2.0 * (1.0 - kr)),
         }
     }
 
     /// Normalised (Y', Cb', Cr') of one sample triple -> RGB in [0, 1].
     #[inline]
     pub fn to_rgb(&self, y: f32, cb: f32, cr: f32) -> [f32; 3] {
-        let yn = (y - self.y_offset) / self.y_scale;
-        let cbn = (cb - self.c_offset) / self.c_scale;
-        let crn = (cr - self.c_offset) / self.c_scale;
-        let r = yn + 2.0 * (1.0 - self.kr) * crn;
-        let b = yn + 2.0 * (1.0 - self.kb) * cbn;
-        let g = (yn - self.kr * r - self.kb * b) / self.kg;
+        let yn = (y - self.y_offset) * self.inv_y_scale;
+        let cbn = (cb - self.c_offset) * self.inv_c_scale;
+        let crn = (cr - self.c_offset) * self.inv_c_scale;
+        let r = yn + self.cr_to_r * crn;
+        let b = yn + self.cb_to_b * cbn;
+        let g = (yn - self.kr * r - self.kb * b) * self.inv_kg;
         [r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0)]
     }
 
@@ -63,8 +87,8 @@ impl Coefficients {
     pub fn luma_chroma(&self, r: f32, g: f32, b: f32) -> (f32, f32, f32) {
         let (r, g, b) = (r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0));
         let yn = self.kr * r + self.kg * g + self.kb * b;
-        let cbn = (b - yn) / (2.0 * (1.0 - self.kb));
-        let crn = (r - yn) / (2.0 * (1.0 - self.kr));
+        let cbn = (b - yn) * self.cb_from_b;
+        let crn = (r - yn) * self.cr_from_r;
         (self.y_offset + self.y_scale * yn, cbn, crn)
     }
 

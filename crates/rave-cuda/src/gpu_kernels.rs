@@ -31,6 +31,13 @@ struct KernelCoef {
     c_off: f32,
     c_scale: f32,
     max_code: f32,
+    inv_y_scale: f32,
+    inv_c_scale: f32,
+    inv_kg: f32,
+    cr_to_r: f32,
+    cb_to_b: f32,
+    cb_from_b: f32,
+    cr_from_r: f32,
 }
 
 // SAFETY: KernelCoef is repr(C), Copy, made only of f32 fields, with the exact layout of the
@@ -48,6 +55,13 @@ impl From<Coefficients> for KernelCoef {
             c_off: k.c_offset,
             c_scale: k.c_scale,
             max_code: k.max_code,
+            inv_y_scale: k.inv_y_scale,
+            inv_c_scale: k.inv_c_scale,
+            inv_kg: k.inv_kg,
+            cr_to_r: k.cr_to_r,
+            cb_to_b: k.cb_to_b,
+            cb_from_b: k.cb_from_b,
+            cr_from_r: k.cr_from_r,
         }
     }
 }

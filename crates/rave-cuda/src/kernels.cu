@@ -7,6 +7,7 @@
 
 struct Coef {
     float kr, kg, kb, y_off, y_scale, c_off, c_scale, max_code;
+    float inv_y_scale, inv_c_scale, inv_kg, cr_to_r, cb_to_b, cb_from_b, cr_from_r;
 };
 
 __device__ __forceinline__ float y_at(int F, const unsigned char* base, unsigned long long pitch, int x, int row) {
@@ -94,8 +95,8 @@ __device__ __forceinline__ void store2(unsigned short* o, unsigned long long i, 
 
 // One thread per chroma sample: it converts the (up to) 2x2 luma pixels that sample covers.
 template <int F, typename T>
-__device__ void yuv_to_rgb(const unsigned char* yp, unsigned long long y_pitch, const unsigned char* up,
-                           const unsigned char* vp, unsigned long long c_pitch, T* out, int w, int h, Coef k) {
+__device__ void yuv_to_rgb(const unsigned char* __restrict__ yp, unsigned long long y_pitch, const unsigned char* __restrict__ up,
+                           const unsigned char* __restrict__ vp, unsigned long long c_pitch, T* __restrict__ out, int w, int h, Coef k) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
     int cw = (w + 1) / 2, ch = (h + 1) / 2;
@@ -127,12 +128,12 @@ __device__ void yuv_to_rgb(const unsigned char* yp, unsigned long long y_pitch, 
                 float bottom = 0.5f * (c[comp][rb][0] + c[comp][rb][dx]);
                 cc[comp] = top + fy * (bottom - top);
             }
-            float yn = (y_at(F, yp, y_pitch, x, y) - k.y_off) / k.y_scale;
-            float cbn = (cc[0] - k.c_off) / k.c_scale;
-            float crn = (cc[1] - k.c_off) / k.c_scale;
-            float r = yn + 2.0f * (1.0f - k.kr) * crn;
-            float b = yn + 2.0f * (1.0f - k.kb) * cbn;
-            float g = (yn - k.kr * r - k.kb * b) / k.kg;
+            float yn = (y_at(F, yp, y_pitch, x, y) - k.y_off) * k.inv_y_scale;
+            float cbn = (cc[0] - k.c_off) * k.inv_c_scale;
+            float crn = (cc[1] - k.c_off) * k.inv_c_scale;
+            float r = yn + k.cr_to_r * crn;
+            float b = yn + k.cb_to_b * cbn;
+            float g = (yn - k.kr * r - k.kb * b) * k.inv_kg;
             px[dx][0] = clamp01(r);
             px[dx][1] = clamp01(g);
             px[dx][2] = clamp01(b);
@@ -150,7 +151,7 @@ __device__ void yuv_to_rgb(const unsigned char* yp, unsigned long long y_pitch, 
 
 // One thread per chroma sample: the luma of its (up to) 2x2 pixels and the filtered chroma.
 template <typename T, int F>
-__device__ void rgb_to_yuv(const T* in, int w, int h, unsigned char* yp, unsigned long long y_pitch,
+__device__ void rgb_to_yuv(const T* __restrict__ in, int w, int h, unsigned char* yp, unsigned long long y_pitch,
                            unsigned char* up, unsigned char* vp, unsigned long long c_pitch, Coef k) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
@@ -168,8 +169,8 @@ __device__ void rgb_to_yuv(const T* in, int w, int h, unsigned char* yp, unsigne
             float r = clamp01(load(in, idx)), g = clamp01(load(in, plane + idx)), b = clamp01(load(in, 2 * plane + idx));
             float yn = k.kr * r + k.kg * g + k.kb * b;
             yv[m] = k.y_off + k.y_scale * yn;
-            cb[m] = (b - yn) / (2.0f * (1.0f - k.kb));
-            cr[m] = (r - yn) / (2.0f * (1.0f - k.kr));
+            cb[m] = (b - yn) * k.cb_from_b;
+            cr[m] = (r - yn) * k.cr_from_r;
         }
         acc_cb += 0.25f * cb[0] + 0.5f * cb[1];
         acc_cb += 0.25f * cb[2];

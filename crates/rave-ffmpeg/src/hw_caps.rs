@@ -106,17 +106,17 @@ pub fn nvenc_status() -> Vec<NvencStatus> {
     crate::init();
     ["h264_nvenc", "hevc_nvenc", "av1_nvenc"]
         .into_iter()
-        .map(|encoder| match open_session(encoder) {
-            Ok(()) => NvencStatus {
+        .map(|encoder| {
+            let (result, said) = crate::capture_errors(|| open_session(encoder));
+            NvencStatus {
                 encoder,
-                available: true,
-                reason: None,
-            },
-            Err(reason) => NvencStatus {
-                encoder,
-                available: false,
-                reason: Some(reason),
-            },
+                available: result.is_ok(),
+                // FFmpeg's own words (e.g. "No capable devices found") say the most.
+                reason: result.err().map(|e| match said.last() {
+                    Some(line) => format!("{line} ({e})"),
+                    None => e,
+                }),
+            }
         })
         .collect()
 }
@@ -133,8 +133,6 @@ fn open_session(name: &str) -> Result<(), String> {
     enc.set_format(ffmpeg_next::format::Pixel::YUV420P);
     enc.set_time_base(ffmpeg_next::Rational::new(1, 25));
     enc.open().map(|_| ()).map_err(|e| {
-        format!(
-            "opening a session failed ({e}); GPUs without NVENC (A100, H100, H200) answer this way"
-        )
+        format!("no session: {e}; GPUs without NVENC (A100, H100, H200) answer this way")
     })
 }

@@ -14,8 +14,8 @@ pub mod probe;
 pub mod reader;
 pub mod writer;
 
-pub use log_capture::capture_errors;
 pub use codec_choice::{Container, EncoderSettings, VideoCodec};
+pub use log_capture::capture_errors;
 pub use probe::{MediaInfo, StreamInfo, VideoInfo, probe};
 pub use reader::{CopiedPacket, DecodeStats, VideoReader};
 pub use writer::{MediaWriter, WriterSummary};

@@ -10,10 +10,20 @@ use ffmpeg_next::ffi;
 static CAPTURED: Mutex<Option<Vec<String>>> = Mutex::new(None);
 
 unsafe extern "C" {
-    fn vsnprintf(s: *mut c_char, n: usize, format: *const c_char, ap: *mut ffi::__va_list_tag) -> c_int;
+    fn vsnprintf(
+        s: *mut c_char,
+        n: usize,
+        format: *const c_char,
+        ap: *mut ffi::__va_list_tag,
+    ) -> c_int;
 }
 
-unsafe extern "C" fn on_log(_class: *mut c_void, level: c_int, fmt: *const c_char, args: *mut ffi::__va_list_tag) {
+unsafe extern "C" fn on_log(
+    _class: *mut c_void,
+    level: c_int,
+    fmt: *const c_char,
+    args: *mut ffi::__va_list_tag,
+) {
     if level > ffi::AV_LOG_ERROR as c_int || fmt.is_null() {
         return;
     }
