@@ -126,11 +126,11 @@ fn rgb_suffix(format: PixelFormat) -> Result<&'static str> {
     }
 }
 
-/// One thread per chroma sample (each covers up to 2x2 luma pixels).
+/// One thread per two horizontal chroma samples (up to 4x2 luma pixels).
 fn launch_config(width: u32, height: u32) -> LaunchConfig {
-    let (cw, ch) = (width.div_ceil(2), height.div_ceil(2));
+    let (pairs, ch) = (width.div_ceil(2).div_ceil(2), height.div_ceil(2));
     LaunchConfig {
-        grid_dim: (cw.div_ceil(BLOCK.0), ch.div_ceil(BLOCK.1), 1),
+        grid_dim: (pairs.div_ceil(BLOCK.0), ch.div_ceil(BLOCK.1), 1),
         block_dim: (BLOCK.0, BLOCK.1, 1),
         shared_mem_bytes: 0,
     }

@@ -1,7 +1,7 @@
 // RAVE colour-conversion kernels, compiled at start-up by NVRTC (no CUDA headers needed).
 // They mirror src/reference.rs operation for operation (compile with --fmad=false), so the
-// plain Rust versions are their oracle. Each thread handles one chroma sample and the up to
-// 2x2 luma pixels it covers, so chroma is read and filtered once and stores pair up.
+// plain Rust versions are their oracle. Each thread handles two chroma samples and the up to
+// 4x2 luma pixels they cover: chroma is read and filtered once, stores are 16/8-byte vectors.
 //
 // Layout ids: 0 NV12, 1 P010, 2 planar 8-bit, 3 planar 16-bit (10 bits low).
 
@@ -72,119 +72,139 @@ __device__ __forceinline__ unsigned short quantise(const Coef& k, float v) {
     return (unsigned short)fminf(fmaxf(roundf(v), 0.0f), k.max_code);
 }
 
-// Two horizontally adjacent elements; one vector access when `vec` (alignment known).
-__device__ __forceinline__ void store2(float* o, unsigned long long i, float a, float b, bool vec) {
-    if (vec) {
-        *(float2*)(o + i) = make_float2(a, b);
+// Four horizontally adjacent elements; one vector access when `vec` (alignment known).
+__device__ __forceinline__ void store4(float* o, unsigned long long i, const float* v, int n, bool vec) {
+    if (vec && n == 4) {
+        *(float4*)(o + i) = make_float4(v[0], v[1], v[2], v[3]);
     } else {
-        o[i] = a;
-        o[i + 1] = b;
+        for (int q = 0; q < n; q++) o[i + q] = v[q];
     }
 }
-__device__ __forceinline__ void store2(unsigned short* o, unsigned long long i, float a, float b, bool vec) {
-    unsigned short ha, hb;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(ha) : "f"(a));
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hb) : "f"(b));
-    if (vec) {
-        *(unsigned int*)(o + i) = (unsigned int)ha | ((unsigned int)hb << 16);
+__device__ __forceinline__ void store4(unsigned short* o, unsigned long long i, const float* v, int n, bool vec) {
+    unsigned short hv[4];
+    for (int q = 0; q < 4; q++) asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hv[q]) : "f"(v[q]));
+    if (vec && n == 4) {
+        uint2 packed;
+        packed.x = (unsigned int)hv[0] | ((unsigned int)hv[1] << 16);
+        packed.y = (unsigned int)hv[2] | ((unsigned int)hv[3] << 16);
+        *(uint2*)(o + i) = packed;
     } else {
-        o[i] = ha;
-        o[i + 1] = hb;
+        for (int q = 0; q < n; q++) o[i + q] = hv[q];
     }
 }
 
-// One thread per chroma sample: it converts the (up to) 2x2 luma pixels that sample covers.
+// One thread per pair of chroma samples: it converts the (up to) 4x2 luma pixels they cover,
+// reading each chroma sample it needs once.
 template <int F, typename T>
 __device__ void yuv_to_rgb(const unsigned char* __restrict__ yp, unsigned long long y_pitch, const unsigned char* __restrict__ up,
                            const unsigned char* __restrict__ vp, unsigned long long c_pitch, T* __restrict__ out, int w, int h, Coef k) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
     int cw = (w + 1) / 2, ch = (h + 1) / 2;
+    int i = 2 * t;
     if (i >= cw || j >= ch) return;
-    int i1 = min(i + 1, cw - 1);
+    int cols[3] = {i, min(i + 1, cw - 1), min(i + 2, cw - 1)};
     int rows[3] = {j > 0 ? j - 1 : 0, j, min(j + 1, ch - 1)};
-    float c[2][3][2];
+    float c[2][3][3];
+#pragma unroll
     for (int comp = 0; comp < 2; comp++)
-        for (int r = 0; r < 3; r++) {
-            c[comp][r][0] = c_at(F, up, vp, c_pitch, i, rows[r], comp);
-            c[comp][r][1] = c_at(F, up, vp, c_pitch, i1, rows[r], comp);
-        }
+#pragma unroll
+        for (int r = 0; r < 3; r++)
+#pragma unroll
+            for (int q = 0; q < 3; q++) c[comp][r][q] = c_at(F, up, vp, c_pitch, cols[q], rows[r], comp);
     unsigned long long plane = (unsigned long long)w * h;
-    bool vec = (w & 1) == 0;
+    bool vec = (w & 3) == 0;
+    int x0 = 2 * i;
+    int n = min(4, w - x0);
+#pragma unroll
     for (int dy = 0; dy < 2; dy++) {
         int y = 2 * j + dy;
         if (y >= h) break;
         // Chroma rows and weight exactly as reference.rs picks them for this luma row.
         int ra = dy == 0 ? 0 : 1, rb = dy == 0 ? 1 : 2;
         float fy = dy == 0 ? (j == 0 ? 1.0f : 0.75f) : 0.25f;
-        float px[2][3];
-        for (int dx = 0; dx < 2; dx++) {
-            int x = 2 * i + dx;
-            if (x >= w) break;
+        float yv[4];
+#pragma unroll
+        for (int dx = 0; dx < 4; dx++) yv[dx] = dx < n ? y_at(F, yp, y_pitch, x0 + dx, y) : 0.0f;
+        float px[3][4];
+#pragma unroll
+        for (int dx = 0; dx < 4; dx++) {
+            // Even columns sit on their chroma column; odd ones average it with the next.
+            int a = dx / 2, b2 = dx / 2 + (dx & 1);
             float cc[2];
+#pragma unroll
             for (int comp = 0; comp < 2; comp++) {
-                // Even columns sit on chroma column i; odd ones average it with the next.
-                float top = 0.5f * (c[comp][ra][0] + c[comp][ra][dx]);
-                float bottom = 0.5f * (c[comp][rb][0] + c[comp][rb][dx]);
+                float top = 0.5f * (c[comp][ra][a] + c[comp][ra][b2]);
+                float bottom = 0.5f * (c[comp][rb][a] + c[comp][rb][b2]);
                 cc[comp] = top + fy * (bottom - top);
             }
-            float yn = (y_at(F, yp, y_pitch, x, y) - k.y_off) * k.inv_y_scale;
+            float yn = (yv[dx] - k.y_off) * k.inv_y_scale;
             float cbn = (cc[0] - k.c_off) * k.inv_c_scale;
             float crn = (cc[1] - k.c_off) * k.inv_c_scale;
             float r = yn + k.cr_to_r * crn;
             float b = yn + k.cb_to_b * cbn;
             float g = (yn - k.kr * r - k.kb * b) * k.inv_kg;
-            px[dx][0] = clamp01(r);
-            px[dx][1] = clamp01(g);
-            px[dx][2] = clamp01(b);
+            px[0][dx] = clamp01(r);
+            px[1][dx] = clamp01(g);
+            px[2][dx] = clamp01(b);
         }
-        unsigned long long idx = (unsigned long long)y * w + 2 * i;
-        for (int p = 0; p < 3; p++) {
-            if (2 * i + 1 < w) {
-                store2(out, p * plane + idx, px[0][p], px[1][p], vec);
-            } else {
-                store(out, p * plane + idx, px[0][p]);
-            }
-        }
+        unsigned long long idx = (unsigned long long)y * w + x0;
+#pragma unroll
+        for (int p = 0; p < 3; p++) store4(out, p * plane + idx, px[p], n, vec);
     }
 }
 
-// One thread per chroma sample: the luma of its (up to) 2x2 pixels and the filtered chroma.
+// One thread per pair of chroma samples: the luma of its (up to) 4x2 pixels and both
+// filtered chroma samples.
 template <typename T, int F>
 __device__ void rgb_to_yuv(const T* __restrict__ in, int w, int h, unsigned char* yp, unsigned long long y_pitch,
                            unsigned char* up, unsigned char* vp, unsigned long long c_pitch, Coef k) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
     int cw = (w + 1) / 2, ch = (h + 1) / 2;
+    int i = 2 * t;
     if (i >= cw || j >= ch) return;
     int x = 2 * i, y = 2 * j;
     int rows[2] = {y, min(y + 1, h - 1)};
-    int cols[3] = {x > 0 ? x - 1 : 0, x, min(x + 1, w - 1)};
+    // Luma columns x-1 .. x+3, clamped: chroma i uses 0,1,2 and chroma i+1 uses 2,3,4.
+    int cols[5];
+#pragma unroll
+    for (int q = 0; q < 5; q++) cols[q] = min(max(x - 1 + q, 0), w - 1);
+    bool second = i + 1 < cw;
     unsigned long long plane = (unsigned long long)w * h;
-    float acc_cb = 0.0f, acc_cr = 0.0f;
-    for (int n = 0; n < 2; n++) {
-        float cb[3], cr[3], yv[3];
-        for (int m = 0; m < 3; m++) {
-            unsigned long long idx = (unsigned long long)rows[n] * w + cols[m];
+    float acc_cb[2] = {0.0f, 0.0f}, acc_cr[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int nrow = 0; nrow < 2; nrow++) {
+        float cb[5], cr[5], yv[5];
+#pragma unroll
+        for (int m = 0; m < 5; m++) {
+            unsigned long long idx = (unsigned long long)rows[nrow] * w + cols[m];
             float r = clamp01(load(in, idx)), g = clamp01(load(in, plane + idx)), b = clamp01(load(in, 2 * plane + idx));
             float yn = k.kr * r + k.kg * g + k.kb * b;
             yv[m] = k.y_off + k.y_scale * yn;
             cb[m] = (b - yn) * k.cb_from_b;
             cr[m] = (r - yn) * k.cr_from_r;
         }
-        acc_cb += 0.25f * cb[0] + 0.5f * cb[1];
-        acc_cb += 0.25f * cb[2];
-        acc_cr += 0.25f * cr[0] + 0.5f * cr[1];
-        acc_cr += 0.25f * cr[2];
-        if (n == 0 || y + 1 < h) {
-            put_y(F, yp, y_pitch, x, rows[n], quantise(k, yv[1]));
-            if (x + 1 < w) put_y(F, yp, y_pitch, x + 1, rows[n], quantise(k, yv[2]));
+#pragma unroll
+        for (int s = 0; s < 2; s++) {
+            acc_cb[s] += 0.25f * cb[2 * s] + 0.5f * cb[2 * s + 1];
+            acc_cb[s] += 0.25f * cb[2 * s + 2];
+            acc_cr[s] += 0.25f * cr[2 * s] + 0.5f * cr[2 * s + 1];
+            acc_cr[s] += 0.25f * cr[2 * s + 2];
+        }
+        if (nrow == 0 || y + 1 < h) {
+#pragma unroll
+            for (int dx = 0; dx < 4; dx++) {
+                if (x + dx < w) put_y(F, yp, y_pitch, x + dx, rows[nrow], quantise(k, yv[dx + 1]));
+            }
         }
     }
-    acc_cb *= 0.5f;
-    acc_cr *= 0.5f;
-    put_c(F, up, vp, c_pitch, i, j, quantise(k, k.c_off + k.c_scale * acc_cb),
-          quantise(k, k.c_off + k.c_scale * acc_cr));
+#pragma unroll
+    for (int s = 0; s < 2; s++) {
+        if (s == 1 && !second) break;
+        put_c(F, up, vp, c_pitch, i + s, j, quantise(k, k.c_off + k.c_scale * (acc_cb[s] * 0.5f)),
+              quantise(k, k.c_off + k.c_scale * (acc_cr[s] * 0.5f)));
+    }
 }
 
 #define YUV_TO_RGB(NAME, F, T)                                                                          \
