@@ -154,6 +154,47 @@ __device__ void yuv_to_rgb(const unsigned char* __restrict__ yp, unsigned long l
     }
 }
 
+// Four adjacent elements at i (aligned when `vec`) as floats.
+__device__ __forceinline__ void load4(const float* p, unsigned long long i, float* v, bool vec) {
+    if (vec) {
+        float4 q = *(const float4*)(p + i);
+        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+    } else {
+        for (int n = 0; n < 4; n++) v[n] = p[i + n];
+    }
+}
+__device__ __forceinline__ void load4(const unsigned short* p, unsigned long long i, float* v, bool vec) {
+    unsigned short hv[4];
+    if (vec) {
+        uint2 q = *(const uint2*)(p + i);
+        hv[0] = (unsigned short)(q.x & 0xffff); hv[1] = (unsigned short)(q.x >> 16);
+        hv[2] = (unsigned short)(q.y & 0xffff); hv[3] = (unsigned short)(q.y >> 16);
+    } else {
+        for (int n = 0; n < 4; n++) hv[n] = p[i + n];
+    }
+    for (int n = 0; n < 4; n++) asm("cvt.f32.f16 %0, %1;" : "=f"(v[n]) : "h"(hv[n]));
+}
+
+// Four luma codes at column x of a row; one vector store when `vec`.
+__device__ __forceinline__ void put_y4(int F, unsigned char* base, unsigned long long pitch, int x, int row,
+                                       const unsigned short* code, int n, bool vec) {
+    unsigned char* line = base + (unsigned long long)row * pitch;
+    if (vec && n == 4) {
+        if (F == 0 || F == 2) {
+            *(unsigned int*)(line + x) = (unsigned int)code[0] | ((unsigned int)code[1] << 8) |
+                                         ((unsigned int)code[2] << 16) | ((unsigned int)code[3] << 24);
+        } else {
+            int sh = F == 1 ? 6 : 0;
+            uint2 q;
+            q.x = (unsigned int)(unsigned short)(code[0] << sh) | ((unsigned int)(unsigned short)(code[1] << sh) << 16);
+            q.y = (unsigned int)(unsigned short)(code[2] << sh) | ((unsigned int)(unsigned short)(code[3] << sh) << 16);
+            *(uint2*)(line + 2 * x) = q;
+        }
+        return;
+    }
+    for (int q = 0; q < n; q++) put_y(F, base, pitch, x + q, row, code[q]);
+}
+
 // One thread per pair of chroma samples: the luma of its (up to) 4x2 pixels and both
 // filtered chroma samples.
 template <typename T, int F>
@@ -172,16 +213,39 @@ __device__ void rgb_to_yuv(const T* __restrict__ in, int w, int h, unsigned char
     for (int q = 0; q < 5; q++) cols[q] = min(max(x - 1 + q, 0), w - 1);
     bool second = i + 1 < cw;
     unsigned long long plane = (unsigned long long)w * h;
+    // Columns x..x+3 are one aligned vector when the row holds all four and w % 4 == 0.
+    bool vec_in = (w & 3) == 0 && x + 3 < w;
+    bool vec_y = vec_in && (y_pitch & 7) == 0;
+    int n = min(4, w - x);
     float acc_cb[2] = {0.0f, 0.0f}, acc_cr[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int nrow = 0; nrow < 2; nrow++) {
-        float cb[5], cr[5], yv[5];
+        float ch_r[5], ch_g[5], ch_b[5];
+        unsigned long long row_base = (unsigned long long)rows[nrow] * w;
+        unsigned long long left = row_base + cols[0];
+        ch_r[0] = load(in, left);
+        ch_g[0] = load(in, plane + left);
+        ch_b[0] = load(in, 2 * plane + left);
+        if (vec_in) {
+            load4(in, row_base + x, ch_r + 1, true);
+            load4(in, plane + row_base + x, ch_g + 1, true);
+            load4(in, 2 * plane + row_base + x, ch_b + 1, true);
+        } else {
+#pragma unroll
+            for (int m = 1; m < 5; m++) {
+                unsigned long long idx = row_base + cols[m];
+                ch_r[m] = load(in, idx);
+                ch_g[m] = load(in, plane + idx);
+                ch_b[m] = load(in, 2 * plane + idx);
+            }
+        }
+        float cb[5], cr[5];
+        unsigned short yc[4];
 #pragma unroll
         for (int m = 0; m < 5; m++) {
-            unsigned long long idx = (unsigned long long)rows[nrow] * w + cols[m];
-            float r = clamp01(load(in, idx)), g = clamp01(load(in, plane + idx)), b = clamp01(load(in, 2 * plane + idx));
+            float r = clamp01(ch_r[m]), g = clamp01(ch_g[m]), b = clamp01(ch_b[m]);
             float yn = k.kr * r + k.kg * g + k.kb * b;
-            yv[m] = k.y_off + k.y_scale * yn;
+            if (m > 0) yc[m - 1] = quantise(k, k.y_off + k.y_scale * yn);
             cb[m] = (b - yn) * k.cb_from_b;
             cr[m] = (r - yn) * k.cr_from_r;
         }
@@ -192,12 +256,7 @@ __device__ void rgb_to_yuv(const T* __restrict__ in, int w, int h, unsigned char
             acc_cr[s] += 0.25f * cr[2 * s] + 0.5f * cr[2 * s + 1];
             acc_cr[s] += 0.25f * cr[2 * s + 2];
         }
-        if (nrow == 0 || y + 1 < h) {
-#pragma unroll
-            for (int dx = 0; dx < 4; dx++) {
-                if (x + dx < w) put_y(F, yp, y_pitch, x + dx, rows[nrow], quantise(k, yv[dx + 1]));
-            }
-        }
+        if (nrow == 0 || y + 1 < h) put_y4(F, yp, y_pitch, x, rows[nrow], yc, n, vec_y);
     }
 #pragma unroll
     for (int s = 0; s < 2; s++) {
