@@ -45,7 +45,7 @@ run() {
   export PATH="$bin:$PATH"
   {
     echo "date: $(date -u +%FT%TZ)"
-    echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "commit: ${RAVE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
   } | tee "$out/environment.txt"
   status=0
