@@ -68,20 +68,6 @@ fn parse_driver_version(line: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn driver_version_from_proc_line() {
-        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)  Thu Oct 2 2025";
-        assert_eq!(parse_driver_version(open).as_deref(), Some("580.159.04"));
-        let classic = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023";
-        assert_eq!(parse_driver_version(classic).as_deref(), Some("535.104.05"));
-        assert_eq!(parse_driver_version("garbage"), None);
-    }
-}
-
 /// Describe every visible GPU.
 pub fn list_devices() -> Result<Vec<DeviceInfo>> {
     let count = probe_driver()?;
@@ -108,4 +94,18 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_version_from_proc_line() {
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)  Thu Oct 2 2025";
+        assert_eq!(parse_driver_version(open).as_deref(), Some("580.159.04"));
+        let classic = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023";
+        assert_eq!(parse_driver_version(classic).as_deref(), Some("535.104.05"));
+        assert_eq!(parse_driver_version("garbage"), None);
+    }
 }
