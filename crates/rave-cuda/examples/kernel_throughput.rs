@@ -44,6 +44,12 @@ fn main() {
         std::process::exit(6);
     });
     let kernels = ColorKernels::load(ctx.cuda()).expect("kernels");
+    let regs: Vec<String> = kernels
+        .register_counts()
+        .into_iter()
+        .map(|(n, r)| format!("{n}={r}"))
+        .collect();
+    println!("registers per thread: {}", regs.join(" "));
     let stream = ctx.streams().preprocess.clone();
     let copy_bytes = 512usize << 20;
     let a = stream.alloc_zeros::<u8>(copy_bytes).unwrap();

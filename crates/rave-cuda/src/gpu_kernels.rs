@@ -156,6 +156,17 @@ impl ColorKernels {
         Ok(Self { functions })
     }
 
+    /// Registers per thread of each kernel, by name (for benchmarks and tuning).
+    pub fn register_counts(&self) -> Vec<(String, i32)> {
+        let mut out: Vec<(String, i32)> = self
+            .functions
+            .iter()
+            .map(|(name, f)| (name.clone(), f.num_regs().unwrap_or(-1)))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Convert `src` to planar RGB (`format` F32 or F16, values in [0, 1]) at `dst`, which
     /// must hold `3 * width * height` elements. Queued on `stream`.
     pub fn yuv_to_rgb(

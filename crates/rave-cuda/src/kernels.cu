@@ -29,6 +29,46 @@ __device__ __forceinline__ float c_at(int F, const unsigned char* u, const unsig
     return (float)((const unsigned short*)p)[i];
 }
 
+// Both chroma components of sample (i, j) as floats (one paired load for NV12/P010 when the
+// pitch keeps pairs aligned).
+__device__ __forceinline__ void cbcr_at(int F, const unsigned char* u, const unsigned char* v,
+                                        unsigned long long pitch, int i, int j, float* cb, float* cr) {
+    if ((pitch & 3) != 0) {
+        *cb = c_at(F, u, v, pitch, i, j, 0);
+        *cr = c_at(F, u, v, pitch, i, j, 1);
+    } else if (F == 0) {
+        uchar2 q = *(const uchar2*)((u + (unsigned long long)j * pitch) + 2 * i);
+        *cb = (float)q.x;
+        *cr = (float)q.y;
+    } else if (F == 1) {
+        ushort2 q = *(const ushort2*)(u + (unsigned long long)j * pitch + 4 * (unsigned long long)i);
+        *cb = (float)(q.x >> 6);
+        *cr = (float)(q.y >> 6);
+    } else {
+        *cb = c_at(F, u, v, pitch, i, j, 0);
+        *cr = c_at(F, u, v, pitch, i, j, 1);
+    }
+}
+
+// Four luma samples from column x of a row; one vector load when `vec`.
+__device__ __forceinline__ void y4_at(int F, const unsigned char* base, unsigned long long pitch, int x, int row,
+                                      float* out, int n, bool vec) {
+    const unsigned char* line = base + (unsigned long long)row * pitch;
+    if (vec && n == 4) {
+        if (F == 0 || F == 2) {
+            uchar4 q = *(const uchar4*)(line + x);
+            out[0] = (float)q.x; out[1] = (float)q.y; out[2] = (float)q.z; out[3] = (float)q.w;
+        } else {
+            ushort4 q = *(const ushort4*)(line + 2 * x);
+            int sh = F == 1 ? 6 : 0;
+            out[0] = (float)(q.x >> sh); out[1] = (float)(q.y >> sh);
+            out[2] = (float)(q.z >> sh); out[3] = (float)(q.w >> sh);
+        }
+        return;
+    }
+    for (int d = 0; d < 4; d++) out[d] = d < n ? y_at(F, base, pitch, x + d, row) : 0.0f;
+}
+
 __device__ __forceinline__ void put_y(int F, unsigned char* base, unsigned long long pitch, int x, int row, unsigned short code) {
     unsigned char* line = base + (unsigned long long)row * pitch;
     if (F == 0 || F == 2) line[x] = (unsigned char)code;
@@ -107,13 +147,12 @@ __device__ void yuv_to_rgb(const unsigned char* __restrict__ yp, unsigned long l
     int rows[3] = {j > 0 ? j - 1 : 0, j, min(j + 1, ch - 1)};
     float c[2][3][3];
 #pragma unroll
-    for (int comp = 0; comp < 2; comp++)
+    for (int r = 0; r < 3; r++)
 #pragma unroll
-        for (int r = 0; r < 3; r++)
-#pragma unroll
-            for (int q = 0; q < 3; q++) c[comp][r][q] = c_at(F, up, vp, c_pitch, cols[q], rows[r], comp);
+        for (int q = 0; q < 3; q++) cbcr_at(F, up, vp, c_pitch, cols[q], rows[r], &c[0][r][q], &c[1][r][q]);
     unsigned long long plane = (unsigned long long)w * h;
     bool vec = (w & 3) == 0;
+    bool vec_y = vec && (y_pitch & 7) == 0;
     int x0 = 2 * i;
     int n = min(4, w - x0);
 #pragma unroll
@@ -124,8 +163,7 @@ __device__ void yuv_to_rgb(const unsigned char* __restrict__ yp, unsigned long l
         int ra = dy == 0 ? 0 : 1, rb = dy == 0 ? 1 : 2;
         float fy = dy == 0 ? (j == 0 ? 1.0f : 0.75f) : 0.25f;
         float yv[4];
-#pragma unroll
-        for (int dx = 0; dx < 4; dx++) yv[dx] = dx < n ? y_at(F, yp, y_pitch, x0 + dx, y) : 0.0f;
+        y4_at(F, yp, y_pitch, x0, y, yv, n, vec_y);
         float px[3][4];
 #pragma unroll
         for (int dx = 0; dx < 4; dx++) {

@@ -122,7 +122,8 @@ impl Gpu {
         color: &ColorInfo,
     ) -> YuvFrame {
         let src = self.stream.clone_htod(&encode_floats(rgb, fmt)).unwrap();
-        let pl = PlaneLayout::new(layout, w, h, 256);
+        let align = if w % 2 == 1 { 1 } else { 256 };
+        let pl = PlaneLayout::new(layout, w, h, align);
         let dst = self.stream.alloc_zeros::<u8>(pl.bytes).unwrap();
         let yuv = DeviceYuv::from_base(addr(&dst, &self.stream), pl);
         self.kernels
