@@ -126,6 +126,37 @@ fn rgb_suffix(format: PixelFormat) -> Result<&'static str> {
     }
 }
 
+/// The scalar kernel arguments of a surface: coefficients, size and pitches.
+struct Scalars {
+    k: KernelCoef,
+    w: i32,
+    h: i32,
+    yp: u64,
+    cp: u64,
+}
+
+impl Scalars {
+    fn new(l: &PlaneLayout, color: &ColorInfo) -> Self {
+        Self {
+            k: KernelCoef::from(Coefficients::new(
+                color.matrix,
+                color.range,
+                l.layout.bit_depth(),
+            )),
+            w: l.width as i32,
+            h: l.height as i32,
+            yp: l.y_pitch as u64,
+            cp: l.c_pitch as u64,
+        }
+    }
+}
+
+/// A launch's result as RAVE's error.
+fn launched<T>(name: &str, r: std::result::Result<T, cudarc::driver::DriverError>) -> Result<()> {
+    r.map(|_| ())
+        .map_err(|e| EngineError::Cuda(format!("{name}: {e}")))
+}
+
 /// One thread per two horizontal chroma samples (up to 4x2 luma pixels).
 fn launch_config(width: u32, height: u32) -> LaunchConfig {
     let (pairs, ch) = (width.div_ceil(2).div_ceil(2), height.div_ceil(2));
@@ -179,13 +210,7 @@ impl ColorKernels {
     ) -> Result<()> {
         let l = &src.layout;
         let name = format!("yuv{}_to_rgb_{}", l.layout.kernel_id(), rgb_suffix(format)?);
-        let k = KernelCoef::from(Coefficients::new(
-            color.matrix,
-            color.range,
-            l.layout.bit_depth(),
-        ));
-        let (w, h) = (l.width as i32, l.height as i32);
-        let (yp, cp) = (l.y_pitch as u64, l.c_pitch as u64);
+        let Scalars { k, w, h, yp, cp } = Scalars::new(l, color);
         let f = &self.functions[&name];
         let mut args = stream.launch_builder(f);
         args.arg(&src.y)
@@ -200,9 +225,9 @@ impl ColorKernels {
         // SAFETY: the argument list matches the kernel signature in kernels.cu; `src`
         // describes a surface of at least its layout's bytes and `dst` holds 3*w*h elements
         // of the chosen type, both valid device memory of this context (caller's contract).
-        unsafe { args.launch(launch_config(l.width, l.height)) }
-            .map(|_| ())
-            .map_err(|e| EngineError::Cuda(format!("{name}: {e}")))
+        launched(&name, unsafe {
+            args.launch(launch_config(l.width, l.height))
+        })
     }
 
     /// Convert planar RGB at `src` (`format` F32 or F16) to the YUV surface `dst`, at the
@@ -217,13 +242,7 @@ impl ColorKernels {
     ) -> Result<()> {
         let l = &dst.layout;
         let name = format!("rgb_{}_to_yuv{}", rgb_suffix(format)?, l.layout.kernel_id());
-        let k = KernelCoef::from(Coefficients::new(
-            color.matrix,
-            color.range,
-            l.layout.bit_depth(),
-        ));
-        let (w, h) = (l.width as i32, l.height as i32);
-        let (yp, cp) = (l.y_pitch as u64, l.c_pitch as u64);
+        let Scalars { k, w, h, yp, cp } = Scalars::new(l, color);
         let f = &self.functions[&name];
         let mut args = stream.launch_builder(f);
         args.arg(&src)
@@ -236,9 +255,9 @@ impl ColorKernels {
             .arg(&cp)
             .arg(&k);
         // SAFETY: as in `yuv_to_rgb`, with the roles of source and destination swapped.
-        unsafe { args.launch(launch_config(l.width, l.height)) }
-            .map(|_| ())
-            .map_err(|e| EngineError::Cuda(format!("{name}: {e}")))
+        launched(&name, unsafe {
+            args.launch(launch_config(l.width, l.height))
+        })
     }
 }
 
