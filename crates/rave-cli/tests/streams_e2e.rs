@@ -260,3 +260,27 @@ fn av1_encoder_and_mov_container() {
     assert_exit(&upscale(&input, &mov, &["--preset", "ultrafast"]), 0);
     assert_eq!(packets(&mov, "a"), packets(&input, "a"));
 }
+
+#[test]
+fn fixed_shape_model_scale_comes_from_its_static_shapes() {
+    let dir = scratch();
+    let input = make_clip(dir.path(), "in.mp4", "64x48", 3);
+    let output = dir.path().join("out.mkv");
+    let m = fixture("fixed_64x48_x2.onnx");
+    let o = run(&[
+        "upscale",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "-m",
+        m.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["model"]["scale"], 2);
+    assert_eq!(v["model"]["min_input_hw"], serde_json::json!([48, 64]));
+    assert_eq!(video_field(&output, "width"), "128");
+    assert_eq!(video_field(&output, "height"), "96");
+}
