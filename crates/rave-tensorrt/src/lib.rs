@@ -2,7 +2,9 @@
 //! model loading and metadata shared by every backend, and the CPU backend.
 
 pub mod cpu_backend;
+pub mod ep_policy;
 pub mod model;
+pub mod provider_paths;
 pub mod providers;
 pub mod runtime;
 

@@ -1,11 +1,13 @@
-//! Which ONNX Runtime execution providers really load here: a session is built on a tiny
-//! embedded model with each provider registered as mandatory, and the failure, if any, is
-//! kept as the reason.
+//! Which ONNX Runtime execution providers really load here: the provider folder is resolved
+//! (see `provider_paths`), its bridge library preloaded as the seed does, and a session is
+//! built on a tiny embedded model with the provider registered as mandatory; the failure, if
+//! any, is kept as the reason.
 
 use ort::ep::{CUDA, ExecutionProviderDispatch, TensorRT};
 use ort::session::Session;
 use serde::Serialize;
 
+use crate::provider_paths::{ProviderCandidate, ProviderKind, SHARED_BRIDGE, resolve};
 use crate::runtime::OrtRuntime;
 
 /// A nearest-neighbour x2 model (tests/fixtures/nearest_x2.onnx), 261 bytes.
@@ -18,6 +20,8 @@ pub struct ProviderStatus {
     pub name: &'static str,
     /// Whether a session with it registered was created.
     pub available: bool,
+    /// The folder its library was resolved in, and that folder's origin.
+    pub resolved_in: Option<String>,
     /// The runtime's error when it was not.
     pub reason: Option<String>,
 }
@@ -33,24 +37,57 @@ fn try_provider(runtime: &OrtRuntime, ep: ExecutionProviderDispatch) -> Result<(
         .map_err(|e| e.to_string())
 }
 
-/// Probe the CUDA and TensorRT providers of the loaded runtime.
-pub fn probe_gpu_providers(runtime: &OrtRuntime) -> Vec<ProviderStatus> {
+/// Load the provider bridge with global symbols (providers built against a static ORT
+/// look up `Provider_GetHost` in it), as the seed's preload does.
+fn preload_bridge(dir: &std::path::Path) -> Result<(), String> {
+    let path = dir.join(SHARED_BRIDGE);
+    // SAFETY: loading ONNX Runtime's own bridge library runs only its initialisers; the
+    // handle is leaked on purpose so the library stays loaded for the process.
+    let lib = unsafe {
+        libloading::os::unix::Library::open(
+            Some(&path),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+        )
+    }
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::mem::forget(lib);
+    Ok(())
+}
+
+/// Probe the CUDA and TensorRT providers of the loaded runtime, resolving their libraries
+/// among `candidates` first.
+pub fn probe_gpu_providers(
+    runtime: &OrtRuntime,
+    candidates: &[ProviderCandidate],
+) -> Vec<ProviderStatus> {
     [
-        ("CUDAExecutionProvider", CUDA::default().build()),
-        ("TensorrtExecutionProvider", TensorRT::default().build()),
+        (ProviderKind::Cuda, CUDA::default().build()),
+        (ProviderKind::TensorRt, TensorRT::default().build()),
     ]
     .into_iter()
-    .map(|(name, ep)| match try_provider(runtime, ep) {
-        Ok(()) => ProviderStatus {
+    .map(|(kind, ep)| {
+        let name = kind.label();
+        let found = match resolve(kind, candidates) {
+            Ok(found) => found,
+            Err(e) => {
+                return ProviderStatus {
+                    name,
+                    available: false,
+                    resolved_in: None,
+                    reason: Some(e.to_string()),
+                };
+            }
+        };
+        let resolved_in = Some(format!("{} ({})", found.dir.display(), found.origin));
+        let outcome = preload_bridge(&found.dir).and_then(|()| try_provider(runtime, ep));
+        ProviderStatus {
             name,
-            available: true,
-            reason: None,
-        },
-        Err(reason) => ProviderStatus {
-            name,
-            available: false,
-            reason: Some(reason.lines().next().unwrap_or("").to_string()),
-        },
+            available: outcome.is_ok(),
+            resolved_in,
+            reason: outcome
+                .err()
+                .map(|r| r.lines().next().unwrap_or("").to_string()),
+        }
     })
     .collect()
 }

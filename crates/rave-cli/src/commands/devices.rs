@@ -55,11 +55,14 @@ fn gpu_report(global: &GlobalArgs, gpus: Vec<DeviceInfo>) -> DevicesReport {
     };
     let (library, ort_error, providers) =
         match OrtRuntime::load(&locate::runtime_candidates(global)) {
-            Ok(rt) => (
-                Some(rt.library().display().to_string()),
-                None,
-                probe_gpu_providers(rt),
-            ),
+            Ok(rt) => {
+                let candidates = locate::provider_candidates(rt.library());
+                (
+                    Some(rt.library().display().to_string()),
+                    None,
+                    probe_gpu_providers(rt, &candidates),
+                )
+            }
             Err(e) => (None, Some(e.to_string()), Vec::new()),
         };
     DevicesReport {
@@ -123,9 +126,14 @@ fn print(r: &DevicesReport) {
         _ => {}
     }
     for p in &r.providers {
+        let from = p
+            .resolved_in
+            .as_deref()
+            .map(|d| format!(" from {d}"))
+            .unwrap_or_default();
         match &p.reason {
-            None => println!("  {:<26} loads", p.name),
-            Some(why) => println!("  {:<26} does not load: {why}", p.name),
+            None => println!("  {:<26} loads{from}", p.name),
+            Some(why) => println!("  {:<26} does not load{from}: {why}", p.name),
         }
     }
 }
