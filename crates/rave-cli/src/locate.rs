@@ -117,6 +117,28 @@ pub fn resolve_model(spec: &str, dirs: &[PathBuf]) -> Result<PathBuf> {
     }))
 }
 
+/// Where to look for the GPU provider libraries, in the seed's order, starting beside the
+/// ONNX Runtime library in use.
+pub fn provider_candidates(runtime_library: &Path) -> Vec<ProviderCandidate> {
+    let env_path = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let inputs = SearchInputs {
+        runtime_dir: runtime_library.parent().map(Path::to_path_buf),
+        ort_dylib_path: env_path("ORT_DYLIB_PATH"),
+        ort_lib_location: env_path("ORT_LIB_LOCATION"),
+        exe_dir: exe_dir(),
+        cache_dirs: env_path("HOME")
+            .map(|h| provider_paths::ort_cache_dirs_newest_first(&h))
+            .unwrap_or_default(),
+        on_wsl: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .is_ok_and(|r| provider_paths::is_wsl_release(&r)),
+    };
+    provider_paths::candidates(&inputs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,26 +161,4 @@ mod tests {
         assert_eq!(err.kind(), "model_not_found");
         std::fs::remove_dir_all(&base).unwrap();
     }
-}
-
-/// Where to look for the GPU provider libraries, in the seed's order, starting beside the
-/// ONNX Runtime library in use.
-pub fn provider_candidates(runtime_library: &Path) -> Vec<ProviderCandidate> {
-    let env_path = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let inputs = SearchInputs {
-        runtime_dir: runtime_library.parent().map(Path::to_path_buf),
-        ort_dylib_path: env_path("ORT_DYLIB_PATH"),
-        ort_lib_location: env_path("ORT_LIB_LOCATION"),
-        exe_dir: exe_dir(),
-        cache_dirs: env_path("HOME")
-            .map(|h| provider_paths::ort_cache_dirs_newest_first(&h))
-            .unwrap_or_default(),
-        on_wsl: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .is_ok_and(|r| provider_paths::is_wsl_release(&r)),
-    };
-    provider_paths::candidates(&inputs)
 }
