@@ -8,7 +8,8 @@
 #                                ../shared/device/stage.sh, and print the device calls to make.
 #   scripts/gpu_tests.sh run     on the GPU machine, after the last staged call unpacked
 #                                /opt/rave-dev: run every test binary with its ignored tests,
-#                                the kernel throughput benchmark and `rave devices`; logs go to
+#                                the kernel throughput benchmark, the GPU backend check (when
+#                                the ONNX Runtime GPU build was staged) and `rave devices`; logs go to
 #                                $OUT (or ./gpu-results) and a summary is printed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +21,10 @@ stage() {
   grep -qx '/.gpu-bin/' .git/info/exclude 2>/dev/null || echo '/.gpu-bin/' >> .git/info/exclude
   cargo build --release -p rave-cli --quiet
   cargo build --release -p rave-cuda --example kernel_throughput --quiet
-  cp target/release/rave target/release/examples/kernel_throughput .gpu-bin/
+  cargo build --release -p rave-tensorrt --example gpu_backend_check --quiet
+  cp target/release/rave target/release/examples/kernel_throughput target/release/examples/gpu_backend_check .gpu-bin/
+  models="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}/models"
+  cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
   cargo test --release --no-run -p rave-core -p rave-cuda --message-format=json 2>/dev/null \
     | python3 -c '
 import json, shutil, sys
@@ -57,6 +61,10 @@ run() {
   done
   echo "== kernel throughput"
   kernel_throughput --json "$out/kernel_throughput.json" | tee "$out/kernel_throughput.txt" || status=1
+  if [[ -n "${ORT_DYLIB_PATH:-}" ]]; then
+    echo "== GPU backend (CUDA EP, IO binding) against the CPU backend"
+    gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" 100 2>&1 | tee "$out/gpu_backend_check.txt" || status=1
+  fi
   echo "== rave devices"
   rave devices | tee "$out/devices.txt" || status=1
   rave devices --json >"$out/devices.json" || status=1

@@ -3,7 +3,9 @@
 
 pub mod cpu_backend;
 pub mod ep_policy;
+pub mod gpu_backend;
 pub mod model;
+pub mod output_ring;
 pub mod provider_paths;
 pub mod providers;
 pub mod runtime;

@@ -59,12 +59,13 @@ impl LoadedModel {
         let session = builder
             .commit_from_file(path)
             .map_err(|e| invalid(e.to_string()))?;
-        Self::describe(session, path)
+        Self::describe(session, path, false)
     }
 
-    /// Read the metadata of a session built by any backend.
-    pub fn describe(mut session: Session, path: &Path) -> Result<Self> {
-        let metadata = extract_metadata(&mut session, path)?;
+    /// Read the metadata of a session built by any backend; `fp16_ok` when the backend can
+    /// feed half-precision inputs.
+    pub fn describe(mut session: Session, path: &Path, fp16_ok: bool) -> Result<Self> {
+        let metadata = extract_metadata(&mut session, path, fp16_ok)?;
         Ok(Self {
             session,
             metadata,
@@ -126,7 +127,7 @@ fn image_shape(path: &Path, what: &str, ty: &ValueType) -> Result<(ImageShape, T
     ))
 }
 
-fn extract_metadata(session: &mut Session, path: &Path) -> Result<ModelMetadata> {
+fn extract_metadata(session: &mut Session, path: &Path, fp16_ok: bool) -> Result<ModelMetadata> {
     if session.inputs().len() != 1 || session.outputs().is_empty() {
         return Err(not_image_model(
             path,
@@ -149,9 +150,9 @@ fn extract_metadata(session: &mut Session, path: &Path) -> Result<ModelMetadata>
             ));
         }
     }
-    if in_ty != TensorElementType::Float32 {
+    if in_ty != TensorElementType::Float32 && !fp16_ok {
         return Err(EngineError::ModelMetadata(format!(
-            "{}: the CPU backend runs fp32 models; this one takes {in_ty:?}",
+            "{}: this backend runs fp32 models; this one takes {in_ty:?}",
             path.display()
         )));
     }

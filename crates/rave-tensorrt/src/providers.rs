@@ -39,7 +39,7 @@ fn try_provider(runtime: &OrtRuntime, ep: ExecutionProviderDispatch) -> Result<(
 
 /// Load the provider bridge with global symbols (providers built against a static ORT
 /// look up `Provider_GetHost` in it), as the seed's preload does.
-fn preload_bridge(dir: &std::path::Path) -> Result<(), String> {
+pub(crate) fn preload_bridge(dir: &std::path::Path) -> Result<(), String> {
     let path = dir.join(SHARED_BRIDGE);
     // SAFETY: loading ONNX Runtime's own bridge library runs only its initialisers; the
     // handle is leaked on purpose so the library stays loaded for the process.

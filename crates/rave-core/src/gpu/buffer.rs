@@ -44,6 +44,14 @@ impl GpuBuffer {
         }
     }
 
+    /// The buffer's device address (for binding to runtimes and kernels).
+    pub fn device_addr(&self) -> u64 {
+        let slice = &**self;
+        let stream = slice.stream().clone();
+        let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(slice, &stream);
+        ptr
+    }
+
     /// Bytes actually allocated (the bucket size).
     pub fn capacity(&self) -> usize {
         self.bucket

@@ -1,0 +1,177 @@
+//! GPU backend check for the H200 (run by scripts/gpu_tests.sh): the provider policies
+//! (`tensorrt` must fail clearly where TensorRT is missing, `auto` must fall back to CUDA and
+//! say why), the CUDA backend's output against the CPU backend on the same frames (PSNR,
+//! FP32), and its throughput at 1920x1080 with IO binding on device memory.
+//!
+//! Usage: ORT_DYLIB_PATH=/path/libonnxruntime.so gpu_backend_check MODEL.onnx [FRAMES]
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use rave_core::backend::{HostUpscaleBackend, UpscaleBackend};
+use rave_core::frame::RgbImage;
+use rave_core::gpu::{GpuBuffer, GpuContext};
+use rave_core::types::{GpuTexture, PixelFormat};
+use rave_tensorrt::ep_policy::EpPolicy;
+use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
+use rave_tensorrt::provider_paths::{self, SearchInputs};
+use rave_tensorrt::{CpuBackend, ModelOptions, OrtRuntime, RuntimeCandidate};
+
+/// Drive a future that never really waits (the backend's calls are synchronous inside).
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
+    }
+}
+
+fn picture(w: u32, h: u32, seed: u32) -> RgbImage {
+    let n = (w * h) as usize;
+    let mut data = vec![0f32; 3 * n];
+    let mut s = seed.wrapping_mul(2_654_435_761) | 1;
+    for c in 0..3 {
+        for y in 0..h {
+            for x in 0..w {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                let smooth =
+                    0.5 + 0.4 * (((x + 3 * c) as f32 * 0.07).sin() * ((y + c) as f32 * 0.05).cos());
+                let noise = (s % 1000) as f32 / 1000.0 * 0.1 - 0.05;
+                data[c as usize * n + (y * w + x) as usize] = (smooth + noise).clamp(0.0, 1.0);
+            }
+        }
+    }
+    RgbImage::new(w, h, data).unwrap()
+}
+
+fn upload(ctx: &GpuContext, img: &RgbImage) -> GpuTexture {
+    let bytes: Vec<u8> = img.data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut slice = ctx.alloc(bytes.len()).expect("alloc");
+    ctx.streams()
+        .preprocess
+        .memcpy_htod(&bytes, &mut slice)
+        .expect("upload");
+    GpuTexture {
+        data: Arc::new(GpuBuffer::unpooled(slice)),
+        width: img.width,
+        height: img.height,
+        pitch: img.width as usize * 4,
+        format: PixelFormat::RgbPlanarF32,
+    }
+}
+
+fn download(ctx: &GpuContext, t: &GpuTexture) -> Vec<f32> {
+    let bytes = ctx
+        .streams()
+        .encode
+        .clone_dtoh(&**t.data)
+        .expect("download");
+    bytes
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let model = PathBuf::from(
+        args.next()
+            .expect("usage: gpu_backend_check MODEL.onnx [FRAMES]"),
+    );
+    let frames: usize = args.next().and_then(|v| v.parse().ok()).unwrap_or(50);
+    let lib = PathBuf::from(std::env::var_os("ORT_DYLIB_PATH").expect("ORT_DYLIB_PATH"));
+    let runtime =
+        OrtRuntime::load(&[RuntimeCandidate::new(&lib, "ORT_DYLIB_PATH")]).expect("runtime");
+    let ctx = GpuContext::new(0).expect("GPU");
+    let candidates = provider_paths::candidates(&SearchInputs {
+        runtime_dir: lib.parent().map(|p| p.to_path_buf()),
+        ..Default::default()
+    });
+    let config = |policy| GpuBackendConfig {
+        model: model.clone(),
+        policy,
+        device_id: 0,
+        ring_size: 6,
+        downstream_capacity: 4,
+        provider_candidates: candidates.clone(),
+        engine_cache: Some(std::env::temp_dir().join("rave-trt-cache")),
+        trt_fp16: false,
+    };
+    for policy in [EpPolicy::TensorRt, EpPolicy::Auto] {
+        let b = TensorRtBackend::new(config(policy), ctx.clone(), runtime);
+        match block_on(b.initialize()) {
+            Ok(()) => println!(
+                "policy {policy:?}: runs on {} (fallback reason: {})",
+                b.selected_provider().map_or("?", |k| k.label()),
+                b.fallback_reason().unwrap_or("none")
+            ),
+            Err(e) => println!("policy {policy:?}: error: {e}"),
+        }
+        block_on(b.shutdown()).ok();
+    }
+
+    let gpu = TensorRtBackend::new(config(EpPolicy::Cuda), ctx.clone(), runtime);
+    block_on(gpu.initialize()).expect("CUDA backend");
+    let mut cpu =
+        CpuBackend::new(runtime, &model, &ModelOptions { threads: 16 }).expect("CPU backend");
+    let mut worst_db = f64::INFINITY;
+    for (i, (w, h)) in [(96u32, 64u32), (127, 71), (320, 180)]
+        .into_iter()
+        .enumerate()
+    {
+        let img = picture(w, h, i as u32 + 1);
+        let reference = cpu.process(&img).expect("cpu");
+        let out = block_on(gpu.process(upload(&ctx, &img))).expect("gpu");
+        let got = download(&ctx, &out);
+        let max_err = got
+            .iter()
+            .zip(&reference.data)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        let db = rave_cuda::quality::psnr(&got, &reference.data, 1.0);
+        worst_db = worst_db.min(db);
+        println!(
+            "accuracy {w}x{h}: CUDA EP vs CPU EP max_abs_err {max_err:.3e} PSNR {db:.1} dB (FP32)"
+        );
+    }
+
+    let img = picture(1920, 1080, 7);
+    let input = upload(&ctx, &img);
+    for _ in 0..3 {
+        drop(block_on(gpu.process(input.clone())).expect("warm-up"));
+    }
+    let t = Instant::now();
+    for _ in 0..frames {
+        drop(block_on(gpu.process(input.clone())).expect("frame"));
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let m = gpu.inference_metrics();
+    println!(
+        "throughput 1920x1080 FP32 batch 1, CUDA EP, IO binding: {:.1} fps over {frames} frames ({:.2} ms/frame; inference avg {:.2} ms, peak {:.2} ms)",
+        frames as f64 / secs,
+        secs * 1e3 / frames as f64,
+        m.avg_ms,
+        m.peak_ms
+    );
+    println!(
+        "ring: {:?}; VRAM (current, peak): {:?}",
+        gpu.ring_metrics(),
+        ctx.vram_usage()
+    );
+    block_on(gpu.shutdown()).ok();
+    if worst_db < 60.0 {
+        eprintln!(
+            "FAIL: CUDA EP output is {worst_db:.1} dB from the CPU backend's (need >= 60 dB at FP32)"
+        );
+        std::process::exit(1);
+    }
+}
