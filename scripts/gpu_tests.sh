@@ -63,7 +63,7 @@ run() {
   kernel_throughput --json "$out/kernel_throughput.json" | tee "$out/kernel_throughput.txt" || status=1
   if [[ -n "${ORT_DYLIB_PATH:-}" ]]; then
     echo "== GPU backend (CUDA EP, IO binding) against the CPU backend"
-    gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" 100 2>&1 | tee "$out/gpu_backend_check.txt" || status=1
+    timeout 150 gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" 100 2>&1 | tee "$out/gpu_backend_check.txt" || status=1
   fi
   echo "== rave devices"
   rave devices | tee "$out/devices.txt" || status=1

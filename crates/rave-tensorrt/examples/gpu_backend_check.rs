@@ -33,6 +33,11 @@ fn block_on<F: Future>(f: F) -> F::Output {
     }
 }
 
+/// A progress marker on stderr, so a hang shows where it happened.
+fn step(what: &str) {
+    eprintln!("[gpu_backend_check] {what}");
+}
+
 fn picture(w: u32, h: u32, seed: u32) -> RgbImage {
     let n = (w * h) as usize;
     let mut data = vec![0f32; 3 * n];
@@ -116,7 +121,10 @@ fn main() {
             ),
             Err(e) => println!("policy {policy:?}: error: {e}"),
         }
+        step("shutting down the policy backend");
         block_on(b.shutdown()).ok();
+        step("dropping it");
+        drop(b);
     }
 
     let gpu = TensorRtBackend::new(config(EpPolicy::Cuda), ctx.clone(), runtime);
@@ -129,8 +137,13 @@ fn main() {
         .enumerate()
     {
         let img = picture(w, h, i as u32 + 1);
+        step(&format!("{w}x{h}: CPU"));
         let reference = cpu.process(&img).expect("cpu");
-        let out = block_on(gpu.process(upload(&ctx, &img))).expect("gpu");
+        step("upload");
+        let input = upload(&ctx, &img);
+        step("GPU process");
+        let out = block_on(gpu.process(input)).expect("gpu");
+        step("download");
         let got = download(&ctx, &out);
         let max_err = got
             .iter()
