@@ -1,7 +1,7 @@
 //! `TensorRtBackend`: the GPU backend of the seed. ONNX Runtime with the TensorRT provider
 //! (falling back to CUDA under `auto`, saying why) or CUDA alone, never the CPU silently;
 //! inputs and outputs bound by IO binding to device memory — the texture's own buffer in,
-//! an output-ring slot out — so no frame data passes through the host.
+//! an output-ring slot out — so no frame data passes through the host or is copied.
 //!
 //! Not yet here (see the closing notes of the issue): FP16 inputs, micro-batching, INT8
 //! calibration, optimisation profiles, CUDA graphs, the debug-allocation guards.
@@ -148,6 +148,39 @@ impl TensorRtBackend {
     }
 }
 
+/// Bind `value` as input `name` exactly as it is. ort's safe `bind_input` protects borrowed
+/// tensors from aliasing by copying them (a device copy through a helper session), which
+/// both breaks the zero-copy contract and hung on the H200; the seed binds through the C API.
+fn bind_input_in_place(
+    binding: &mut ort::session::IoBinding,
+    name: &str,
+    value: &ort::value::TensorRefMut<'_, f32>,
+) -> Result<()> {
+    use ort::AsPointer;
+    let cname = std::ffi::CString::new(name)
+        .map_err(|_| EngineError::ModelMetadata(format!("input name {name:?} contains NUL")))?;
+    let api = ort::api();
+    // SAFETY: `binding` and `value` are live ORT objects for the duration of the call; ORT
+    // copies the name and keeps its own reference to the value until the binding is cleared
+    // or dropped, and the caller keeps the device memory alive until after the run.
+    let status = unsafe { (api.BindInput)(binding.ptr_mut(), cname.as_ptr(), value.ptr()) };
+    if status.0.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a non-null status carries a NUL-terminated message owned by the status, which
+    // is released right after it is copied.
+    let message = unsafe {
+        let text = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0))
+            .to_string_lossy()
+            .into_owned();
+        (api.ReleaseStatus)(status.0);
+        text
+    };
+    Err(EngineError::Inference(format!(
+        "binding input {name}: {message}"
+    )))
+}
+
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).trim().to_string()
 }
@@ -290,9 +323,7 @@ impl UpscaleBackend for TensorRtBackend {
             )
         };
         let mut binding = state.session.create_binding().map_err(infer)?;
-        binding
-            .bind_input(meta.input_name.as_str(), &input_t)
-            .map_err(infer)?;
+        bind_input_in_place(&mut binding, &meta.input_name, &input_t)?;
         binding
             .bind_output(meta.output_name.as_str(), output_t)
             .map_err(infer)?;
