@@ -25,6 +25,8 @@ stage() {
   cp target/release/rave target/release/examples/kernel_throughput target/release/examples/gpu_backend_check .gpu-bin/
   models="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}/models"
   cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
+  # Optional FP16 variant (tools/to_fp16.py) for the FP16 backend check.
+  [[ -f "$models/realesr-animevideov3-x2-fp16.onnx" ]] && cp "$models/realesr-animevideov3-x2-fp16.onnx" .gpu-bin/
   cargo test --release --no-run -p rave-core -p rave-cuda --message-format=json 2>/dev/null \
     | python3 -c '
 import json, shutil, sys
@@ -64,6 +66,10 @@ run() {
   if [[ -n "${ORT_DYLIB_PATH:-}" ]]; then
     echo "== GPU backend (CUDA EP, IO binding) against the CPU backend"
     timeout 150 gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" 100 2>&1 | tee "$out/gpu_backend_check.txt" || status=1
+    if [[ -f "$bin/realesr-animevideov3-x2-fp16.onnx" ]]; then
+      timeout 150 gpu_backend_check "$bin/realesr-animevideov3-x2-fp16.onnx" 100 "$bin/realesr-animevideov3-x2.onnx" 2>&1 \
+        | tee "$out/gpu_backend_check_fp16.txt" || status=1
+    fi
   fi
   echo "== rave devices"
   rave devices | tee "$out/devices.txt" || status=1
