@@ -119,6 +119,7 @@ fn main() {
         provider_candidates: candidates.clone(),
         engine_cache: Some(std::env::temp_dir().join("rave-trt-cache")),
         trt_fp16: false,
+        cuda_prefer_nhwc: false,
     };
     for policy in [EpPolicy::TensorRt, EpPolicy::Auto] {
         let b = TensorRtBackend::new(config(policy), ctx.clone(), runtime);
@@ -194,6 +195,27 @@ fn main() {
         ctx.vram_usage()
     );
     block_on(gpu.shutdown()).ok();
+    drop(gpu);
+
+    // The same throughput with the CUDA provider's NHWC preference, for comparison.
+    let mut nhwc_config = config(EpPolicy::Cuda);
+    nhwc_config.cuda_prefer_nhwc = true;
+    let nhwc = TensorRtBackend::new(nhwc_config, ctx.clone(), runtime);
+    block_on(nhwc.initialize()).expect("CUDA backend (NHWC)");
+    for _ in 0..3 {
+        drop(block_on(nhwc.process(input.clone())).expect("warm-up"));
+    }
+    let t = Instant::now();
+    for _ in 0..frames {
+        drop(block_on(nhwc.process(input.clone())).expect("frame"));
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "throughput 1920x1080 with prefer_nhwc: {:.1} fps over {frames} frames ({:.2} ms/frame)",
+        frames as f64 / secs,
+        secs * 1e3 / frames as f64
+    );
+    block_on(nhwc.shutdown()).ok();
     if worst_db < bar_db {
         eprintln!(
             "FAIL: CUDA EP output is {worst_db:.1} dB from the CPU backend's (need >= {bar_db} dB, {precision})"
