@@ -89,6 +89,18 @@ fn download(ctx: &GpuContext, t: &GpuTexture) -> Vec<f32> {
         .collect()
 }
 
+/// Seconds for `frames` back-to-back frames after 3 warm-up frames.
+fn time_frames(backend: &TensorRtBackend, input: &GpuTexture, frames: usize) -> f64 {
+    for _ in 0..3 {
+        drop(block_on(backend.process(input.clone())).expect("warm-up"));
+    }
+    let t = Instant::now();
+    for _ in 0..frames {
+        drop(block_on(backend.process(input.clone())).expect("frame"));
+    }
+    t.elapsed().as_secs_f64()
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let model = PathBuf::from(
@@ -170,14 +182,7 @@ fn main() {
 
     let img = picture(1920, 1080, 7);
     let input = upload(&ctx, &img);
-    for _ in 0..3 {
-        drop(block_on(gpu.process(input.clone())).expect("warm-up"));
-    }
-    let t = Instant::now();
-    for _ in 0..frames {
-        drop(block_on(gpu.process(input.clone())).expect("frame"));
-    }
-    let secs = t.elapsed().as_secs_f64();
+    let secs = time_frames(&gpu, &input, frames);
     let m = gpu.inference_metrics();
     println!(
         "throughput 1920x1080 {} batch 1, CUDA EP, IO binding: {:.1} fps over {frames} frames ({:.2} ms/frame; inference avg {:.2} ms, peak {:.2} ms)",
@@ -202,14 +207,7 @@ fn main() {
     nhwc_config.cuda_prefer_nhwc = true;
     let nhwc = TensorRtBackend::new(nhwc_config, ctx.clone(), runtime);
     block_on(nhwc.initialize()).expect("CUDA backend (NHWC)");
-    for _ in 0..3 {
-        drop(block_on(nhwc.process(input.clone())).expect("warm-up"));
-    }
-    let t = Instant::now();
-    for _ in 0..frames {
-        drop(block_on(nhwc.process(input.clone())).expect("frame"));
-    }
-    let secs = t.elapsed().as_secs_f64();
+    let secs = time_frames(&nhwc, &input, frames);
     println!(
         "throughput 1920x1080 with prefer_nhwc: {:.1} fps over {frames} frames ({:.2} ms/frame)",
         frames as f64 / secs,
