@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 
 #[test]
@@ -205,15 +207,7 @@ fn model_problems_exit_5() {
     ]
     .map(|(m, why)| (m.to_string(), why));
     for (model, why) in cases {
-        let o = run(&[
-            "upscale",
-            "-i",
-            clip.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-m",
-            &model,
-        ]);
+        let o = upscale(&clip, &out, Path::new(&model), &[]);
         assert_exit(&o, 5);
         let err = stderr(&o);
         assert!(err.contains(why), "model {model}: {err}");
@@ -229,39 +223,14 @@ fn output_problems_exit_4_and_leave_nothing_behind() {
     let m = fixture("nearest_x2.onnx");
     let exists = dir.path().join("exists.mp4");
     std::fs::write(&exists, b"keep me").unwrap();
-    let o = run(&[
-        "upscale",
-        "-i",
-        clip.to_str().unwrap(),
-        "-o",
-        exists.to_str().unwrap(),
-        "-m",
-        m.to_str().unwrap(),
-    ]);
+    let o = upscale(&clip, &exists, &m, &[]);
     assert_exit(&o, 4);
     assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&exists).unwrap(), b"keep me");
 
-    let o = run(&[
-        "upscale",
-        "-i",
-        clip.to_str().unwrap(),
-        "-o",
-        "/nonexistent/dir/o.mp4",
-        "-m",
-        m.to_str().unwrap(),
-    ]);
+    let o = upscale(&clip, Path::new("/nonexistent/dir/o.mp4"), &m, &[]);
     assert_exit(&o, 4);
-    let o = run(&[
-        "upscale",
-        "-i",
-        clip.to_str().unwrap(),
-        "-o",
-        clip.to_str().unwrap(),
-        "--overwrite",
-        "-m",
-        m.to_str().unwrap(),
-    ]);
+    let o = upscale(&clip, &clip, &m, &["--overwrite"]);
     assert_exit(&o, 4);
     assert!(stderr(&o).contains("is the input file"), "{}", stderr(&o));
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());

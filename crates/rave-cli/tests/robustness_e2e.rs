@@ -51,16 +51,7 @@ fn corrupt_input_is_refused_with_a_count_or_upscaled_when_allowed() {
     let input = corrupt_ts(dir.path());
     let output = dir.path().join("out.mkv");
     let m = fixture("nearest_x2.onnx");
-    let args = [
-        "upscale",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-m",
-        m.to_str().unwrap(),
-    ];
-    let o = run(&args);
+    let o = upscale(&input, &output, &m, &[]);
     assert_exit(&o, 3);
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -70,7 +61,7 @@ fn corrupt_input_is_refused_with_a_count_or_upscaled_when_allowed() {
     );
     assert!(!output.exists());
 
-    let o = run(&[&args[..], &["--allow-corrupt", "--json"]].concat());
+    let o = upscale(&input, &output, &m, &["--allow-corrupt", "--json"]);
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let bad =

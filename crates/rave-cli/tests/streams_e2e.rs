@@ -93,19 +93,9 @@ fn chapters(path: &Path) -> String {
     )
 }
 
-fn upscale(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
-    let m = fixture("nearest_x2.onnx");
-    let mut args = vec![
-        "upscale",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-m",
-        m.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
+/// Upscale with the nearest-neighbour x2 fixture model.
+fn upscale_nearest(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
+    upscale(input, output, &fixture("nearest_x2.onnx"), extra)
 }
 
 #[test]
@@ -113,7 +103,7 @@ fn mkv_keeps_every_stream_chapters_metadata_and_variable_timestamps() {
     let dir = scratch();
     let input = rich_mkv(dir.path());
     let output = dir.path().join("out.mkv");
-    let o = upscale(&input, &output, &[]);
+    let o = upscale_nearest(&input, &output, &[]);
     assert_exit(&o, 0);
     assert_eq!(streams(&output), streams(&input));
     assert!(streams(&output).contains("subrip") && streams(&output).contains("ttf"));
@@ -141,7 +131,7 @@ fn mp4_output_refuses_streams_it_cannot_hold_before_any_work() {
     let dir = scratch();
     let input = rich_mkv(dir.path());
     let output = dir.path().join("out.mp4");
-    let o = upscale(&input, &output, &[]);
+    let o = upscale_nearest(&input, &output, &[]);
     assert_exit(&o, 4);
     let err = stderr(&o);
     assert!(
@@ -176,7 +166,7 @@ fn ten_bit_bt2020_stays_ten_bit_with_its_colour_tags_in_hevc() {
         input.to_str().unwrap(),
     ]);
     let output = dir.path().join("out.mkv");
-    let o = upscale(
+    let o = upscale_nearest(
         &input,
         &output,
         &["--codec", "hevc", "--preset", "ultrafast"],
@@ -234,7 +224,7 @@ fn rotation_is_kept() {
         "fixture rotation {rotated:?}"
     );
     let output = dir.path().join("out.mp4");
-    assert_exit(&upscale(&input, &output, &[]), 0);
+    assert_exit(&upscale_nearest(&input, &output, &[]), 0);
     assert_eq!(rotation(&output), rotated);
     let o = run(&["probe", output.to_str().unwrap(), "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -247,7 +237,7 @@ fn av1_encoder_and_mov_container() {
     let input = make_clip(dir.path(), "in.mp4", "64x48", 3);
     let output = dir.path().join("out.mkv");
     assert_exit(
-        &upscale(
+        &upscale_nearest(
             &input,
             &output,
             &["--codec", "av1", "--preset", "12", "--crf", "40"],
@@ -257,7 +247,10 @@ fn av1_encoder_and_mov_container() {
     assert_eq!(video_field(&output, "codec_name"), "av1");
     assert_eq!(frame_times(&output), frame_times(&input));
     let mov = dir.path().join("out.mov");
-    assert_exit(&upscale(&input, &mov, &["--preset", "ultrafast"]), 0);
+    assert_exit(
+        &upscale_nearest(&input, &mov, &["--preset", "ultrafast"]),
+        0,
+    );
     assert_eq!(packets(&mov, "a"), packets(&input, "a"));
 }
 
@@ -267,16 +260,7 @@ fn fixed_shape_model_scale_comes_from_its_static_shapes() {
     let input = make_clip(dir.path(), "in.mp4", "64x48", 3);
     let output = dir.path().join("out.mkv");
     let m = fixture("fixed_64x48_x2.onnx");
-    let o = run(&[
-        "upscale",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-m",
-        m.to_str().unwrap(),
-        "--json",
-    ]);
+    let o = upscale(&input, &output, &m, &["--json"]);
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["model"]["scale"], 2);

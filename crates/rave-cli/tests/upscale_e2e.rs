@@ -129,17 +129,7 @@ fn colours_match_ffmpeg_conversion_for_a_nearest_neighbour_model() {
     let input = make_photo_clip(dir.path(), "in.mp4", W, H, 4);
     let output = dir.path().join("out.mkv");
     let m = fixture("nearest_x2.onnx");
-    let o = run(&[
-        "upscale",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-m",
-        m.to_str().unwrap(),
-        "--crf",
-        "0",
-    ]);
+    let o = upscale(&input, &output, &m, &["--crf", "0"]);
     assert_exit(&o, 0);
     let src = decode_rgb(&input);
     let (w, h) = (W as usize, H as usize);
@@ -167,17 +157,8 @@ fn progress_jsonl_reports_every_frame() {
     let dir = scratch();
     let input = make_clip(dir.path(), "in.mp4", "32x32", 5);
     let output = dir.path().join("out.mkv");
-    let o = run(&[
-        "upscale",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-m",
-        fixture("nearest_x2.onnx").to_str().unwrap(),
-        "--progress",
-        "jsonl",
-    ]);
+    let m = fixture("nearest_x2.onnx");
+    let o = upscale(&input, &output, &m, &["--progress", "jsonl"]);
     assert_exit(&o, 0);
     let events: Vec<serde_json::Value> = stderr(&o)
         .lines()

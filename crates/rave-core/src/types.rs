@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::DevicePtr;
-
 use crate::gpu::GpuBuffer;
 
 /// Pixel layouts RAVE moves between stages.
@@ -58,8 +56,6 @@ pub struct GpuTexture {
 impl GpuTexture {
     /// The raw device address of the first byte, for binding to inference runtimes.
     pub fn device_ptr(&self) -> u64 {
-        let stream = self.data.stream().clone();
-        let (ptr, _sync) = self.data.device_ptr(&stream);
-        ptr
+        self.data.device_addr()
     }
 }

@@ -122,85 +122,78 @@ fn get(buf: &[u8], at: usize, sb: usize) -> u16 {
     }
 }
 
-/// Lay `frame` out as `layout` (its bit depth must match the layout's).
-pub fn pack(frame: &YuvFrame, layout: &PlaneLayout) -> Vec<u8> {
-    assert_eq!(frame.bit_depth, layout.layout.bit_depth(), "bit depth");
-    let mut buf = vec![0u8; layout.bytes];
+/// Which plane of a `YuvFrame` a sample belongs to.
+#[derive(Clone, Copy)]
+enum Plane {
+    Y,
+    U,
+    V,
+}
+
+fn plane(frame: &YuvFrame, p: Plane) -> &[u16] {
+    match p {
+        Plane::Y => &frame.y,
+        Plane::U => &frame.u,
+        Plane::V => &frame.v,
+    }
+}
+
+fn plane_mut(frame: &mut YuvFrame, p: Plane) -> &mut [u16] {
+    match p {
+        Plane::Y => &mut frame.y,
+        Plane::U => &mut frame.u,
+        Plane::V => &mut frame.v,
+    }
+}
+
+/// Visit every sample: its plane, its index in that plane, and its byte offset in `layout`.
+fn for_each_sample(layout: &PlaneLayout, mut visit: impl FnMut(Plane, usize, usize)) {
     let sb = layout.layout.sample_bytes();
-    let shift = if layout.layout == YuvLayout::P010 {
-        6
-    } else {
-        0
-    };
-    let (w, h) = (frame.width as usize, frame.height as usize);
-    let (cw, ch) = frame.chroma_size();
+    let (w, h) = (layout.width as usize, layout.height as usize);
+    let (cw, ch) = chroma_size(layout.width, layout.height);
     for y in 0..h {
         for x in 0..w {
-            put(
-                &mut buf,
-                y * layout.y_pitch + x * sb,
-                sb,
-                frame.y[y * w + x] << shift,
-            );
+            visit(Plane::Y, y * w + x, y * layout.y_pitch + x * sb);
         }
     }
     for j in 0..ch {
         for i in 0..cw {
-            let (u, v) = (frame.u[j * cw + i] << shift, frame.v[j * cw + i] << shift);
+            let idx = j * cw + i;
             if layout.layout.interleaved() {
                 let at = layout.u_offset + j * layout.c_pitch + 2 * i * sb;
-                put(&mut buf, at, sb, u);
-                put(&mut buf, at + sb, sb, v);
+                visit(Plane::U, idx, at);
+                visit(Plane::V, idx, at + sb);
             } else {
-                put(
-                    &mut buf,
-                    layout.u_offset + j * layout.c_pitch + i * sb,
-                    sb,
-                    u,
-                );
-                put(
-                    &mut buf,
-                    layout.v_offset + j * layout.c_pitch + i * sb,
-                    sb,
-                    v,
-                );
+                visit(Plane::U, idx, layout.u_offset + j * layout.c_pitch + i * sb);
+                visit(Plane::V, idx, layout.v_offset + j * layout.c_pitch + i * sb);
             }
         }
     }
+}
+
+/// P010 keeps its 10 bits in the high bits of each 16-bit sample.
+fn shift(layout: YuvLayout) -> u32 {
+    if layout == YuvLayout::P010 { 6 } else { 0 }
+}
+
+/// Lay `frame` out as `layout` (its bit depth must match the layout's).
+pub fn pack(frame: &YuvFrame, layout: &PlaneLayout) -> Vec<u8> {
+    assert_eq!(frame.bit_depth, layout.layout.bit_depth(), "bit depth");
+    let mut buf = vec![0u8; layout.bytes];
+    let (sb, sh) = (layout.layout.sample_bytes(), shift(layout.layout));
+    for_each_sample(layout, |p, idx, at| {
+        put(&mut buf, at, sb, plane(frame, p)[idx] << sh)
+    });
     buf
 }
 
 /// Read a frame laid out as `layout`.
 pub fn unpack(buf: &[u8], layout: &PlaneLayout) -> YuvFrame {
     let mut frame = YuvFrame::zeroed(layout.width, layout.height, layout.layout.bit_depth());
-    let sb = layout.layout.sample_bytes();
-    let shift = if layout.layout == YuvLayout::P010 {
-        6
-    } else {
-        0
-    };
-    let (w, h) = (frame.width as usize, frame.height as usize);
-    let (cw, ch) = frame.chroma_size();
-    for y in 0..h {
-        for x in 0..w {
-            frame.y[y * w + x] = get(buf, y * layout.y_pitch + x * sb, sb) >> shift;
-        }
-    }
-    for j in 0..ch {
-        for i in 0..cw {
-            let (u, v) = if layout.layout.interleaved() {
-                let at = layout.u_offset + j * layout.c_pitch + 2 * i * sb;
-                (get(buf, at, sb), get(buf, at + sb, sb))
-            } else {
-                (
-                    get(buf, layout.u_offset + j * layout.c_pitch + i * sb, sb),
-                    get(buf, layout.v_offset + j * layout.c_pitch + i * sb, sb),
-                )
-            };
-            frame.u[j * cw + i] = u >> shift;
-            frame.v[j * cw + i] = v >> shift;
-        }
-    }
+    let (sb, sh) = (layout.layout.sample_bytes(), shift(layout.layout));
+    for_each_sample(layout, |p, idx, at| {
+        plane_mut(&mut frame, p)[idx] = get(buf, at, sb) >> sh
+    });
     frame
 }
 

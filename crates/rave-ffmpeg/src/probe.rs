@@ -132,7 +132,7 @@ pub fn probe(path: &Path) -> Result<MediaInfo> {
         .collect();
     let vs = ictx.stream(vidx).expect("index from video_stream_index");
     let raw = sys::stream_params(&ictx, vidx);
-    let pix = Pixel::from(unsafe_free_format(raw.format));
+    let pix = Pixel::from(crate::frame_convert::pixel_from_raw(raw.format));
     let [primaries, transfer, matrix, range] = sys::color_names(raw);
     let tb = vs.time_base();
     let avg = vs.avg_frame_rate();
@@ -188,9 +188,4 @@ pub fn probe(path: &Path) -> Result<MediaInfo> {
         streams,
         video,
     })
-}
-
-/// Codec parameters store the pixel format as a plain int.
-fn unsafe_free_format(format: i32) -> ffmpeg_next::ffi::AVPixelFormat {
-    crate::frame_convert::pixel_from_raw(format)
 }

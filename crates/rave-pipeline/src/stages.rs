@@ -74,6 +74,9 @@ pub fn guarded(errors: &FirstError, cancel: &CancelToken, body: impl FnOnce() ->
     }
 }
 
+/// What to do about a corrupt input, appended to its error.
+pub const CORRUPT_HINT: &str = "; pass --allow-corrupt to upscale it anyway (damaged frames are concealed by the decoder and counted in the report)";
+
 /// What the decode stage does with damaged input.
 #[derive(Debug, Clone, Copy)]
 pub struct DecodePolicy {
@@ -105,7 +108,6 @@ fn decode_frames(
     cancel: &CancelToken,
     metrics: &StageMetrics,
 ) -> Result<()> {
-    let hint = "; pass --allow-corrupt to upscale it anyway (damaged frames are concealed by the decoder and counted in the report)";
     loop {
         if policy.max_frames.is_some_and(|m| metrics.frames() >= m) {
             return Ok(());
@@ -119,7 +121,7 @@ fn decode_frames(
             // Stop the pipeline, but read to the end so the error can say how much is damaged.
             cancel.cancel(StopReason::Failure);
             while cancel.reason() != Some(StopReason::User) && reader.next_frame()?.is_some() {}
-            return Err(reader.damage_error(hint).expect("damage was seen"));
+            return Err(reader.damage_error(CORRUPT_HINT).expect("damage was seen"));
         }
         if !send(tx, frame, cancel) {
             return Ok(());

@@ -163,7 +163,7 @@ pub fn run_upscale(
         None => RunStatus::Complete,
     };
     if status == RunStatus::Complete
-        && let Some(err) = reader.damage_error("")
+        && let Some(err) = reader.damage_error(stages::CORRUPT_HINT)
         && !config.allow_corrupt
     {
         target.discard();

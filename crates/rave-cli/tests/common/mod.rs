@@ -248,3 +248,18 @@ pub fn make_photo_clip(dir: &Path, name: &str, w: u32, h: u32, frames: u32) -> P
     assert!(o.status.success(), "make_sample_clip.sh: {}", stderr(&o));
     path
 }
+
+/// `rave upscale -i INPUT -o OUTPUT -m MODEL EXTRA...`.
+pub fn upscale(input: &Path, output: &Path, model: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "upscale",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "-m",
+        model.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
