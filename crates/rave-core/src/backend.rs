@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::frame::RgbImage;
-use crate::types::GpuTexture;
+use crate::types::{GpuTexture, PixelFormat};
 
 /// What RAVE knows about a loaded super-resolution model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -25,6 +25,10 @@ pub struct ModelMetadata {
     pub min_input_hw: (u32, u32),
     /// Largest input (height, width) the model accepts (`u32::MAX` when dynamic).
     pub max_input_hw: (u32, u32),
+    /// Element type of the image tensors: `RgbPlanarF32` or `RgbPlanarF16`.
+    pub tensor_format: PixelFormat,
+    /// The batch size the model is fixed to, or `None` when its batch axis is dynamic.
+    pub fixed_batch: Option<u32>,
 }
 
 impl ModelMetadata {

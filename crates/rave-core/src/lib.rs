@@ -4,6 +4,8 @@
 pub mod backend;
 pub mod codec;
 pub mod color;
+#[cfg(feature = "debug-alloc")]
+pub mod debug_alloc;
 pub mod error;
 pub mod frame;
 pub mod gpu;

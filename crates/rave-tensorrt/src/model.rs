@@ -8,6 +8,7 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::value::{TensorElementType, TensorRef, ValueType};
 use rave_core::backend::ModelMetadata;
 use rave_core::error::{EngineError, Result};
+use rave_core::types::PixelFormat;
 
 use crate::runtime::OrtRuntime;
 
@@ -37,14 +38,26 @@ pub struct LoadedModel {
 /// The static shape of a 4-D image tensor: `None` where an axis is dynamic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ImageShape {
+    batch: Option<u32>,
     channels: Option<u32>,
     height: Option<u32>,
     width: Option<u32>,
 }
 
 impl LoadedModel {
-    /// Load `path` on the CPU execution provider and describe it.
+    /// Load `path` on the CPU execution provider and describe it (float32 models only: the
+    /// CPU backend feeds float32 images).
     pub fn load_cpu(runtime: &OrtRuntime, path: &Path, options: &ModelOptions) -> Result<Self> {
+        Self::open_cpu(runtime, path, options.threads, false)
+    }
+
+    /// Describe any model RAVE can run (float32 or float16 tensors) through a CPU session,
+    /// without running it beyond the probe a dynamic-shape model needs.
+    pub fn inspect(runtime: &OrtRuntime, path: &Path) -> Result<ModelMetadata> {
+        Self::open_cpu(runtime, path, 1, true).map(|m| m.metadata)
+    }
+
+    fn open_cpu(runtime: &OrtRuntime, path: &Path, threads: usize, fp16_ok: bool) -> Result<Self> {
         check_model_file(path)?;
         let invalid = |e: String| EngineError::ModelInvalid {
             path: path.to_path_buf(),
@@ -54,12 +67,12 @@ impl LoadedModel {
             .map_err(|e| invalid(e.to_string()))?
             .with_optimization_level(GraphOptimizationLevel::All)
             .map_err(|e| invalid(e.to_string()))?
-            .with_intra_threads(options.threads)
+            .with_intra_threads(threads)
             .map_err(|e| invalid(e.to_string()))?;
         let session = builder
             .commit_from_file(path)
             .map_err(|e| invalid(e.to_string()))?;
-        Self::describe(session, path, false)
+        Self::describe(session, path, fp16_ok)
     }
 
     /// Read the metadata of a session built by any backend; `fp16_ok` when the backend can
@@ -119,6 +132,7 @@ fn image_shape(path: &Path, what: &str, ty: &ValueType) -> Result<(ImageShape, T
     let dim = |d: i64| u32::try_from(d).ok().filter(|v| *v > 0);
     Ok((
         ImageShape {
+            batch: dim(shape[0]),
             channels: dim(shape[1]),
             height: dim(shape[2]),
             width: dim(shape[3]),
@@ -150,12 +164,23 @@ fn extract_metadata(session: &mut Session, path: &Path, fp16_ok: bool) -> Result
             ));
         }
     }
+    if in_ty != out_ty {
+        return Err(not_image_model(
+            path,
+            format!("the input is {in_ty:?} but the output is {out_ty:?}"),
+        ));
+    }
     if in_ty != TensorElementType::Float32 && !fp16_ok {
         return Err(EngineError::ModelMetadata(format!(
-            "{}: this backend runs fp32 models; this one takes {in_ty:?}",
+            "{}: the CPU backend runs models with float32 inputs; this one takes float16 (use the float32 model, or the GPU)",
             path.display()
         )));
     }
+    let tensor_format = if in_ty == TensorElementType::Float16 {
+        PixelFormat::RgbPlanarF16
+    } else {
+        PixelFormat::RgbPlanarF32
+    };
     for (what, shape) in [("input", input), ("output", output)] {
         if let Some(c) = shape.channels.filter(|c| *c != 3) {
             return Err(not_image_model(
@@ -166,7 +191,7 @@ fn extract_metadata(session: &mut Session, path: &Path, fp16_ok: bool) -> Result
     }
     let scale = match (input.height, input.width, output.height, output.width) {
         (Some(ih), Some(iw), Some(oh), Some(ow)) => scale_from(path, (ih, iw), (oh, ow))?,
-        _ => probe_scale(session, path, &input_name, input)?,
+        _ => probe_scale(session, path, &input_name, input, tensor_format)?,
     };
     let name = session
         .metadata()
@@ -185,6 +210,8 @@ fn extract_metadata(session: &mut Session, path: &Path, fp16_ok: bool) -> Result
             input.height.unwrap_or(u32::MAX),
             input.width.unwrap_or(u32::MAX),
         ),
+        tensor_format,
+        fixed_batch: input.batch,
     })
 }
 
@@ -211,32 +238,41 @@ fn probe_scale(
     path: &Path,
     input_name: &str,
     input: ImageShape,
+    format: PixelFormat,
 ) -> Result<u32> {
     let h = input.height.map_or(PROBE_SIDE, |v| v as usize);
     let w = input.width.map_or(PROBE_SIDE, |v| v as usize);
-    let data = vec![0.5f32; 3 * h * w];
-    let tensor = TensorRef::from_array_view(([1usize, 3, h, w], &data[..]))
-        .map_err(|e| EngineError::Inference(e.to_string()))?;
-    let outputs = session
-        .run(ort::inputs![input_name => tensor])
-        .map_err(|e| {
-            not_image_model(
-                path,
-                format!("a {w}x{h} probe run failed: {}", first_line(&e.to_string())),
-            )
-        })?;
-    let (shape, _) = outputs[0]
-        .try_extract_tensor::<f32>()
-        .map_err(|e| not_image_model(path, format!("the probe output is not fp32: {e}")))?;
-    if shape.len() != 4 || shape[0] != 1 || shape[1] != 3 {
+    let n = input.batch.map_or(1, |b| b as usize);
+    let shape = [n, 3, h, w];
+    let len = n * 3 * h * w;
+    let failed = |e: ort::Error| {
+        not_image_model(
+            path,
+            format!("a {w}x{h} probe run failed: {}", first_line(&e.to_string())),
+        )
+    };
+    let (half_data, full_data) = (vec![half::f16::from_f32(0.5); len], vec![0.5f32; len]);
+    let outputs = if format == PixelFormat::RgbPlanarF16 {
+        let t = TensorRef::from_array_view((shape, &half_data[..])).map_err(failed)?;
+        session.run(ort::inputs![input_name => t]).map_err(failed)?
+    } else {
+        let t = TensorRef::from_array_view((shape, &full_data[..])).map_err(failed)?;
+        session.run(ort::inputs![input_name => t]).map_err(failed)?
+    };
+    let out_shape = outputs[0]
+        .dtype()
+        .tensor_shape()
+        .ok_or_else(|| not_image_model(path, "the probe output is not a tensor"))?
+        .to_vec();
+    if out_shape.len() != 4 || out_shape[0] != n as i64 || out_shape[1] != 3 {
         return Err(not_image_model(
             path,
-            format!("a {w}x{h} probe gave output shape {:?}", &shape[..]),
+            format!("a {w}x{h} probe gave output shape {out_shape:?}"),
         ));
     }
     let out_hw = (
-        u32::try_from(shape[2]).unwrap_or(0),
-        u32::try_from(shape[3]).unwrap_or(0),
+        u32::try_from(out_shape[2]).unwrap_or(0),
+        u32::try_from(out_shape[3]).unwrap_or(0),
     );
     scale_from(path, (h as u32, w as u32), out_hw)
 }

@@ -1,8 +1,8 @@
 //! `rave models`: list installed models, loading each to report its real scale.
 
-use rave_core::backend::HostUpscaleBackend;
 use rave_core::error::Result;
-use rave_tensorrt::{CpuBackend, ModelOptions, OrtRuntime};
+use rave_core::types::PixelFormat;
+use rave_tensorrt::{LoadedModel, OrtRuntime};
 use serde::Serialize;
 
 use crate::args::{GlobalArgs, ModelsArgs};
@@ -15,6 +15,10 @@ struct ModelEntry {
     path: std::path::PathBuf,
     size_bytes: u64,
     scale: Option<u32>,
+    /// fp32 or fp16 image tensors.
+    precision: Option<&'static str>,
+    /// Fixed batch size, or None when the batch axis is dynamic (micro-batching possible).
+    fixed_batch: Option<u32>,
     default: bool,
     problem: Option<String>,
 }
@@ -26,9 +30,9 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
     let entries: Vec<ModelEntry> = locate::installed_models(&dirs)
         .into_iter()
         .map(|(name, path)| {
-            let (scale, problem) = match &runtime {
-                Ok(rt) => match CpuBackend::new(rt, &path, &ModelOptions { threads: 1 }) {
-                    Ok(b) => (Some(b.metadata().scale), None),
+            let (meta, problem) = match &runtime {
+                Ok(rt) => match LoadedModel::inspect(rt, &path) {
+                    Ok(m) => (Some(m), None),
                     Err(e) => (None, Some(e.to_string())),
                 },
                 Err(_) => (None, Some("ONNX Runtime not found: scale unknown".into())),
@@ -38,7 +42,12 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
                 default: name == locate::DEFAULT_MODEL,
                 name,
                 path,
-                scale,
+                scale: meta.as_ref().map(|m| m.scale),
+                precision: meta.as_ref().map(|m| match m.tensor_format {
+                    PixelFormat::RgbPlanarF16 => "fp16",
+                    _ => "fp32",
+                }),
+                fixed_batch: meta.as_ref().and_then(|m| m.fixed_batch),
                 problem,
             }
         })
@@ -56,14 +65,24 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
         println!("run scripts/setup.sh to convert and install the Real-ESRGAN models");
         return Ok(0);
     }
-    println!("{:<28} {:>5} {:>9}  path", "name", "scale", "size");
+    println!(
+        "{:<34} {:>5} {:>4} {:>5} {:>9}  path",
+        "name", "scale", "io", "batch", "size"
+    );
     for e in &entries {
         let scale = e.scale.map_or("?".into(), |s| format!("x{s}"));
+        let batch = match (e.scale, e.fixed_batch) {
+            (None, _) => "?".to_string(),
+            (Some(_), None) => "any".to_string(),
+            (Some(_), Some(b)) => b.to_string(),
+        };
         let mark = if e.default { " (default)" } else { "" };
         println!(
-            "{:<28} {:>5} {:>7.1}MB  {}{mark}",
+            "{:<34} {:>5} {:>4} {:>5} {:>7.1}MB  {}{mark}",
             e.name,
             scale,
+            e.precision.unwrap_or("?"),
+            batch,
             e.size_bytes as f64 / 1e6,
             e.path.display()
         );

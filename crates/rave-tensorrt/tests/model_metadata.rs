@@ -1,0 +1,93 @@
+//! Metadata extraction on real ONNX files through a CPU session: names, channels, static or
+//! dynamic sizes, tensor precision, batch axis, scale from shapes or from a probe run, and
+//! clear rejections of models that are not image-to-image.
+
+use std::path::PathBuf;
+
+use rave_core::types::PixelFormat;
+use rave_tensorrt::{LoadedModel, OrtRuntime, RuntimeCandidate};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
+}
+
+fn runtime() -> &'static OrtRuntime {
+    let mut candidates = Vec::new();
+    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH") {
+        candidates.push(RuntimeCandidate::new(p, "ORT_DYLIB_PATH"));
+    }
+    let home = std::env::var_os("RAVE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".local/share/rave")
+        });
+    candidates.push(RuntimeCandidate::new(
+        home.join("lib/libonnxruntime.so"),
+        "RAVE_HOME",
+    ));
+    OrtRuntime::load(&candidates).expect("ONNX Runtime (run scripts/setup.sh)")
+}
+
+#[test]
+fn dynamic_model_scale_comes_from_a_probe_run() {
+    let m = LoadedModel::inspect(runtime(), &fixture("nearest_x2.onnx")).unwrap();
+    assert_eq!(m.scale, 2);
+    assert_eq!(
+        (m.input_name.as_str(), m.output_name.as_str()),
+        ("input", "output")
+    );
+    assert_eq!(m.input_channels, 3);
+    assert_eq!(m.min_input_hw, (1, 1));
+    assert_eq!(m.max_input_hw, (u32::MAX, u32::MAX));
+    assert_eq!(m.tensor_format, PixelFormat::RgbPlanarF32);
+    assert_eq!(m.fixed_batch, None, "batch axis is dynamic");
+}
+
+#[test]
+fn static_model_scale_and_size_come_from_the_shapes() {
+    let m = LoadedModel::inspect(runtime(), &fixture("fixed_64x48_x2.onnx")).unwrap();
+    assert_eq!(m.scale, 2);
+    assert_eq!((m.min_input_hw, m.max_input_hw), ((48, 64), (48, 64)));
+    assert!(m.accepts(64, 48) && !m.accepts(48, 64));
+    assert_eq!(m.fixed_batch, Some(1));
+}
+
+#[test]
+fn half_precision_model_is_described_and_refused_by_the_cpu_backend() {
+    let path = fixture("nearest_x2_fp16.onnx");
+    let m = LoadedModel::inspect(runtime(), &path).unwrap();
+    assert_eq!(m.tensor_format, PixelFormat::RgbPlanarF16);
+    assert_eq!(m.scale, 2, "probe run in float16");
+    let err = LoadedModel::load_cpu(
+        runtime(),
+        &path,
+        &rave_tensorrt::ModelOptions { threads: 1 },
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), "model_metadata");
+    assert!(err.to_string().contains("float16"), "{err}");
+}
+
+#[test]
+fn non_image_models_are_rejected_with_the_reason() {
+    for (name, why) in [
+        ("rank3.onnx", "rank 3"),
+        ("gray.onnx", "1 channels"),
+        ("half_scale.onnx", "not a whole upscale factor"),
+    ] {
+        let err = LoadedModel::inspect(runtime(), &fixture(name)).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.kind(), "model_metadata", "{name}: {text}");
+        assert!(text.contains(why), "{name}: {text}");
+        assert!(text.contains(name), "the error names the file: {text}");
+    }
+}
+
+#[test]
+fn a_file_that_is_not_onnx_is_invalid_and_named() {
+    let err = LoadedModel::inspect(runtime(), &fixture("not_onnx.onnx")).unwrap_err();
+    assert_eq!(err.kind(), "model_invalid");
+    assert!(err.to_string().contains("not_onnx.onnx"), "{err}");
+}
