@@ -21,12 +21,14 @@ stage() {
   grep -qx '/.gpu-bin/' .git/info/exclude 2>/dev/null || echo '/.gpu-bin/' >> .git/info/exclude
   cargo build --release -p rave-cli --quiet
   cargo build --release -p rave-cuda --example kernel_throughput --quiet
-  cargo build --release -p rave-tensorrt --example gpu_backend_check --quiet
+  # The backend check counts host allocations inside `process` (debug-alloc guard).
+  cargo build --release -p rave-tensorrt --example gpu_backend_check --features debug-alloc --quiet
   cp target/release/rave target/release/examples/kernel_throughput target/release/examples/gpu_backend_check .gpu-bin/
+  cp tools/torch_sr_bench.py .gpu-bin/
   models="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}/models"
   cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
-  # Optional FP16 variant (tools/to_fp16.py) for the FP16 backend check.
-  [[ -f "$models/realesr-animevideov3-x2-fp16.onnx" ]] && cp "$models/realesr-animevideov3-x2-fp16.onnx" .gpu-bin/
+  cp "$models/realesr-animevideov3-x2-fp16.onnx" .gpu-bin/
+  "$models/../venv/bin/python" tools/torch_sr_bench.py export "$models/realesr-animevideov3-x2.onnx" .gpu-bin/animevideov3-x2.npz
   cargo test --release --no-run -p rave-core -p rave-cuda --message-format=json 2>/dev/null \
     | python3 -c '
 import json, shutil, sys
@@ -64,12 +66,36 @@ run() {
   echo "== kernel throughput"
   kernel_throughput --json "$out/kernel_throughput.json" | tee "$out/kernel_throughput.txt" || status=1
   if [[ -n "${ORT_DYLIB_PATH:-}" ]]; then
-    echo "== GPU backend (CUDA EP, IO binding) against the CPU backend"
-    timeout 150 gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" 100 2>&1 | tee "$out/gpu_backend_check.txt" || status=1
-    if [[ -f "$bin/realesr-animevideov3-x2-fp16.onnx" ]]; then
-      timeout 150 gpu_backend_check "$bin/realesr-animevideov3-x2-fp16.onnx" 100 "$bin/realesr-animevideov3-x2.onnx" 2>&1 \
-        | tee "$out/gpu_backend_check_fp16.txt" || status=1
+    echo "== GPU backend: policies, accuracy against the CPU backend, throughput table"
+    timeout 420 gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" "$bin/realesr-animevideov3-x2-fp16.onnx" \
+      "${RAVE_BENCH_FRAMES:-100}" "${RAVE_BATCHES:-1,2,4,8}" 2>"$out/gpu_backend_check.err" | tee "$out/gpu_backend_check.txt" || status=1
+    tail -3 "$out/gpu_backend_check.err"
+    if command -v ncu >/dev/null && [[ -z "${RAVE_NO_NCU:-}" ]]; then
+      echo "== kernel time of 5 FP16 frames (ncu)"
+      RAVE_PROFILE_REGION=1 timeout 180 ncu --clock-control none --profile-from-start off \
+        --metrics gpu__time_duration.sum --csv gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" \
+        "$bin/realesr-animevideov3-x2-fp16.onnx" >"$out/ncu_fp16.csv" 2>"$out/ncu_fp16.err" || true
+      python3 - "$out/ncu_fp16.csv" <<'PY' | tee "$out/ncu_fp16_summary.txt" || true
+import csv, collections, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head, body = rows[0], rows[1:]
+k, v = head.index("Kernel Name"), head.index("Metric Value")
+unit = head.index("Metric Unit")
+tot = collections.Counter(); cnt = collections.Counter()
+for r in body:
+    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r[unit], 1.0)
+    t = float(r[v].replace(",", "")) * scale
+    tot[r[k][:90]] += t; cnt[r[k][:90]] += 1
+all_us = sum(tot.values())
+print(f"kernels: {sum(cnt.values())}, GPU time {all_us/5/1000:.2f} ms per frame (5 frames)")
+for name, t in tot.most_common(15):
+    print(f"{t/5/1000:8.3f} ms/frame {100*t/all_us:5.1f}%  x{cnt[name]//5:<3} {name}")
+PY
     fi
+  fi
+  if python3 -c "import torch" 2>/dev/null; then
+    echo "== PyTorch reference (same graph, plain torch ops)"
+    timeout 200 python3 "$bin/torch_sr_bench.py" bench "$bin/animevideov3-x2.npz" 1920 1080 "${RAVE_BENCH_FRAMES:-100}" 2>&1 | tee "$out/torch_reference.txt" || status=1
   fi
   echo "== rave devices"
   rave devices | tee "$out/devices.txt" || status=1

@@ -12,7 +12,14 @@ log="$(mktemp)"; trap 'rm -f "$log"' EXIT
 
 echo "test: cargo test"
 set +e
-cargo test --workspace --no-fail-fast >"$log" 2>&1
+(
+  cargo test --workspace --no-fail-fast
+  ws=$?
+  # The debug guards are behind cargo features; their own tests run with them on.
+  cargo test -p rave-core --features debug-alloc --test debug_alloc
+  da=$?
+  exit $((ws || da))
+) >"$log" 2>&1
 rust_status=$?
 set -e
 grep -E '^(test |failures:|---- |thread |error)|panicked|test result|^\s+Running' "$log" || cat "$log"

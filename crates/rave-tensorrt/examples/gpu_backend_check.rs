@@ -1,15 +1,18 @@
-//! GPU backend check for the H200 (run by scripts/gpu_tests.sh): the provider policies
-//! (`tensorrt` must fail clearly where TensorRT is missing, `auto` must fall back to CUDA and
-//! say why), the CUDA backend's output against the CPU backend on the same frames (PSNR,
-//! FP32), and its throughput at 1920x1080 with IO binding on device memory.
+//! GPU backend check and benchmark for the H200 (run by scripts/gpu_tests.sh):
+//! - the provider policies (`tensorrt` must fail clearly where TensorRT is missing, `auto`
+//!   must fall back to CUDA and say why);
+//! - accuracy: the CUDA backend against the CPU backend on the same frames (PSNR; >= 60 dB
+//!   for the FP32 model, >= 45 dB for the FP16 model against the FP32 reference);
+//! - throughput at 1920x1080 for each model, batch size and CUDA-graph setting, printed as a
+//!   table, with the backend's own report (binding mode, ring, audit, host allocations).
 //!
-//! Usage: ORT_DYLIB_PATH=/path/libonnxruntime.so gpu_backend_check MODEL.onnx [FRAMES] [CPU_MODEL.onnx]
-//!
-//! With CPU_MODEL (e.g. the fp32 original of an fp16 MODEL), the CPU backend runs that one as
-//! the reference and the bar is 45 dB (FP16) instead of 60 dB (FP32).
+//! Usage: ORT_DYLIB_PATH=/path/libonnxruntime.so gpu_backend_check FP32.onnx [FP16.onnx] [FRAMES] [BATCHES]
+//!   BATCHES: comma-separated batch sizes (default 1,2,4,8).
+//! With RAVE_PROFILE_REGION=1 only the FP16 batch-1 case runs, with the CUDA profiler
+//! started around 5 frames (for `ncu --profile-from-start off`).
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -19,10 +22,15 @@ use rave_core::backend::{HostUpscaleBackend, UpscaleBackend};
 use rave_core::frame::RgbImage;
 use rave_core::gpu::{GpuBuffer, GpuContext};
 use rave_core::types::{GpuTexture, PixelFormat};
+use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
-use rave_tensorrt::provider_paths::{self, SearchInputs};
-use rave_tensorrt::{CpuBackend, ModelOptions, OrtRuntime, RuntimeCandidate};
+use rave_tensorrt::provider_paths::{self, ProviderCandidate, SearchInputs};
+use rave_tensorrt::{CpuBackend, LoadedModel, ModelOptions, OrtRuntime, RuntimeCandidate};
+
+#[cfg(feature = "debug-alloc")]
+#[global_allocator]
+static ALLOC: rave_core::debug_alloc::CountingAllocator = rave_core::debug_alloc::CountingAllocator;
 
 /// Drive a future that never really waits (the backend's calls are synchronous inside).
 fn block_on<F: Future>(f: F) -> F::Output {
@@ -61,8 +69,15 @@ fn picture(w: u32, h: u32, seed: u32) -> RgbImage {
     RgbImage::new(w, h, data).unwrap()
 }
 
-fn upload(ctx: &GpuContext, img: &RgbImage) -> GpuTexture {
-    let bytes: Vec<u8> = img.data.iter().flat_map(|v| v.to_le_bytes()).collect();
+fn upload(ctx: &GpuContext, img: &RgbImage, format: PixelFormat) -> GpuTexture {
+    let bytes: Vec<u8> = match format {
+        PixelFormat::RgbPlanarF16 => img
+            .data
+            .iter()
+            .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
+            .collect(),
+        _ => img.data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    };
     let mut slice = ctx.alloc(bytes.len()).expect("alloc");
     ctx.streams()
         .preprocess
@@ -72,8 +87,8 @@ fn upload(ctx: &GpuContext, img: &RgbImage) -> GpuTexture {
         data: Arc::new(GpuBuffer::unpooled(slice)),
         width: img.width,
         height: img.height,
-        pitch: img.width as usize * 4,
-        format: PixelFormat::RgbPlanarF32,
+        pitch: img.width as usize * format.element_bytes(),
+        format,
     }
 }
 
@@ -83,58 +98,126 @@ fn download(ctx: &GpuContext, t: &GpuTexture) -> Vec<f32> {
         .encode
         .clone_dtoh(&**t.data)
         .expect("download");
-    bytes
-        .chunks(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    let n = 3 * (t.width * t.height) as usize;
+    match t.format {
+        PixelFormat::RgbPlanarF16 => bytes
+            .chunks(2)
+            .take(n)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect(),
+        _ => bytes
+            .chunks(4)
+            .take(n)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect(),
+    }
 }
 
-/// Seconds for `frames` back-to-back frames after 3 warm-up frames.
-fn time_frames(backend: &TensorRtBackend, input: &GpuTexture, frames: usize) -> f64 {
-    for _ in 0..3 {
-        drop(block_on(backend.process(input.clone())).expect("warm-up"));
+struct Setup<'a> {
+    ctx: Arc<GpuContext>,
+    runtime: &'static OrtRuntime,
+    candidates: &'a [ProviderCandidate],
+}
+
+impl Setup<'_> {
+    fn config(
+        &self,
+        model: &Path,
+        policy: EpPolicy,
+        batch: usize,
+        graph: bool,
+    ) -> GpuBackendConfig {
+        let mut c = GpuBackendConfig::new(model.to_path_buf(), self.candidates.to_vec());
+        c.policy = policy;
+        c.engine_cache = Some(std::env::temp_dir().join("rave-trt-cache"));
+        c.frame_size = Some((1920, 1080));
+        c.batch = BatchConfig {
+            max_batch: batch,
+            ..BatchConfig::default()
+        };
+        c.cuda_graph = graph;
+        c.ring_size = c.min_ring_slots();
+        c
     }
+
+    fn backend(&self, config: GpuBackendConfig) -> TensorRtBackend {
+        let b = TensorRtBackend::new(config, self.ctx.clone(), self.runtime);
+        block_on(b.initialize()).expect("CUDA backend");
+        b
+    }
+}
+
+/// Frames per second over `frames` frames in batches of `batch`, after warm-up.
+fn throughput(b: &TensorRtBackend, input: &GpuTexture, batch: usize, frames: usize) -> f64 {
+    let inputs = vec![input.clone(); batch];
+    let run = |n: usize| {
+        for _ in 0..n.div_ceil(batch) {
+            if batch == 1 {
+                drop(block_on(b.process(input.clone())).expect("frame"));
+            } else {
+                drop(b.process_batch(&inputs).expect("batch"));
+            }
+        }
+    };
+    run(3 * batch);
     let t = Instant::now();
-    for _ in 0..frames {
-        drop(block_on(backend.process(input.clone())).expect("frame"));
-    }
-    t.elapsed().as_secs_f64()
+    run(frames);
+    frames.div_ceil(batch) as f64 * batch as f64 / t.elapsed().as_secs_f64()
+}
+
+fn name(p: &Path) -> String {
+    p.file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned())
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let model = PathBuf::from(
-        args.next()
-            .expect("usage: gpu_backend_check MODEL.onnx [FRAMES]"),
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let fp32 = PathBuf::from(
+        args.first()
+            .expect("usage: gpu_backend_check FP32.onnx [FP16.onnx] [FRAMES] [BATCHES]"),
     );
-    let frames: usize = args.next().and_then(|v| v.parse().ok()).unwrap_or(50);
-    let cpu_model = args.next().map(PathBuf::from);
-    let (bar_db, precision) = if cpu_model.is_some() {
-        (45.0, "FP16 vs FP32 reference")
-    } else {
-        (60.0, "FP32")
-    };
+    let fp16 = args.get(1).map(PathBuf::from).filter(|p| p.exists());
+    let frames: usize = args.get(2).and_then(|v| v.parse().ok()).unwrap_or(100);
+    let batches: Vec<usize> = args
+        .get(3)
+        .map_or("1,2,4,8", String::as_str)
+        .split(',')
+        .filter_map(|v| v.parse().ok())
+        .collect();
     let lib = PathBuf::from(std::env::var_os("ORT_DYLIB_PATH").expect("ORT_DYLIB_PATH"));
     let runtime =
         OrtRuntime::load(&[RuntimeCandidate::new(&lib, "ORT_DYLIB_PATH")]).expect("runtime");
-    let ctx = GpuContext::new(0).expect("GPU");
     let candidates = provider_paths::candidates(&SearchInputs {
         runtime_dir: lib.parent().map(|p| p.to_path_buf()),
         ..Default::default()
     });
-    let config = |policy| GpuBackendConfig {
-        model: model.clone(),
-        policy,
-        device_id: 0,
-        ring_size: 6,
-        downstream_capacity: 4,
-        provider_candidates: candidates.clone(),
-        engine_cache: Some(std::env::temp_dir().join("rave-trt-cache")),
-        trt_fp16: false,
-        cuda_prefer_nhwc: false,
+    let setup = Setup {
+        ctx: GpuContext::new(0).expect("GPU"),
+        runtime,
+        candidates: &candidates,
     };
+    let ctx = setup.ctx.clone();
+    let profile = std::env::var_os("RAVE_PROFILE_REGION").is_some();
+    if profile {
+        let model = fp16.clone().unwrap_or_else(|| fp32.clone());
+        let b = setup.backend(setup.config(&model, EpPolicy::Cuda, 1, false));
+        let format = b.metadata().unwrap().tensor_format;
+        let input = upload(&ctx, &picture(1920, 1080, 7), format);
+        throughput(&b, &input, 1, 5);
+        // SAFETY: plain driver calls bracketing the profiled region; no memory involved.
+        unsafe {
+            cudarc::driver::sys::cuProfilerStart();
+        }
+        throughput(&b, &input, 1, 5);
+        // SAFETY: as above.
+        unsafe {
+            cudarc::driver::sys::cuProfilerStop();
+        }
+        return;
+    }
+
     for policy in [EpPolicy::TensorRt, EpPolicy::Auto] {
-        let b = TensorRtBackend::new(config(policy), ctx.clone(), runtime);
+        let b = TensorRtBackend::new(setup.config(&fp32, policy, 1, false), ctx.clone(), runtime);
         match block_on(b.initialize()) {
             Ok(()) => println!(
                 "policy {policy:?}: runs on {} (fallback reason: {})",
@@ -143,81 +226,82 @@ fn main() {
             ),
             Err(e) => println!("policy {policy:?}: error: {e}"),
         }
-        step("shutting down the policy backend");
         block_on(b.shutdown()).ok();
-        step("dropping it");
-        drop(b);
     }
 
-    let gpu = TensorRtBackend::new(config(EpPolicy::Cuda), ctx.clone(), runtime);
-    block_on(gpu.initialize()).expect("CUDA backend");
-    let reference_model = cpu_model.clone().unwrap_or_else(|| model.clone());
-    let mut cpu = CpuBackend::new(runtime, &reference_model, &ModelOptions { threads: 16 })
-        .expect("CPU backend");
-    let mut worst_db = f64::INFINITY;
-    for (i, (w, h)) in [(96u32, 64u32), (127, 71), (320, 180)]
-        .into_iter()
-        .enumerate()
-    {
-        let img = picture(w, h, i as u32 + 1);
-        step(&format!("{w}x{h}: CPU"));
-        let reference = cpu.process(&img).expect("cpu");
-        step("upload");
-        let input = upload(&ctx, &img);
-        step("GPU process");
-        let out = block_on(gpu.process(input)).expect("gpu");
-        step("download");
-        let got = download(&ctx, &out);
-        let max_err = got
-            .iter()
-            .zip(&reference.data)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        let db = rave_cuda::quality::psnr(&got, &reference.data, 1.0);
-        worst_db = worst_db.min(db);
-        println!(
-            "accuracy {w}x{h}: CUDA EP vs CPU EP max_abs_err {max_err:.3e} PSNR {db:.1} dB ({precision})"
-        );
+    // Accuracy against the CPU backend running the FP32 model.
+    let mut cpu =
+        CpuBackend::new(runtime, &fp32, &ModelOptions { threads: 16 }).expect("CPU backend");
+    let mut failed = false;
+    let models: Vec<(PathBuf, f64)> = std::iter::once((fp32.clone(), 60.0))
+        .chain(fp16.iter().map(|p| (p.clone(), 45.0)))
+        .collect();
+    for (model, bar) in &models {
+        for (batch, graph) in [(1usize, false), (4, false), (1, true)] {
+            let b = setup.backend(setup.config(model, EpPolicy::Cuda, batch, graph));
+            let format = b.metadata().unwrap().tensor_format;
+            let mut worst = f64::INFINITY;
+            for (i, (w, h)) in [(96u32, 64u32), (127, 71), (320, 180)]
+                .into_iter()
+                .enumerate()
+            {
+                if graph && i > 0 {
+                    break; // graphs are captured for one size
+                }
+                let imgs: Vec<RgbImage> = (0..batch)
+                    .map(|k| picture(w, h, (i * 10 + k) as u32 + 1))
+                    .collect();
+                let inputs: Vec<GpuTexture> =
+                    imgs.iter().map(|m| upload(&ctx, m, format)).collect();
+                let outs = b.process_batch(&inputs).expect("gpu");
+                for (img, out) in imgs.iter().zip(&outs) {
+                    let reference = cpu.process(img).expect("cpu");
+                    let got = download(&ctx, out);
+                    worst = worst.min(rave_cuda::quality::psnr(&got, &reference.data, 1.0));
+                }
+            }
+            let ok = worst >= *bar;
+            failed |= !ok;
+            println!(
+                "accuracy {} batch {batch} graph {graph}: worst PSNR vs CPU FP32 {worst:.1} dB (bar {bar} dB) {}",
+                name(model),
+                if ok { "ok" } else { "FAIL" }
+            );
+            block_on(b.shutdown()).ok();
+        }
     }
 
-    let img = picture(1920, 1080, 7);
-    let input = upload(&ctx, &img);
-    let secs = time_frames(&gpu, &input, frames);
-    let m = gpu.inference_metrics();
-    println!(
-        "throughput 1920x1080 {} batch 1, CUDA EP, IO binding: {:.1} fps over {frames} frames ({:.2} ms/frame; inference avg {:.2} ms, peak {:.2} ms)",
-        model
-            .file_name()
-            .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
-        frames as f64 / secs,
-        secs * 1e3 / frames as f64,
-        m.avg_ms,
-        m.peak_ms
-    );
-    println!(
-        "ring: {:?}; VRAM (current, peak): {:?}",
-        gpu.ring_metrics(),
-        ctx.vram_usage()
-    );
-    block_on(gpu.shutdown()).ok();
-    drop(gpu);
-
-    // The same throughput with the CUDA provider's NHWC preference, for comparison.
-    let mut nhwc_config = config(EpPolicy::Cuda);
-    nhwc_config.cuda_prefer_nhwc = true;
-    let nhwc = TensorRtBackend::new(nhwc_config, ctx.clone(), runtime);
-    block_on(nhwc.initialize()).expect("CUDA backend (NHWC)");
-    let secs = time_frames(&nhwc, &input, frames);
-    println!(
-        "throughput 1920x1080 with prefer_nhwc: {:.1} fps over {frames} frames ({:.2} ms/frame)",
-        frames as f64 / secs,
-        secs * 1e3 / frames as f64
-    );
-    block_on(nhwc.shutdown()).ok();
-    if worst_db < bar_db {
-        eprintln!(
-            "FAIL: CUDA EP output is {worst_db:.1} dB from the CPU backend's (need >= {bar_db} dB, {precision})"
-        );
+    // Throughput table.
+    println!("| model | tensors | batch | CUDA graph | fps | binding | audit | host allocs |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (model, _) in &models {
+        let format = LoadedModel::inspect(runtime, model).unwrap().tensor_format;
+        let input = upload(&ctx, &picture(1920, 1080, 7), format);
+        for graph in [false, true] {
+            for &batch in &batches {
+                step(&format!("{} batch {batch} graph {graph}", name(model)));
+                let b = setup.backend(setup.config(model, EpPolicy::Cuda, batch, graph));
+                let fps = throughput(&b, &input, batch, frames);
+                let r = b.report();
+                println!(
+                    "| {} | {:?} | {batch} | {} | {fps:.1} | {} | {} | {} |",
+                    name(model),
+                    format,
+                    if graph { "on" } else { "off" },
+                    r.binding,
+                    r.audit_mismatches,
+                    r.host_allocations
+                        .map_or("not counted".into(), |n| n.to_string()),
+                );
+                block_on(b.shutdown()).ok();
+                let r = b.report();
+                eprintln!("report: {}", serde_json::to_string(&r).unwrap_or_default());
+            }
+        }
+    }
+    println!("VRAM (current, peak) bytes: {:?}", ctx.vram_usage());
+    if failed {
+        eprintln!("FAIL: accuracy below the bar");
         std::process::exit(1);
     }
 }

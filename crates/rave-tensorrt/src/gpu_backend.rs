@@ -1,31 +1,40 @@
 //! `TensorRtBackend`: the GPU backend of the seed. ONNX Runtime with the TensorRT provider
-//! (falling back to CUDA under `auto`, saying why) or CUDA alone, never the CPU silently;
-//! inputs and outputs bound by IO binding to device memory — the texture's own buffer in,
-//! an output-ring slot out — so no frame data passes through the host or is copied.
+//! (falling back to CUDA under `auto`, saying why) or CUDA alone, never the CPU silently
+//! (providers registered error-on-failure, CPU fallback of any node disabled); the image
+//! tensors bound to device memory through one reused IO binding.
 //!
-//! Not yet here (see the closing notes of the issue): FP16 inputs, micro-batching, INT8
-//! calibration, optimisation profiles, CUDA graphs, the debug-allocation guards.
+//! Batch 1 without CUDA graphs is zero-copy: the texture's own buffer is the input and an
+//! output-ring slot the output. Micro-batches and CUDA graphs need one contiguous input and
+//! fixed addresses, so frames are copied device-to-device into a staging pair and the
+//! results out into ring slots (two device copies per frame, no host copy); the report says
+//! which mode ran.
+//!
+//! ONNX Runtime's run is synchronous: when it returns, the output is written, so a ring
+//! slot handed downstream is complete. A slot is reused only once every downstream holder
+//! has dropped it (the ring checks the reference count).
 
-use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use ort::ep::{CUDA, TensorRT};
+use ort::ep::{ArbitrarilyConfigurableExecutionProvider, CUDA, TensorRT};
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::Session;
-use ort::value::{Shape, TensorElementType, TensorRefMut, ValueType};
 use rave_core::backend::{ModelMetadata, UpscaleBackend};
 use rave_core::error::{EngineError, Result};
 use rave_core::gpu::{GpuBuffer, GpuContext};
 use rave_core::metrics::StageMetrics;
-use rave_core::types::{GpuTexture, PixelFormat};
+use rave_core::types::GpuTexture;
 use tracing::{info, warn};
 
+use crate::backend_report::GpuBackendReport;
+use crate::batch::BatchConfig;
+use crate::device_binding::{DeviceBinding, Nchw};
+use crate::ep_options::{CudaSettings, Precision, ShapeProfile, TrtSettings};
 use crate::ep_policy::EpPolicy;
 use crate::model::LoadedModel;
-use crate::output_ring::{OutputRing, RingMetricsSnapshot};
+use crate::output_ring::OutputRing;
 use crate::provider_paths::{ProviderCandidate, ProviderKind, resolve};
 use crate::providers::preload_bridge;
 use crate::runtime::OrtRuntime;
@@ -39,7 +48,7 @@ pub struct GpuBackendConfig {
     pub policy: EpPolicy,
     /// CUDA device ordinal.
     pub device_id: i32,
-    /// Output ring slots (at least `downstream_capacity + 2`).
+    /// Output ring slots (at least `downstream_capacity + 1 + max_batch`).
     pub ring_size: usize,
     /// Frames the stage after inference may hold at once.
     pub downstream_capacity: usize,
@@ -47,16 +56,66 @@ pub struct GpuBackendConfig {
     pub provider_candidates: Vec<ProviderCandidate>,
     /// TensorRT engine cache folder (default: `trt_cache` beside the model).
     pub engine_cache: Option<PathBuf>,
-    /// Let TensorRT build FP16 kernels.
-    pub trt_fp16: bool,
-    /// Ask the CUDA provider for NHWC convolutions (faster on tensor cores for some models).
+    /// TensorRT kernel precision (the CUDA provider runs the model's own precision).
+    pub precision: Precision,
+    /// TensorRT builder workspace limit in bytes.
+    pub workspace_bytes: Option<usize>,
+    /// The clip's frame size, for TensorRT's optimisation profile.
+    pub frame_size: Option<(u32, u32)>,
+    /// Ask the CUDA provider for NHWC convolutions.
     pub cuda_prefer_nhwc: bool,
+    /// Capture CUDA graphs and replay them.
+    pub cuda_graph: bool,
+    /// Micro-batching.
+    pub batch: BatchConfig,
+}
+
+impl GpuBackendConfig {
+    /// Defaults for `model`: auto policy, device 0, batch 1, FP16 TensorRT kernels, no
+    /// graphs, the smallest safe ring for a downstream capacity of 4.
+    pub fn new(model: PathBuf, provider_candidates: Vec<ProviderCandidate>) -> Self {
+        let batch = BatchConfig::default();
+        Self {
+            model,
+            policy: EpPolicy::Auto,
+            device_id: 0,
+            ring_size: 4 + 1 + batch.max_batch,
+            downstream_capacity: 4,
+            provider_candidates,
+            engine_cache: None,
+            precision: Precision::Fp16,
+            workspace_bytes: None,
+            frame_size: None,
+            cuda_prefer_nhwc: true,
+            cuda_graph: false,
+            batch,
+        }
+    }
+
+    /// The fewest ring slots this configuration is safe with: every frame downstream, the
+    /// frames of one batch being written, and one more.
+    pub fn min_ring_slots(&self) -> usize {
+        self.downstream_capacity + 1 + self.batch.max_batch
+    }
+
+    /// Whether frames go through the staging pair (micro-batches or CUDA graphs).
+    pub fn staged(&self) -> bool {
+        self.batch.max_batch > 1 || self.cuda_graph
+    }
+}
+
+/// Device buffers for staged runs: `max_batch` inputs and outputs back to back.
+struct Staging {
+    input: GpuBuffer,
+    output: GpuBuffer,
+    dims: (u32, u32),
 }
 
 struct State {
     session: Session,
+    binding: DeviceBinding,
     ring: Option<OutputRing<GpuBuffer>>,
-    memory: MemoryInfo<'static>,
+    staging: Option<Staging>,
 }
 
 /// The GPU inference backend.
@@ -69,6 +128,34 @@ pub struct TensorRtBackend {
     fallback: OnceLock<String>,
     state: Mutex<Option<State>>,
     metrics: StageMetrics,
+    counters: crate::backend_report::Counters,
+}
+
+fn cuda_memory(device_id: i32) -> Result<MemoryInfo<'static>> {
+    MemoryInfo::new(
+        AllocationDevice::CUDA,
+        device_id,
+        AllocatorType::Device,
+        MemoryType::Default,
+    )
+    .map_err(|e| EngineError::Inference(format!("CUDA memory info: {e}")))
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or(s).trim().to_string()
+}
+
+fn cuda_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> EngineError {
+    move |e| EngineError::Cuda(format!("{what}: {e}"))
+}
+
+/// Queue a device-to-device copy of `bytes` on `stream`.
+fn copy_on(stream: &cudarc::driver::CudaStream, dst: u64, src: u64, bytes: usize) -> Result<()> {
+    // SAFETY: both ranges are live device allocations of this context of at least `bytes`
+    // (staging and ring buffers sized for the frame, textures checked by the caller), and
+    // stay alive until the stream is synchronized before they are handed on.
+    unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
+        .map_err(cuda_err("device copy"))
 }
 
 impl TensorRtBackend {
@@ -87,6 +174,7 @@ impl TensorRtBackend {
             fallback: OnceLock::new(),
             state: Mutex::new(None),
             metrics: StageMetrics::default(),
+            counters: Default::default(),
         }
     }
 
@@ -100,18 +188,46 @@ impl TensorRtBackend {
         self.fallback.get().map(String::as_str)
     }
 
-    /// Inference counters (frames, mean and peak latency).
-    pub fn inference_metrics(&self) -> rave_core::metrics::StageSnapshot {
-        self.metrics.snapshot("infer")
-    }
-
-    /// Output ring counters, once a frame has run.
-    pub fn ring_metrics(&self) -> Option<RingMetricsSnapshot> {
+    /// Everything the backend counted, for the run report.
+    pub fn report(&self) -> GpuBackendReport {
         let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        guard
+        let ring = guard
             .as_ref()
             .and_then(|s| s.ring.as_ref())
-            .map(|r| r.metrics())
+            .map(|r| (r.metrics(), r.len()));
+        GpuBackendReport::new(
+            &self.config,
+            self.selected_provider(),
+            self.fallback_reason(),
+            self.meta.get(),
+            self.metrics.snapshot("infer"),
+            ring,
+            &self.counters,
+        )
+    }
+
+    fn trt_settings(&self) -> TrtSettings {
+        TrtSettings {
+            engine_cache: self
+                .config
+                .engine_cache
+                .clone()
+                .unwrap_or_else(|| TrtSettings::default_cache_for(&self.config.model)),
+            precision: self.config.precision.clone(),
+            workspace_bytes: self.config.workspace_bytes,
+            profile: self
+                .config
+                .frame_size
+                .map(|(w, h)| ShapeProfile::for_clip(w, h, self.config.batch.max_batch as u32)),
+            cuda_graph: self.config.cuda_graph,
+        }
+    }
+
+    /// The image input's name, read from the model before the provider is chosen (the
+    /// TensorRT profile names it).
+    fn input_name(&self) -> Result<String> {
+        let meta = LoadedModel::inspect(self.runtime, &self.config.model)?;
+        Ok(meta.input_name)
     }
 
     fn build_session(&self, kind: ProviderKind) -> Result<Session> {
@@ -119,23 +235,26 @@ impl TensorRtBackend {
         preload_bridge(&found.dir).map_err(EngineError::RuntimeLibrary)?;
         let id = self.config.device_id;
         let ep = match kind {
-            ProviderKind::Cuda => CUDA::default()
-                .with_device_id(id)
-                .with_prefer_nhwc(self.config.cuda_prefer_nhwc)
-                .build(),
+            ProviderKind::Cuda => {
+                let settings = CudaSettings {
+                    prefer_nhwc: self.config.cuda_prefer_nhwc,
+                    cuda_graph: self.config.cuda_graph,
+                };
+                settings
+                    .entries(id)
+                    .into_iter()
+                    .fold(CUDA::default(), |ep, (k, v)| ep.with_arbitrary_config(k, v))
+                    .build()
+            }
             ProviderKind::TensorRt => {
-                let cache = self.config.engine_cache.clone().unwrap_or_else(|| {
-                    self.config
-                        .model
-                        .parent()
-                        .unwrap_or(std::path::Path::new("."))
-                        .join("trt_cache")
-                });
-                TensorRT::default()
-                    .with_device_id(id)
-                    .with_engine_cache(true)
-                    .with_engine_cache_path(cache.display())
-                    .with_fp16(self.config.trt_fp16)
+                let settings = self.trt_settings();
+                settings.prepare()?;
+                settings
+                    .entries(id, &self.input_name()?)?
+                    .into_iter()
+                    .fold(TensorRT::default(), |ep, (k, v)| {
+                        ep.with_arbitrary_config(k, v)
+                    })
                     .build()
             }
         };
@@ -145,60 +264,224 @@ impl TensorRtBackend {
         let builder =
             Session::builder(self.runtime.environment()).map_err(|e| failed(e.to_string()))?;
         let mut builder = builder
+            .with_config_entry("session.disable_cpu_ep_fallback", "1")
+            .map_err(|e| failed(e.to_string()))?
             .with_execution_providers([ep.error_on_failure()])
             .map_err(|e| failed(e.to_string()))?;
         builder
             .commit_from_file(&self.config.model)
             .map_err(|e| failed(e.to_string()))
     }
-}
 
-/// Bind `value` as input `name` exactly as it is. ort's safe `bind_input` protects borrowed
-/// tensors from aliasing by copying them (a device copy through a helper session), which
-/// both breaks the zero-copy contract and hung on the H200; the seed binds through the C API.
-fn bind_input_in_place(
-    binding: &mut ort::session::IoBinding,
-    name: &str,
-    value: &ort::value::TensorRefMut<'_, f32>,
-) -> Result<()> {
-    use ort::AsPointer;
-    let cname = std::ffi::CString::new(name)
-        .map_err(|_| EngineError::ModelMetadata(format!("input name {name:?} contains NUL")))?;
-    let api = ort::api();
-    // SAFETY: `binding` and `value` are live ORT objects for the duration of the call; ORT
-    // copies the name and keeps its own reference to the value until the binding is cleared
-    // or dropped, and the caller keeps the device memory alive until after the run.
-    let status = unsafe { (api.BindInput)(binding.ptr_mut(), cname.as_ptr(), value.ptr()) };
-    if status.0.is_null() {
-        return Ok(());
+    /// A mismatch between a bound address and the one the runtime used: a warning and a
+    /// count, or (feature `strict-no-host-copies`) an error.
+    fn audit(&self, what: &str, bound: u64, used: u64) -> Result<()> {
+        if bound == used {
+            return Ok(());
+        }
+        self.counters.audit_mismatch();
+        let message = format!(
+            "pointer audit: ONNX Runtime used {used:#x} for the {what}, not the bound {bound:#x} (a hidden copy)"
+        );
+        if cfg!(feature = "strict-no-host-copies") {
+            return Err(EngineError::InvariantViolation(message));
+        }
+        warn!("{message}");
+        Ok(())
     }
-    // SAFETY: a non-null status carries a NUL-terminated message owned by the status, which
-    // is released right after it is copied.
-    let message = unsafe {
-        let text = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0))
-            .to_string_lossy()
-            .into_owned();
-        (api.ReleaseStatus)(status.0);
-        text
-    };
-    Err(EngineError::Inference(format!(
-        "binding input {name}: {message}"
-    )))
+
+    /// Make the ring (and staging) fit frames of `w` x `h`; returns whether anything was
+    /// allocated (that call is not held to the no-allocation rule).
+    fn fit_buffers(
+        &self,
+        state: &mut State,
+        w: u32,
+        h: u32,
+        n_bytes: (usize, usize),
+    ) -> Result<bool> {
+        let (in_bytes, out_bytes) = n_bytes;
+        let ctx = &self.ctx;
+        let allocate = |bytes: usize| ctx.alloc(bytes).map(GpuBuffer::unpooled);
+        let mut changed = false;
+        match &mut state.ring {
+            Some(ring) if ring.needs_realloc((w, h)) => {
+                let freed = ring.reallocate((w, h), out_bytes, allocate)?;
+                ctx.vram_dec(freed);
+                changed = true;
+            }
+            Some(_) => {}
+            None => {
+                state.ring = Some(OutputRing::new(
+                    self.config.ring_size,
+                    self.config.min_ring_slots() - 2,
+                    (w, h),
+                    out_bytes,
+                    allocate,
+                )?);
+                changed = true;
+            }
+        }
+        if self.config.staged() && state.staging.as_ref().map(|s| s.dims) != Some((w, h)) {
+            if state.staging.is_some() && self.config.cuda_graph {
+                return Err(EngineError::DimensionMismatch(format!(
+                    "the frame size changed to {w}x{h} mid-stream; CUDA graphs are captured for one size (run without --cuda-graph)"
+                )));
+            }
+            let n = self.config.batch.max_batch;
+            state.staging = Some(Staging {
+                input: ctx.alloc_pooled(in_bytes * n)?,
+                output: ctx.alloc_pooled(out_bytes * n)?,
+                dims: (w, h),
+            });
+            changed = true;
+        }
+        Ok(changed)
+    }
+
+    /// Run `inputs` (one frame, or one micro-batch) and hand each result to `sink` in order.
+    /// Returns whether buffers were (re)allocated on this call.
+    fn infer_frames(
+        &self,
+        inputs: &[GpuTexture],
+        sink: &mut dyn FnMut(GpuTexture),
+    ) -> Result<bool> {
+        let meta = self.meta.get().ok_or(EngineError::NotInitialized)?;
+        let Some(first) = inputs.first() else {
+            return Ok(false);
+        };
+        let (w, h, s, n) = (first.width, first.height, meta.scale, inputs.len());
+        if n > self.config.batch.max_batch {
+            return Err(EngineError::Config(format!(
+                "a batch of {n} frames exceeds --max-batch {}",
+                self.config.batch.max_batch
+            )));
+        }
+        for t in inputs {
+            if t.format != meta.tensor_format {
+                return Err(EngineError::FormatMismatch {
+                    expected: meta.tensor_format,
+                    actual: t.format,
+                });
+            }
+            if (t.width, t.height) != (w, h) {
+                return Err(EngineError::DimensionMismatch(format!(
+                    "one batch holds {w}x{h} and {}x{} frames",
+                    t.width, t.height
+                )));
+            }
+        }
+        if !meta.accepts(w, h) {
+            return Err(EngineError::DimensionMismatch(format!(
+                "model {} does not take {w}x{h}",
+                meta.name
+            )));
+        }
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = guard.as_mut().ok_or(EngineError::NotInitialized)?;
+        let one_in: Nchw = [1, 3, i64::from(h), i64::from(w)];
+        let one_out: Nchw = [1, 3, i64::from(h * s), i64::from(w * s)];
+        let (in_bytes, out_bytes) = (state.binding.bytes(&one_in), state.binding.bytes(&one_out));
+        for t in inputs {
+            if t.data.capacity() < in_bytes {
+                return Err(EngineError::BufferTooSmall {
+                    required: in_bytes,
+                    available: t.data.capacity(),
+                });
+            }
+            // The preprocess work that wrote the input must be done before the runtime reads it.
+            t.data
+                .stream()
+                .synchronize()
+                .map_err(cuda_err("input sync"))?;
+        }
+        let changed = self.fit_buffers(state, w, h, (in_bytes, out_bytes))?;
+        let t0 = Instant::now();
+        let State {
+            session,
+            binding,
+            ring,
+            staging,
+        } = state;
+        let ring = ring.as_mut().expect("fit_buffers made the ring");
+        match staging {
+            None => {
+                let slot = ring.acquire()?;
+                let (in_ptr, out_ptr) = (first.device_ptr(), slot.device_addr());
+                let used = binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0)?;
+                self.audit("output", out_ptr, used)?;
+                self.metrics.record(t0.elapsed());
+                sink(GpuTexture {
+                    data: slot,
+                    width: w * s,
+                    height: h * s,
+                    pitch: (w * s) as usize * meta.tensor_format.element_bytes(),
+                    format: meta.tensor_format,
+                });
+            }
+            Some(stage) => {
+                let stream = &self.ctx.streams().inference;
+                let (stage_in, stage_out) = (stage.input.device_addr(), stage.output.device_addr());
+                for (i, t) in inputs.iter().enumerate() {
+                    copy_on(
+                        stream,
+                        stage_in + (i * in_bytes) as u64,
+                        t.device_ptr(),
+                        in_bytes,
+                    )?;
+                }
+                stream.synchronize().map_err(cuda_err("staging sync"))?;
+                let mut shape_in = one_in;
+                let mut shape_out = one_out;
+                (shape_in[0], shape_out[0]) = (n as i64, n as i64);
+                let graph = if self.config.cuda_graph { n } else { 0 };
+                let used =
+                    binding.run(session, stage_in, &shape_in, stage_out, &shape_out, graph)?;
+                self.audit("output", stage_out, used)?;
+                let mut slots: [Option<Arc<GpuBuffer>>; MAX_BATCH] = Default::default();
+                for (i, slot) in slots.iter_mut().take(n).enumerate() {
+                    let buf = ring.acquire()?;
+                    copy_on(
+                        stream,
+                        buf.device_addr(),
+                        stage_out + (i * out_bytes) as u64,
+                        out_bytes,
+                    )?;
+                    *slot = Some(buf);
+                }
+                stream.synchronize().map_err(cuda_err("staging sync"))?;
+                self.counters.batch(n);
+                let per_frame = t0.elapsed() / n as u32;
+                for slot in slots.iter_mut().take(n) {
+                    self.metrics.record(per_frame);
+                    sink(GpuTexture {
+                        data: slot.take().expect("filled above"),
+                        width: w * s,
+                        height: h * s,
+                        pitch: (w * s) as usize * meta.tensor_format.element_bytes(),
+                        format: meta.tensor_format,
+                    });
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Upscale a micro-batch (at most `max_batch` frames of one size) in one inference; the
+    /// results come back in input order.
+    pub fn process_batch(&self, inputs: &[GpuTexture]) -> Result<Vec<GpuTexture>> {
+        let mut out = Vec::with_capacity(inputs.len());
+        self.infer_frames(inputs, &mut |t| out.push(t))?;
+        Ok(out)
+    }
+
+    /// Largest micro-batch this backend takes.
+    pub fn max_batch(&self) -> usize {
+        self.config.batch.max_batch
+    }
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or(s).trim().to_string()
-}
-
-fn cuda_memory(device_id: i32) -> Result<MemoryInfo<'static>> {
-    MemoryInfo::new(
-        AllocationDevice::CUDA,
-        device_id,
-        AllocatorType::Device,
-        MemoryType::Default,
-    )
-    .map_err(|e| EngineError::Inference(format!("CUDA memory info: {e}")))
-}
+/// Largest `--max-batch` accepted.
+pub const MAX_BATCH: usize = 16;
 
 #[async_trait]
 impl UpscaleBackend for TensorRtBackend {
@@ -209,11 +492,17 @@ impl UpscaleBackend for TensorRtBackend {
                 "backend initialized twice".into(),
             ));
         }
-        if self.config.ring_size < self.config.downstream_capacity + 2 {
+        if self.config.batch.max_batch > MAX_BATCH {
             return Err(EngineError::Config(format!(
-                "output ring of {} slots needs at least downstream capacity + 2 = {}",
+                "--max-batch {}: at most {MAX_BATCH}",
+                self.config.batch.max_batch
+            )));
+        }
+        if self.config.ring_size < self.config.min_ring_slots() {
+            return Err(EngineError::Config(format!(
+                "output ring of {} slots needs at least downstream capacity + 1 + max batch = {}",
                 self.config.ring_size,
-                self.config.downstream_capacity + 2
+                self.config.min_ring_slots()
             )));
         }
         let mut last_err = None;
@@ -237,124 +526,54 @@ impl UpscaleBackend for TensorRtBackend {
             return Err(last_err
                 .unwrap_or_else(|| EngineError::InvariantViolation("no provider tried".into())));
         };
-        let input_type = match session.inputs()[0].dtype() {
-            ValueType::Tensor { ty, .. } => *ty,
-            _ => TensorElementType::Float32,
-        };
-        if input_type != TensorElementType::Float32 {
-            return Err(EngineError::ModelMetadata(format!(
-                "{}: the GPU backend runs fp32-input models for now; this one takes {input_type:?}",
-                self.config.model.display()
-            )));
-        }
-        let loaded = LoadedModel::describe(session, &self.config.model, false)?;
-        info!(model = %loaded.metadata.name, scale = loaded.metadata.scale, provider = kind.label(), "GPU backend ready");
-        let _ = self.meta.set(loaded.metadata);
+        let loaded = LoadedModel::describe(session, &self.config.model, true)?;
+        self.config
+            .batch
+            .validate(&loaded.metadata, &self.config.model)?;
+        let meta = loaded.metadata;
+        let binding = DeviceBinding::new(
+            &loaded.session,
+            &meta.input_name,
+            &meta.output_name,
+            meta.tensor_format,
+            cuda_memory(self.config.device_id)?,
+            if self.config.cuda_graph {
+                self.config.batch.max_batch
+            } else {
+                0
+            },
+        )?;
+        info!(model = %meta.name, scale = meta.scale, provider = kind.label(), format = ?meta.tensor_format, max_batch = self.config.batch.max_batch, cuda_graph = self.config.cuda_graph, "GPU backend ready");
+        let _ = self.meta.set(meta);
         let _ = self.provider.set(kind);
         *guard = Some(State {
             session: loaded.session,
+            binding,
             ring: None,
-            memory: cuda_memory(self.config.device_id)?,
+            staging: None,
         });
         Ok(())
     }
 
     async fn process(&self, input: GpuTexture) -> Result<GpuTexture> {
-        if input.format != PixelFormat::RgbPlanarF32 {
-            return Err(EngineError::FormatMismatch {
-                expected: PixelFormat::RgbPlanarF32,
-                actual: input.format,
-            });
-        }
-        let meta = self.meta.get().ok_or(EngineError::NotInitialized)?;
-        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let state = guard.as_mut().ok_or(EngineError::NotInitialized)?;
-        let (w, h, s) = (input.width, input.height, meta.scale);
-        if !meta.accepts(w, h) {
-            return Err(EngineError::DimensionMismatch(format!(
-                "model {} does not take {w}x{h}",
-                meta.name
-            )));
-        }
-        let out_bytes = 3 * (w * s) as usize * (h * s) as usize * 4;
-        let ctx = &self.ctx;
-        let allocate = |bytes: usize| ctx.alloc(bytes).map(GpuBuffer::unpooled);
-        match &mut state.ring {
-            Some(ring) if ring.needs_realloc((w, h)) => {
-                let freed = ring.reallocate((w, h), out_bytes, allocate)?;
-                ctx.vram_dec(freed);
-            }
-            Some(_) => {}
-            None => {
-                state.ring = Some(OutputRing::new(
-                    self.config.ring_size,
-                    self.config.downstream_capacity,
-                    (w, h),
-                    out_bytes,
-                    allocate,
-                )?);
+        #[cfg(feature = "debug-alloc")]
+        let scope = rave_core::debug_alloc::CountScope::begin();
+        let mut out = None;
+        let changed = self.infer_frames(std::slice::from_ref(&input), &mut |t| out = Some(t))?;
+        #[cfg(feature = "debug-alloc")]
+        {
+            let allocations = scope.finish();
+            if !changed && allocations > 0 {
+                self.counters.host_allocations(allocations);
+                let message = format!("{allocations} host allocations while processing one frame");
+                if cfg!(feature = "strict-no-host-copies") {
+                    return Err(EngineError::InvariantViolation(message));
+                }
+                warn!("{message}");
             }
         }
-        let slot = state.ring.as_mut().expect("ring set above").acquire()?;
-        let out_ptr = slot.device_addr();
-        // The preprocess work that wrote the input must be done before ONNX Runtime reads it.
-        input
-            .data
-            .stream()
-            .synchronize()
-            .map_err(|e| EngineError::Cuda(format!("input sync: {e}")))?;
-        let in_ptr = input.device_ptr();
-        let in_shape = Shape::from([1i64, 3, i64::from(h), i64::from(w)]);
-        let out_shape = Shape::from([1i64, 3, i64::from(h * s), i64::from(w * s)]);
-        let infer = |e: ort::Error| EngineError::Inference(e.to_string());
-        // SAFETY: `in_ptr` addresses the texture's device buffer of 3*w*h f32 (format checked
-        // above) and `out_ptr` a ring slot of `out_bytes`; both are CUDA memory of this
-        // context, and both buffers (`input`, `slot`) outlive the tensors, which are dropped
-        // at the end of this call.
-        let (input_t, output_t) = unsafe {
-            (
-                TensorRefMut::<f32>::from_raw(
-                    state.memory.clone(),
-                    in_ptr as *mut c_void,
-                    in_shape,
-                )
-                .map_err(infer)?,
-                TensorRefMut::<f32>::from_raw(
-                    state.memory.clone(),
-                    out_ptr as *mut c_void,
-                    out_shape,
-                )
-                .map_err(infer)?,
-            )
-        };
-        let mut binding = state.session.create_binding().map_err(infer)?;
-        bind_input_in_place(&mut binding, &meta.input_name, &input_t)?;
-        binding
-            .bind_output(meta.output_name.as_str(), output_t)
-            .map_err(infer)?;
-        let t = Instant::now();
-        let outputs = state.session.run_binding(&binding).map_err(infer)?;
-        // Pointer-identity audit: the runtime must have written into our slot.
-        let written = outputs[0]
-            .view()
-            .downcast::<ort::value::DynTensorValueType>()
-            .map_err(infer)?
-            .data_ptr() as u64;
-        if written != out_ptr {
-            return Err(EngineError::InvariantViolation(format!(
-                "ONNX Runtime wrote the output to {written:#x}, not the bound ring slot {out_ptr:#x}"
-            )));
-        }
-        drop(outputs);
-        binding.synchronize_outputs().map_err(infer)?;
-        self.metrics.record(t.elapsed());
-        Ok(GpuTexture {
-            data: slot,
-            width: w * s,
-            height: h * s,
-            pitch: (w * s) as usize * 4,
-            format: PixelFormat::RgbPlanarF32,
-        })
+        let _ = changed;
+        out.ok_or_else(|| EngineError::InvariantViolation("inference produced no frame".into()))
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -367,9 +586,11 @@ impl UpscaleBackend for TensorRtBackend {
                     reuse = m.reuse,
                     contention = m.contention,
                     first_use = m.first_use,
+                    reallocations = m.reallocations,
                     "output ring"
                 );
                 self.ctx.vram_dec(ring.slot_bytes() * ring.len());
+                self.counters.keep_ring((m, ring.len()));
             }
             let m = self.metrics.snapshot("infer");
             info!(

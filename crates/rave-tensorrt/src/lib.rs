@@ -1,7 +1,11 @@
 //! Inference backends on ONNX Runtime: the runtime library loader with its search order,
 //! model loading and metadata shared by every backend, and the CPU backend.
 
+pub mod backend_report;
+pub mod batch;
 pub mod cpu_backend;
+pub mod device_binding;
+pub mod ep_options;
 pub mod ep_policy;
 pub mod gpu_backend;
 pub mod model;

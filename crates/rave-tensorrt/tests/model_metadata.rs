@@ -2,33 +2,11 @@
 //! dynamic sizes, tensor precision, batch axis, scale from shapes or from a probe run, and
 //! clear rejections of models that are not image-to-image.
 
-use std::path::PathBuf;
+mod common;
 
+use common::{fixture, runtime};
 use rave_core::types::PixelFormat;
-use rave_tensorrt::{LoadedModel, OrtRuntime, RuntimeCandidate};
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(name)
-}
-
-fn runtime() -> &'static OrtRuntime {
-    let mut candidates = Vec::new();
-    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH") {
-        candidates.push(RuntimeCandidate::new(p, "ORT_DYLIB_PATH"));
-    }
-    let home = std::env::var_os("RAVE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".local/share/rave")
-        });
-    candidates.push(RuntimeCandidate::new(
-        home.join("lib/libonnxruntime.so"),
-        "RAVE_HOME",
-    ));
-    OrtRuntime::load(&candidates).expect("ONNX Runtime (run scripts/setup.sh)")
-}
+use rave_tensorrt::LoadedModel;
 
 #[test]
 fn dynamic_model_scale_comes_from_a_probe_run() {

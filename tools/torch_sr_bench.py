@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""PyTorch reference for the GPU backend: runs an ONNX super-resolution graph of the ops
+RAVE's converted models use (Conv, PRelu, DepthToSpace, Resize, Add, Identity, Cast) as
+plain PyTorch operations, the way people run these models today, and times it.
+
+  torch_sr_bench.py export MODEL.onnx SPEC.npz      (here, needs onnx: weights + node list)
+  torch_sr_bench.py bench SPEC.npz [W H FRAMES]     (on the GPU machine, needs torch)
+
+bench prints fps for FP32 and FP16 (channels_last, cudnn.benchmark), batch 1, at W x H
+(default 1920x1080), timed with CUDA events after warm-up, and the FP16-vs-FP32 PSNR.
+"""
+import json
+import sys
+
+
+def export(model_path, out):
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    m = onnx.load(model_path)
+    arrays = {f"w{i}": numpy_helper.to_array(t) for i, t in enumerate(m.graph.initializer)}
+    names = {t.name: f"w{i}" for i, t in enumerate(m.graph.initializer)}
+    nodes = []
+    for n in m.graph.node:
+        attrs = {}
+        for a in n.attribute:
+            v = helper.get_attribute_value(a)
+            attrs[a.name] = v.decode() if isinstance(v, bytes) else (list(v) if isinstance(v, (list, tuple)) or hasattr(v, "__iter__") and not isinstance(v, str) else v)
+        nodes.append({"op": n.op_type, "in": list(n.input), "out": list(n.output), "attrs": attrs})
+    spec = {"nodes": nodes, "params": names, "input": m.graph.input[0].name, "output": m.graph.output[0].name}
+    np.savez(out, spec=np.frombuffer(json.dumps(spec).encode(), dtype=np.uint8), **arrays)
+    print(out)
+
+
+def build(spec_path, device, dtype):
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    z = np.load(spec_path)
+    spec = json.loads(bytes(z["spec"]).decode())
+    params = {k: torch.from_numpy(np.array(z[v])).to(device) for k, v in spec["params"].items()}
+    for k, t in params.items():
+        if t.is_floating_point():
+            params[k] = t.to(dtype)
+
+    def run(x):
+        env = {spec["input"]: x}
+        get = lambda n: env[n] if n in env else params[n]
+        for n in spec["nodes"]:
+            op, a, i = n["op"], n["attrs"], n["in"]
+            if op == "Conv":
+                p = a.get("pads", [0, 0, 0, 0])
+                y = F.conv2d(get(i[0]), get(i[1]), get(i[2]) if len(i) > 2 else None, padding=(p[0], p[1]))
+            elif op == "PRelu":
+                y = F.prelu(get(i[0]), get(i[1]).reshape(-1))
+            elif op == "DepthToSpace":
+                y = F.pixel_shuffle(get(i[0]), a["blocksize"])
+            elif op == "Resize":
+                s = params[i[2]].float().tolist()
+                mode = "nearest" if a.get("mode") == "nearest" else "bicubic"
+                kw = {} if mode == "nearest" else {"align_corners": False}
+                y = F.interpolate(get(i[0]), scale_factor=(s[2], s[3]), mode=mode, **kw)
+            elif op == "Add":
+                y = get(i[0]) + get(i[1])
+            elif op in ("Identity", "Cast"):
+                y = get(i[0])
+            else:
+                raise SystemExit(f"op {op} not supported by this reference")
+            env[n["out"][0]] = y
+        return env[spec["output"]]
+
+    return run
+
+
+def bench(spec_path, w=1920, h=1080, frames=100):
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    x32 = torch.rand(1, 3, h, w, device=dev)
+    results = {}
+    outs = {}
+    for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
+        run = build(spec_path, dev, dtype)
+        x = x32.to(dtype).contiguous(memory_format=torch.channels_last)
+        with torch.inference_mode():
+            for _ in range(5):
+                y = run(x)
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(frames):
+                y = run(x)
+            end.record()
+            torch.cuda.synchronize()
+        ms = start.elapsed_time(end) / frames
+        results[name] = 1000.0 / ms
+        outs[name] = y.float().clamp(0, 1)
+        print(f"torch {name} {w}x{h} batch 1 channels_last cudnn.benchmark: {1000.0 / ms:.1f} fps ({ms:.2f} ms/frame)")
+    mse = torch.mean((outs["fp16"] - outs["fp32"]) ** 2).item()
+    psnr = float("inf") if mse == 0 else 10 * torch.log10(torch.tensor(1.0 / mse)).item()
+    print(f"torch fp16 vs fp32 PSNR: {psnr:.1f} dB")
+    print(json.dumps({"torch_fps": results, "fp16_vs_fp32_psnr_db": psnr}))
+
+
+def main(argv):
+    if len(argv) >= 4 and argv[1] == "export":
+        export(argv[2], argv[3])
+    elif len(argv) >= 3 and argv[1] == "bench":
+        rest = [int(v) for v in argv[3:6]]
+        bench(argv[2], *rest)
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
