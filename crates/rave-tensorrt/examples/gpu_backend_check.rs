@@ -6,8 +6,10 @@
 //! - throughput at 1920x1080 for each model, batch size and CUDA-graph setting, printed as a
 //!   table, with the backend's own report (binding mode, ring, audit, host allocations).
 //!
-//! Usage: ORT_DYLIB_PATH=/path/libonnxruntime.so gpu_backend_check FP32.onnx [FP16.onnx] [FRAMES] [BATCHES]
+//! Usage: ORT_DYLIB_PATH=/path/libonnxruntime.so gpu_backend_check FP32.onnx [FP16.onnx] [FRAMES] [BATCHES] [MORE.onnx,...]
 //!   BATCHES: comma-separated batch sizes (default 1,2,4,8).
+//!   MORE: further models timed at batch 1 only (e.g. the unfolded ncnn structure).
+//! The CUDA provider's NHWC and conv-bias-fusion switches are compared on the FP16 model.
 //! With RAVE_PROFILE_REGION=1 only the FP16 batch-1 case runs, with the CUDA profiler
 //! started around 5 frames (for `ncu --profile-from-start off`).
 
@@ -141,9 +143,13 @@ impl Setup<'_> {
     }
 
     fn backend(&self, config: GpuBackendConfig) -> TensorRtBackend {
+        self.try_backend(config).expect("CUDA backend")
+    }
+
+    fn try_backend(&self, config: GpuBackendConfig) -> rave_core::Result<TensorRtBackend> {
         let b = TensorRtBackend::new(config, self.ctx.clone(), self.runtime);
-        block_on(b.initialize()).expect("CUDA backend");
-        b
+        block_on(b.initialize())?;
+        Ok(b)
     }
 }
 
@@ -197,10 +203,18 @@ fn main() {
         candidates: &candidates,
     };
     let ctx = setup.ctx.clone();
+    let extra: Vec<PathBuf> = args
+        .get(4)
+        .map(|v| v.split(',').map(PathBuf::from).collect())
+        .unwrap_or_default();
+    let switch = |name: &str, default: bool| std::env::var(name).map_or(default, |v| v == "1");
     let profile = std::env::var_os("RAVE_PROFILE_REGION").is_some();
     if profile {
         let model = fp16.clone().unwrap_or_else(|| fp32.clone());
-        let b = setup.backend(setup.config(&model, EpPolicy::Cuda, 1, false));
+        let mut c = setup.config(&model, EpPolicy::Cuda, 1, false);
+        c.cuda_prefer_nhwc = switch("RAVE_NHWC", true);
+        c.cuda_fuse_conv_bias = switch("RAVE_FUSE_CONV_BIAS", false);
+        let b = setup.backend(c);
         let format = b.metadata().unwrap().tensor_format;
         let input = upload(&ctx, &picture(1920, 1080, 7), format);
         throughput(&b, &input, 1, 5);
@@ -298,6 +312,37 @@ fn main() {
                 eprintln!("report: {}", serde_json::to_string(&r).unwrap_or_default());
             }
         }
+    }
+    // The CUDA provider's layout and fusion switches, batch 1.
+    println!("| model | prefer_nhwc | fuse_conv_bias | fps (batch 1) |");
+    println!("|---|---|---|---|");
+    for (model, _) in &models {
+        let format = LoadedModel::inspect(runtime, model).unwrap().tensor_format;
+        let input = upload(&ctx, &picture(1920, 1080, 7), format);
+        for nhwc in [false, true] {
+            for fuse in [false, true] {
+                let mut c = setup.config(model, EpPolicy::Cuda, 1, false);
+                c.cuda_prefer_nhwc = nhwc;
+                c.cuda_fuse_conv_bias = fuse;
+                let fps = match setup.try_backend(c) {
+                    Ok(b) => {
+                        let fps = throughput(&b, &input, 1, frames);
+                        block_on(b.shutdown()).ok();
+                        format!("{fps:.1}")
+                    }
+                    Err(e) => format!("error: {e}"),
+                };
+                println!("| {} | {nhwc} | {fuse} | {fps} |", name(model));
+            }
+        }
+    }
+    for model in &extra {
+        let format = LoadedModel::inspect(runtime, model).unwrap().tensor_format;
+        let input = upload(&ctx, &picture(1920, 1080, 7), format);
+        let b = setup.backend(setup.config(model, EpPolicy::Cuda, 1, false));
+        let fps = throughput(&b, &input, 1, frames);
+        println!("| {} | true | false | {fps:.1} |", name(model));
+        block_on(b.shutdown()).ok();
     }
     println!("VRAM (current, peak) bytes: {:?}", ctx.vram_usage());
     if failed {

@@ -178,6 +178,9 @@ pub struct CudaSettings {
     pub prefer_nhwc: bool,
     /// Capture and replay CUDA graphs.
     pub cuda_graph: bool,
+    /// Let cuDNN add the convolution bias inside the convolution (its fused kernels) instead
+    /// of in a separate pass over the output.
+    pub fuse_conv_bias: bool,
 }
 
 impl CudaSettings {
@@ -190,6 +193,7 @@ impl CudaSettings {
             ("cudnn_conv_use_max_workspace", flag(true)),
             ("prefer_nhwc", flag(self.prefer_nhwc)),
             ("enable_cuda_graph", flag(self.cuda_graph)),
+            ("fuse_conv_bias", flag(self.fuse_conv_bias)),
         ]
     }
 }
@@ -280,8 +284,10 @@ mod tests {
         let e = CudaSettings {
             prefer_nhwc: true,
             cuda_graph: true,
+            fuse_conv_bias: false,
         }
         .entries(2);
+        assert_eq!(value(&e, "fuse_conv_bias"), Some("0"));
         assert_eq!(value(&e, "cudnn_conv_algo_search"), Some("EXHAUSTIVE"));
         assert_eq!(value(&e, "prefer_nhwc"), Some("1"));
         assert_eq!(value(&e, "enable_cuda_graph"), Some("1"));

@@ -64,6 +64,8 @@ pub struct GpuBackendConfig {
     pub frame_size: Option<(u32, u32)>,
     /// Ask the CUDA provider for NHWC convolutions.
     pub cuda_prefer_nhwc: bool,
+    /// Ask the CUDA provider to fuse convolution bias into cuDNN's convolution.
+    pub cuda_fuse_conv_bias: bool,
     /// Capture CUDA graphs and replay them.
     pub cuda_graph: bool,
     /// Micro-batching.
@@ -87,6 +89,7 @@ impl GpuBackendConfig {
             workspace_bytes: None,
             frame_size: None,
             cuda_prefer_nhwc: true,
+            cuda_fuse_conv_bias: false,
             cuda_graph: false,
             batch,
         }
@@ -239,6 +242,7 @@ impl TensorRtBackend {
                 let settings = CudaSettings {
                     prefer_nhwc: self.config.cuda_prefer_nhwc,
                     cuda_graph: self.config.cuda_graph,
+                    fuse_conv_bias: self.config.cuda_fuse_conv_bias,
                 };
                 settings
                     .entries(id)
