@@ -179,7 +179,8 @@ pub struct CudaSettings {
     /// Capture and replay CUDA graphs.
     pub cuda_graph: bool,
     /// Let cuDNN add the convolution bias inside the convolution (its fused kernels) instead
-    /// of in a separate pass over the output.
+    /// of in a separate pass over the output. Applied only with `prefer_nhwc`: on the H200,
+    /// cuDNN found no fused plan for half-precision NCHW convolutions.
     pub fuse_conv_bias: bool,
 }
 
@@ -193,7 +194,7 @@ impl CudaSettings {
             ("cudnn_conv_use_max_workspace", flag(true)),
             ("prefer_nhwc", flag(self.prefer_nhwc)),
             ("enable_cuda_graph", flag(self.cuda_graph)),
-            ("fuse_conv_bias", flag(self.fuse_conv_bias)),
+            ("fuse_conv_bias", flag(self.fuse_conv_bias && self.prefer_nhwc)),
         ]
     }
 }
@@ -288,6 +289,20 @@ mod tests {
         }
         .entries(2);
         assert_eq!(value(&e, "fuse_conv_bias"), Some("0"));
+        let nchw = CudaSettings {
+            prefer_nhwc: false,
+            cuda_graph: false,
+            fuse_conv_bias: true,
+        }
+        .entries(0);
+        assert_eq!(value(&nchw, "fuse_conv_bias"), Some("0"), "fusion needs NHWC");
+        let fused = CudaSettings {
+            prefer_nhwc: true,
+            cuda_graph: false,
+            fuse_conv_bias: true,
+        }
+        .entries(0);
+        assert_eq!(value(&fused, "fuse_conv_bias"), Some("1"));
         assert_eq!(value(&e, "cudnn_conv_algo_search"), Some("EXHAUSTIVE"));
         assert_eq!(value(&e, "prefer_nhwc"), Some("1"));
         assert_eq!(value(&e, "enable_cuda_graph"), Some("1"));

@@ -245,11 +245,13 @@ fn probe_scale(
     let n = input.batch.map_or(1, |b| b as usize);
     let shape = [n, 3, h, w];
     let len = n * 3 * h * w;
+    // A failing run is the runtime's or the provider's problem, not proof of a bad model.
     let failed = |e: ort::Error| {
-        not_image_model(
-            path,
-            format!("a {w}x{h} probe run failed: {}", first_line(&e.to_string())),
-        )
+        EngineError::Inference(format!(
+            "{}: measuring the scale with a {w}x{h} probe frame failed: {}",
+            path.display(),
+            first_line(&e.to_string())
+        ))
     };
     let (half_data, full_data) = (vec![half::f16::from_f32(0.5); len], vec![0.5f32; len]);
     let outputs = if format == PixelFormat::RgbPlanarF16 {
