@@ -19,7 +19,11 @@ Exit codes:
 Environment:
   RAVE_HOME        install folder (default ~/.local/share/rave): models/ and lib/
   RAVE_MODELS_DIR  extra folder searched first for -m NAME
-  ORT_DYLIB_PATH   the ONNX Runtime library to load (libonnxruntime.so)
+  ORT_DYLIB_PATH   the ONNX Runtime library to load (libonnxruntime.so); its folder is also
+                   searched for the GPU provider libraries
+  ORT_LIB_LOCATION another folder searched for the GPU provider libraries
+  RAVE_ORT_TENSORRT  GPU provider when --backend is absent: auto (default); 0/off/false/cuda/
+                   cuda-only for CUDA; 1/on/true/trt/trt-only for TensorRT
   RAVE_LOG         log filter (e.g. info, debug)";
 
 /// RAVE upscales video with AI super-resolution models, keeping audio, subtitles,
@@ -93,10 +97,37 @@ pub enum CodecArg {
 /// Where inference runs.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum DeviceArg {
-    /// The GPU when this build can use one, else the CPU.
+    /// The GPU when its driver, ONNX Runtime's GPU providers and the model all come up; else
+    /// the CPU, and the report says why.
     Auto,
     /// The CPU.
     Cpu,
+    /// The GPU, or an error saying what is missing.
+    Gpu,
+}
+
+/// GPU execution provider.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BackendArg {
+    /// TensorRT, falling back to CUDA with the reason in the report.
+    Auto,
+    /// TensorRT only.
+    Tensorrt,
+    /// CUDA only.
+    Cuda,
+}
+
+/// Inference precision on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionArg {
+    /// FP16 where available (the model's -fp16 variant; FP16 TensorRT kernels).
+    Auto,
+    /// Float32 throughout.
+    Fp32,
+    /// Half precision (needs the -fp16 variant of a float32 model).
+    Fp16,
+    /// TensorRT INT8 with --int8-calibration.
+    Int8,
 }
 
 /// How progress is shown.
@@ -136,6 +167,42 @@ pub struct RunArgs {
     /// Progress display.
     #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
     pub progress: ProgressArg,
+    /// GPU options.
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+/// Options of the GPU path.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "GPU")]
+pub struct GpuArgs {
+    /// GPU to use (see `rave devices`).
+    #[arg(long = "gpu", value_name = "N", default_value_t = 0)]
+    pub gpu_index: usize,
+    /// Execution provider (default: RAVE_ORT_TENSORRT, else auto).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
+    /// Precision.
+    #[arg(long, value_enum, default_value_t = PrecisionArg::Auto)]
+    pub precision: PrecisionArg,
+    /// TensorRT INT8 calibration table (with --precision int8).
+    #[arg(long, value_name = "FILE")]
+    pub int8_calibration: Option<PathBuf>,
+    /// Where TensorRT keeps built engines (default: trt_cache beside the model).
+    #[arg(long, value_name = "DIR")]
+    pub engine_cache: Option<PathBuf>,
+    /// TensorRT builder workspace limit in MiB (default: TensorRT's).
+    #[arg(long, value_name = "MIB")]
+    pub trt_workspace: Option<usize>,
+    /// Frames per inference (needs a model with a dynamic batch axis; 1 is fastest measured).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub max_batch: usize,
+    /// Longest wait for a batch to fill, from its first frame.
+    #[arg(long, value_name = "MS", default_value_t = 8.0)]
+    pub batch_deadline_ms: f64,
+    /// Capture CUDA graphs and replay them (frames then pass through a staging copy).
+    #[arg(long)]
+    pub cuda_graph: bool,
 }
 
 /// `rave upscale`.

@@ -120,13 +120,21 @@ pub fn resolve_model(spec: &str, dirs: &[PathBuf]) -> Result<PathBuf> {
 /// Where to look for the GPU provider libraries, in the seed's order, starting beside the
 /// ONNX Runtime library in use.
 pub fn provider_candidates(runtime_library: &Path) -> Vec<ProviderCandidate> {
+    let mut inputs = provider_search();
+    inputs.runtime_dir = runtime_library.parent().map(Path::to_path_buf);
+    provider_paths::candidates(&inputs)
+}
+
+/// The provider search inputs from the environment (the runtime's folder is added by whoever
+/// loads the runtime).
+pub fn provider_search() -> SearchInputs {
     let env_path = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    let inputs = SearchInputs {
-        runtime_dir: runtime_library.parent().map(Path::to_path_buf),
+    SearchInputs {
+        runtime_dir: None,
         ort_dylib_path: env_path("ORT_DYLIB_PATH"),
         ort_lib_location: env_path("ORT_LIB_LOCATION"),
         exe_dir: exe_dir(),
@@ -135,8 +143,7 @@ pub fn provider_candidates(runtime_library: &Path) -> Vec<ProviderCandidate> {
             .unwrap_or_default(),
         on_wsl: std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .is_ok_and(|r| provider_paths::is_wsl_release(&r)),
-    };
-    provider_paths::candidates(&inputs)
+    }
 }
 
 #[cfg(test)]

@@ -4,15 +4,90 @@ use std::path::PathBuf;
 
 use rave_ffmpeg::EncoderSettings;
 use rave_tensorrt::RuntimeCandidate;
+use rave_tensorrt::batch::BatchConfig;
+use rave_tensorrt::ep_options::Precision;
+use rave_tensorrt::ep_policy::EpPolicy;
+use rave_tensorrt::provider_paths::SearchInputs;
 
 /// Where inference runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Device {
-    /// The GPU when RAVE can use one, else the CPU.
+    /// The GPU when RAVE can use one, else the CPU (the report says why).
     Auto,
     /// Always the CPU.
     Cpu,
+    /// The GPU or an error.
+    Gpu,
+}
+
+/// Which precision the GPU path runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrecisionChoice {
+    /// FP16 where available: the model's `-fp16` sibling on the CUDA provider, FP16 kernels
+    /// on TensorRT.
+    Auto,
+    /// Float32 throughout.
+    Fp32,
+    /// Half precision (the `-fp16` sibling model when the given one is float32).
+    Fp16,
+    /// TensorRT INT8 with this calibration table (TensorRT only).
+    Int8(PathBuf),
+}
+
+impl PrecisionChoice {
+    /// TensorRT's kernel precision for this choice.
+    pub fn trt(&self) -> Precision {
+        match self {
+            PrecisionChoice::Fp32 => Precision::Fp32,
+            PrecisionChoice::Auto | PrecisionChoice::Fp16 => Precision::Fp16,
+            PrecisionChoice::Int8(table) => Precision::Int8 {
+                calibration_table: table.clone(),
+            },
+        }
+    }
+
+    /// Whether a half-precision model variant should be preferred.
+    pub fn wants_fp16_model(&self) -> bool {
+        !matches!(self, PrecisionChoice::Fp32)
+    }
+}
+
+/// Options of the GPU path.
+#[derive(Debug, Clone)]
+pub struct GpuOptions {
+    /// CUDA device ordinal.
+    pub device_id: usize,
+    /// Execution-provider policy (`--backend` / `RAVE_ORT_TENSORRT`).
+    pub policy: EpPolicy,
+    /// Precision.
+    pub precision: PrecisionChoice,
+    /// TensorRT engine cache (default: `trt_cache` beside the model).
+    pub engine_cache: Option<PathBuf>,
+    /// TensorRT builder workspace limit in bytes.
+    pub workspace_bytes: Option<usize>,
+    /// Micro-batching.
+    pub batch: BatchConfig,
+    /// Capture and replay CUDA graphs.
+    pub cuda_graph: bool,
+    /// Where to look for the GPU provider libraries (the runtime's folder is added when the
+    /// runtime is loaded).
+    pub provider_search: SearchInputs,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        Self {
+            device_id: 0,
+            policy: EpPolicy::Auto,
+            precision: PrecisionChoice::Auto,
+            engine_cache: None,
+            workspace_bytes: None,
+            batch: BatchConfig::default(),
+            cuda_graph: false,
+            provider_search: SearchInputs::default(),
+        }
+    }
 }
 
 /// Capacities of the bounded channels between stages.
@@ -49,6 +124,8 @@ pub struct UpscaleConfig {
     pub encoder: EncoderSettings,
     /// Where inference runs.
     pub device: Device,
+    /// GPU path options (used when the GPU runs the model).
+    pub gpu: GpuOptions,
     /// Replace an existing output.
     pub overwrite: bool,
     /// Keep going when the input has damaged frames (they are counted in the report).

@@ -2,10 +2,13 @@
 //! concurrent pipeline joined by bounded channels, with cancellation, progress events, a
 //! safe output file protocol, the run report, and the benchmark.
 
+pub mod backend_choice;
 pub mod benchmark;
+pub mod block_on;
 pub mod cancel;
 pub mod channel;
 pub mod config;
+pub mod gpu_stages;
 pub mod output_file;
 pub mod progress;
 pub mod report;
@@ -13,7 +16,7 @@ pub mod stages;
 pub mod upscale;
 
 pub use cancel::CancelToken;
-pub use config::{ChannelCapacities, Device, UpscaleConfig};
+pub use config::{ChannelCapacities, Device, GpuOptions, PrecisionChoice, UpscaleConfig};
 pub use progress::{Progress, ProgressSink};
 pub use report::RunReport;
 pub use upscale::run_upscale;

@@ -4,11 +4,14 @@
 use std::path::PathBuf;
 
 use rave_core::backend::ModelMetadata;
+use rave_core::gpu::HealthSnapshot;
 use rave_core::metrics::StageSnapshot;
 use rave_ffmpeg::{DecodeStats, EncoderSettings, WriterSummary};
+use rave_tensorrt::backend_report::GpuBackendReport;
 use serde::Serialize;
 
 use crate::config::Device;
+use crate::gpu_stages::HostCopyReport;
 
 /// Whether the output is the whole video.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -76,4 +79,21 @@ pub struct RunReport {
     pub decode: DecodeStats,
     /// Writer counters (streams copied or skipped).
     pub mux: WriterSummary,
+    /// The GPU path's own report, when the GPU ran the model.
+    pub gpu: Option<GpuRunReport>,
+}
+
+/// What the GPU path did: backend metrics, how frames entered and left the GPU, VRAM and pool.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuRunReport {
+    /// Provider, binding mode, inference and ring metrics, audit counters.
+    pub backend: GpuBackendReport,
+    /// Which decoder ran and how frames reached the GPU.
+    pub decoder: String,
+    /// Which encoder ran and how frames left the GPU.
+    pub encoder: String,
+    /// Host copies of frame data, counted where they are made.
+    pub host_copies: HostCopyReport,
+    /// VRAM current/peak, pool counters and hit rate, queue depths.
+    pub health: HealthSnapshot,
 }

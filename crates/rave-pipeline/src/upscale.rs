@@ -1,55 +1,28 @@
 //! `run_upscale`: check everything that can be checked up front, then run the five stages
-//! on their own threads and settle the output file by how the run ended.
+//! on their own threads and settle the output file by how the run ended. The middle three
+//! stages run on the CPU (host frames) or on the GPU (device frames), as the backend choice
+//! decided; decode and encode are shared.
 
 use std::sync::Arc;
+use std::sync::mpsc::Receiver as PacketReceiver;
 use std::time::Instant;
 
-use rave_core::backend::HostUpscaleBackend;
+use crossbeam_channel::{Receiver, Sender, bounded};
+use rave_core::backend::UpscaleBackend;
+use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
-use rave_ffmpeg::{Container, MediaWriter, VideoReader, probe};
-use rave_tensorrt::{CpuBackend, ModelOptions, OrtRuntime};
+use rave_core::frame::HostYuvFrame;
+use rave_ffmpeg::{Container, CopiedPacket, MediaWriter, VideoReader, probe};
 
+use crate::backend_choice::{ChosenBackend, Engine, GpuPath, choose_backend};
+use crate::block_on::block_on;
 use crate::cancel::{CancelToken, StopReason};
-use crate::config::{Device, UpscaleConfig};
+use crate::config::UpscaleConfig;
+use crate::gpu_stages::{self, GpuConverter, HostCopies};
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
-use crate::report::{BackendReport, ModelReport, RunReport, RunStatus};
+use crate::report::{GpuRunReport, ModelReport, RunReport, RunStatus};
 use crate::stages::{self, DecodePolicy, FirstError, PipelineMetrics, guarded};
-
-/// The inference backend chosen for a run, with the reason.
-pub struct ChosenBackend {
-    /// The backend.
-    pub backend: Box<dyn HostUpscaleBackend>,
-    /// Report entry.
-    pub report: BackendReport,
-}
-
-/// Load the model on the backend `device` asks for.
-pub fn choose_backend(config: &UpscaleConfig) -> Result<ChosenBackend> {
-    let runtime = OrtRuntime::load(&config.runtime_candidates)?;
-    let threads = if config.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        config.threads
-    };
-    let backend = CpuBackend::new(runtime, &config.model, &ModelOptions { threads })?;
-    let reason = match config.device {
-        Device::Cpu => "--device cpu".to_string(),
-        Device::Auto => {
-            "auto: this build of RAVE has no GPU inference path yet, so the CPU runs the model"
-                .to_string()
-        }
-    };
-    Ok(ChosenBackend {
-        report: BackendReport {
-            requested: config.device,
-            name: backend.backend_name().into(),
-            reason,
-            runtime_library: runtime.library().to_path_buf(),
-        },
-        backend: Box::new(backend),
-    })
-}
 
 /// Upscale `config.input` into `config.output`. On cancellation the finalized partial file is
 /// kept and the report says `partial`; on failure nothing is left behind.
@@ -62,22 +35,28 @@ pub fn run_upscale(
     let container = Container::from_path(&config.output)?;
     let info = probe(&config.input)?;
     let target = OutputTarget::prepare(&config.output, &config.input, config.overwrite)?;
-    let ChosenBackend {
-        mut backend,
-        report: backend_report,
-    } = choose_backend(config)?;
-    let meta = backend.metadata().clone();
     let (w, h) = (info.video.width, info.video.height);
+    let caps = config.channels;
+    // Frames the stages after inference may hold: the channel, plus one being converted.
+    let downstream = caps.inferred.max(1) + 1;
+    let ChosenBackend {
+        mut engine,
+        metadata: meta,
+        model,
+        report: backend_report,
+    } = choose_backend(config, (w, h), downstream)?;
     if !meta.accepts(w, h) {
         return Err(EngineError::ModelMetadata(format!(
             "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}",
-            config.model.display(),
+            model.display(),
             meta.name,
             meta.min_input_hw.1,
             meta.min_input_hw.0
         )));
     }
-    if let Some(i) = backend.interrupter() {
+    if let Engine::Cpu(backend) = &engine
+        && let Some(i) = backend.interrupter()
+    {
         cancel.on_cancel(i);
     }
     let (out_w, out_h) = (w * meta.scale, h * meta.scale);
@@ -95,13 +74,11 @@ pub fn run_upscale(
     .inspect_err(|_| target.discard())?;
 
     let color = reader.color();
-    let caps = config.channels;
-    let (dec_tx, dec_rx) = crossbeam_channel::bounded(caps.decoded.max(1));
-    let (pre_tx, pre_rx) = crossbeam_channel::bounded(caps.preprocessed.max(1));
-    let (inf_tx, inf_rx) = crossbeam_channel::bounded(caps.inferred.max(1));
-    let (post_tx, post_rx) = crossbeam_channel::bounded(caps.inferred.max(1));
+    let (dec_tx, dec_rx) = bounded(caps.decoded.max(1));
+    let (post_tx, post_rx) = bounded(caps.inferred.max(1));
     let metrics = Arc::new(PipelineMetrics::default());
     let errors = FirstError::default();
+    let copies = Arc::new(HostCopies::default());
     let policy = DecodePolicy {
         allow_corrupt: config.allow_corrupt,
         max_frames: config.max_frames,
@@ -114,41 +91,55 @@ pub fn run_upscale(
     let m = &metrics;
     let mut finalized = false;
     std::thread::scope(|s| {
-        let (errs, reader, backend) = (&errors, &mut reader, &mut backend);
+        let (errs, reader) = (&errors, &mut reader);
         s.spawn(move || {
             guarded(errs, cancel, || {
                 stages::decode(reader, dec_tx, policy, cancel, &m.decode)
             })
         });
-        s.spawn(move || {
-            stages::convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| {
-                stages::to_rgb(f, &color)
-            })
-        });
-        s.spawn(move || {
-            guarded(errs, cancel, || {
-                stages::infer(backend.as_mut(), pre_rx, inf_tx, cancel, &m.infer)
-            })
-        });
-        s.spawn(move || {
-            stages::convert(inf_rx, post_tx, cancel, &m.postprocess, |f| {
-                stages::to_yuv(f, &color)
-            })
-        });
+        let middle = Middle {
+            dec_rx,
+            post_tx,
+            color: &color,
+            capacity: caps.preprocessed.max(1),
+            errors: errs,
+            cancel,
+            metrics: m,
+        };
+        match &mut engine {
+            Engine::Cpu(backend) => middle.spawn_cpu(s, backend.as_mut()),
+            Engine::Gpu(gpu) => middle.spawn_gpu(s, gpu, &copies, caps.inferred.max(1)),
+        }
         guarded(&errors, cancel, || {
-            finalized = stages::encode(
+            finalized = encode(
                 &mut writer,
                 post_rx,
                 packet_rx,
                 progress,
                 frames_total,
                 cancel,
-                &m.encode,
+                m,
             )?;
             Ok(())
         });
     });
     progress.finished();
+    let gpu_report = match &engine {
+        Engine::Gpu(gpu) => {
+            block_on(gpu.backend.shutdown()).ok();
+            Some(GpuRunReport {
+                backend: gpu.backend.report(),
+                decoder: "software (FFmpeg), one host-to-device copy per frame; NVDEC decode is not wired yet".into(),
+                encoder: format!(
+                    "{} (software) from one device-to-host copy per frame; the NVENC path is not wired yet",
+                    config.encoder.codec.encoder_name()
+                ),
+                host_copies: copies.report(metrics.encode.frames()),
+                health: gpu.ctx.health(),
+            })
+        }
+        Engine::Cpu(_) => None,
+    };
 
     if let Some(err) = errors.take() {
         target.discard();
@@ -181,7 +172,7 @@ pub fn run_upscale(
         output,
         model: ModelReport {
             metadata: meta,
-            path: config.model.clone(),
+            path: model,
         },
         backend: backend_report,
         encoder: config.encoder.clone(),
@@ -198,5 +189,126 @@ pub fn run_upscale(
         stages: metrics.snapshots(),
         decode: reader.stats().clone(),
         mux: writer.summary().clone(),
+        gpu: gpu_report,
     })
+}
+
+fn encode(
+    writer: &mut MediaWriter,
+    rx: Receiver<HostYuvFrame>,
+    packets: PacketReceiver<CopiedPacket>,
+    progress: &dyn ProgressSink,
+    frames_total: Option<u64>,
+    cancel: &CancelToken,
+    m: &PipelineMetrics,
+) -> Result<bool> {
+    stages::encode(
+        writer,
+        rx,
+        packets,
+        progress,
+        frames_total,
+        cancel,
+        &m.encode,
+    )
+}
+
+/// The channels and shared state of the three middle stages.
+struct Middle<'a> {
+    dec_rx: Receiver<HostYuvFrame>,
+    post_tx: Sender<HostYuvFrame>,
+    color: &'a ColorInfo,
+    capacity: usize,
+    errors: &'a FirstError,
+    cancel: &'a CancelToken,
+    metrics: &'a PipelineMetrics,
+}
+
+impl<'a> Middle<'a> {
+    /// Preprocess, infer and postprocess on the CPU.
+    fn spawn_cpu<'s>(
+        self,
+        s: &'s std::thread::Scope<'s, '_>,
+        backend: &'s mut dyn rave_core::backend::HostUpscaleBackend,
+    ) where
+        'a: 's,
+    {
+        let Middle {
+            dec_rx,
+            post_tx,
+            color,
+            capacity,
+            errors,
+            cancel,
+            metrics: m,
+        } = self;
+        let (pre_tx, pre_rx) = bounded(capacity);
+        let (inf_tx, inf_rx) = bounded(capacity);
+        s.spawn(move || {
+            stages::convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| {
+                stages::to_rgb(f, color)
+            })
+        });
+        s.spawn(move || {
+            guarded(errors, cancel, || {
+                stages::infer(backend, pre_rx, inf_tx, cancel, &m.infer)
+            })
+        });
+        s.spawn(move || {
+            stages::convert(inf_rx, post_tx, cancel, &m.postprocess, |f| {
+                stages::to_yuv(f, color)
+            })
+        });
+    }
+
+    /// Upload + preprocess kernel, GPU inference, postprocess kernel + download.
+    fn spawn_gpu<'s>(
+        self,
+        s: &'s std::thread::Scope<'s, '_>,
+        gpu: &'s GpuPath,
+        copies: &'s Arc<HostCopies>,
+        inferred: usize,
+    ) where
+        'a: 's,
+    {
+        let Middle {
+            dec_rx,
+            post_tx,
+            color,
+            capacity,
+            errors,
+            cancel,
+            metrics: m,
+        } = self;
+        let tensor = match gpu.backend.metadata() {
+            Ok(meta) => meta.tensor_format,
+            Err(e) => return errors.record(e, cancel),
+        };
+        let converter = match GpuConverter::new(gpu.ctx.clone(), *color, tensor, copies.clone()) {
+            Ok(c) => Arc::new(c),
+            Err(e) => return errors.record(e, cancel),
+        };
+        let (pre_tx, pre_rx) = bounded(capacity);
+        let (inf_tx, inf_rx) = bounded(inferred);
+        let up = converter.clone();
+        s.spawn(move || {
+            guarded(errors, cancel, || {
+                gpu_stages::try_convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| up.upload(f))
+            })
+        });
+        let batch = gpu.backend.batch_config();
+        s.spawn(move || {
+            guarded(errors, cancel, || {
+                gpu_stages::infer(&gpu.backend, batch, pre_rx, inf_tx, cancel, &m.infer)
+            })
+        });
+        let depth = color.bit_depth;
+        s.spawn(move || {
+            guarded(errors, cancel, || {
+                gpu_stages::try_convert(inf_rx, post_tx, cancel, &m.postprocess, |f| {
+                    converter.download(f, depth)
+                })
+            })
+        });
+    }
 }

@@ -194,7 +194,10 @@ impl CudaSettings {
             ("cudnn_conv_use_max_workspace", flag(true)),
             ("prefer_nhwc", flag(self.prefer_nhwc)),
             ("enable_cuda_graph", flag(self.cuda_graph)),
-            ("fuse_conv_bias", flag(self.fuse_conv_bias && self.prefer_nhwc)),
+            (
+                "fuse_conv_bias",
+                flag(self.fuse_conv_bias && self.prefer_nhwc),
+            ),
         ]
     }
 }
@@ -295,7 +298,11 @@ mod tests {
             fuse_conv_bias: true,
         }
         .entries(0);
-        assert_eq!(value(&nchw, "fuse_conv_bias"), Some("0"), "fusion needs NHWC");
+        assert_eq!(
+            value(&nchw, "fuse_conv_bias"),
+            Some("0"),
+            "fusion needs NHWC"
+        );
         let fused = CudaSettings {
             prefer_nhwc: true,
             cuda_graph: false,

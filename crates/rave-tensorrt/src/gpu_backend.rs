@@ -479,9 +479,9 @@ impl TensorRtBackend {
         Ok(out)
     }
 
-    /// Largest micro-batch this backend takes.
-    pub fn max_batch(&self) -> usize {
-        self.config.batch.max_batch
+    /// The micro-batching this backend was configured with.
+    pub fn batch_config(&self) -> BatchConfig {
+        self.config.batch
     }
 }
 

@@ -7,9 +7,15 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::cancel::StopReason;
 use rave_pipeline::report::RunStatus;
-use rave_pipeline::{CancelToken, ChannelCapacities, Device, UpscaleConfig, run_upscale};
+use rave_pipeline::{
+    CancelToken, ChannelCapacities, Device, GpuOptions, PrecisionChoice, UpscaleConfig, run_upscale,
+};
+use rave_tensorrt::batch::BatchConfig;
+use rave_tensorrt::ep_policy::EpPolicy;
 
-use crate::args::{CodecArg, DeviceArg, GlobalArgs, RunArgs, UpscaleArgs};
+use crate::args::{
+    BackendArg, CodecArg, DeviceArg, GlobalArgs, GpuArgs, PrecisionArg, RunArgs, UpscaleArgs,
+};
 use crate::{locate, progress_view, summary};
 
 /// Run `rave upscale`; returns the exit code (0, or 130 for a partial run).
@@ -51,7 +57,9 @@ pub fn pipeline_config(
         device: match run.device {
             DeviceArg::Auto => Device::Auto,
             DeviceArg::Cpu => Device::Cpu,
+            DeviceArg::Gpu => Device::Gpu,
         },
+        gpu: gpu_options(&run.gpu)?,
         overwrite: args.overwrite,
         allow_corrupt: run.allow_corrupt,
         threads: run.threads,
@@ -62,6 +70,59 @@ pub fn pipeline_config(
         },
         runtime_candidates: locate::runtime_candidates(global),
         max_frames: args.max_frames,
+    })
+}
+
+/// The GPU options from the flags (and RAVE_ORT_TENSORRT when --backend is absent).
+pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
+    let flag = args.backend.map(|b| match b {
+        BackendArg::Auto => "auto",
+        BackendArg::Tensorrt => "tensorrt",
+        BackendArg::Cuda => "cuda",
+    });
+    let env = std::env::var("RAVE_ORT_TENSORRT").ok();
+    let policy = EpPolicy::resolve(flag, env.as_deref())?;
+    let precision = match (args.precision, &args.int8_calibration) {
+        (PrecisionArg::Int8, Some(table)) => PrecisionChoice::Int8(table.clone()),
+        (PrecisionArg::Int8, None) => {
+            return Err(EngineError::Config(
+                "--precision int8 needs --int8-calibration FILE (a TensorRT calibration table for the model)".into(),
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(EngineError::Config(
+                "--int8-calibration is only used with --precision int8".into(),
+            ));
+        }
+        (PrecisionArg::Auto, None) => PrecisionChoice::Auto,
+        (PrecisionArg::Fp32, None) => PrecisionChoice::Fp32,
+        (PrecisionArg::Fp16, None) => PrecisionChoice::Fp16,
+    };
+    if !(0.0..=10_000.0).contains(&args.batch_deadline_ms) {
+        return Err(EngineError::Config(format!(
+            "--batch-deadline-ms {}: use 0 to 10000",
+            args.batch_deadline_ms
+        )));
+    }
+    if args.max_batch == 0 || args.max_batch > rave_tensorrt::gpu_backend::MAX_BATCH {
+        return Err(EngineError::Config(format!(
+            "--max-batch {}: use 1 to {}",
+            args.max_batch,
+            rave_tensorrt::gpu_backend::MAX_BATCH
+        )));
+    }
+    Ok(GpuOptions {
+        device_id: args.gpu_index,
+        policy,
+        precision,
+        engine_cache: args.engine_cache.clone(),
+        workspace_bytes: args.trt_workspace.map(|mib| mib << 20),
+        batch: BatchConfig {
+            max_batch: args.max_batch,
+            latency_deadline: std::time::Duration::from_secs_f64(args.batch_deadline_ms / 1000.0),
+        },
+        cuda_graph: args.cuda_graph,
+        provider_search: locate::provider_search(),
     })
 }
 

@@ -1,0 +1,276 @@
+//! The GPU path's middle stages. Decoded frames are uploaded once (one host-to-device copy),
+//! converted to the model's RGB tensor by the preprocess kernel, upscaled by the GPU backend
+//! (micro-batched when asked), converted back to YUV by the postprocess kernel and copied to
+//! the host once for the software encoder (one device-to-host copy). The copies are counted
+//! where they are made, so the report shows them per frame.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use rave_core::backend::UpscaleBackend;
+use rave_core::color::ColorInfo;
+use rave_core::error::{EngineError, Result};
+use rave_core::frame::{FrameMeta, HostYuvFrame};
+use rave_core::gpu::GpuContext;
+use rave_core::metrics::StageMetrics;
+use rave_core::types::{GpuTexture, PixelFormat};
+use rave_cuda::gpu_kernels::{ColorKernels, DeviceYuv};
+use rave_cuda::packing::{PlaneLayout, YuvLayout, pack, unpack};
+use rave_tensorrt::batch::{BatchCollector, BatchConfig, describe_frames};
+use rave_tensorrt::gpu_backend::TensorRtBackend;
+use serde::Serialize;
+
+use crate::block_on::block_on;
+use crate::cancel::CancelToken;
+use crate::channel::{recv, send};
+
+/// A frame resident on the GPU with its identity.
+pub struct GpuFrame {
+    /// Identity of the frame.
+    pub meta: FrameMeta,
+    /// Its pixels.
+    pub texture: GpuTexture,
+}
+
+/// Host copies of frame data, counted where they happen.
+#[derive(Debug, Default)]
+pub struct HostCopies {
+    uploads: AtomicU64,
+    downloads: AtomicU64,
+}
+
+/// Host copies per frame, for the report.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct HostCopyReport {
+    /// Host-to-device copies of frame data (software decode: 1 per frame).
+    pub uploads: u64,
+    /// Device-to-host copies of frame data (software encode: 1 per frame).
+    pub downloads: u64,
+    /// (uploads + downloads) / frames.
+    pub per_frame: f64,
+}
+
+impl HostCopies {
+    /// The counts over `frames` frames.
+    pub fn report(&self, frames: u64) -> HostCopyReport {
+        let (u, d) = (
+            self.uploads.load(Ordering::Relaxed),
+            self.downloads.load(Ordering::Relaxed),
+        );
+        HostCopyReport {
+            uploads: u,
+            downloads: d,
+            per_frame: if frames > 0 {
+                (u + d) as f64 / frames as f64
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// Colour conversion on the GPU, with the uploads and downloads around it.
+pub struct GpuConverter {
+    ctx: Arc<GpuContext>,
+    kernels: ColorKernels,
+    color: ColorInfo,
+    tensor: PixelFormat,
+    copies: Arc<HostCopies>,
+}
+
+fn layout_for(bit_depth: u8) -> YuvLayout {
+    if bit_depth > 8 {
+        YuvLayout::Yuv420p16
+    } else {
+        YuvLayout::Yuv420p8
+    }
+}
+
+fn cuda_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> EngineError {
+    move |e| EngineError::Cuda(format!("{what}: {e}"))
+}
+
+impl GpuConverter {
+    /// Load the kernels into `ctx` for frames of `color`, producing `tensor` (F32 or F16).
+    pub fn new(
+        ctx: Arc<GpuContext>,
+        color: ColorInfo,
+        tensor: PixelFormat,
+        copies: Arc<HostCopies>,
+    ) -> Result<Self> {
+        Ok(Self {
+            kernels: ColorKernels::load(ctx.cuda())?,
+            ctx,
+            color,
+            tensor,
+            copies,
+        })
+    }
+
+    /// Upload a decoded frame (one host-to-device copy) and convert it to the model's RGB.
+    pub fn upload(&self, frame: HostYuvFrame) -> Result<GpuFrame> {
+        let img = &frame.image;
+        let layout = PlaneLayout::new(layout_for(img.bit_depth), img.width, img.height, 1);
+        let host = pack(img, &layout);
+        let stream = &self.ctx.streams().preprocess;
+        let yuv = self.ctx.alloc_pooled(layout.bytes)?;
+        // SAFETY: `yuv` holds at least `layout.bytes` = `host.len()` bytes; a copy from
+        // pageable memory has read `host` when the call returns.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(yuv.device_addr(), &host, stream.cu_stream())
+        }
+        .map_err(cuda_err("uploading a frame"))?;
+        self.copies.uploads.fetch_add(1, Ordering::Relaxed);
+        let n = 3 * img.width as usize * img.height as usize;
+        let rgb = self.ctx.alloc_pooled(n * self.tensor.element_bytes())?;
+        self.kernels.yuv_to_rgb(
+            stream,
+            &DeviceYuv::from_base(yuv.device_addr(), layout),
+            rgb.device_addr(),
+            self.tensor,
+            &self.color,
+        )?;
+        // `yuv` goes back to the pool now; the next upload reuses it on this same stream, so
+        // after this kernel has read it.
+        Ok(GpuFrame {
+            meta: frame.meta,
+            texture: GpuTexture {
+                data: Arc::new(rgb),
+                width: img.width,
+                height: img.height,
+                pitch: img.width as usize * self.tensor.element_bytes(),
+                format: self.tensor,
+            },
+        })
+    }
+
+    /// Convert an upscaled frame to YUV at `bit_depth` and copy it to the host (one
+    /// device-to-host copy). The texture is released only after the copy completed, so its
+    /// ring slot is never rewritten while the kernel still reads it.
+    pub fn download(&self, frame: GpuFrame, bit_depth: u8) -> Result<HostYuvFrame> {
+        let t = &frame.texture;
+        let layout = PlaneLayout::new(layout_for(bit_depth), t.width, t.height, 1);
+        let stream = &self.ctx.streams().encode;
+        let yuv = self.ctx.alloc_pooled(layout.bytes)?;
+        self.kernels.rgb_to_yuv(
+            stream,
+            t.device_ptr(),
+            t.format,
+            &DeviceYuv::from_base(yuv.device_addr(), layout),
+            &self.color,
+        )?;
+        let mut host = vec![0u8; layout.bytes];
+        // SAFETY: `yuv` holds `layout.bytes` bytes written by the kernel queued before on the
+        // same stream; `host` is as long and stays alive until the stream is synchronized.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(
+                &mut host,
+                yuv.device_addr(),
+                stream.cu_stream(),
+            )
+        }
+        .map_err(cuda_err("downloading a frame"))?;
+        stream.synchronize().map_err(cuda_err("download sync"))?;
+        self.copies.downloads.fetch_add(1, Ordering::Relaxed);
+        drop(frame.texture);
+        Ok(HostYuvFrame {
+            meta: frame.meta,
+            image: unpack(&host, &layout),
+        })
+    }
+}
+
+/// A mapping stage whose conversion can fail (the GPU conversions).
+pub fn try_convert<A, B>(
+    rx: Receiver<A>,
+    tx: Sender<B>,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+    mut convert: impl FnMut(A) -> Result<B>,
+) -> Result<()> {
+    while let Some(item) = recv(&rx, cancel) {
+        let t = Instant::now();
+        let out = convert(item)?;
+        metrics.record(t.elapsed());
+        if !send(&tx, out, cancel) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Run the model on the GPU, collecting micro-batches of up to `batch.max_batch` frames (or
+/// whatever arrived within the latency deadline of the first), in order.
+pub fn infer(
+    backend: &TensorRtBackend,
+    batch: BatchConfig,
+    rx: Receiver<GpuFrame>,
+    tx: Sender<GpuFrame>,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) -> Result<()> {
+    let mut collector = BatchCollector::new(batch);
+    loop {
+        if cancel.is_cancelled() {
+            return Ok(());
+        }
+        let wait = collector
+            .time_left(Instant::now())
+            .unwrap_or(std::time::Duration::from_millis(50));
+        let ready = match rx.recv_timeout(wait) {
+            Ok(frame) => collector.push(frame, Instant::now()),
+            Err(RecvTimeoutError::Timeout) => collector.take_if_due(Instant::now()),
+            Err(RecvTimeoutError::Disconnected) => {
+                if let Some(rest) = collector.flush() {
+                    run_batch(backend, rest, &tx, cancel, metrics)?;
+                }
+                return Ok(());
+            }
+        };
+        if let Some(frames) = ready
+            && !run_batch(backend, frames, &tx, cancel, metrics)?
+        {
+            return Ok(());
+        }
+    }
+}
+
+/// One inference over `frames`; returns false when the next stage is gone.
+fn run_batch(
+    backend: &TensorRtBackend,
+    frames: Vec<GpuFrame>,
+    tx: &Sender<GpuFrame>,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) -> Result<bool> {
+    let first = frames[0].meta.index;
+    let n = frames.len();
+    let t = Instant::now();
+    let outputs = if n == 1 {
+        block_on(backend.process(frames[0].texture.clone())).map(|t| vec![t])
+    } else {
+        let inputs: Vec<GpuTexture> = frames.iter().map(|f| f.texture.clone()).collect();
+        backend.process_batch(&inputs)
+    }
+    .map_err(|e| match e {
+        EngineError::Inference(msg) => {
+            EngineError::Inference(format!("{}: {msg}", describe_frames(first, n)))
+        }
+        other => other,
+    })?;
+    let per_frame = t.elapsed() / n as u32;
+    for (frame, texture) in frames.into_iter().zip(outputs) {
+        metrics.record(per_frame);
+        // The input texture goes back to the pool here, after the synchronous run read it.
+        let out = GpuFrame {
+            meta: frame.meta,
+            texture,
+        };
+        if !send(tx, out, cancel) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
