@@ -24,10 +24,13 @@ stage() {
   # The backend check counts host allocations inside `process` (debug-alloc guard).
   cargo build --release -p rave-tensorrt --example gpu_backend_check --features debug-alloc --quiet
   cp target/release/rave target/release/examples/kernel_throughput target/release/examples/gpu_backend_check .gpu-bin/
-  cp tools/torch_sr_bench.py .gpu-bin/
+  cp tools/torch_sr_bench.py tools/python_pipeline.py .gpu-bin/
+  # FFmpeg's command-line tools, for scripts/gpu_e2e.sh (stage.sh ships the libraries they need).
+  cp /usr/bin/ffmpeg /usr/bin/ffprobe .gpu-bin/
   models="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}/models"
-  cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
-  cp "$models/realesr-animevideov3-x2-fp16.onnx" .gpu-bin/
+  mkdir -p .gpu-bin/models   # found by `rave` as <executable dir>/models
+  cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/models/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
+  cp "$models/realesr-animevideov3-x2-fp16.onnx" .gpu-bin/models/
   # The x2 model as ncnn builds it (x4 network, then a cubic halving through 8K), for the
   # before/after of tools/fold_tail.py and for the PyTorch reference.
   py="$models/../venv/bin/python"
@@ -76,15 +79,15 @@ run() {
   fi
   if [[ -n "${ORT_DYLIB_PATH:-}" ]]; then
     echo "== GPU backend: policies, accuracy against the CPU backend, throughput table"
-    timeout 420 gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" "$bin/realesr-animevideov3-x2-fp16.onnx" \
+    timeout 420 gpu_backend_check "$bin/models/realesr-animevideov3-x2.onnx" "$bin/models/realesr-animevideov3-x2-fp16.onnx" \
       "${RAVE_BENCH_FRAMES:-100}" "${RAVE_BATCHES:-1,2,4,8}" "$bin/x2-unfolded.onnx,$bin/x2-unfolded-fp16.onnx" 2>"$out/gpu_backend_check.err" | tee "$out/gpu_backend_check.txt" || status=1
     tail -3 "$out/gpu_backend_check.err"
     if command -v ncu >/dev/null && [[ -z "${RAVE_NO_NCU:-}" ]]; then
       for fuse in 0 1; do
         echo "== kernel time per FP16 frame, fuse_conv_bias=$fuse (ncu, 8 frames)"
         RAVE_PROFILE_REGION=1 RAVE_FUSE_CONV_BIAS=$fuse timeout 180 ncu --clock-control none --profile-from-start off \
-          --metrics gpu__time_duration.sum --csv gpu_backend_check "$bin/realesr-animevideov3-x2.onnx" \
-          "$bin/realesr-animevideov3-x2-fp16.onnx" >"$out/ncu_fp16_fuse$fuse.csv" 2>"$out/ncu_fp16_fuse$fuse.err" || true
+          --metrics gpu__time_duration.sum --csv gpu_backend_check "$bin/models/realesr-animevideov3-x2.onnx" \
+          "$bin/models/realesr-animevideov3-x2-fp16.onnx" >"$out/ncu_fp16_fuse$fuse.csv" 2>"$out/ncu_fp16_fuse$fuse.err" || true
         python3 "$root/scripts/ncu_summary.py" "$out/ncu_fp16_fuse$fuse.csv" 8 | tee "$out/ncu_fp16_fuse${fuse}_summary.txt" || true
       done
     fi

@@ -40,6 +40,10 @@ pub fn print_run(r: &RunReport) {
     for s in &r.mux.skipped_streams {
         println!("  skipped {s}");
     }
+    println!("  backend: {}", r.backend.reason);
+    if let Some(gpu) = &r.gpu {
+        print_gpu(gpu);
+    }
     if r.decode.bad_frames > 0 {
         println!(
             "  warning: {} corrupt frame(s) in the input were concealed by the decoder",
@@ -51,29 +55,70 @@ pub fn print_run(r: &RunReport) {
 /// After `rave benchmark`.
 pub fn print_benchmark(r: &BenchmarkReport) {
     println!(
-        "benchmark: {} on {}, {}x{} -> {}x{}, {} frames",
-        r.model,
-        r.backend,
-        r.input_size[0],
-        r.input_size[1],
-        r.output_size[0],
-        r.output_size[1],
-        r.frames
+        "benchmark: {} on {}, {}x{} -> {}x{}",
+        r.model, r.backend, r.input_size[0], r.input_size[1], r.output_size[0], r.output_size[1],
     );
+    println!("  backend: {}", r.backend_reason);
+    println!(
+        "  inference alone:  {:8.2} fps ({} frames, batch {})",
+        r.inference_only.fps, r.inference_only.frames, r.inference_only.batch
+    );
+    for (label, run) in [("null encode", &r.null_encode), ("full pipeline", &r.full)] {
+        println!(
+            "  {label:<16}  {:8.2} fps ({} frames in {:.2} s); bottleneck: {}",
+            run.fps, run.frames, run.elapsed_s, run.bottleneck
+        );
+    }
+    println!(
+        "  null encode / inference alone = {:.2}; full / min(inference, encoder capacity) = {:.2}",
+        r.null_vs_inference, r.full_vs_bound
+    );
+    println!("  stages of the full pipeline:");
     println!(
         "  {:<12} {:>8} {:>10} {:>10} {:>12}",
         "stage", "frames", "avg ms", "peak ms", "capacity fps"
     );
-    for s in &r.stages {
+    for s in &r.full.stages {
         println!(
             "  {:<12} {:>8} {:>10.2} {:>10.2} {:>12.2}",
             s.name, s.frames, s.avg_ms, s.peak_ms, s.capacity_fps
         );
     }
+    if let Some(gpu) = &r.full_report.gpu {
+        print_gpu(gpu);
+    }
+}
+
+/// The GPU path's part of a run summary.
+pub fn print_gpu(g: &rave_pipeline::report::GpuRunReport) {
+    let b = &g.backend;
     println!(
-        "  overall: {:.2} fps over {:.2} s; bottleneck: {}",
-        r.fps, r.elapsed_s, r.bottleneck
+        "  gpu: {} ({}), {} binding, batch {}, CUDA graph {}, inference avg {:.2} ms peak {:.2} ms",
+        b.provider.unwrap_or("?"),
+        b.tensor_format.map_or("?".into(), |f| format!("{f:?}")),
+        b.binding,
+        b.max_batch,
+        if b.cuda_graph { "on" } else { "off" },
+        b.inference.avg_ms,
+        b.inference.peak_ms
     );
+    if let Some(ring) = &b.ring {
+        println!(
+            "  ring: {} slots, reuse {}, contention {}; pointer audit mismatches {}",
+            ring.slots, ring.metrics.reuse, ring.metrics.contention, b.audit_mismatches
+        );
+    }
+    println!(
+        "  host copies per frame: {:.2} ({} uploads, {} downloads); VRAM {:.0} MiB now, {:.0} MiB peak; pool hit rate {:.1}%",
+        g.host_copies.per_frame,
+        g.host_copies.uploads,
+        g.host_copies.downloads,
+        g.health.vram_current as f64 / 1048576.0,
+        g.health.vram_peak as f64 / 1048576.0,
+        g.health.pool_hit_rate * 100.0
+    );
+    println!("  decoder: {}", g.decoder);
+    println!("  encoder: {}", g.encoder);
 }
 
 /// After `rave probe`.

@@ -341,6 +341,14 @@ fn benchmark_json_reports_each_stage_and_the_bottleneck() {
     let names: Vec<&str> = stages.iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert!(names.contains(&v["bottleneck"].as_str().unwrap()));
     assert!(v["fps"].as_f64().unwrap() > 0.0);
+    // The three measurements: inference alone, null encode, full pipeline.
+    assert_eq!(v["inference_only"]["frames"], 4);
+    assert!(v["inference_only"]["fps"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["null_encode"]["frames"], 4);
+    assert_eq!(v["full"]["frames"], 4);
+    assert!(v["null_vs_inference"].as_f64().unwrap() > 0.0);
+    assert!(v["full_vs_bound"].as_f64().unwrap() > 0.0);
+    assert!(v["backend_reason"].as_str().is_some());
     let o = run(&[
         "benchmark",
         "-i",

@@ -138,4 +138,7 @@ pub struct UpscaleConfig {
     pub runtime_candidates: Vec<RuntimeCandidate>,
     /// Stop after this many frames (None = whole video).
     pub max_frames: Option<u64>,
+    /// Replace the encode stage by a sink that drops the frames (benchmarks): no file is
+    /// written and no other stream is copied.
+    pub null_output: bool,
 }

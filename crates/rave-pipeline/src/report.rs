@@ -73,6 +73,10 @@ pub struct RunReport {
     pub elapsed_s: f64,
     /// Output frames per second over the whole run.
     pub fps: f64,
+    /// Seconds from the stages' start to their end (model loading and warm-up excluded).
+    pub pipeline_s: f64,
+    /// Output frames per second over `pipeline_s`.
+    pub pipeline_fps: f64,
     /// Per-stage counters.
     pub stages: Vec<StageSnapshot>,
     /// Decoder counters (damaged frames, repaired timestamps, copied packets).

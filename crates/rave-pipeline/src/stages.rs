@@ -240,3 +240,26 @@ pub fn encode(
     metrics.add_busy(t.elapsed());
     Ok(true)
 }
+
+/// The encode stage of a benchmark's null run: take every frame, write nothing. Returns
+/// whether the run ended normally (there is no file to finalize).
+pub fn null_sink(
+    rx: Receiver<HostYuvFrame>,
+    progress: &dyn ProgressSink,
+    frames_total: Option<u64>,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+) -> bool {
+    let start = Instant::now();
+    while let Some(frame) = recv(&rx, cancel) {
+        let t = Instant::now();
+        drop(frame);
+        metrics.record(t.elapsed());
+        progress.frame_written(&Progress::new(
+            metrics.frames(),
+            frames_total,
+            start.elapsed(),
+        ));
+    }
+    cancel.reason() != Some(StopReason::Failure)
+}

@@ -34,7 +34,19 @@ pub fn run_upscale(
     let started = Instant::now();
     let container = Container::from_path(&config.output)?;
     let info = probe(&config.input)?;
-    let target = OutputTarget::prepare(&config.output, &config.input, config.overwrite)?;
+    let target = match config.null_output {
+        true => None,
+        false => Some(OutputTarget::prepare(
+            &config.output,
+            &config.input,
+            config.overwrite,
+        )?),
+    };
+    let discard = || {
+        if let Some(t) = &target {
+            t.discard();
+        }
+    };
     let (w, h) = (info.video.width, info.video.height);
     let caps = config.channels;
     // Frames the stages after inference may hold: the channel, plus one being converted.
@@ -62,16 +74,23 @@ pub fn run_upscale(
     let (out_w, out_h) = (w * meta.scale, h * meta.scale);
     let mut reader = VideoReader::open(&config.input)?;
     let (packet_tx, packet_rx) = std::sync::mpsc::channel();
-    reader.set_copy_sink(packet_tx);
-    let mut writer = MediaWriter::create(
-        target.temp_path(),
-        container,
-        &reader,
-        &config.encoder,
-        out_w,
-        out_h,
-    )
-    .inspect_err(|_| target.discard())?;
+    let mut writer = match &target {
+        Some(target) => {
+            reader.set_copy_sink(packet_tx);
+            Some(
+                MediaWriter::create(
+                    target.temp_path(),
+                    container,
+                    &reader,
+                    &config.encoder,
+                    out_w,
+                    out_h,
+                )
+                .inspect_err(|_| target.discard())?,
+            )
+        }
+        None => None,
+    };
 
     let color = reader.color();
     let (dec_tx, dec_rx) = bounded(caps.decoded.max(1));
@@ -90,6 +109,7 @@ pub fn run_upscale(
     progress.started(frames_total);
     let m = &metrics;
     let mut finalized = false;
+    let stages_started = Instant::now();
     std::thread::scope(|s| {
         let (errs, reader) = (&errors, &mut reader);
         s.spawn(move || {
@@ -111,19 +131,15 @@ pub fn run_upscale(
             Engine::Gpu(gpu) => middle.spawn_gpu(s, gpu, &copies, caps.inferred.max(1)),
         }
         guarded(&errors, cancel, || {
-            finalized = encode(
-                &mut writer,
-                post_rx,
-                packet_rx,
-                progress,
-                frames_total,
-                cancel,
-                m,
-            )?;
+            finalized = match writer.as_mut() {
+                Some(w) => encode(w, post_rx, packet_rx, progress, frames_total, cancel, m)?,
+                None => stages::null_sink(post_rx, progress, frames_total, cancel, &m.encode),
+            };
             Ok(())
         });
     });
     progress.finished();
+    let pipeline_s = stages_started.elapsed().as_secs_f64();
     let gpu_report = match &engine {
         Engine::Gpu(gpu) => {
             block_on(gpu.backend.shutdown()).ok();
@@ -142,13 +158,13 @@ pub fn run_upscale(
     };
 
     if let Some(err) = errors.take() {
-        target.discard();
+        discard();
         return Err(err);
     }
     let status = match cancel.reason() {
         Some(StopReason::User) if finalized => RunStatus::Partial,
         Some(_) => {
-            target.discard();
+            discard();
             return Err(EngineError::Cancelled);
         }
         None => RunStatus::Complete,
@@ -157,15 +173,23 @@ pub fn run_upscale(
         && let Some(err) = reader.damage_error(stages::CORRUPT_HINT)
         && !config.allow_corrupt
     {
-        target.discard();
+        discard();
         return Err(err);
     }
-    let output = match status {
-        RunStatus::Complete => target.commit()?,
-        RunStatus::Partial => target.keep_partial()?,
+    let output = match (&target, status) {
+        (Some(t), RunStatus::Complete) => t.commit()?,
+        (Some(t), RunStatus::Partial) => t.keep_partial()?,
+        (None, _) => std::path::PathBuf::from("(null sink)"),
     };
     let elapsed = started.elapsed().as_secs_f64();
-    let frames_out = writer.summary().frames_encoded;
+    let mux = writer
+        .as_ref()
+        .map(|w| w.summary().clone())
+        .unwrap_or_default();
+    let frames_out = match &writer {
+        Some(_) => mux.frames_encoded,
+        None => metrics.encode.frames(),
+    };
     Ok(RunReport {
         status,
         input: config.input.clone(),
@@ -186,9 +210,15 @@ pub fn run_upscale(
         } else {
             0.0
         },
+        pipeline_s,
+        pipeline_fps: if pipeline_s > 0.0 {
+            frames_out as f64 / pipeline_s
+        } else {
+            0.0
+        },
         stages: metrics.snapshots(),
         decode: reader.stats().clone(),
-        mux: writer.summary().clone(),
+        mux,
         gpu: gpu_report,
     })
 }

@@ -133,6 +133,8 @@ pub struct TensorRtBackend {
     state: Mutex<Option<State>>,
     metrics: StageMetrics,
     counters: crate::backend_report::Counters,
+    /// Set while `initialize` runs the warm-up frames, which are not counted.
+    warming: std::sync::atomic::AtomicBool,
 }
 
 fn cuda_memory(device_id: i32) -> Result<MemoryInfo<'static>> {
@@ -179,6 +181,7 @@ impl TensorRtBackend {
             state: Mutex::new(None),
             metrics: StageMetrics::default(),
             counters: Default::default(),
+            warming: Default::default(),
         }
     }
 
@@ -414,7 +417,7 @@ impl TensorRtBackend {
                 let (in_ptr, out_ptr) = (first.device_ptr(), slot.device_addr());
                 let used = binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0)?;
                 self.audit("output", out_ptr, used)?;
-                self.metrics.record(t0.elapsed());
+                self.record(t0.elapsed());
                 sink(GpuTexture {
                     data: slot,
                     width: w * s,
@@ -457,7 +460,7 @@ impl TensorRtBackend {
                 self.counters.batch(n);
                 let per_frame = t0.elapsed() / n as u32;
                 for slot in slots.iter_mut().take(n) {
-                    self.metrics.record(per_frame);
+                    self.record(per_frame);
                     sink(GpuTexture {
                         data: slot.take().expect("filled above"),
                         width: w * s,
@@ -469,6 +472,46 @@ impl TensorRtBackend {
             }
         }
         Ok(changed)
+    }
+
+    fn record(&self, busy: std::time::Duration) {
+        if !self.warming.load(std::sync::atomic::Ordering::Relaxed) {
+            self.metrics.record(busy);
+        }
+    }
+
+    /// Run zero frames of the clip's size once (and a full batch when batching), so the
+    /// provider's algorithm search and engine build happen here, not on the first frames.
+    fn warm_up(&self, meta: &ModelMetadata) -> Result<()> {
+        let Some((w, h)) = self.config.frame_size else {
+            return Ok(());
+        };
+        if !meta.accepts(w, h) {
+            return Ok(()); // the run will report the size mismatch
+        }
+        let bytes = 3 * w as usize * h as usize * meta.tensor_format.element_bytes();
+        let buffer = Arc::new(GpuBuffer::unpooled(self.ctx.alloc(bytes)?));
+        let frame = GpuTexture {
+            data: buffer,
+            width: w,
+            height: h,
+            pitch: w as usize * meta.tensor_format.element_bytes(),
+            format: meta.tensor_format,
+        };
+        self.warming
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut sizes = vec![1];
+        if self.config.batch.max_batch > 1 {
+            sizes.push(self.config.batch.max_batch);
+        }
+        let result = sizes.into_iter().try_for_each(|n| {
+            let frames = vec![frame.clone(); n];
+            self.infer_frames(&frames, &mut drop).map(|_| ())
+        });
+        self.warming
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        self.ctx.vram_dec(bytes);
+        result
     }
 
     /// Upscale a micro-batch (at most `max_batch` frames of one size) in one inference; the
@@ -549,7 +592,7 @@ impl UpscaleBackend for TensorRtBackend {
             },
         )?;
         info!(model = %meta.name, scale = meta.scale, provider = kind.label(), format = ?meta.tensor_format, max_batch = self.config.batch.max_batch, cuda_graph = self.config.cuda_graph, "GPU backend ready");
-        let _ = self.meta.set(meta);
+        let _ = self.meta.set(meta.clone());
         let _ = self.provider.set(kind);
         *guard = Some(State {
             session: loaded.session,
@@ -557,7 +600,8 @@ impl UpscaleBackend for TensorRtBackend {
             ring: None,
             staging: None,
         });
-        Ok(())
+        drop(guard);
+        self.warm_up(&meta)
     }
 
     async fn process(&self, input: GpuTexture) -> Result<GpuTexture> {

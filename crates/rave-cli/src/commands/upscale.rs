@@ -70,6 +70,7 @@ pub fn pipeline_config(
         },
         runtime_candidates: locate::runtime_candidates(global),
         max_frames: args.max_frames,
+        null_output: false,
     })
 }
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The GPU pipeline end to end, on the GPU machine after scripts/gpu_tests.sh staged it
+# (/opt/rave-dev): the same small clip (video + audio + subtitles) upscaled on the GPU and on
+# the CPU must match (PSNR >= 40 dB) with the same frames, timestamps and streams; then
+# `rave benchmark` on a 1920x1080 H.264 clip (inference alone, null encode, full pipeline),
+# and the Python pipeline (FFmpeg pipes + PyTorch FP16) on the same clip.
+# Logs and JSON go to $OUT (or ./gpu-results); a summary is printed.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${OUT:-$root/gpu-results}"; mkdir -p "$out"
+bin=/opt/rave-dev/payload
+export PATH="$bin:$PATH"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+frames="${RAVE_E2E_FRAMES:-600}"
+status=0
+say() { echo "== $*"; }
+
+say "clips"
+ffmpeg -v error -f lavfi -i "testsrc2=size=320x180:rate=24" -f lavfi -i "sine=frequency=440:sample_rate=48000" \
+  -t 2 -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac -shortest "$work/small.mp4" || status=1
+printf '1\n00:00:00,000 --> 00:00:01,000\nhello\n' >"$work/sub.srt"
+ffmpeg -v error -i "$work/small.mp4" -i "$work/sub.srt" -map 0 -map 1 -c copy -c:s srt "$work/small.mkv" || status=1
+ffmpeg -v error -f lavfi -i "testsrc2=size=1920x1080:rate=30" -frames:v "$frames" -c:v libx264 -preset veryfast \
+  -crf 20 -pix_fmt yuv420p "$work/hd.mp4" || status=1
+
+say "small clip on the GPU and on the CPU"
+rave upscale -i "$work/small.mkv" -o "$work/gpu.mkv" --device gpu --json >"$out/e2e_gpu.json" 2>"$out/e2e_gpu.err" || { status=1; cat "$out/e2e_gpu.err"; }
+rave upscale -i "$work/small.mkv" -o "$work/cpu.mkv" --device cpu --json >"$out/e2e_cpu.json" 2>"$out/e2e_cpu.err" || { status=1; cat "$out/e2e_cpu.err"; }
+psnr=$(ffmpeg -v info -i "$work/gpu.mkv" -i "$work/cpu.mkv" -lavfi "[0:v][1:v]psnr" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2)
+count() { ffprobe -v error -select_streams "$2" -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "$1"; }
+ts() { ffprobe -v error -select_streams v:0 -show_entries packet=pts_time -of csv=p=0 "$1" | sort -n | md5sum | cut -c1-12; }
+amd5() { ffmpeg -v error -i "$1" -map 0:a -c copy -f md5 - 2>/dev/null; }
+{
+  echo "PSNR GPU vs CPU output: ${psnr:-?} dB (need >= 40)"
+  echo "video frames: in $(count "$work/small.mkv" v:0), gpu $(count "$work/gpu.mkv" v:0), cpu $(count "$work/cpu.mkv" v:0)"
+  echo "video timestamps digest: in $(ts "$work/small.mkv"), gpu $(ts "$work/gpu.mkv"), cpu $(ts "$work/cpu.mkv")"
+  echo "audio packets: in $(count "$work/small.mkv" a:0), gpu $(count "$work/gpu.mkv" a:0); audio md5 in $(amd5 "$work/small.mkv") gpu $(amd5 "$work/gpu.mkv")"
+  echo "subtitle packets: in $(count "$work/small.mkv" s:0), gpu $(count "$work/gpu.mkv" s:0)"
+} | tee "$out/e2e_compare.txt"
+python3 - "$out/e2e_gpu.json" <<'PY' | tee -a "$out/e2e_compare.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+g = r.get("gpu") or {}
+print("backend:", r["backend"]["name"], "-", r["backend"]["reason"])
+print("host copies:", g.get("host_copies"), "audit mismatches:", g.get("backend", {}).get("audit_mismatches"))
+print("pool hit rate:", g.get("health", {}).get("pool_hit_rate"), "VRAM peak MiB:", g.get("health", {}).get("vram_peak", 0) / 2**20)
+PY
+awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p + 0 >= 40) }' || { echo "FAIL: PSNR"; status=1; }
+
+say "rave benchmark, 1920x1080 H.264, $frames frames, FP16 (default), libx264 veryfast"
+rave benchmark -i "$work/hd.mp4" --device gpu --frames "$frames" --json >"$out/benchmark_gpu.json" 2>"$out/benchmark_gpu.err" || { status=1; tail -3 "$out/benchmark_gpu.err"; }
+python3 - "$out/benchmark_gpu.json" <<'PY' | tee "$out/benchmark_gpu.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"inference alone {r['inference_only']['fps']:.1f} fps; null encode {r['null_encode']['fps']:.1f} fps ({r['null_vs_inference']:.2f} of inference); full {r['full']['fps']:.1f} fps ({r['full_vs_bound']:.2f} of min(inference, encoder))")
+for s in r["full"]["stages"]:
+    print(f"  {s['name']:<12} capacity {s['capacity_fps']:8.1f} fps  avg {s['avg_ms']:7.2f} ms  peak {s['peak_ms']:7.2f} ms")
+for s in r["null_encode"]["stages"]:
+    print(f"  null-run {s['name']:<12} capacity {s['capacity_fps']:8.1f} fps")
+g = r["full_report"].get("gpu") or {}
+print("backend:", r["backend_reason"])
+print("host copies:", g.get("host_copies"), "pool hit rate:", g.get("health", {}).get("pool_hit_rate"), "VRAM peak MiB:", g.get("health", {}).get("vram_peak", 0) / 2**20)
+PY
+
+if python3 -c "import torch" 2>/dev/null; then
+  say "Python pipeline (ffmpeg decode | torch FP16 | ffmpeg libx264 veryfast), same clip"
+  python3 "$bin/python_pipeline.py" "$bin/animevideov3-x2.npz" "$work/hd.mp4" "$work/py.mp4" --frames "$frames" \
+    2>&1 | tee "$out/python_pipeline.txt" || status=1
+fi
+exit $status
