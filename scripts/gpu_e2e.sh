@@ -62,6 +62,23 @@ print("backend:", r["backend_reason"])
 print("host copies:", g.get("host_copies"), "pool hit rate:", g.get("health", {}).get("pool_hit_rate"), "VRAM peak MiB:", g.get("health", {}).get("vram_peak", 0) / 2**20)
 PY
 
+say "VRAM: 300 vs 3000 frames (640x360 clip, null encode and full pipeline)"
+ffmpeg -v error -f lavfi -i "testsrc2=size=640x360:rate=30" -frames:v 3000 -c:v libx264 -preset ultrafast \
+  -crf 23 -pix_fmt yuv420p "$work/long.mp4" || status=1
+for n in 300 3000; do
+  rave benchmark -i "$work/long.mp4" --device gpu --frames "$n" --json >"$work/vram_$n.json" 2>/dev/null || status=1
+done
+python3 - "$work/vram_300.json" "$work/vram_3000.json" <<'PY' | tee "$out/vram.txt"
+import json, sys
+peaks = []
+for path in sys.argv[1:]:
+    r = json.load(open(path))
+    h = r["full_report"]["gpu"]["health"]
+    peaks.append(h["vram_peak"])
+    print(f"{r['frames']} frames: VRAM peak {h['vram_peak'] / 2**20:.1f} MiB, pool hit rate {100 * h['pool_hit_rate']:.2f}%, full {r['full']['fps']:.1f} fps, null {r['null_encode']['fps']:.1f} fps, inference {r['inference_only']['fps']:.1f} fps")
+print(f"peak(3000) / peak(300) = {peaks[1] / peaks[0]:.3f} (goal <= 1.05)")
+PY
+
 if python3 -c "import torch" 2>/dev/null; then
   say "Python pipeline (ffmpeg decode | torch FP16 | ffmpeg libx264 veryfast), same clip"
   python3 "$bin/python_pipeline.py" "$bin/animevideov3-x2.npz" "$work/hd.mp4" "$work/py.mp4" --frames "$frames" \

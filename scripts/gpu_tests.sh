@@ -79,7 +79,7 @@ run() {
   fi
   if [[ -n "${ORT_DYLIB_PATH:-}" ]]; then
     echo "== GPU backend: policies, accuracy against the CPU backend, throughput table"
-    timeout 420 gpu_backend_check "$bin/models/realesr-animevideov3-x2.onnx" "$bin/models/realesr-animevideov3-x2-fp16.onnx" \
+    timeout 330 gpu_backend_check "$bin/models/realesr-animevideov3-x2.onnx" "$bin/models/realesr-animevideov3-x2-fp16.onnx" \
       "${RAVE_BENCH_FRAMES:-100}" "${RAVE_BATCHES:-1,2,4,8}" "$bin/x2-unfolded.onnx,$bin/x2-unfolded-fp16.onnx" 2>"$out/gpu_backend_check.err" | tee "$out/gpu_backend_check.txt" || status=1
     tail -3 "$out/gpu_backend_check.err"
     if command -v ncu >/dev/null && [[ -z "${RAVE_NO_NCU:-}" ]]; then

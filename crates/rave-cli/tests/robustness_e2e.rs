@@ -142,3 +142,37 @@ fn ctrl_c_stops_promptly_and_leaves_a_finalized_partial_file() {
     );
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
+
+#[test]
+fn a_mid_stream_size_change_is_refused_with_the_frame_and_sizes() {
+    let dir = scratch();
+    let a = dir.path().join("a.ts");
+    let b = dir.path().join("b.ts");
+    for (path, size) in [(&a, "64x48"), (&b, "80x64")] {
+        ffmpeg(&[
+            "-f",
+            "lavfi",
+            "-i",
+            &format!("testsrc2=size={size}:rate=10"),
+            "-t",
+            "1",
+            "-c:v",
+            "libx264",
+            path.to_str().unwrap(),
+        ]);
+    }
+    let joined = dir.path().join("ab.ts");
+    let mut bytes = std::fs::read(&a).unwrap();
+    bytes.extend(std::fs::read(&b).unwrap());
+    std::fs::write(&joined, bytes).unwrap();
+    let out = dir.path().join("out.mp4");
+    for extra in [&[][..], &["--allow-corrupt"][..]] {
+        let o = upscale(&joined, &out, &fixture("nearest_x2.onnx"), extra);
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(err.contains("changes size mid-stream at frame 10"), "{err}");
+        assert!(err.contains("64x48 -> 80x64"), "{err}");
+        assert!(!out.exists(), "no output for a refused input");
+        assert!(temp_files_left(dir.path()).is_empty());
+    }
+}

@@ -123,7 +123,7 @@ fn get(buf: &[u8], at: usize, sb: usize) -> u16 {
 }
 
 /// Which plane of a `YuvFrame` a sample belongs to.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Plane {
     Y,
     U,
@@ -176,10 +176,64 @@ fn shift(layout: YuvLayout) -> u32 {
     if layout == YuvLayout::P010 { 6 } else { 0 }
 }
 
+/// Each plane of a planar layout: (plane, byte offset, pitch, width, rows).
+fn planes(layout: &PlaneLayout) -> [(Plane, usize, usize, usize, usize); 3] {
+    let (cw, ch) = chroma_size(layout.width, layout.height);
+    let (w, h) = (layout.width as usize, layout.height as usize);
+    [
+        (Plane::Y, 0, layout.y_pitch, w, h),
+        (Plane::U, layout.u_offset, layout.c_pitch, cw, ch),
+        (Plane::V, layout.v_offset, layout.c_pitch, cw, ch),
+    ]
+}
+
+/// Planar 8- and 16-bit layouts, whole rows at a time (the GPU path's per-frame hot loop).
+fn pack_planar(frame: &YuvFrame, layout: &PlaneLayout, buf: &mut [u8]) {
+    let sb = layout.layout.sample_bytes();
+    for (p, offset, pitch, width, rows) in planes(layout) {
+        let src = plane(frame, p);
+        for r in 0..rows {
+            let dst = &mut buf[offset + r * pitch..][..width * sb];
+            let row = &src[r * width..][..width];
+            if sb == 1 {
+                dst.iter_mut().zip(row).for_each(|(d, s)| *d = *s as u8);
+            } else {
+                dst.chunks_exact_mut(2)
+                    .zip(row)
+                    .for_each(|(d, s)| d.copy_from_slice(&s.to_le_bytes()));
+            }
+        }
+    }
+}
+
+fn unpack_planar(buf: &[u8], layout: &PlaneLayout, frame: &mut YuvFrame) {
+    let sb = layout.layout.sample_bytes();
+    for (p, offset, pitch, width, rows) in planes(layout) {
+        let dst = plane_mut(frame, p);
+        for r in 0..rows {
+            let src = &buf[offset + r * pitch..][..width * sb];
+            let row = &mut dst[r * width..][..width];
+            if sb == 1 {
+                row.iter_mut()
+                    .zip(src)
+                    .for_each(|(d, s)| *d = u16::from(*s));
+            } else {
+                row.iter_mut()
+                    .zip(src.chunks_exact(2))
+                    .for_each(|(d, s)| *d = u16::from_le_bytes([s[0], s[1]]));
+            }
+        }
+    }
+}
+
 /// Lay `frame` out as `layout` (its bit depth must match the layout's).
 pub fn pack(frame: &YuvFrame, layout: &PlaneLayout) -> Vec<u8> {
     assert_eq!(frame.bit_depth, layout.layout.bit_depth(), "bit depth");
     let mut buf = vec![0u8; layout.bytes];
+    if !layout.layout.interleaved() && shift(layout.layout) == 0 {
+        pack_planar(frame, layout, &mut buf);
+        return buf;
+    }
     let (sb, sh) = (layout.layout.sample_bytes(), shift(layout.layout));
     for_each_sample(layout, |p, idx, at| {
         put(&mut buf, at, sb, plane(frame, p)[idx] << sh)
@@ -190,6 +244,10 @@ pub fn pack(frame: &YuvFrame, layout: &PlaneLayout) -> Vec<u8> {
 /// Read a frame laid out as `layout`.
 pub fn unpack(buf: &[u8], layout: &PlaneLayout) -> YuvFrame {
     let mut frame = YuvFrame::zeroed(layout.width, layout.height, layout.layout.bit_depth());
+    if !layout.layout.interleaved() && shift(layout.layout) == 0 {
+        unpack_planar(buf, layout, &mut frame);
+        return frame;
+    }
     let (sb, sh) = (layout.layout.sample_bytes(), shift(layout.layout));
     for_each_sample(layout, |p, idx, at| {
         plane_mut(&mut frame, p)[idx] = get(buf, at, sb) >> sh
@@ -232,5 +290,36 @@ mod tests {
             &(1023u16 << 6).to_le_bytes(),
             "P010 keeps 10 bits high"
         );
+    }
+
+    #[test]
+    fn planar_fast_path_matches_the_sample_walker() {
+        for layout in [YuvLayout::Yuv420p8, YuvLayout::Yuv420p16] {
+            let depth = layout.bit_depth();
+            let mut f = YuvFrame::zeroed(9, 7, depth);
+            let max = (1u32 << depth) - 1;
+            for (i, v) in
+                f.y.iter_mut()
+                    .chain(f.u.iter_mut())
+                    .chain(f.v.iter_mut())
+                    .enumerate()
+            {
+                *v = ((i as u32 * 131 + 7) % (max + 1)) as u16;
+            }
+            let pl = PlaneLayout::new(layout, 9, 7, 32);
+            let mut walked = vec![0u8; pl.bytes];
+            let sb = layout.sample_bytes();
+            for_each_sample(&pl, |p, idx, at| {
+                put(&mut walked, at, sb, plane(&f, p)[idx])
+            });
+            let fast = pack(&f, &pl);
+            for (p, offset, pitch, width, rows) in planes(&pl) {
+                for r in 0..rows {
+                    let span = offset + r * pitch..offset + r * pitch + width * sb;
+                    assert_eq!(fast[span.clone()], walked[span], "{layout:?} {p:?} row {r}");
+                }
+            }
+            assert_eq!(unpack(&walked, &pl), f, "{layout:?}");
+        }
     }
 }

@@ -70,6 +70,8 @@ pub struct VideoReader {
     finished: bool,
     saw_interlaced: bool,
     stats: DecodeStats,
+    /// The size every frame must have (the output has one size).
+    frame_size: (u32, u32),
 }
 
 impl VideoReader {
@@ -110,6 +112,7 @@ impl VideoReader {
         } else {
             stream.rate()
         };
+        let frame_size = (decoder.width(), decoder.height());
         Ok(Self {
             path: path.to_path_buf(),
             video_index,
@@ -130,6 +133,7 @@ impl VideoReader {
             finished: false,
             saw_interlaced: false,
             stats: DecodeStats::default(),
+            frame_size,
         })
     }
 
@@ -249,6 +253,18 @@ impl VideoReader {
         loop {
             match self.decoder.receive_frame(&mut self.decoded) {
                 Ok(()) => {
+                    let size = (self.decoded.width(), self.decoded.height());
+                    if size != self.frame_size {
+                        return Err(EngineError::Decode(format!(
+                            "{}: the video changes size mid-stream at frame {} ({}x{} -> {}x{}); RAVE writes one size per file: split the input where it changes (e.g. with ffmpeg -ss/-t) and upscale the parts",
+                            self.path.display(),
+                            self.next_index,
+                            self.frame_size.0,
+                            self.frame_size.1,
+                            size.0,
+                            size.1
+                        )));
+                    }
                     // SAFETY: `decoded` wraps a valid AVFrame just filled by the decoder.
                     let damaged = sys::frame_is_damaged(unsafe { self.decoded.as_ptr() });
                     if damaged {

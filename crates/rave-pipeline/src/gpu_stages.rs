@@ -78,6 +78,8 @@ pub struct GpuConverter {
     color: ColorInfo,
     tensor: PixelFormat,
     copies: Arc<HostCopies>,
+    /// Page-locked landing buffer of the downloads (reused; grows with the frame size).
+    pinned: std::sync::Mutex<Option<cudarc::driver::PinnedHostSlice<u8>>>,
 }
 
 fn layout_for(bit_depth: u8) -> YuvLayout {
@@ -106,6 +108,7 @@ impl GpuConverter {
             color,
             tensor,
             copies,
+            pinned: std::sync::Mutex::new(None),
         })
     }
 
@@ -161,23 +164,36 @@ impl GpuConverter {
             &DeviceYuv::from_base(yuv.device_addr(), layout),
             &self.color,
         )?;
-        let mut host = vec![0u8; layout.bytes];
+        let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        if pinned.as_ref().is_none_or(|p| p.len() < layout.bytes) {
+            // SAFETY: page-locked host memory whose contents are written by the copy below
+            // before anything reads them.
+            let fresh = unsafe { self.ctx.cuda().alloc_pinned::<u8>(layout.bytes) }
+                .map_err(cuda_err("allocating page-locked memory"))?;
+            *pinned = Some(fresh);
+        }
+        let host = pinned.as_mut().expect("allocated above");
+        let dst = host.as_mut_ptr().map_err(cuda_err("page-locked buffer"))?;
         // SAFETY: `yuv` holds `layout.bytes` bytes written by the kernel queued before on the
-        // same stream; `host` is as long and stays alive until the stream is synchronized.
+        // same stream; `dst` is page-locked memory of at least that many bytes, not touched
+        // by anything else until the stream is synchronized below.
         unsafe {
-            cudarc::driver::result::memcpy_dtoh_async(
-                &mut host,
+            cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
+                dst.cast(),
                 yuv.device_addr(),
+                layout.bytes,
                 stream.cu_stream(),
             )
+            .result()
         }
         .map_err(cuda_err("downloading a frame"))?;
         stream.synchronize().map_err(cuda_err("download sync"))?;
         self.copies.downloads.fetch_add(1, Ordering::Relaxed);
         drop(frame.texture);
+        let bytes = host.as_slice().map_err(cuda_err("page-locked buffer"))?;
         Ok(HostYuvFrame {
             meta: frame.meta,
-            image: unpack(&host, &layout),
+            image: unpack(&bytes[..layout.bytes], &layout),
         })
     }
 }

@@ -9,7 +9,8 @@
 //! Usage: ORT_DYLIB_PATH=/path/libonnxruntime.so gpu_backend_check FP32.onnx [FP16.onnx] [FRAMES] [BATCHES] [MORE.onnx,...]
 //!   BATCHES: comma-separated batch sizes (default 1,2,4,8).
 //!   MORE: further models timed at batch 1 only (e.g. the unfolded ncnn structure).
-//! The CUDA provider's NHWC and conv-bias-fusion switches are compared on the FP16 model.
+//! With RAVE_VARIANTS=1 the CUDA provider's NHWC and conv-bias-fusion switches are compared
+//! too, and MORE models are timed.
 //! With RAVE_PROFILE_REGION=1 only the FP16 batch-1 case runs, with the CUDA profiler
 //! started around 5 frames (for `ncu --profile-from-start off`).
 
@@ -252,7 +253,9 @@ fn main() {
         .collect();
     for (model, bar) in &models {
         for (batch, graph) in [(1usize, false), (4, false), (1, true)] {
-            let b = setup.backend(setup.config(model, EpPolicy::Cuda, batch, graph));
+            let mut c = setup.config(model, EpPolicy::Cuda, batch, graph);
+            c.frame_size = None; // small frames here: no warm-up at 1080p
+            let b = setup.backend(c);
             let format = b.metadata().unwrap().tensor_format;
             let mut worst = f64::INFINITY;
             for (i, (w, h)) in [(96u32, 64u32), (127, 71), (320, 180)]
@@ -313,10 +316,13 @@ fn main() {
             }
         }
     }
-    // The CUDA provider's layout and fusion switches, batch 1.
-    println!("| model | prefer_nhwc | fuse_conv_bias | fps (batch 1) |");
-    println!("|---|---|---|---|");
-    for (model, _) in &models {
+    // The CUDA provider's layout and fusion switches, batch 1 (RAVE_VARIANTS=1).
+    let variants = switch("RAVE_VARIANTS", false);
+    if variants {
+        println!("| model | prefer_nhwc | fuse_conv_bias | fps (batch 1) |");
+        println!("|---|---|---|---|");
+    }
+    for (model, _) in models.iter().filter(|_| variants) {
         let format = LoadedModel::inspect(runtime, model).unwrap().tensor_format;
         let input = upload(&ctx, &picture(1920, 1080, 7), format);
         for nhwc in [false, true] {
@@ -336,7 +342,7 @@ fn main() {
             }
         }
     }
-    for model in &extra {
+    for model in extra.iter().filter(|_| variants) {
         let format = LoadedModel::inspect(runtime, model).unwrap().tensor_format;
         let input = upload(&ctx, &picture(1920, 1080, 7), format);
         let b = setup.backend(setup.config(model, EpPolicy::Cuda, 1, false));
