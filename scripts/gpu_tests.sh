@@ -21,8 +21,9 @@ stage() {
   grep -qx '/.gpu-bin/' .git/info/exclude 2>/dev/null || echo '/.gpu-bin/' >> .git/info/exclude
   cargo build --release -p rave-cli --quiet
   cargo build --release -p rave-cuda --example kernel_throughput --quiet
-  # The backend check counts host allocations inside `process` (debug-alloc guard).
-  cargo build --release -p rave-tensorrt --example gpu_backend_check --features debug-alloc --quiet
+  # The backend check runs with both debug guards: host allocations inside `process` are
+  # counted, and an allocation or a pointer-audit finding is an error (strict mode).
+  cargo build --release -p rave-tensorrt --example gpu_backend_check --features debug-alloc,strict-no-host-copies --quiet
   cp target/release/rave target/release/examples/kernel_throughput target/release/examples/gpu_backend_check .gpu-bin/
   cp tools/torch_sr_bench.py tools/python_pipeline.py .gpu-bin/
   # FFmpeg's command-line tools, for scripts/gpu_e2e.sh (stage.sh ships the libraries they need).
@@ -73,7 +74,7 @@ run() {
     if ! "$t" --include-ignored --test-threads 1 --nocapture >"$out/$name.log" 2>&1; then status=1; fi
     grep -E '^test .*(ok|FAILED)$|test result|worst|panicked' "$out/$name.log" || true
   done
-  if [[ -z "${RAVE_ONLY_BACKEND:-}" ]]; then
+  if [[ -z "${RAVE_ONLY_BACKEND:-}${RAVE_SKIP_KERNEL_BENCH:-}" ]]; then
     echo "== kernel throughput"
     kernel_throughput --json "$out/kernel_throughput.json" | tee "$out/kernel_throughput.txt" || status=1
   fi
