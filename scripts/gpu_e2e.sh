@@ -42,10 +42,23 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 g = r.get("gpu") or {}
 print("backend:", r["backend"]["name"], "-", r["backend"]["reason"])
+print("decoder:", g.get("decoder"))
 print("host copies:", g.get("host_copies"), "audit mismatches:", g.get("backend", {}).get("audit_mismatches"))
 print("pool hit rate:", g.get("health", {}).get("pool_hit_rate"), "VRAM peak MiB:", g.get("health", {}).get("vram_peak", 0) / 2**20)
 PY
 awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p + 0 >= 40) }' || { echo "FAIL: PSNR"; status=1; }
+
+say "AV1 (NVDEC on the H200 has none): the GPU path falls back to software decode"
+ffmpeg -v error -f lavfi -i "testsrc2=size=320x180:rate=24" -t 1 -c:v libsvtav1 -pix_fmt yuv420p "$work/av1.mkv" || status=1
+rave upscale -i "$work/av1.mkv" -o "$work/av1_gpu.mkv" --device gpu --json >"$work/av1_gpu.json" 2>/dev/null || status=1
+rave upscale -i "$work/av1.mkv" -o "$work/av1_cpu.mkv" --device cpu --json >/dev/null 2>&1 || status=1
+av1_psnr=$(ffmpeg -v info -i "$work/av1_gpu.mkv" -i "$work/av1_cpu.mkv" -lavfi "[0:v][1:v]psnr" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2)
+python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpu"]; print("AV1 decoder:", g["decoder"]); print("AV1 host copies:", g["host_copies"])' "$work/av1_gpu.json" | tee "$out/av1.txt"
+echo "AV1 PSNR GPU vs CPU: ${av1_psnr:-?} dB" | tee -a "$out/av1.txt"
+
+say "--decoder software on the small clip (one upload per frame)"
+rave upscale -i "$work/small.mkv" -o "$work/gpu_sw.mkv" --device gpu --decoder software --json >"$work/sw.json" 2>/dev/null || status=1
+python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpu"]; print("software decoder:", g["decoder"], g["host_copies"])' "$work/sw.json" | tee "$out/software_decoder.txt"
 
 say "rave benchmark, 1920x1080 H.264, $frames frames, FP16 (default), libx264 veryfast"
 rave benchmark -i "$work/hd.mp4" --device gpu --frames "$frames" --json >"$out/benchmark_gpu.json" 2>"$out/benchmark_gpu.err" || { status=1; tail -3 "$out/benchmark_gpu.err"; }
@@ -59,6 +72,7 @@ for s in r["null_encode"]["stages"]:
     print(f"  null-run {s['name']:<12} capacity {s['capacity_fps']:8.1f} fps")
 g = r["full_report"].get("gpu") or {}
 print("backend:", r["backend_reason"])
+print("decoder:", g.get("decoder"))
 print("host copies:", g.get("host_copies"), "pool hit rate:", g.get("health", {}).get("pool_hit_rate"), "VRAM peak MiB:", g.get("health", {}).get("vram_peak", 0) / 2**20)
 PY
 

@@ -117,6 +117,16 @@ pub enum BackendArg {
     Cuda,
 }
 
+/// Which decoder the GPU path uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DecoderArg {
+    /// NVDEC where it takes the codec, profile and size (frames stay on the GPU); FFmpeg's
+    /// software decoder otherwise.
+    Auto,
+    /// FFmpeg's software decoder (one upload per frame).
+    Software,
+}
+
 /// Inference precision on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PrecisionArg {
@@ -203,6 +213,9 @@ pub struct GpuArgs {
     /// Capture CUDA graphs and replay them (frames then pass through a staging copy).
     #[arg(long)]
     pub cuda_graph: bool,
+    /// Decoder on the GPU path (the report says which ran).
+    #[arg(long, value_enum, default_value_t = DecoderArg::Auto)]
+    pub decoder: DecoderArg,
 }
 
 /// `rave upscale`.

@@ -10,6 +10,7 @@ pub mod encoder;
 pub mod frame_convert;
 pub mod hw_caps;
 pub mod input;
+pub mod nvdec;
 pub mod probe;
 pub mod reader;
 pub mod writer;
@@ -17,7 +18,7 @@ pub mod writer;
 pub use codec_choice::{Container, EncoderSettings, VideoCodec};
 pub use log_capture::capture_errors;
 pub use probe::{MediaInfo, StreamInfo, VideoInfo, probe};
-pub use reader::{CopiedPacket, DecodeStats, VideoReader};
+pub use reader::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, VideoReader};
 pub use writer::{MediaWriter, WriterSummary};
 
 use std::sync::Once;

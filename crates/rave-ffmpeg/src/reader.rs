@@ -18,6 +18,7 @@ use rave_core::frame::{FrameMeta, HostYuvFrame};
 use serde::Serialize;
 
 use crate::frame_convert::{FrameImporter, pixel_from_raw};
+use crate::nvdec::{CudaDevice, CudaFrame};
 use crate::{color, input, sys};
 
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
@@ -47,6 +48,24 @@ pub struct DecodeStats {
     pub timestamp_fixes: u64,
     /// Packets of other streams passed to the writer.
     pub copied_packets: u64,
+    /// Frames NVDEC decoded into device memory (the rest came from the software decoder).
+    pub nvdec_frames: u64,
+}
+
+/// A decoded picture: in host memory (software decoder) or on the GPU (NVDEC).
+pub enum DecodedImage {
+    /// Planar 4:2:0 samples in host memory.
+    Host(rave_core::frame::YuvFrame),
+    /// An NVDEC surface in device memory.
+    Cuda(CudaFrame),
+}
+
+/// A decoded frame with its identity.
+pub struct DecodedFrame {
+    /// Identity of the frame.
+    pub meta: FrameMeta,
+    /// Its pixels.
+    pub image: DecodedImage,
 }
 
 /// Demuxer plus software decoder for the main video stream of one file.
@@ -62,7 +81,7 @@ pub struct VideoReader {
     constant_rate: bool,
     gap_frames: u64,
     copy_sink: Option<Sender<CopiedPacket>>,
-    pending: VecDeque<HostYuvFrame>,
+    pending: VecDeque<DecodedFrame>,
     decoded: VideoFrame,
     next_index: u64,
     last_pts: Option<i64>,
@@ -75,8 +94,15 @@ pub struct VideoReader {
 }
 
 impl VideoReader {
-    /// Open `path` and its main video stream's decoder.
+    /// Open `path` and its main video stream's software decoder.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_on(path, None)
+    }
+
+    /// Open `path`, decoding on NVDEC through `device` when given (FFmpeg falls back to
+    /// software for what NVDEC cannot take); up to `extra_frames` decoded surfaces may be held
+    /// downstream at once.
+    pub fn open_on(path: &Path, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
         let input = input::open(path)?;
         let video_index = input::video_stream_index(&input, path)?;
         let stream = input.stream(video_index).expect("valid stream index");
@@ -84,11 +110,15 @@ impl VideoReader {
         let codec_name = params.id().name().to_owned();
         let mut ctx = ffmpeg_next::codec::context::Context::from_parameters(params)
             .map_err(|e| EngineError::Decode(e.to_string()))?;
-        ctx.set_threading(Threading {
-            kind: ThreadingType::Frame,
-            count: 0,
-            ..Default::default()
-        });
+        match nvdec {
+            // SAFETY: `ctx` owns a valid, not yet opened codec context.
+            Some((device, extra)) => device.attach(unsafe { ctx.as_mut_ptr() }, extra)?,
+            None => ctx.set_threading(Threading {
+                kind: ThreadingType::Frame,
+                count: 0,
+                ..Default::default()
+            }),
+        }
         let decoder = ctx
             .decoder()
             .video()
@@ -271,7 +301,14 @@ impl VideoReader {
                         self.stats.bad_frames += 1;
                     }
                     self.saw_interlaced |= self.decoded.is_interlaced();
-                    let image = self.importer.import(&self.decoded)?;
+                    // SAFETY: as above.
+                    let image = match unsafe { CudaFrame::reference(self.decoded.as_ptr()) } {
+                        Some(surface) => {
+                            self.stats.nvdec_frames += 1;
+                            DecodedImage::Cuda(surface)
+                        }
+                        None => DecodedImage::Host(self.importer.import(&self.decoded)?),
+                    };
                     let meta = FrameMeta {
                         index: self.next_index,
                         pts: self.frame_pts(),
@@ -279,7 +316,7 @@ impl VideoReader {
                     };
                     self.next_index += 1;
                     self.stats.frames += 1;
-                    self.pending.push_back(HostYuvFrame { meta, image });
+                    self.pending.push_back(DecodedFrame { meta, image });
                 }
                 Err(ffmpeg_next::Error::Eof) => {
                     self.finished = true;
@@ -358,6 +395,22 @@ fn frame_step(time_base: Rational, rate: Rational) -> i64 {
 
 impl FrameSource for VideoReader {
     fn next_frame(&mut self) -> Result<Option<HostYuvFrame>> {
+        match self.next_decoded()? {
+            None => Ok(None),
+            Some(DecodedFrame {
+                meta,
+                image: DecodedImage::Host(image),
+            }) => Ok(Some(HostYuvFrame { meta, image })),
+            Some(_) => Err(EngineError::InvariantViolation(
+                "an NVDEC frame reached the host-frame reader".into(),
+            )),
+        }
+    }
+}
+
+impl VideoReader {
+    /// The next decoded frame, wherever it lives; `None` at the end.
+    pub fn next_decoded(&mut self) -> Result<Option<DecodedFrame>> {
         loop {
             if let Some(frame) = self.pending.pop_front() {
                 return Ok(Some(frame));

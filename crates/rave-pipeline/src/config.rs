@@ -70,6 +70,8 @@ pub struct GpuOptions {
     pub batch: BatchConfig,
     /// Capture and replay CUDA graphs.
     pub cuda_graph: bool,
+    /// Decode on NVDEC where it can (else the software decoder).
+    pub nvdec: bool,
     /// Where to look for the GPU provider libraries (the runtime's folder is added when the
     /// runtime is loaded).
     pub provider_search: SearchInputs,
@@ -85,6 +87,7 @@ impl Default for GpuOptions {
             workspace_bytes: None,
             batch: BatchConfig::default(),
             cuda_graph: false,
+            nvdec: true,
             provider_search: SearchInputs::default(),
         }
     }

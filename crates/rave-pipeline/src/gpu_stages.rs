@@ -18,6 +18,8 @@ use rave_core::metrics::StageMetrics;
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_cuda::gpu_kernels::{ColorKernels, DeviceYuv};
 use rave_cuda::packing::{PlaneLayout, YuvLayout, pack, unpack};
+use rave_ffmpeg::nvdec::{CudaDevice, CudaFrame};
+use rave_ffmpeg::{DecodeStats, DecodedFrame, DecodedImage, VideoReader};
 use rave_tensorrt::batch::{BatchCollector, BatchConfig, describe_frames};
 use rave_tensorrt::gpu_backend::TensorRtBackend;
 use serde::Serialize;
@@ -112,6 +114,62 @@ impl GpuConverter {
         })
     }
 
+    /// Convert a decoded frame to the model's RGB: an NVDEC surface in place, a host frame
+    /// after one upload.
+    pub fn ingest(&self, frame: DecodedFrame) -> Result<GpuFrame> {
+        match frame.image {
+            DecodedImage::Host(image) => self.upload(HostYuvFrame {
+                meta: frame.meta,
+                image,
+            }),
+            DecodedImage::Cuda(surface) => self.convert_surface(frame.meta, surface),
+        }
+    }
+
+    /// Convert an NVDEC surface (NV12 or P010) to the model's RGB, reading it in place; the
+    /// surface goes back to the decoder once the kernel has read it.
+    fn convert_surface(&self, meta: FrameMeta, surface: CudaFrame) -> Result<GpuFrame> {
+        let p = surface.planes()?;
+        let (w, h) = p.size;
+        let layout = PlaneLayout {
+            layout: if p.sixteen_bit {
+                YuvLayout::P010
+            } else {
+                YuvLayout::Nv12
+            },
+            width: w,
+            height: h,
+            y_pitch: p.y_pitch,
+            c_pitch: p.uv_pitch,
+            u_offset: 0,
+            v_offset: 0,
+            bytes: 0,
+        };
+        let stream = &self.ctx.streams().preprocess;
+        let n = 3 * w as usize * h as usize;
+        let rgb = self.ctx.alloc_pooled(n * self.tensor.element_bytes())?;
+        let planes = DeviceYuv {
+            y: p.y,
+            u: p.uv,
+            v: p.uv,
+            layout,
+        };
+        self.kernels
+            .yuv_to_rgb(stream, &planes, rgb.device_addr(), self.tensor, &self.color)?;
+        stream.synchronize().map_err(cuda_err("preprocess sync"))?;
+        drop(surface);
+        Ok(GpuFrame {
+            meta,
+            texture: GpuTexture {
+                data: Arc::new(rgb),
+                width: w,
+                height: h,
+                pitch: w as usize * self.tensor.element_bytes(),
+                format: self.tensor,
+            },
+        })
+    }
+
     /// Upload a decoded frame (one host-to-device copy) and convert it to the model's RGB.
     pub fn upload(&self, frame: HostYuvFrame) -> Result<GpuFrame> {
         let img = &frame.image;
@@ -195,6 +253,49 @@ impl GpuConverter {
             meta: frame.meta,
             image: unpack(&bytes[..layout.bytes], &layout),
         })
+    }
+}
+
+/// An FFmpeg CUDA device on RAVE's context, FFmpeg's copies queued on the decode stream.
+pub fn nvdec_device(ctx: &GpuContext) -> Result<CudaDevice> {
+    // SAFETY: the primary context and the decode stream live as long as `ctx`, which the
+    // pipeline holds until the reader (and every frame it made) is gone.
+    unsafe {
+        CudaDevice::new(
+            ctx.cuda().cu_ctx().cast(),
+            ctx.streams().decode.cu_stream().cast(),
+        )
+    }
+}
+
+/// The next decoded frame; an NVDEC frame is complete in device memory when returned (the
+/// decode stream, where FFmpeg queued its copy, is synchronized).
+pub fn next_decoded(reader: &mut VideoReader, ctx: &GpuContext) -> Result<Option<DecodedFrame>> {
+    let frame = reader.next_decoded()?;
+    if let Some(DecodedFrame {
+        image: DecodedImage::Cuda(_),
+        ..
+    }) = &frame
+    {
+        ctx.streams()
+            .decode
+            .synchronize()
+            .map_err(cuda_err("NVDEC frame sync"))?;
+    }
+    Ok(frame)
+}
+
+/// Which decoder ran, for the report.
+pub fn describe_decoder(stats: &DecodeStats, nvdec_wanted: bool) -> String {
+    match (stats.nvdec_frames, stats.frames) {
+        (0, _) if !nvdec_wanted => {
+            "software (FFmpeg; --decoder software), one host-to-device copy per frame".into()
+        }
+        (0, _) => "software (FFmpeg): NVDEC does not take this codec, profile or size here; one host-to-device copy per frame".into(),
+        (n, all) if n == all => {
+            "NVDEC (FFmpeg CUDA hwaccel in RAVE's context): frames stay on the GPU, no upload".into()
+        }
+        (n, all) => format!("NVDEC for {n} of {all} frames, software for the rest"),
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use rave_core::backend::HostUpscaleBackend;
-use rave_core::codec::{FrameSink, FrameSource};
+use rave_core::codec::FrameSink;
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{HostRgbFrame, HostYuvFrame};
@@ -86,41 +86,44 @@ pub struct DecodePolicy {
     pub max_frames: Option<u64>,
 }
 
-/// Decode frames and send them on; returns when the input ends or the run stops.
-pub fn decode(
+/// Decode frames with `pull` (host frames, or NVDEC surfaces on the GPU path) and send them
+/// on; returns when the input ends or the run stops.
+pub fn decode<T>(
     reader: &mut VideoReader,
-    tx: Sender<HostYuvFrame>,
+    tx: Sender<T>,
     policy: DecodePolicy,
     cancel: &CancelToken,
     metrics: &StageMetrics,
+    mut pull: impl FnMut(&mut VideoReader) -> Result<Option<T>>,
 ) -> Result<()> {
-    let result = decode_frames(reader, &tx, policy, cancel, metrics);
+    let result = decode_frames(reader, &tx, policy, cancel, metrics, &mut pull);
     // Every copied packet is queued before the frame channel closes, so the writer can
     // drain them all once it sees the end of the video.
     reader.close_copy_sink();
     result
 }
 
-fn decode_frames(
+fn decode_frames<T>(
     reader: &mut VideoReader,
-    tx: &Sender<HostYuvFrame>,
+    tx: &Sender<T>,
     policy: DecodePolicy,
     cancel: &CancelToken,
     metrics: &StageMetrics,
+    pull: &mut impl FnMut(&mut VideoReader) -> Result<Option<T>>,
 ) -> Result<()> {
     loop {
         if policy.max_frames.is_some_and(|m| metrics.frames() >= m) {
             return Ok(());
         }
         let t = Instant::now();
-        let Some(frame) = reader.next_frame()? else {
+        let Some(frame) = pull(reader)? else {
             return Ok(());
         };
         metrics.record(t.elapsed());
         if !policy.allow_corrupt && reader.stats().bad_frames > 0 {
             // Stop the pipeline, but read to the end so the error can say how much is damaged.
             cancel.cancel(StopReason::Failure);
-            while cancel.reason() != Some(StopReason::User) && reader.next_frame()?.is_some() {}
+            while cancel.reason() != Some(StopReason::User) && pull(reader)?.is_some() {}
             return Err(reader.damage_error(CORRUPT_HINT).expect("damage was seen"));
         }
         if !send(tx, frame, cancel) {

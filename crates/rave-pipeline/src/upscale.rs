@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use rave_core::backend::UpscaleBackend;
+use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::HostYuvFrame;
@@ -72,7 +73,14 @@ pub fn run_upscale(
         cancel.on_cancel(i);
     }
     let (out_w, out_h) = (w * meta.scale, h * meta.scale);
-    let mut reader = VideoReader::open(&config.input)?;
+    // NVDEC decodes into RAVE's context; decoded surfaces may wait in the decode and
+    // preprocess channels, plus one in each stage.
+    let nvdec = match &engine {
+        Engine::Gpu(gpu) if config.gpu.nvdec => Some(gpu_stages::nvdec_device(&gpu.ctx)?),
+        _ => None,
+    };
+    let held = (caps.decoded + caps.preprocessed + 2) as i32;
+    let mut reader = VideoReader::open_on(&config.input, nvdec.as_ref().map(|d| (d, held)))?;
     let (packet_tx, packet_rx) = std::sync::mpsc::channel();
     let mut writer = match &target {
         Some(target) => {
@@ -93,7 +101,6 @@ pub fn run_upscale(
     };
 
     let color = reader.color();
-    let (dec_tx, dec_rx) = bounded(caps.decoded.max(1));
     let (post_tx, post_rx) = bounded(caps.inferred.max(1));
     let metrics = Arc::new(PipelineMetrics::default());
     let errors = FirstError::default();
@@ -112,13 +119,10 @@ pub fn run_upscale(
     let stages_started = Instant::now();
     std::thread::scope(|s| {
         let (errs, reader) = (&errors, &mut reader);
-        s.spawn(move || {
-            guarded(errs, cancel, || {
-                stages::decode(reader, dec_tx, policy, cancel, &m.decode)
-            })
-        });
         let middle = Middle {
-            dec_rx,
+            reader,
+            policy,
+            decoded: caps.decoded.max(1),
             post_tx,
             color: &color,
             capacity: caps.preprocessed.max(1),
@@ -145,7 +149,7 @@ pub fn run_upscale(
             block_on(gpu.backend.shutdown()).ok();
             Some(GpuRunReport {
                 backend: gpu.backend.report(),
-                decoder: "software (FFmpeg), one host-to-device copy per frame; NVDEC decode is not wired yet".into(),
+                decoder: gpu_stages::describe_decoder(reader.stats(), config.gpu.nvdec),
                 encoder: format!(
                     "{} (software) from one device-to-host copy per frame; the NVENC path is not wired yet",
                     config.encoder.codec.encoder_name()
@@ -245,7 +249,9 @@ fn encode(
 
 /// The channels and shared state of the three middle stages.
 struct Middle<'a> {
-    dec_rx: Receiver<HostYuvFrame>,
+    reader: &'a mut VideoReader,
+    policy: DecodePolicy,
+    decoded: usize,
     post_tx: Sender<HostYuvFrame>,
     color: &'a ColorInfo,
     capacity: usize,
@@ -264,7 +270,9 @@ impl<'a> Middle<'a> {
         'a: 's,
     {
         let Middle {
-            dec_rx,
+            reader,
+            policy,
+            decoded,
             post_tx,
             color,
             capacity,
@@ -272,6 +280,14 @@ impl<'a> Middle<'a> {
             cancel,
             metrics: m,
         } = self;
+        let (dec_tx, dec_rx) = bounded(decoded);
+        s.spawn(move || {
+            guarded(errors, cancel, || {
+                stages::decode(reader, dec_tx, policy, cancel, &m.decode, |r| {
+                    r.next_frame()
+                })
+            })
+        });
         let (pre_tx, pre_rx) = bounded(capacity);
         let (inf_tx, inf_rx) = bounded(capacity);
         s.spawn(move || {
@@ -302,7 +318,9 @@ impl<'a> Middle<'a> {
         'a: 's,
     {
         let Middle {
-            dec_rx,
+            reader,
+            policy,
+            decoded,
             post_tx,
             color,
             capacity,
@@ -310,6 +328,15 @@ impl<'a> Middle<'a> {
             cancel,
             metrics: m,
         } = self;
+        let (dec_tx, dec_rx) = bounded(decoded);
+        let ctx = gpu.ctx.clone();
+        s.spawn(move || {
+            guarded(errors, cancel, || {
+                stages::decode(reader, dec_tx, policy, cancel, &m.decode, |r| {
+                    gpu_stages::next_decoded(r, &ctx)
+                })
+            })
+        });
         let tensor = match gpu.backend.metadata() {
             Ok(meta) => meta.tensor_format,
             Err(e) => return errors.record(e, cancel),
@@ -323,7 +350,7 @@ impl<'a> Middle<'a> {
         let up = converter.clone();
         s.spawn(move || {
             guarded(errors, cancel, || {
-                gpu_stages::try_convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| up.upload(f))
+                gpu_stages::try_convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| up.ingest(f))
             })
         });
         let batch = gpu.backend.batch_config();

@@ -14,7 +14,8 @@ use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 
 use crate::args::{
-    BackendArg, CodecArg, DeviceArg, GlobalArgs, GpuArgs, PrecisionArg, RunArgs, UpscaleArgs,
+    BackendArg, CodecArg, DecoderArg, DeviceArg, GlobalArgs, GpuArgs, PrecisionArg, RunArgs,
+    UpscaleArgs,
 };
 use crate::{locate, progress_view, summary};
 
@@ -123,6 +124,7 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
             latency_deadline: std::time::Duration::from_secs_f64(args.batch_deadline_ms / 1000.0),
         },
         cuda_graph: args.cuda_graph,
+        nvdec: args.decoder == DecoderArg::Auto,
         provider_search: locate::provider_search(),
     })
 }
