@@ -19,7 +19,7 @@ use rave_core::types::{GpuTexture, PixelFormat};
 use rave_cuda::gpu_kernels::{ColorKernels, DeviceYuv};
 use rave_cuda::packing::{PlaneLayout, YuvLayout, pack, unpack};
 use rave_ffmpeg::nvdec::{CudaDevice, CudaFrame};
-use rave_ffmpeg::{DecodeStats, DecodedFrame, DecodedImage, VideoReader};
+use rave_ffmpeg::{DecodeStats, DecodedFrame, DecodedImage, VideoCodec, VideoReader};
 use rave_tensorrt::batch::{BatchCollector, BatchConfig, describe_frames};
 use rave_tensorrt::gpu_backend::TensorRtBackend;
 use serde::Serialize;
@@ -297,6 +297,30 @@ pub fn describe_decoder(stats: &DecodeStats, nvdec_wanted: bool) -> String {
         }
         (n, all) => format!("NVDEC for {n} of {all} frames, software for the rest"),
     }
+}
+
+/// Which encoder ran and why not NVENC, for the report.
+pub fn describe_encoder(codec: VideoCodec) -> String {
+    let software = codec.encoder_name();
+    let nvenc = match codec {
+        VideoCodec::H264 => "h264_nvenc",
+        VideoCodec::Hevc => "hevc_nvenc",
+        VideoCodec::Av1 => "av1_nvenc",
+    };
+    let why = rave_ffmpeg::hw_caps::nvenc_status()
+        .into_iter()
+        .find(|s| s.encoder == nvenc)
+        .map_or_else(
+            || format!("{nvenc} was not probed"),
+            |s| match (s.available, s.reason) {
+                (true, _) => format!(
+                    "{nvenc} is available on this GPU, but RAVE's NVENC path is not implemented yet"
+                ),
+                (false, Some(reason)) => format!("{nvenc}: {reason}"),
+                (false, None) => format!("{nvenc} is unavailable"),
+            },
+        );
+    format!("{software} (software) from one page-locked device-to-host copy per frame; {why}")
 }
 
 /// A mapping stage whose conversion can fail (the GPU conversions).

@@ -150,10 +150,7 @@ pub fn run_upscale(
             Some(GpuRunReport {
                 backend: gpu.backend.report(),
                 decoder: gpu_stages::describe_decoder(reader.stats(), config.gpu.nvdec),
-                encoder: format!(
-                    "{} (software) from one device-to-host copy per frame; the NVENC path is not wired yet",
-                    config.encoder.codec.encoder_name()
-                ),
+                encoder: gpu_stages::describe_encoder(config.encoder.codec),
                 host_copies: copies.report(metrics.encode.frames()),
                 health: gpu.ctx.health(),
             })
