@@ -259,6 +259,22 @@ pub fn unpack(buf: &[u8], layout: &PlaneLayout) -> YuvFrame {
 mod tests {
     use super::*;
 
+    /// A `width` x `height` frame at `layout`'s depth with every sample set from `step`.
+    fn patterned(layout: YuvLayout, width: u32, height: u32, step: u32) -> YuvFrame {
+        let depth = layout.bit_depth();
+        let mut f = YuvFrame::zeroed(width, height, depth);
+        let max = (1u32 << depth) - 1;
+        for (i, v) in
+            f.y.iter_mut()
+                .chain(f.u.iter_mut())
+                .chain(f.v.iter_mut())
+                .enumerate()
+        {
+            *v = ((i as u32 * step + 7) % (max + 1)) as u16;
+        }
+        f
+    }
+
     #[test]
     fn pack_unpack_round_trips_every_layout_with_pitch_and_odd_sizes() {
         for layout in [
@@ -267,17 +283,7 @@ mod tests {
             YuvLayout::Yuv420p8,
             YuvLayout::Yuv420p16,
         ] {
-            let depth = layout.bit_depth();
-            let mut f = YuvFrame::zeroed(7, 5, depth);
-            let max = (1u32 << depth) - 1;
-            for (i, v) in
-                f.y.iter_mut()
-                    .chain(f.u.iter_mut())
-                    .chain(f.v.iter_mut())
-                    .enumerate()
-            {
-                *v = ((i as u32 * 97) % (max + 1)) as u16;
-            }
+            let f = patterned(layout, 7, 5, 97);
             let pl = PlaneLayout::new(layout, 7, 5, 64);
             assert_eq!(pl.y_pitch % 64, 0);
             assert_eq!(unpack(&pack(&f, &pl), &pl), f, "{layout:?}");
@@ -295,17 +301,7 @@ mod tests {
     #[test]
     fn planar_fast_path_matches_the_sample_walker() {
         for layout in [YuvLayout::Yuv420p8, YuvLayout::Yuv420p16] {
-            let depth = layout.bit_depth();
-            let mut f = YuvFrame::zeroed(9, 7, depth);
-            let max = (1u32 << depth) - 1;
-            for (i, v) in
-                f.y.iter_mut()
-                    .chain(f.u.iter_mut())
-                    .chain(f.v.iter_mut())
-                    .enumerate()
-            {
-                *v = ((i as u32 * 131 + 7) % (max + 1)) as u16;
-            }
+            let f = patterned(layout, 9, 7, 131);
             let pl = PlaneLayout::new(layout, 9, 7, 32);
             let mut walked = vec![0u8; pl.bytes];
             let sb = layout.sample_bytes();

@@ -15,9 +15,9 @@ use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
 use rave_tensorrt::provider_paths::{self, ProviderKind};
 use rave_tensorrt::{CpuBackend, LoadedModel, ModelOptions, OrtRuntime};
 
-use crate::block_on::block_on;
 use crate::config::{Device, PrecisionChoice, UpscaleConfig};
 use crate::report::BackendReport;
+use rave_core::block_on::block_on;
 
 /// The GPU path, ready to run.
 pub struct GpuPath {

@@ -20,13 +20,13 @@ use rave_core::types::GpuTexture;
 use rave_ffmpeg::{VideoReader, probe};
 
 use crate::backend_choice::{Engine, choose_backend};
-use crate::block_on::block_on;
 use crate::cancel::CancelToken;
 use crate::config::UpscaleConfig;
 use crate::gpu_stages::{GpuConverter, HostCopies};
 use crate::progress::ProgressSink;
 use crate::report::RunReport;
 use crate::upscale::run_upscale;
+use rave_core::block_on::block_on;
 
 /// Inference alone.
 #[derive(Debug, Clone, Serialize)]

@@ -24,9 +24,9 @@ use rave_tensorrt::batch::{BatchCollector, BatchConfig, describe_frames};
 use rave_tensorrt::gpu_backend::TensorRtBackend;
 use serde::Serialize;
 
-use crate::block_on::block_on;
 use crate::cancel::CancelToken;
 use crate::channel::{recv, send};
+use rave_core::block_on::block_on;
 
 /// A frame resident on the GPU with its identity.
 pub struct GpuFrame {

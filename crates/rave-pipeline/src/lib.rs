@@ -4,7 +4,6 @@
 
 pub mod backend_choice;
 pub mod benchmark;
-pub mod block_on;
 pub mod cancel;
 pub mod channel;
 pub mod config;

@@ -4,7 +4,6 @@
 //! decided; decode and encode are shared.
 
 use std::sync::Arc;
-use std::sync::mpsc::Receiver as PacketReceiver;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -13,10 +12,9 @@ use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::HostYuvFrame;
-use rave_ffmpeg::{Container, CopiedPacket, MediaWriter, VideoReader, probe};
+use rave_ffmpeg::{Container, MediaWriter, VideoReader, probe};
 
 use crate::backend_choice::{ChosenBackend, Engine, GpuPath, choose_backend};
-use crate::block_on::block_on;
 use crate::cancel::{CancelToken, StopReason};
 use crate::config::UpscaleConfig;
 use crate::gpu_stages::{self, GpuConverter, HostCopies};
@@ -24,6 +22,7 @@ use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
 use crate::report::{GpuRunReport, ModelReport, RunReport, RunStatus};
 use crate::stages::{self, DecodePolicy, FirstError, PipelineMetrics, guarded};
+use rave_core::block_on::block_on;
 
 /// Upscale `config.input` into `config.output`. On cancellation the finalized partial file is
 /// kept and the report says `partial`; on failure nothing is left behind.
@@ -124,11 +123,13 @@ pub fn run_upscale(
             policy,
             decoded: caps.decoded.max(1),
             post_tx,
-            color: &color,
-            capacity: caps.preprocessed.max(1),
-            errors: errs,
-            cancel,
-            metrics: m,
+            shared: Shared {
+                color: &color,
+                capacity: caps.preprocessed.max(1),
+                errors: errs,
+                cancel,
+                metrics: m,
+            },
         };
         match &mut engine {
             Engine::Cpu(backend) => middle.spawn_cpu(s, backend.as_mut()),
@@ -136,7 +137,15 @@ pub fn run_upscale(
         }
         guarded(&errors, cancel, || {
             finalized = match writer.as_mut() {
-                Some(w) => encode(w, post_rx, packet_rx, progress, frames_total, cancel, m)?,
+                Some(w) => stages::encode(
+                    w,
+                    post_rx,
+                    packet_rx,
+                    progress,
+                    frames_total,
+                    cancel,
+                    &m.encode,
+                )?,
                 None => stages::null_sink(post_rx, progress, frames_total, cancel, &m.encode),
             };
             Ok(())
@@ -224,32 +233,9 @@ pub fn run_upscale(
     })
 }
 
-fn encode(
-    writer: &mut MediaWriter,
-    rx: Receiver<HostYuvFrame>,
-    packets: PacketReceiver<CopiedPacket>,
-    progress: &dyn ProgressSink,
-    frames_total: Option<u64>,
-    cancel: &CancelToken,
-    m: &PipelineMetrics,
-) -> Result<bool> {
-    stages::encode(
-        writer,
-        rx,
-        packets,
-        progress,
-        frames_total,
-        cancel,
-        &m.encode,
-    )
-}
-
-/// The channels and shared state of the three middle stages.
-struct Middle<'a> {
-    reader: &'a mut VideoReader,
-    policy: DecodePolicy,
-    decoded: usize,
-    post_tx: Sender<HostYuvFrame>,
+/// What every stage thread borrows.
+#[derive(Clone, Copy)]
+struct Shared<'a> {
     color: &'a ColorInfo,
     capacity: usize,
     errors: &'a FirstError,
@@ -257,7 +243,40 @@ struct Middle<'a> {
     metrics: &'a PipelineMetrics,
 }
 
+/// The decode thread and the channels of the three middle stages.
+struct Middle<'a> {
+    reader: &'a mut VideoReader,
+    policy: DecodePolicy,
+    decoded: usize,
+    post_tx: Sender<HostYuvFrame>,
+    shared: Shared<'a>,
+}
+
 impl<'a> Middle<'a> {
+    /// Start the decode thread, pulling frames with `pull`; returns its output channel.
+    fn spawn_decode<'s, T: Send + 's>(
+        reader: &'s mut VideoReader,
+        policy: DecodePolicy,
+        decoded: usize,
+        shared: Shared<'s>,
+        s: &'s std::thread::Scope<'s, '_>,
+        pull: impl FnMut(&mut VideoReader) -> Result<Option<T>> + Send + 's,
+    ) -> Receiver<T> {
+        let (tx, rx) = bounded(decoded);
+        let Shared {
+            errors,
+            cancel,
+            metrics: m,
+            ..
+        } = shared;
+        s.spawn(move || {
+            guarded(errors, cancel, || {
+                stages::decode(reader, tx, policy, cancel, &m.decode, pull)
+            })
+        });
+        rx
+    }
+
     /// Preprocess, infer and postprocess on the CPU.
     fn spawn_cpu<'s>(
         self,
@@ -266,25 +285,22 @@ impl<'a> Middle<'a> {
     ) where
         'a: 's,
     {
-        let Middle {
-            reader,
-            policy,
-            decoded,
-            post_tx,
+        let Shared {
             color,
             capacity,
             errors,
             cancel,
             metrics: m,
-        } = self;
-        let (dec_tx, dec_rx) = bounded(decoded);
-        s.spawn(move || {
-            guarded(errors, cancel, || {
-                stages::decode(reader, dec_tx, policy, cancel, &m.decode, |r| {
-                    r.next_frame()
-                })
-            })
-        });
+        } = self.shared;
+        let post_tx = self.post_tx;
+        let dec_rx = Self::spawn_decode(
+            self.reader,
+            self.policy,
+            self.decoded,
+            self.shared,
+            s,
+            |r| r.next_frame(),
+        );
         let (pre_tx, pre_rx) = bounded(capacity);
         let (inf_tx, inf_rx) = bounded(capacity);
         s.spawn(move || {
@@ -314,26 +330,23 @@ impl<'a> Middle<'a> {
     ) where
         'a: 's,
     {
-        let Middle {
-            reader,
-            policy,
-            decoded,
-            post_tx,
+        let Shared {
             color,
             capacity,
             errors,
             cancel,
             metrics: m,
-        } = self;
-        let (dec_tx, dec_rx) = bounded(decoded);
+        } = self.shared;
+        let post_tx = self.post_tx;
         let ctx = gpu.ctx.clone();
-        s.spawn(move || {
-            guarded(errors, cancel, || {
-                stages::decode(reader, dec_tx, policy, cancel, &m.decode, |r| {
-                    gpu_stages::next_decoded(r, &ctx)
-                })
-            })
-        });
+        let dec_rx = Self::spawn_decode(
+            self.reader,
+            self.policy,
+            self.decoded,
+            self.shared,
+            s,
+            move |r| gpu_stages::next_decoded(r, &ctx),
+        );
         let tensor = match gpu.backend.metadata() {
             Ok(meta) => meta.tensor_format,
             Err(e) => return errors.record(e, cancel),

@@ -14,14 +14,12 @@
 //! With RAVE_PROFILE_REGION=1 only the FP16 batch-1 case runs, with the CUDA profiler
 //! started around 5 frames (for `ncu --profile-from-start off`).
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use rave_core::backend::{HostUpscaleBackend, UpscaleBackend};
+use rave_core::block_on::block_on;
 use rave_core::frame::RgbImage;
 use rave_core::gpu::{GpuBuffer, GpuContext};
 use rave_core::types::{GpuTexture, PixelFormat};
@@ -34,18 +32,6 @@ use rave_tensorrt::{CpuBackend, LoadedModel, ModelOptions, OrtRuntime, RuntimeCa
 #[cfg(feature = "debug-alloc")]
 #[global_allocator]
 static ALLOC: rave_core::debug_alloc::CountingAllocator = rave_core::debug_alloc::CountingAllocator;
-
-/// Drive a future that never really waits (the backend's calls are synchronous inside).
-fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::yield_now();
-    }
-}
 
 /// A progress marker on stderr, so a hang shows where it happened.
 fn step(what: &str) {

@@ -40,18 +40,16 @@ fn nearest_x2(input: &[f32], n: usize, h: usize, w: usize) -> Vec<f32> {
     out
 }
 
+/// A session of fixture `name` and a binding of its tensors in host memory.
+fn bound(name: &str, format: PixelFormat) -> (Session, DeviceBinding) {
+    let s = session(name);
+    let b = DeviceBinding::new(&s, "input", "output", format, cpu_memory(), 0).unwrap();
+    (s, b)
+}
+
 #[test]
 fn runs_in_place_on_bound_memory_and_rebinds_per_frame() {
-    let mut s = session("nearest_x2.onnx");
-    let mut b = DeviceBinding::new(
-        &s,
-        "input",
-        "output",
-        PixelFormat::RgbPlanarF32,
-        cpu_memory(),
-        0,
-    )
-    .unwrap();
+    let (mut s, mut b) = bound("nearest_x2.onnx", PixelFormat::RgbPlanarF32);
     for (n, h, w) in [(1usize, 4usize, 6usize), (1, 5, 3), (3, 2, 2)] {
         let input: Vec<f32> = (0..n * 3 * h * w).map(|i| i as f32 * 0.25).collect();
         let mut output = vec![-1f32; input.len() * 4];
@@ -75,16 +73,7 @@ fn runs_in_place_on_bound_memory_and_rebinds_per_frame() {
 
 #[test]
 fn half_precision_tensors_bind_as_float16() {
-    let mut s = session("nearest_x2_fp16.onnx");
-    let mut b = DeviceBinding::new(
-        &s,
-        "input",
-        "output",
-        PixelFormat::RgbPlanarF16,
-        cpu_memory(),
-        0,
-    )
-    .unwrap();
+    let (mut s, mut b) = bound("nearest_x2_fp16.onnx", PixelFormat::RgbPlanarF16);
     let values: Vec<f32> = (0..3 * 2 * 2).map(|i| i as f32 / 8.0).collect();
     let input: Vec<half::f16> = values.iter().map(|v| half::f16::from_f32(*v)).collect();
     let mut output = vec![half::f16::ZERO; input.len() * 4];
@@ -106,16 +95,7 @@ fn half_precision_tensors_bind_as_float16() {
 
 #[test]
 fn a_wrong_shape_is_an_inference_error_not_a_crash() {
-    let mut s = session("fixed_64x48_x2.onnx");
-    let mut b = DeviceBinding::new(
-        &s,
-        "input",
-        "output",
-        PixelFormat::RgbPlanarF32,
-        cpu_memory(),
-        0,
-    )
-    .unwrap();
+    let (mut s, mut b) = bound("fixed_64x48_x2.onnx", PixelFormat::RgbPlanarF32);
     let input = vec![0f32; 3 * 10 * 10];
     let mut output = vec![0f32; 3 * 20 * 20];
     let err = b

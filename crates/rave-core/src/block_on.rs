@@ -1,6 +1,6 @@
-//! Drive the backends' async calls from the stage threads. The GPU backend's futures never
-//! wait on anything (ONNX Runtime's run is synchronous inside), so polling them to
-//! completion on the calling thread is all an executor would do.
+//! Drive the backends' async calls from plain threads. The GPU backend's futures never wait
+//! on anything (ONNX Runtime's run is synchronous inside), so polling them to completion on
+//! the calling thread is all an executor would do.
 
 use std::future::Future;
 use std::pin::pin;
