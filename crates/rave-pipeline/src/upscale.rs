@@ -253,28 +253,24 @@ struct Middle<'a> {
 }
 
 impl<'a> Middle<'a> {
-    /// Start the decode thread, pulling frames with `pull`; returns its output channel.
-    fn spawn_decode<'s, T: Send + 's>(
-        reader: &'s mut VideoReader,
-        policy: DecodePolicy,
-        decoded: usize,
-        shared: Shared<'s>,
+    /// Start the decode thread, pulling frames with `pull`; returns its output channel, the
+    /// channel to the encoder and what the other stages borrow.
+    fn start<'s, T: Send + 's>(
+        self,
         s: &'s std::thread::Scope<'s, '_>,
         pull: impl FnMut(&mut VideoReader) -> Result<Option<T>> + Send + 's,
-    ) -> Receiver<T> {
-        let (tx, rx) = bounded(decoded);
-        let Shared {
-            errors,
-            cancel,
-            metrics: m,
-            ..
-        } = shared;
+    ) -> (Receiver<T>, Sender<HostYuvFrame>, Shared<'a>)
+    where
+        'a: 's,
+    {
+        let (tx, rx) = bounded(self.decoded);
+        let (reader, policy, sh) = (self.reader, self.policy, self.shared);
         s.spawn(move || {
-            guarded(errors, cancel, || {
-                stages::decode(reader, tx, policy, cancel, &m.decode, pull)
+            guarded(sh.errors, sh.cancel, || {
+                stages::decode(reader, tx, policy, sh.cancel, &sh.metrics.decode, pull)
             })
         });
-        rx
+        (rx, self.post_tx, sh)
     }
 
     /// Preprocess, infer and postprocess on the CPU.
@@ -285,37 +281,23 @@ impl<'a> Middle<'a> {
     ) where
         'a: 's,
     {
-        let Shared {
-            color,
-            capacity,
-            errors,
-            cancel,
-            metrics: m,
-        } = self.shared;
-        let post_tx = self.post_tx;
-        let dec_rx = Self::spawn_decode(
-            self.reader,
-            self.policy,
-            self.decoded,
-            self.shared,
-            s,
-            |r| r.next_frame(),
-        );
-        let (pre_tx, pre_rx) = bounded(capacity);
-        let (inf_tx, inf_rx) = bounded(capacity);
+        let (dec_rx, post_tx, sh) = self.start(s, |r| r.next_frame());
+        let (pre_tx, pre_rx) = bounded(sh.capacity);
+        let (inf_tx, inf_rx) = bounded(sh.capacity);
+        let m = sh.metrics;
         s.spawn(move || {
-            stages::convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| {
-                stages::to_rgb(f, color)
+            stages::convert(dec_rx, pre_tx, sh.cancel, &m.preprocess, |f| {
+                stages::to_rgb(f, sh.color)
             })
         });
         s.spawn(move || {
-            guarded(errors, cancel, || {
-                stages::infer(backend, pre_rx, inf_tx, cancel, &m.infer)
+            guarded(sh.errors, sh.cancel, || {
+                stages::infer(backend, pre_rx, inf_tx, sh.cancel, &m.infer)
             })
         });
         s.spawn(move || {
-            stages::convert(inf_rx, post_tx, cancel, &m.postprocess, |f| {
-                stages::to_yuv(f, color)
+            stages::convert(inf_rx, post_tx, sh.cancel, &m.postprocess, |f| {
+                stages::to_yuv(f, sh.color)
             })
         });
     }
@@ -330,23 +312,10 @@ impl<'a> Middle<'a> {
     ) where
         'a: 's,
     {
-        let Shared {
-            color,
-            capacity,
-            errors,
-            cancel,
-            metrics: m,
-        } = self.shared;
-        let post_tx = self.post_tx;
         let ctx = gpu.ctx.clone();
-        let dec_rx = Self::spawn_decode(
-            self.reader,
-            self.policy,
-            self.decoded,
-            self.shared,
-            s,
-            move |r| gpu_stages::next_decoded(r, &ctx),
-        );
+        let (dec_rx, post_tx, sh) = self.start(s, move |r| gpu_stages::next_decoded(r, &ctx));
+        let (color, capacity, errors, cancel, m) =
+            (sh.color, sh.capacity, sh.errors, sh.cancel, sh.metrics);
         let tensor = match gpu.backend.metadata() {
             Ok(meta) => meta.tensor_format,
             Err(e) => return errors.record(e, cancel),
