@@ -60,6 +60,17 @@ say "--decoder software on the small clip (one upload per frame)"
 rave upscale -i "$work/small.mkv" -o "$work/gpu_sw.mkv" --device gpu --decoder software --json >"$work/sw.json" 2>/dev/null || status=1
 python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpu"]; print("software decoder:", g["decoder"], g["host_copies"])' "$work/sw.json" | tee "$out/software_decoder.txt"
 
+say "Ctrl+C on the GPU path: exit 130 and a finalized .partial file"
+rave upscale -i "$work/hd.mp4" -o "$work/cut.mp4" --device gpu --progress off >/dev/null 2>"$work/cut.err" &
+pid=$!
+sleep "${RAVE_CUT_AFTER_S:-6}"
+kill -INT "$pid"
+wait "$pid"; rc=$?
+partial="$work/cut.partial.mp4"
+frames=$( [[ -f "$partial" ]] && count "$partial" v:0 || echo 0)
+echo "exit code $rc (want 130); partial file frames: $frames; target exists: $([[ -e "$work/cut.mp4" ]] && echo yes || echo no)" | tee "$out/cancel.txt"
+[[ $rc == 130 && $frames -gt 0 && ! -e "$work/cut.mp4" ]] || { echo "FAIL: cancellation"; status=1; }
+
 say "rave benchmark, 1920x1080 H.264, $frames frames, FP16 (default), libx264 veryfast"
 rave benchmark -i "$work/hd.mp4" --device gpu --frames "$frames" --json >"$out/benchmark_gpu.json" 2>"$out/benchmark_gpu.err" || { status=1; tail -3 "$out/benchmark_gpu.err"; }
 python3 - "$out/benchmark_gpu.json" <<'PY' | tee "$out/benchmark_gpu.txt"
