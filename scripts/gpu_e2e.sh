@@ -67,9 +67,9 @@ sleep "${RAVE_CUT_AFTER_S:-6}"
 kill -INT "$pid"
 wait "$pid"; rc=$?
 partial="$work/cut.partial.mp4"
-frames=$( [[ -f "$partial" ]] && count "$partial" v:0 || echo 0)
-echo "exit code $rc (want 130); partial file frames: $frames; target exists: $([[ -e "$work/cut.mp4" ]] && echo yes || echo no)" | tee "$out/cancel.txt"
-[[ $rc == 130 && $frames -gt 0 && ! -e "$work/cut.mp4" ]] || { echo "FAIL: cancellation"; status=1; }
+cut_frames=$( [[ -f "$partial" ]] && count "$partial" v:0 || echo 0)
+echo "exit code $rc (want 130); partial file frames: $cut_frames; target exists: $([[ -e "$work/cut.mp4" ]] && echo yes || echo no)" | tee "$out/cancel.txt"
+[[ $rc == 130 && $cut_frames -gt 0 && ! -e "$work/cut.mp4" ]] || { echo "FAIL: cancellation"; status=1; }
 
 say "rave benchmark, 1920x1080 H.264, $frames frames, FP16 (default), libx264 veryfast"
 rave benchmark -i "$work/hd.mp4" --device gpu --frames "$frames" --json >"$out/benchmark_gpu.json" 2>"$out/benchmark_gpu.err" || { status=1; tail -3 "$out/benchmark_gpu.err"; }
