@@ -378,6 +378,16 @@ pub fn infer(
     }
 }
 
+/// An inference error names the frames of the batch it hit.
+fn name_frames(e: EngineError, first: u64, n: usize) -> EngineError {
+    match e {
+        EngineError::Inference(msg) => {
+            EngineError::Inference(format!("{}: {msg}", describe_frames(first, n)))
+        }
+        other => other,
+    }
+}
+
 /// One inference over `frames`; returns false when the next stage is gone.
 fn run_batch(
     backend: &TensorRtBackend,
@@ -395,12 +405,7 @@ fn run_batch(
         let inputs: Vec<GpuTexture> = frames.iter().map(|f| f.texture.clone()).collect();
         backend.process_batch(&inputs)
     }
-    .map_err(|e| match e {
-        EngineError::Inference(msg) => {
-            EngineError::Inference(format!("{}: {msg}", describe_frames(first, n)))
-        }
-        other => other,
-    })?;
+    .map_err(|e| name_frames(e, first, n))?;
     let per_frame = t.elapsed() / n as u32;
     for (frame, texture) in frames.into_iter().zip(outputs) {
         metrics.record(per_frame);
@@ -414,4 +419,49 @@ fn run_batch(
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_batch_names_its_frames() {
+        let e = name_frames(EngineError::Inference("out of memory".into()), 40, 4);
+        assert_eq!(
+            e.to_string(),
+            EngineError::Inference("frames 40-43: out of memory".into()).to_string()
+        );
+        let other = name_frames(EngineError::Cancelled, 1, 2);
+        assert_eq!(other.kind(), EngineError::Cancelled.kind());
+    }
+
+    #[test]
+    fn host_copies_are_reported_per_frame() {
+        let c = HostCopies::default();
+        assert_eq!(c.report(0).per_frame, 0.0);
+        for _ in 0..10 {
+            c.downloads.fetch_add(1, Ordering::Relaxed);
+        }
+        let r = c.report(10);
+        assert_eq!((r.uploads, r.downloads, r.per_frame), (0, 10, 1.0));
+        c.uploads.fetch_add(10, Ordering::Relaxed);
+        assert_eq!(c.report(10).per_frame, 2.0);
+    }
+
+    #[test]
+    fn the_report_says_which_decoder_ran() {
+        let stats = |nvdec, frames| DecodeStats {
+            nvdec_frames: nvdec,
+            frames,
+            ..Default::default()
+        };
+        assert!(describe_decoder(&stats(5, 5), true).starts_with("NVDEC"));
+        assert!(describe_decoder(&stats(0, 5), true).contains("NVDEC does not take"));
+        assert!(describe_decoder(&stats(0, 5), false).contains("--decoder software"));
+        assert_eq!(
+            describe_decoder(&stats(3, 5), true),
+            "NVDEC for 3 of 5 frames, software for the rest"
+        );
+    }
 }
