@@ -4,6 +4,7 @@
 # the CPU must match (PSNR >= 40 dB) with the same frames, timestamps and streams; then
 # `rave benchmark` on a 1920x1080 H.264 clip (inference alone, null encode, full pipeline),
 # and the Python pipeline (FFmpeg pipes + PyTorch FP16) on the same clip.
+# RAVE_E2E_QUICK=1 stops after the benchmark (no VRAM and Python comparisons).
 # Logs and JSON go to $OUT (or ./gpu-results); a summary is printed.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -86,6 +87,8 @@ print("backend:", r["backend_reason"])
 print("decoder:", g.get("decoder"))
 print("host copies:", g.get("host_copies"), "pool hit rate:", g.get("health", {}).get("pool_hit_rate"), "VRAM peak MiB:", g.get("health", {}).get("vram_peak", 0) / 2**20)
 PY
+
+if [[ -n "${RAVE_E2E_QUICK:-}" ]]; then exit $status; fi
 
 say "VRAM: 300 vs 3000 frames (640x360 clip, null encode and full pipeline)"
 ffmpeg -v error -f lavfi -i "testsrc2=size=640x360:rate=30" -frames:v 3000 -c:v libx264 -preset ultrafast \

@@ -22,7 +22,7 @@ use rave_ffmpeg::{VideoReader, probe};
 use crate::backend_choice::{Engine, choose_backend};
 use crate::cancel::CancelToken;
 use crate::config::UpscaleConfig;
-use crate::gpu_stages::{GpuConverter, HostCopies};
+use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::progress::ProgressSink;
 use crate::report::RunReport;
 use crate::upscale::run_upscale;

@@ -7,6 +7,7 @@ pub mod benchmark;
 pub mod cancel;
 pub mod channel;
 pub mod config;
+pub mod gpu_convert;
 pub mod gpu_stages;
 pub mod output_file;
 pub mod progress;

@@ -11,7 +11,7 @@ use rave_tensorrt::backend_report::GpuBackendReport;
 use serde::Serialize;
 
 use crate::config::Device;
-use crate::gpu_stages::HostCopyReport;
+use crate::gpu_convert::HostCopyReport;
 
 /// Whether the output is the whole video.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

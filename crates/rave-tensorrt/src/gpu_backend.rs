@@ -15,7 +15,6 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
 
 use async_trait::async_trait;
 use ort::ep::{ArbitrarilyConfigurableExecutionProvider, CUDA, TensorRT};
@@ -30,11 +29,13 @@ use tracing::{info, warn};
 
 use crate::backend_report::GpuBackendReport;
 use crate::batch::BatchConfig;
-use crate::device_binding::{DeviceBinding, Nchw};
+use crate::device_binding::DeviceBinding;
 use crate::ep_options::{CudaSettings, Precision, ShapeProfile, TrtSettings};
 use crate::ep_policy::EpPolicy;
 use crate::model::LoadedModel;
 use crate::output_ring::OutputRing;
+
+mod frames;
 use crate::provider_paths::{ProviderCandidate, ProviderKind, resolve};
 use crate::providers::preload_bridge;
 use crate::runtime::OrtRuntime;
@@ -155,15 +156,6 @@ fn cuda_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Engin
     move |e| EngineError::Cuda(format!("{what}: {e}"))
 }
 
-/// Queue a device-to-device copy of `bytes` on `stream`.
-fn copy_on(stream: &cudarc::driver::CudaStream, dst: u64, src: u64, bytes: usize) -> Result<()> {
-    // SAFETY: both ranges are live device allocations of this context of at least `bytes`
-    // (staging and ring buffers sized for the frame, textures checked by the caller), and
-    // stay alive until the stream is synchronized before they are handed on.
-    unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
-        .map_err(cuda_err("device copy"))
-}
-
 impl TensorRtBackend {
     /// A backend for `config` on `ctx`; nothing loads until `initialize`.
     pub fn new(
@@ -279,239 +271,6 @@ impl TensorRtBackend {
         builder
             .commit_from_file(&self.config.model)
             .map_err(|e| failed(e.to_string()))
-    }
-
-    /// A mismatch between a bound address and the one the runtime used: a warning and a
-    /// count, or (feature `strict-no-host-copies`) an error.
-    fn audit(&self, what: &str, bound: u64, used: u64) -> Result<()> {
-        if bound == used {
-            return Ok(());
-        }
-        self.counters.audit_mismatch();
-        let message = format!(
-            "pointer audit: ONNX Runtime used {used:#x} for the {what}, not the bound {bound:#x} (a hidden copy)"
-        );
-        if cfg!(feature = "strict-no-host-copies") {
-            return Err(EngineError::InvariantViolation(message));
-        }
-        warn!("{message}");
-        Ok(())
-    }
-
-    /// Make the ring (and staging) fit frames of `w` x `h`; returns whether anything was
-    /// allocated (that call is not held to the no-allocation rule).
-    fn fit_buffers(
-        &self,
-        state: &mut State,
-        w: u32,
-        h: u32,
-        n_bytes: (usize, usize),
-    ) -> Result<bool> {
-        let (in_bytes, out_bytes) = n_bytes;
-        let ctx = &self.ctx;
-        let allocate = |bytes: usize| ctx.alloc(bytes).map(GpuBuffer::unpooled);
-        let mut changed = false;
-        match &mut state.ring {
-            Some(ring) if ring.needs_realloc((w, h)) => {
-                let freed = ring.reallocate((w, h), out_bytes, allocate)?;
-                ctx.vram_dec(freed);
-                changed = true;
-            }
-            Some(_) => {}
-            None => {
-                state.ring = Some(OutputRing::new(
-                    self.config.ring_size,
-                    self.config.min_ring_slots() - 2,
-                    (w, h),
-                    out_bytes,
-                    allocate,
-                )?);
-                changed = true;
-            }
-        }
-        if self.config.staged() && state.staging.as_ref().map(|s| s.dims) != Some((w, h)) {
-            if state.staging.is_some() && self.config.cuda_graph {
-                return Err(EngineError::DimensionMismatch(format!(
-                    "the frame size changed to {w}x{h} mid-stream; CUDA graphs are captured for one size (run without --cuda-graph)"
-                )));
-            }
-            let n = self.config.batch.max_batch;
-            state.staging = Some(Staging {
-                input: ctx.alloc_pooled(in_bytes * n)?,
-                output: ctx.alloc_pooled(out_bytes * n)?,
-                dims: (w, h),
-            });
-            changed = true;
-        }
-        Ok(changed)
-    }
-
-    /// Run `inputs` (one frame, or one micro-batch) and hand each result to `sink` in order.
-    /// Returns whether buffers were (re)allocated on this call.
-    fn infer_frames(
-        &self,
-        inputs: &[GpuTexture],
-        sink: &mut dyn FnMut(GpuTexture),
-    ) -> Result<bool> {
-        let meta = self.meta.get().ok_or(EngineError::NotInitialized)?;
-        let Some(first) = inputs.first() else {
-            return Ok(false);
-        };
-        let (w, h, s, n) = (first.width, first.height, meta.scale, inputs.len());
-        if n > self.config.batch.max_batch {
-            return Err(EngineError::Config(format!(
-                "a batch of {n} frames exceeds --max-batch {}",
-                self.config.batch.max_batch
-            )));
-        }
-        for t in inputs {
-            if t.format != meta.tensor_format {
-                return Err(EngineError::FormatMismatch {
-                    expected: meta.tensor_format,
-                    actual: t.format,
-                });
-            }
-            if (t.width, t.height) != (w, h) {
-                return Err(EngineError::DimensionMismatch(format!(
-                    "one batch holds {w}x{h} and {}x{} frames",
-                    t.width, t.height
-                )));
-            }
-        }
-        if !meta.accepts(w, h) {
-            return Err(EngineError::DimensionMismatch(format!(
-                "model {} does not take {w}x{h}",
-                meta.name
-            )));
-        }
-        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let state = guard.as_mut().ok_or(EngineError::NotInitialized)?;
-        let one_in: Nchw = [1, 3, i64::from(h), i64::from(w)];
-        let one_out: Nchw = [1, 3, i64::from(h * s), i64::from(w * s)];
-        let (in_bytes, out_bytes) = (state.binding.bytes(&one_in), state.binding.bytes(&one_out));
-        for t in inputs {
-            if t.data.capacity() < in_bytes {
-                return Err(EngineError::BufferTooSmall {
-                    required: in_bytes,
-                    available: t.data.capacity(),
-                });
-            }
-            // The preprocess work that wrote the input must be done before the runtime reads it.
-            t.data
-                .stream()
-                .synchronize()
-                .map_err(cuda_err("input sync"))?;
-        }
-        let changed = self.fit_buffers(state, w, h, (in_bytes, out_bytes))?;
-        let t0 = Instant::now();
-        let State {
-            session,
-            binding,
-            ring,
-            staging,
-        } = state;
-        let ring = ring.as_mut().expect("fit_buffers made the ring");
-        match staging {
-            None => {
-                let slot = ring.acquire()?;
-                let (in_ptr, out_ptr) = (first.device_ptr(), slot.device_addr());
-                let used = binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0)?;
-                self.audit("output", out_ptr, used)?;
-                self.record(t0.elapsed());
-                sink(GpuTexture {
-                    data: slot,
-                    width: w * s,
-                    height: h * s,
-                    pitch: (w * s) as usize * meta.tensor_format.element_bytes(),
-                    format: meta.tensor_format,
-                });
-            }
-            Some(stage) => {
-                let stream = &self.ctx.streams().inference;
-                let (stage_in, stage_out) = (stage.input.device_addr(), stage.output.device_addr());
-                for (i, t) in inputs.iter().enumerate() {
-                    copy_on(
-                        stream,
-                        stage_in + (i * in_bytes) as u64,
-                        t.device_ptr(),
-                        in_bytes,
-                    )?;
-                }
-                stream.synchronize().map_err(cuda_err("staging sync"))?;
-                let mut shape_in = one_in;
-                let mut shape_out = one_out;
-                (shape_in[0], shape_out[0]) = (n as i64, n as i64);
-                let graph = if self.config.cuda_graph { n } else { 0 };
-                let used =
-                    binding.run(session, stage_in, &shape_in, stage_out, &shape_out, graph)?;
-                self.audit("output", stage_out, used)?;
-                let mut slots: [Option<Arc<GpuBuffer>>; MAX_BATCH] = Default::default();
-                for (i, slot) in slots.iter_mut().take(n).enumerate() {
-                    let buf = ring.acquire()?;
-                    copy_on(
-                        stream,
-                        buf.device_addr(),
-                        stage_out + (i * out_bytes) as u64,
-                        out_bytes,
-                    )?;
-                    *slot = Some(buf);
-                }
-                stream.synchronize().map_err(cuda_err("staging sync"))?;
-                self.counters.batch(n);
-                let per_frame = t0.elapsed() / n as u32;
-                for slot in slots.iter_mut().take(n) {
-                    self.record(per_frame);
-                    sink(GpuTexture {
-                        data: slot.take().expect("filled above"),
-                        width: w * s,
-                        height: h * s,
-                        pitch: (w * s) as usize * meta.tensor_format.element_bytes(),
-                        format: meta.tensor_format,
-                    });
-                }
-            }
-        }
-        Ok(changed)
-    }
-
-    fn record(&self, busy: std::time::Duration) {
-        if !self.warming.load(std::sync::atomic::Ordering::Relaxed) {
-            self.metrics.record(busy);
-        }
-    }
-
-    /// Run zero frames of the clip's size once (and a full batch when batching), so the
-    /// provider's algorithm search and engine build happen here, not on the first frames.
-    fn warm_up(&self, meta: &ModelMetadata) -> Result<()> {
-        let Some((w, h)) = self.config.frame_size else {
-            return Ok(());
-        };
-        if !meta.accepts(w, h) {
-            return Ok(()); // the run will report the size mismatch
-        }
-        let bytes = 3 * w as usize * h as usize * meta.tensor_format.element_bytes();
-        let buffer = Arc::new(GpuBuffer::unpooled(self.ctx.alloc(bytes)?));
-        let frame = GpuTexture {
-            data: buffer,
-            width: w,
-            height: h,
-            pitch: w as usize * meta.tensor_format.element_bytes(),
-            format: meta.tensor_format,
-        };
-        self.warming
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut sizes = vec![1];
-        if self.config.batch.max_batch > 1 {
-            sizes.push(self.config.batch.max_batch);
-        }
-        let result = sizes.into_iter().try_for_each(|n| {
-            let frames = vec![frame.clone(); n];
-            self.infer_frames(&frames, &mut drop).map(|_| ())
-        });
-        self.warming
-            .store(false, std::sync::atomic::Ordering::Relaxed);
-        self.ctx.vram_dec(bytes);
-        result
     }
 
     /// Upscale a micro-batch (at most `max_batch` frames of one size) in one inference; the
