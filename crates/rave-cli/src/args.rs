@@ -83,8 +83,23 @@ impl Command {
     }
 }
 
+/// Which encoder writes the video.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EncoderArg {
+    /// The software encoder of --codec (the report says why not NVENC).
+    Auto,
+    /// NVIDIA's hardware encoder for --codec (h264 or hevc), where the GPU has one.
+    Nvenc,
+    /// libx264 (H.264).
+    X264,
+    /// libx265 (HEVC).
+    X265,
+    /// SVT-AV1 (AV1).
+    Svtav1,
+}
+
 /// Output video codec.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CodecArg {
     /// H.264 with libx264.
     H264,
@@ -227,9 +242,12 @@ pub struct UpscaleArgs {
     /// Output file: .mp4, .mkv or .mov (use .mkv for subtitles MP4 cannot hold).
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
-    /// Output video codec.
-    #[arg(long, value_enum, default_value_t = CodecArg::H264)]
-    pub codec: CodecArg,
+    /// Output video codec [default: h264, or the one --encoder implies].
+    #[arg(long, value_enum)]
+    pub codec: Option<CodecArg>,
+    /// Encoder.
+    #[arg(long, value_enum, default_value_t = EncoderArg::Auto)]
+    pub encoder: EncoderArg,
     /// Constant rate factor: lower is better quality (default 18 h264, 20 hevc, 28 av1).
     #[arg(long)]
     pub crf: Option<u32>,

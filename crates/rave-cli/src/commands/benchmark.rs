@@ -16,7 +16,8 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
     let as_upscale = UpscaleArgs {
         input: args.input.clone(),
         output: scratch,
-        codec: crate::args::CodecArg::H264,
+        codec: Some(crate::args::CodecArg::H264),
+        encoder: crate::args::EncoderArg::Auto,
         crf: None,
         preset: Some(args.preset.clone()),
         overwrite: true,

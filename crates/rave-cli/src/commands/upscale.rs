@@ -14,18 +14,14 @@ use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 
 use crate::args::{
-    BackendArg, CodecArg, DecoderArg, DeviceArg, GlobalArgs, GpuArgs, PrecisionArg, RunArgs,
-    UpscaleArgs,
+    BackendArg, CodecArg, DecoderArg, DeviceArg, EncoderArg, GlobalArgs, GpuArgs, PrecisionArg,
+    RunArgs, UpscaleArgs,
 };
 use crate::{locate, progress_view, summary};
 
 /// Run `rave upscale`; returns the exit code (0, or 130 for a partial run).
 pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
-    let codec = match args.codec {
-        CodecArg::H264 => VideoCodec::H264,
-        CodecArg::Hevc => VideoCodec::Hevc,
-        CodecArg::Av1 => VideoCodec::Av1,
-    };
+    let codec = choose_codec(args.codec, args.encoder)?;
     let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
     let config = pipeline_config(global, &args.run, args, encoder)?;
     let cancel = interrupt_on_ctrl_c()?;
@@ -36,6 +32,57 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
         RunStatus::Complete => 0,
         RunStatus::Partial => rave_core::error::ErrorFamily::Cancelled.exit_code(),
     })
+}
+
+/// The codec from `--codec` and `--encoder` (which must agree); `nvenc` is refused with the
+/// reason: where the GPU has no NVENC, FFmpeg's own answer; where it has one, that RAVE's
+/// NVENC path is not implemented yet.
+fn choose_codec(codec: Option<CodecArg>, encoder: EncoderArg) -> Result<VideoCodec> {
+    let implied = match encoder {
+        EncoderArg::X264 => Some(CodecArg::H264),
+        EncoderArg::X265 => Some(CodecArg::Hevc),
+        EncoderArg::Svtav1 => Some(CodecArg::Av1),
+        EncoderArg::Auto | EncoderArg::Nvenc => None,
+    };
+    let chosen = match (codec, implied) {
+        (Some(c), Some(i)) if c != i => {
+            return Err(EngineError::Config(
+                format!(
+                    "--encoder {encoder:?} writes {i:?}, not --codec {c:?}; drop one of the two"
+                )
+                .to_lowercase(),
+            ));
+        }
+        (c, i) => c.or(i).unwrap_or(CodecArg::H264),
+    };
+    let codec = match chosen {
+        CodecArg::H264 => VideoCodec::H264,
+        CodecArg::Hevc => VideoCodec::Hevc,
+        CodecArg::Av1 => VideoCodec::Av1,
+    };
+    if encoder == EncoderArg::Nvenc {
+        let name = match codec {
+            VideoCodec::H264 => "h264_nvenc",
+            VideoCodec::Hevc => "hevc_nvenc",
+            VideoCodec::Av1 => "av1_nvenc",
+        };
+        let status = rave_ffmpeg::hw_caps::nvenc_status()
+            .into_iter()
+            .find(|s| s.encoder == name);
+        return Err(match status {
+            Some(s) if s.available => EngineError::Config(format!(
+                "--encoder nvenc: {name} is available, but RAVE's NVENC path is not implemented yet; use --encoder auto (software, one download per frame)"
+            )),
+            Some(s) => EngineError::NoGpu(format!(
+                "--encoder nvenc: {name} cannot open a session here ({}); use --encoder auto",
+                s.reason.unwrap_or_default()
+            )),
+            None => EngineError::NoGpu(format!(
+                "--encoder nvenc: {name} was not found; use --encoder auto"
+            )),
+        });
+    }
+    Ok(codec)
 }
 
 /// The run configuration for `rave upscale` (also used by `rave benchmark`).
