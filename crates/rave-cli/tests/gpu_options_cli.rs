@@ -113,10 +113,24 @@ fn encoder_names_the_codec_and_must_agree_with_codec() {
     let input = clip(dir.path());
     let out = dir.path().join("out.mkv");
     let model = fixture("nearest_x2.onnx");
-    let o = upscale(&input, &out, &model, &["--encoder", "x265", "--codec", "h264"]);
+    let o = upscale(
+        &input,
+        &out,
+        &model,
+        &["--encoder", "x265", "--codec", "h264"],
+    );
     assert_exit(&o, 2);
-    assert!(stderr(&o).contains("--encoder x265 writes hevc"), "{}", stderr(&o));
-    let o = upscale(&input, &out, &model, &["--encoder", "x265", "--device", "cpu"]);
+    assert!(
+        stderr(&o).contains("--encoder x265 writes hevc"),
+        "{}",
+        stderr(&o)
+    );
+    let o = upscale(
+        &input,
+        &out,
+        &model,
+        &["--encoder", "x265", "--device", "cpu"],
+    );
     assert_exit(&o, 0);
     assert_eq!(video_field(&out, "codec_name"), "hevc");
 }
@@ -129,9 +143,17 @@ fn encoder_nvenc_without_nvenc_says_why_and_the_way_out() {
     let dir = scratch();
     let input = clip(dir.path());
     let out = dir.path().join("out.mp4");
-    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &["--encoder", "nvenc"]);
+    let o = upscale(
+        &input,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--encoder", "nvenc"],
+    );
     assert_exit(&o, 6);
     let err = stderr(&o);
-    assert!(err.contains("h264_nvenc") && err.contains("--encoder auto"), "{err}");
+    assert!(
+        err.contains("h264_nvenc") && err.contains("--encoder auto"),
+        "{err}"
+    );
     assert!(!out.exists());
 }

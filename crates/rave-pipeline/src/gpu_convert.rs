@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rave_core::color::ColorInfo;
-use rave_core::error::{EngineError, Result};
+use rave_core::error::Result;
 use rave_core::frame::{FrameMeta, HostYuvFrame};
-use rave_core::gpu::GpuContext;
+use rave_core::gpu::{GpuContext, cuda_err};
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_cuda::gpu_kernels::{ColorKernels, DeviceYuv};
 use rave_cuda::packing::{PlaneLayout, YuvLayout, pack, unpack};
@@ -78,10 +78,6 @@ fn layout_for(bit_depth: u8) -> YuvLayout {
     } else {
         YuvLayout::Yuv420p8
     }
-}
-
-pub(crate) fn cuda_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> EngineError {
-    move |e| EngineError::Cuda(format!("{what}: {e}"))
 }
 
 impl GpuConverter {

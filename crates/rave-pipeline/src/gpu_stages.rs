@@ -7,7 +7,7 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rave_core::backend::UpscaleBackend;
 use rave_core::error::{EngineError, Result};
-use rave_core::gpu::GpuContext;
+use rave_core::gpu::{GpuContext, cuda_err};
 use rave_core::metrics::StageMetrics;
 use rave_core::types::GpuTexture;
 use rave_ffmpeg::nvdec::CudaDevice;
@@ -17,7 +17,7 @@ use rave_tensorrt::gpu_backend::TensorRtBackend;
 
 use crate::cancel::CancelToken;
 use crate::channel::{recv, send};
-use crate::gpu_convert::{GpuFrame, cuda_err};
+use crate::gpu_convert::GpuFrame;
 use rave_core::block_on::block_on;
 
 /// An FFmpeg CUDA device on RAVE's context, FFmpeg's copies queued on the decode stream.

@@ -32,7 +32,7 @@ use crate::batch::BatchConfig;
 use crate::device_binding::DeviceBinding;
 use crate::ep_options::{CudaSettings, Precision, ShapeProfile, TrtSettings};
 use crate::ep_policy::EpPolicy;
-use crate::model::LoadedModel;
+use crate::model::{LoadedModel, first_line};
 use crate::output_ring::OutputRing;
 
 mod frames;
@@ -146,14 +146,6 @@ fn cuda_memory(device_id: i32) -> Result<MemoryInfo<'static>> {
         MemoryType::Default,
     )
     .map_err(|e| EngineError::Inference(format!("CUDA memory info: {e}")))
-}
-
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or(s).trim().to_string()
-}
-
-fn cuda_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> EngineError {
-    move |e| EngineError::Cuda(format!("{what}: {e}"))
 }
 
 impl TensorRtBackend {

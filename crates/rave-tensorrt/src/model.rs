@@ -104,7 +104,8 @@ fn check_model_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn first_line(s: &str) -> String {
+/// The first line of a runtime message (ONNX Runtime's errors run on with source locations).
+pub(crate) fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).trim().to_string()
 }
 

@@ -38,7 +38,8 @@ pub struct GpuContext {
     queues: Mutex<BTreeMap<String, usize>>,
 }
 
-fn cuda_err(what: &str) -> impl Fn(DriverError) -> EngineError + '_ {
+/// Map a CUDA driver error to `EngineError::Cuda`, prefixed with what was being done.
+pub fn cuda_err(what: &str) -> impl Fn(DriverError) -> EngineError + '_ {
     move |e| EngineError::Cuda(format!("{what}: {e}"))
 }
 

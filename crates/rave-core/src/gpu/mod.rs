@@ -9,6 +9,6 @@ pub mod probe;
 pub mod vram;
 
 pub use buffer::GpuBuffer;
-pub use context::{GpuContext, StageStreams};
+pub use context::{GpuContext, StageStreams, cuda_err};
 pub use health::HealthSnapshot;
 pub use probe::{DeviceInfo, list_devices, probe_driver};

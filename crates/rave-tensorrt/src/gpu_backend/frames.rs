@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use rave_core::backend::ModelMetadata;
 use rave_core::error::{EngineError, Result};
-use rave_core::gpu::GpuBuffer;
+use rave_core::gpu::{GpuBuffer, cuda_err};
 use rave_core::types::GpuTexture;
 use tracing::warn;
 
-use super::{MAX_BATCH, Staging, State, TensorRtBackend, cuda_err};
+use super::{MAX_BATCH, Staging, State, TensorRtBackend};
 use crate::device_binding::Nchw;
 use crate::output_ring::OutputRing;
 
