@@ -28,6 +28,15 @@ impl VideoCodec {
         }
     }
 
+    /// NVIDIA's hardware encoder of this codec in FFmpeg.
+    pub fn nvenc_encoder(self) -> &'static str {
+        match self {
+            VideoCodec::H264 => "h264_nvenc",
+            VideoCodec::Hevc => "hevc_nvenc",
+            VideoCodec::Av1 => "av1_nvenc",
+        }
+    }
+
     /// Default constant-rate-factor: visually transparent for upscaled content.
     pub fn default_crf(self) -> u32 {
         match self {

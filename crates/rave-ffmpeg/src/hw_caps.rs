@@ -103,22 +103,25 @@ pub fn nvdec_caps() -> Result<Vec<NvdecCap>, String> {
 
 /// Try to open a small session with each NVENC encoder FFmpeg has.
 pub fn nvenc_status() -> Vec<NvencStatus> {
-    crate::init();
     ["h264_nvenc", "hevc_nvenc", "av1_nvenc"]
         .into_iter()
-        .map(|encoder| {
-            let (result, said) = crate::capture_errors(|| open_session(encoder));
-            NvencStatus {
-                encoder,
-                available: result.is_ok(),
-                // FFmpeg's own words (e.g. "No capable devices found") say the most.
-                reason: result.err().map(|e| match said.last() {
-                    Some(line) => format!("{line} ({e})"),
-                    None => e,
-                }),
-            }
-        })
+        .map(nvenc_status_of)
         .collect()
+}
+
+/// Try to open a small session with the NVENC encoder `encoder` (e.g. "h264_nvenc").
+pub fn nvenc_status_of(encoder: &'static str) -> NvencStatus {
+    crate::init();
+    let (result, said) = crate::capture_errors(|| open_session(encoder));
+    NvencStatus {
+        encoder,
+        available: result.is_ok(),
+        // FFmpeg's own words (e.g. "No capable devices found") say the most.
+        reason: result.err().map(|e| match said.last() {
+            Some(line) => format!("{line} ({e})"),
+            None => e,
+        }),
+    }
 }
 
 fn open_session(name: &str) -> Result<(), String> {

@@ -66,24 +66,15 @@ pub fn describe_decoder(stats: &DecodeStats, nvdec_wanted: bool) -> String {
 /// Which encoder ran and why not NVENC, for the report.
 pub fn describe_encoder(codec: VideoCodec) -> String {
     let software = codec.encoder_name();
-    let nvenc = match codec {
-        VideoCodec::H264 => "h264_nvenc",
-        VideoCodec::Hevc => "hevc_nvenc",
-        VideoCodec::Av1 => "av1_nvenc",
+    let nvenc = codec.nvenc_encoder();
+    let status = rave_ffmpeg::hw_caps::nvenc_status_of(nvenc);
+    let why = match (status.available, status.reason) {
+        (true, _) => format!(
+            "{nvenc} is available on this GPU, but RAVE's NVENC path is not implemented yet"
+        ),
+        (false, Some(reason)) => format!("{nvenc}: {reason}"),
+        (false, None) => format!("{nvenc} is unavailable"),
     };
-    let why = rave_ffmpeg::hw_caps::nvenc_status()
-        .into_iter()
-        .find(|s| s.encoder == nvenc)
-        .map_or_else(
-            || format!("{nvenc} was not probed"),
-            |s| match (s.available, s.reason) {
-                (true, _) => format!(
-                    "{nvenc} is available on this GPU, but RAVE's NVENC path is not implemented yet"
-                ),
-                (false, Some(reason)) => format!("{nvenc}: {reason}"),
-                (false, None) => format!("{nvenc} is unavailable"),
-            },
-        );
     format!("{software} (software) from one page-locked device-to-host copy per frame; {why}")
 }
 

@@ -160,7 +160,10 @@ pub fn run_upscale(
             Some(GpuRunReport {
                 backend: gpu.backend.report(),
                 decoder: gpu_stages::describe_decoder(reader.stats(), config.gpu.nvdec),
-                encoder: gpu_stages::describe_encoder(config.encoder.codec),
+                encoder: match config.null_output {
+                    true => "none (null sink)".into(),
+                    false => gpu_stages::describe_encoder(config.encoder.codec),
+                },
                 host_copies: copies.report(metrics.encode.frames()),
                 health: gpu.ctx.health(),
             })

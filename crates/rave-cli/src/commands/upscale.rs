@@ -61,24 +61,15 @@ fn choose_codec(codec: Option<CodecArg>, encoder: EncoderArg) -> Result<VideoCod
         CodecArg::Av1 => VideoCodec::Av1,
     };
     if encoder == EncoderArg::Nvenc {
-        let name = match codec {
-            VideoCodec::H264 => "h264_nvenc",
-            VideoCodec::Hevc => "hevc_nvenc",
-            VideoCodec::Av1 => "av1_nvenc",
-        };
-        let status = rave_ffmpeg::hw_caps::nvenc_status()
-            .into_iter()
-            .find(|s| s.encoder == name);
-        return Err(match status {
-            Some(s) if s.available => EngineError::Config(format!(
+        let name = codec.nvenc_encoder();
+        let status = rave_ffmpeg::hw_caps::nvenc_status_of(name);
+        return Err(match status.available {
+            true => EngineError::Config(format!(
                 "--encoder nvenc: {name} is available, but RAVE's NVENC path is not implemented yet; use --encoder auto (software, one download per frame)"
             )),
-            Some(s) => EngineError::NoGpu(format!(
+            false => EngineError::NoGpu(format!(
                 "--encoder nvenc: {name} cannot open a session here ({}); use --encoder auto",
-                s.reason.unwrap_or_default()
-            )),
-            None => EngineError::NoGpu(format!(
-                "--encoder nvenc: {name} was not found; use --encoder auto"
+                status.reason.unwrap_or_default()
             )),
         });
     }
