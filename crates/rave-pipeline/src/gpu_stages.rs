@@ -6,18 +6,19 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rave_core::backend::UpscaleBackend;
-use rave_core::error::{EngineError, Result};
+use rave_core::error::Result;
 use rave_core::gpu::{GpuContext, cuda_err};
 use rave_core::metrics::StageMetrics;
 use rave_core::types::GpuTexture;
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::{DecodeStats, DecodedFrame, DecodedImage, VideoCodec, VideoReader};
-use rave_tensorrt::batch::{BatchCollector, BatchConfig, describe_frames};
+use rave_tensorrt::batch::{BatchCollector, BatchConfig};
 use rave_tensorrt::gpu_backend::TensorRtBackend;
 
 use crate::cancel::CancelToken;
 use crate::channel::{recv, send};
 use crate::gpu_convert::GpuFrame;
+use crate::stages::name_frames;
 use rave_core::block_on::block_on;
 
 /// An FFmpeg CUDA device on RAVE's context, FFmpeg's copies queued on the decode stream.
@@ -133,16 +134,6 @@ pub fn infer(
     }
 }
 
-/// An inference error names the frames of the batch it hit.
-fn name_frames(e: EngineError, first: u64, n: usize) -> EngineError {
-    match e {
-        EngineError::Inference(msg) => {
-            EngineError::Inference(format!("{}: {msg}", describe_frames(first, n)))
-        }
-        other => other,
-    }
-}
-
 /// One inference over `frames`; returns false when the next stage is gone.
 fn run_batch(
     backend: &TensorRtBackend,
@@ -179,17 +170,6 @@ fn run_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_failed_batch_names_its_frames() {
-        let e = name_frames(EngineError::Inference("out of memory".into()), 40, 4);
-        assert_eq!(
-            e.to_string(),
-            EngineError::Inference("frames 40-43: out of memory".into()).to_string()
-        );
-        let other = name_frames(EngineError::Cancelled, 1, 2);
-        assert_eq!(other.kind(), EngineError::Cancelled.kind());
-    }
 
     #[test]
     fn the_report_says_which_decoder_ran() {

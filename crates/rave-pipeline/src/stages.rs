@@ -169,6 +169,17 @@ pub fn to_yuv(frame: HostRgbFrame, color: &ColorInfo) -> HostYuvFrame {
     }
 }
 
+/// An inference error names the frame (or the frames of the batch) it hit.
+pub fn name_frames(e: EngineError, first: u64, n: usize) -> EngineError {
+    match e {
+        EngineError::Inference(msg) => EngineError::Inference(format!(
+            "{}: {msg}",
+            rave_tensorrt::batch::describe_frames(first, n)
+        )),
+        other => other,
+    }
+}
+
 /// Run the model on each frame.
 pub fn infer(
     backend: &mut dyn HostUpscaleBackend,
@@ -183,14 +194,7 @@ pub fn infer(
             Ok(image) => image,
             // An interrupted run reports an error; it is the cancellation, not a failure.
             Err(_) if cancel.is_cancelled() => return Ok(()),
-            Err(e) => {
-                return Err(match e {
-                    EngineError::Inference(msg) => {
-                        EngineError::Inference(format!("frame {}: {msg}", frame.meta.index))
-                    }
-                    other => other,
-                });
-            }
+            Err(e) => return Err(name_frames(e, frame.meta.index, 1)),
         };
         metrics.record(t.elapsed());
         if !send(
@@ -265,4 +269,25 @@ pub fn null_sink(
         ));
     }
     cancel.reason() != Some(StopReason::Failure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_batch_names_its_frames() {
+        let e = name_frames(EngineError::Inference("out of memory".into()), 40, 4);
+        assert_eq!(
+            e.to_string(),
+            EngineError::Inference("frames 40-43: out of memory".into()).to_string()
+        );
+        let one = name_frames(EngineError::Inference("bad input".into()), 7, 1);
+        assert_eq!(
+            one.to_string(),
+            EngineError::Inference("frame 7: bad input".into()).to_string()
+        );
+        let other = name_frames(EngineError::Cancelled, 1, 2);
+        assert_eq!(other.kind(), EngineError::Cancelled.kind());
+    }
 }
