@@ -24,7 +24,7 @@ use crate::cancel::CancelToken;
 use crate::config::UpscaleConfig;
 use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::progress::ProgressSink;
-use crate::report::RunReport;
+use crate::report::{RunReport, ratio};
 use crate::upscale::run_upscale;
 use rave_core::block_on::block_on;
 
@@ -154,10 +154,6 @@ pub fn run_benchmark(
         full,
         full_report,
     })
-}
-
-fn ratio(a: f64, b: f64) -> f64 {
-    if b > 0.0 { a / b } else { 0.0 }
 }
 
 fn first_frame(config: &UpscaleConfig) -> Result<(HostYuvFrame, rave_core::color::ColorInfo)> {

@@ -52,11 +52,7 @@ impl HostCopies {
         HostCopyReport {
             uploads: u,
             downloads: d,
-            per_frame: if frames > 0 {
-                (u + d) as f64 / frames as f64
-            } else {
-                0.0
-            },
+            per_frame: crate::report::ratio((u + d) as f64, frames as f64),
         }
     }
 }

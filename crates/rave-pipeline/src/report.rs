@@ -101,3 +101,8 @@ pub struct GpuRunReport {
     /// VRAM current/peak, pool counters and hit rate, queue depths.
     pub health: HealthSnapshot,
 }
+
+/// `a / b`, or 0 when `b` is not positive (rates over empty or instant runs).
+pub(crate) fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
+}

@@ -21,7 +21,7 @@ use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::gpu_stages;
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
-use crate::report::{GpuRunReport, ModelReport, RunReport, RunStatus};
+use crate::report::{GpuRunReport, ModelReport, RunReport, RunStatus, ratio};
 use crate::stages::{self, DecodePolicy, FirstError, PipelineMetrics, guarded};
 use rave_core::block_on::block_on;
 
@@ -219,17 +219,9 @@ pub fn run_upscale(
         frames_in: reader.stats().frames,
         frames_out,
         elapsed_s: elapsed,
-        fps: if elapsed > 0.0 {
-            frames_out as f64 / elapsed
-        } else {
-            0.0
-        },
+        fps: ratio(frames_out as f64, elapsed),
         pipeline_s,
-        pipeline_fps: if pipeline_s > 0.0 {
-            frames_out as f64 / pipeline_s
-        } else {
-            0.0
-        },
+        pipeline_fps: ratio(frames_out as f64, pipeline_s),
         stages: metrics.snapshots(),
         decode: reader.stats().clone(),
         mux,
