@@ -16,7 +16,7 @@ use rave_tensorrt::batch::{BatchCollector, BatchConfig};
 use rave_tensorrt::gpu_backend::TensorRtBackend;
 
 use crate::cancel::CancelToken;
-use crate::channel::{recv, send};
+use crate::channel::send;
 use crate::gpu_convert::GpuFrame;
 use crate::stages::name_frames;
 use rave_core::block_on::block_on;
@@ -77,25 +77,6 @@ pub fn describe_encoder(codec: VideoCodec) -> String {
         (false, None) => format!("{nvenc} is unavailable"),
     };
     format!("{software} (software) from one page-locked device-to-host copy per frame; {why}")
-}
-
-/// A mapping stage whose conversion can fail (the GPU conversions).
-pub fn try_convert<A, B>(
-    rx: Receiver<A>,
-    tx: Sender<B>,
-    cancel: &CancelToken,
-    metrics: &StageMetrics,
-    mut convert: impl FnMut(A) -> Result<B>,
-) -> Result<()> {
-    while let Some(item) = recv(&rx, cancel) {
-        let t = Instant::now();
-        let out = convert(item)?;
-        metrics.record(t.elapsed());
-        if !send(&tx, out, cancel) {
-            break;
-        }
-    }
-    Ok(())
 }
 
 /// Run the model on the GPU, collecting micro-batches of up to `batch.max_batch` frames (or

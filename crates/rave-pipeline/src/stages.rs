@@ -132,25 +132,25 @@ fn decode_frames<T>(
     }
 }
 
-/// A stage that maps each frame to a new one with `convert` (the colour conversions),
-/// keeping its identity and order.
-pub fn convert<A, B, F>(
+/// A stage that maps each frame to a new one with `convert` (the colour conversions, with
+/// the GPU path's uploads and downloads), keeping its identity and order; the first failure
+/// ends it.
+pub fn convert<A, B>(
     rx: Receiver<A>,
     tx: Sender<B>,
     cancel: &CancelToken,
     metrics: &StageMetrics,
-    mut convert: F,
-) where
-    F: FnMut(A) -> B,
-{
+    mut convert: impl FnMut(A) -> Result<B>,
+) -> Result<()> {
     while let Some(frame) = recv(&rx, cancel) {
         let t = Instant::now();
-        let out = convert(frame);
+        let out = convert(frame)?;
         metrics.record(t.elapsed());
         if !send(&tx, out, cancel) {
-            return;
+            break;
         }
     }
+    Ok(())
 }
 
 /// Preprocess: decoded YUV to the RGB tensor the model takes.

@@ -282,8 +282,10 @@ impl<'a> Middle<'a> {
         let (inf_tx, inf_rx) = bounded(sh.capacity);
         let m = sh.metrics;
         s.spawn(move || {
-            stages::convert(dec_rx, pre_tx, sh.cancel, &m.preprocess, |f| {
-                stages::to_rgb(f, sh.color)
+            guarded(sh.errors, sh.cancel, || {
+                stages::convert(dec_rx, pre_tx, sh.cancel, &m.preprocess, |f| {
+                    Ok(stages::to_rgb(f, sh.color))
+                })
             })
         });
         s.spawn(move || {
@@ -292,8 +294,10 @@ impl<'a> Middle<'a> {
             })
         });
         s.spawn(move || {
-            stages::convert(inf_rx, post_tx, sh.cancel, &m.postprocess, |f| {
-                stages::to_yuv(f, sh.color)
+            guarded(sh.errors, sh.cancel, || {
+                stages::convert(inf_rx, post_tx, sh.cancel, &m.postprocess, |f| {
+                    Ok(stages::to_yuv(f, sh.color))
+                })
             })
         });
     }
@@ -325,7 +329,7 @@ impl<'a> Middle<'a> {
         let up = converter.clone();
         s.spawn(move || {
             guarded(errors, cancel, || {
-                gpu_stages::try_convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| up.ingest(f))
+                stages::convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| up.ingest(f))
             })
         });
         let batch = gpu.backend.batch_config();
@@ -337,7 +341,7 @@ impl<'a> Middle<'a> {
         let depth = color.bit_depth;
         s.spawn(move || {
             guarded(errors, cancel, || {
-                gpu_stages::try_convert(inf_rx, post_tx, cancel, &m.postprocess, |f| {
+                stages::convert(inf_rx, post_tx, cancel, &m.postprocess, |f| {
                     converter.download(f, depth)
                 })
             })
