@@ -68,26 +68,29 @@ fn unknown_rave_ort_tensorrt_value_is_a_usage_error() {
     assert_exit(&o, 0);
 }
 
-#[test]
-fn device_gpu_without_a_gpu_fails_with_one_line_and_exit_6() {
+/// Upscale with `extra` on a machine without a GPU: exit 6, no output, no temp files;
+/// returns stderr (None where a GPU is present: the GPU runs cover that case).
+fn refused_without_gpu(extra: &[&str]) -> Option<String> {
     if has_gpu() {
-        return; // covered by the GPU run (scripts/gpu_tests.sh)
+        return None;
     }
     let dir = scratch();
     let input = clip(dir.path());
     let out = dir.path().join("out.mp4");
-    let o = upscale(
-        &input,
-        &out,
-        &fixture("nearest_x2.onnx"),
-        &["--device", "gpu"],
-    );
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), extra);
     assert_exit(&o, 6);
-    let err = stderr(&o);
+    assert!(!out.exists(), "{extra:?} left an output");
+    assert!(temp_files_left(dir.path()).is_empty());
+    Some(stderr(&o))
+}
+
+#[test]
+fn device_gpu_without_a_gpu_fails_with_one_line_and_exit_6() {
+    let Some(err) = refused_without_gpu(&["--device", "gpu"]) else {
+        return;
+    };
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains("--device cpu"), "{err}");
-    assert!(!out.exists());
-    assert!(temp_files_left(dir.path()).is_empty());
 }
 
 #[test]
@@ -137,23 +140,12 @@ fn encoder_names_the_codec_and_must_agree_with_codec() {
 
 #[test]
 fn encoder_nvenc_without_nvenc_says_why_and_the_way_out() {
-    if has_gpu() {
-        return; // the H200 answers the same way (no NVENC); see docs/GPU_RESULTS.md
-    }
-    let dir = scratch();
-    let input = clip(dir.path());
-    let out = dir.path().join("out.mp4");
-    let o = upscale(
-        &input,
-        &out,
-        &fixture("nearest_x2.onnx"),
-        &["--encoder", "nvenc"],
-    );
-    assert_exit(&o, 6);
-    let err = stderr(&o);
+    // Where a GPU is present: the H200 answers the same way (no NVENC); see docs/GPU_RESULTS.md.
+    let Some(err) = refused_without_gpu(&["--encoder", "nvenc"]) else {
+        return;
+    };
     assert!(
         err.contains("h264_nvenc") && err.contains("--encoder auto"),
         "{err}"
     );
-    assert!(!out.exists());
 }
