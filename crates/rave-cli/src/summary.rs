@@ -44,10 +44,10 @@ pub fn print_run(r: &RunReport) {
     if let Some(gpu) = &r.gpu {
         print_gpu(gpu);
     }
-    if r.decode.bad_frames > 0 {
+    if !r.input_damage.is_clean() {
         println!(
-            "  warning: {} corrupt frame(s) in the input were concealed by the decoder",
-            r.decode.bad_frames
+            "  warning: damaged input (kept with --allow-corrupt): {}",
+            r.input_damage.describe()
         );
     }
 }

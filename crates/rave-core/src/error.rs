@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::damage::InputDamage;
 use crate::types::PixelFormat;
 
 /// Result alias used across RAVE.
@@ -99,17 +100,13 @@ pub enum EngineError {
         /// Which codec, and what to do.
         reason: String,
     },
-    /// Some packets of the input could not be decoded.
-    #[error(
-        "{path}: {bad_frames} video frame(s) were corrupt or could not be decoded; {good_frames} frame(s) decoded fine{hint}"
-    )]
+    /// The input is damaged: frames or audio are missing, or data could not be decoded.
+    #[error("{path}: damaged input: {}{hint}", damage.describe())]
     CorruptStream {
         /// The input file.
         path: PathBuf,
-        /// Packets rejected or frames flagged damaged by the decoder.
-        bad_frames: u64,
-        /// Frames that did decode.
-        good_frames: u64,
+        /// What was lost or damaged.
+        damage: Box<InputDamage>,
         /// What the user can do.
         hint: String,
     },
@@ -321,15 +318,19 @@ mod tests {
         assert_eq!(EngineError::Cancelled.family().exit_code(), 130);
         let corrupt = EngineError::CorruptStream {
             path: "a.mkv".into(),
-            bad_frames: 3,
-            good_frames: 7,
+            damage: Box::new(InputDamage {
+                frames_decoded: 7,
+                frames_damaged: 3,
+                ..Default::default()
+            }),
             hint: String::new(),
         };
         assert_eq!(corrupt.family().exit_code(), 3);
         assert!(
             corrupt
                 .to_string()
-                .contains("3 video frame(s) were corrupt")
+                .starts_with("a.mkv: damaged input: 3 of 7 decoded frames damaged"),
+            "{corrupt}"
         );
     }
 }

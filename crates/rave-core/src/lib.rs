@@ -5,6 +5,7 @@ pub mod backend;
 pub mod block_on;
 pub mod codec;
 pub mod color;
+pub mod damage;
 #[cfg(feature = "debug-alloc")]
 pub mod debug_alloc;
 pub mod error;

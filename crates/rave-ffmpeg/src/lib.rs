@@ -2,6 +2,7 @@
 //! frames, software encode, and muxing with every other stream copied untouched.
 
 mod log_capture;
+mod log_watch;
 mod sys;
 
 pub mod codec_choice;
@@ -10,9 +11,12 @@ pub mod encoder;
 pub mod frame_convert;
 pub mod hw_caps;
 pub mod input;
+pub mod integrity;
 pub mod nvdec;
 pub mod probe;
 pub mod reader;
+pub mod structure_check;
+pub mod timeline;
 pub mod writer;
 
 pub use codec_choice::{Container, EncoderSettings, VideoCodec};

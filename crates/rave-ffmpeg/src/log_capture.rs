@@ -1,6 +1,7 @@
 //! FFmpeg's log, kept off the terminal: RAVE reports errors itself, one line each. While a
 //! capture is active, error-level messages are collected so a failure can say what FFmpeg
-//! said (e.g. NVENC's "No capable devices found").
+//! said (e.g. NVENC's "No capable devices found"); damage messages of watched inputs are
+//! counted (`log_watch`).
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
@@ -19,32 +20,41 @@ unsafe extern "C" {
 }
 
 unsafe extern "C" fn on_log(
-    _class: *mut c_void,
+    class: *mut c_void,
     level: c_int,
     fmt: *const c_char,
     args: *mut ffi::__va_list_tag,
 ) {
-    if level > ffi::AV_LOG_ERROR as c_int || fmt.is_null() {
+    if fmt.is_null() {
         return;
     }
+    // SAFETY: `class` and `fmt` are what FFmpeg passed to its log callback.
+    let tally = unsafe { crate::log_watch::tally_for(class, level, fmt) };
     let mut guard = match CAPTURED.lock() {
         Ok(g) => g,
         Err(_) => return,
     };
-    let Some(lines) = guard.as_mut() else {
+    let capture = level <= ffi::AV_LOG_ERROR as c_int && guard.is_some();
+    if tally.is_none() && !capture {
         return;
-    };
+    }
     let mut buf = [0 as c_char; 512];
     // SAFETY: `fmt` and `args` are the format string and argument list FFmpeg passes to log
-    // callbacks; vsnprintf writes at most buf.len() bytes including the terminator.
+    // callbacks (consumed once, here); vsnprintf writes at most buf.len() bytes including the
+    // terminator.
     let n = unsafe { vsnprintf(buf.as_mut_ptr(), buf.len(), fmt, args) };
-    if n > 0 {
+    let text = if n > 0 {
         // SAFETY: vsnprintf NUL-terminated the buffer.
         let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
-        let text = text.trim();
-        if !text.is_empty() {
-            lines.push(text.to_owned());
-        }
+        Some(text.trim().to_owned()).filter(|t| !t.is_empty())
+    } else {
+        None
+    };
+    if let Some(t) = &tally {
+        crate::log_watch::record(t, text.as_deref());
+    }
+    if capture && let (Some(lines), Some(text)) = (guard.as_mut(), text) {
+        lines.push(text);
     }
 }
 

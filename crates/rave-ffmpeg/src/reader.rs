@@ -1,6 +1,6 @@
 //! `VideoReader`: demuxes the input, decodes the main video stream in software into host
-//! YUV frames, counts damaged data instead of hiding it, and hands every other stream's
-//! packets to the writer untouched.
+//! YUV frames (or NVDEC surfaces), hands every other stream's packets to the writer
+//! untouched, and keeps the `IntegrityLedger` of what it read so damage is never hidden.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -13,12 +13,16 @@ use ffmpeg_next::util::error::EAGAIN;
 use ffmpeg_next::{Packet, Rational};
 use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
+use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
 use serde::Serialize;
 
 use crate::frame_convert::{FrameImporter, pixel_from_raw};
+use crate::integrity::IntegrityLedger;
+use crate::log_watch::LogWatch;
 use crate::nvdec::{CudaDevice, CudaFrame};
+use crate::timeline::{Placement, VideoTimeline};
 use crate::{color, input, sys};
 
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
@@ -32,18 +36,13 @@ pub struct CopiedPacket {
     pub packet: Packet,
 }
 
-/// What decoding saw.
+/// What decoding saw (damage is counted in `InputDamage`).
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct DecodeStats {
     /// Video packets read.
     pub packets: u64,
-    /// Frames decoded.
+    /// Frames decoded and passed on.
     pub frames: u64,
-    /// Packets the decoder rejected, frames it flagged as damaged, and unreadable stretches.
-    pub bad_frames: u64,
-    /// Video packets that produced no frame (the decoder dropped damaged data), counted at
-    /// the end of a progressive stream.
-    pub lost_frames: u64,
     /// Frames whose timestamp was missing or went backwards and was repaired.
     pub timestamp_fixes: u64,
     /// Packets of other streams passed to the writer.
@@ -77,17 +76,13 @@ pub struct VideoReader {
     importer: FrameImporter,
     color: ColorInfo,
     time_base: Rational,
-    frame_step: i64,
-    constant_rate: bool,
-    gap_frames: u64,
+    ledger: IntegrityLedger,
     copy_sink: Option<Sender<CopiedPacket>>,
     pending: VecDeque<DecodedFrame>,
     decoded: VideoFrame,
     next_index: u64,
-    last_pts: Option<i64>,
     draining: bool,
     finished: bool,
-    saw_interlaced: bool,
     stats: DecodeStats,
     /// The size every frame must have (the output has one size).
     frame_size: (u32, u32),
@@ -103,13 +98,18 @@ impl VideoReader {
     /// software for what NVDEC cannot take); up to `extra_frames` decoded surfaces may be held
     /// downstream at once.
     pub fn open_on(path: &Path, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
-        let input = input::open(path)?;
+        // Errors FFmpeg logs while opening (a track it cannot parse, say) are damage too.
+        let (input, open_errors) = crate::capture_errors(|| input::open(path));
+        let input = input?;
         let video_index = input::video_stream_index(&input, path)?;
         let stream = input.stream(video_index).expect("valid stream index");
         let params = stream.parameters();
         let codec_name = params.id().name().to_owned();
         let mut ctx = ffmpeg_next::codec::context::Context::from_parameters(params)
             .map_err(|e| EngineError::Decode(e.to_string()))?;
+        // SAFETY: `ctx` owns a valid, not yet opened codec context whose `opaque` RAVE
+        // does not otherwise use.
+        let decoder_log = unsafe { LogWatch::decoder(ctx.as_mut_ptr()) };
         match nvdec {
             // SAFETY: `ctx` owns a valid, not yet opened codec context.
             Some((device, extra)) => device.attach(unsafe { ctx.as_mut_ptr() }, extra)?,
@@ -143,25 +143,26 @@ impl VideoReader {
             stream.rate()
         };
         let frame_size = (decoder.width(), decoder.height());
+        let constant_rate = stream.avg_frame_rate() == stream.rate() && rate.numerator() > 0;
+        let timeline = VideoTimeline::new(frame_step(time_base, rate), constant_rate);
+        let mut ledger = IntegrityLedger::new(&input, path, video_index, timeline);
+        ledger.watch_decoder(decoder_log);
+        ledger.on_open_errors(open_errors);
         Ok(Self {
             path: path.to_path_buf(),
             video_index,
             importer: FrameImporter::new(color.bit_depth),
             color,
             time_base,
-            frame_step: frame_step(time_base, rate),
-            constant_rate: stream.avg_frame_rate() == stream.rate() && rate.numerator() > 0,
-            gap_frames: 0,
+            ledger,
             decoder,
             input,
             copy_sink: None,
             pending: VecDeque::new(),
             decoded: VideoFrame::empty(),
             next_index: 0,
-            last_pts: None,
             draining: false,
             finished: false,
-            saw_interlaced: false,
             stats: DecodeStats::default(),
             frame_size,
         })
@@ -202,15 +203,54 @@ impl VideoReader {
         &self.stats
     }
 
-    /// The error to report when damaged data was seen, or `None` when all decoded cleanly.
-    pub fn damage_error(&self, hint: &str) -> Option<EngineError> {
-        let bad = self.stats.bad_frames + self.stats.lost_frames;
-        (bad > 0).then(|| EngineError::CorruptStream {
-            path: self.path.clone(),
-            bad_frames: bad,
-            good_frames: self.stats.frames,
-            hint: hint.to_owned(),
-        })
+    /// Whether damaged data has been seen so far.
+    pub fn damage_seen(&self) -> bool {
+        self.ledger.damage_seen()
+    }
+
+    /// What was lost or damaged. Once the input was read to its end (decoded, or scanned
+    /// by `scan_to_end`), this includes what its container declares but was not there.
+    pub fn damage(&self) -> InputDamage {
+        self.ledger.damage(self.finished)
+    }
+
+    /// The input's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stop decoding and read the rest of the file's packets only, counting them, so that
+    /// the damage report covers the whole file; stops early when `keep_going` says so.
+    /// Frames already in the decoder are drained and counted, not passed on.
+    pub fn scan_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<()> {
+        self.start_draining();
+        while !self.finished && keep_going() {
+            self.receive_frames()?;
+            self.pending.clear();
+        }
+        self.finished = true;
+        let mut errors = 0;
+        while keep_going() {
+            let mut packet = Packet::empty();
+            match packet.read(&mut self.input) {
+                Ok(()) => {
+                    errors = 0;
+                    if packet.stream() == self.video_index {
+                        self.stats.packets += 1;
+                    }
+                    self.ledger.admit(&packet);
+                }
+                Err(ffmpeg_next::Error::Eof) => break,
+                Err(e) => {
+                    self.ledger.on_read_error(&e);
+                    errors += 1;
+                    if errors >= MAX_CONSECUTIVE_READ_ERRORS {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Stop forwarding packets (the writer is gone); decoding may go on.
@@ -228,11 +268,11 @@ impl VideoReader {
                     self.start_draining();
                     return Ok(());
                 }
-                Err(_) => {
+                Err(e) => {
+                    self.ledger.on_read_error(&e);
                     errors += 1;
                     if errors >= MAX_CONSECUTIVE_READ_ERRORS {
-                        // The rest of the file is unreadable: count it once, keep what decoded.
-                        self.stats.bad_frames += 1;
+                        // The rest of the file is unreadable: keep what decoded.
                         self.start_draining();
                         return Ok(());
                     }
@@ -242,8 +282,9 @@ impl VideoReader {
     }
 
     fn route(&mut self, packet: Packet) -> Result<()> {
+        let admitted = self.ledger.admit(&packet);
         if packet.stream() != self.video_index {
-            if let Some(sink) = &self.copy_sink {
+            if admitted && let Some(sink) = &self.copy_sink {
                 let copied = CopiedPacket {
                     input_stream: packet.stream(),
                     packet,
@@ -255,18 +296,16 @@ impl VideoReader {
             return Ok(());
         }
         self.stats.packets += 1;
-        if packet.is_corrupt() {
-            self.stats.bad_frames += 1;
-        }
+        self.ledger.on_sent();
         match self.decoder.send_packet(&packet) {
             Ok(()) => {}
             Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {
                 self.receive_frames()?;
-                if self.decoder.send_packet(&packet).is_err() {
-                    self.stats.bad_frames += 1;
+                if let Err(e) = self.decoder.send_packet(&packet) {
+                    self.ledger.on_rejected(&e);
                 }
             }
-            Err(_) => self.stats.bad_frames += 1,
+            Err(e) => self.ledger.on_rejected(&e),
         }
         self.receive_frames()
     }
@@ -297,10 +336,17 @@ impl VideoReader {
                     }
                     // SAFETY: `decoded` wraps a valid AVFrame just filled by the decoder.
                     let damaged = sys::frame_is_damaged(unsafe { self.decoded.as_ptr() });
-                    if damaged {
-                        self.stats.bad_frames += 1;
+                    let placed = self.ledger.place_frame(
+                        self.decoded.timestamp(),
+                        damaged,
+                        self.decoded.is_interlaced(),
+                    );
+                    let Placement::At(pts) = placed else {
+                        continue; // a duplicated frame: counted, not passed on
+                    };
+                    if self.decoded.timestamp() != Some(pts) {
+                        self.stats.timestamp_fixes += 1;
                     }
-                    self.saw_interlaced |= self.decoded.is_interlaced();
                     // SAFETY: as above.
                     let image = match unsafe { CudaFrame::reference(self.decoded.as_ptr()) } {
                         Some(surface) => {
@@ -311,7 +357,7 @@ impl VideoReader {
                     };
                     let meta = FrameMeta {
                         index: self.next_index,
-                        pts: self.frame_pts(),
+                        pts,
                         keyframe: self.decoded.is_key(),
                     };
                     self.next_index += 1;
@@ -325,8 +371,8 @@ impl VideoReader {
                 Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {
                     return Ok(());
                 }
-                Err(_) => {
-                    self.stats.bad_frames += 1;
+                Err(e) => {
+                    self.ledger.on_rejected(&e);
                     if self.draining {
                         self.finished = true;
                     }
@@ -334,52 +380,6 @@ impl VideoReader {
                 }
             }
         }
-    }
-
-    /// In a constant-rate stream, a jump of more than one frame between consecutive frames
-    /// can mean the decoder dropped the frames in between. Containers often claim a constant
-    /// rate for variable-rate video, so these gaps only count once the decoder has reported
-    /// damage (see `count_lost_frames`).
-    fn count_gap(&mut self, delta: i64) {
-        let step = self.frame_step;
-        if self.constant_rate && step > 1 && delta > step + step / 2 {
-            self.gap_frames += ((delta + step / 2) / step - 1) as u64;
-        }
-    }
-
-    /// Every packet of a progressive stream decodes to one frame; packets that produced none
-    /// were dropped by the decoder as damaged. (Field-coded streams send two packets per
-    /// frame, so they are left out of this count.)
-    fn count_lost_frames(&mut self) {
-        let unmatched = if self.saw_interlaced {
-            0
-        } else {
-            self.stats.packets.saturating_sub(self.stats.frames)
-        };
-        let gaps = if self.stats.bad_frames > 0 {
-            self.gap_frames
-        } else {
-            0
-        };
-        self.stats.lost_frames = unmatched.max(gaps);
-    }
-
-    /// The decoder's best-effort timestamp, repaired when missing or not increasing so the
-    /// encoder always sees strictly increasing times.
-    fn frame_pts(&mut self) -> i64 {
-        let pts = match (self.decoded.timestamp(), self.last_pts) {
-            (Some(p), Some(last)) if p > last => {
-                self.count_gap(p - last);
-                p
-            }
-            (Some(p), None) => p,
-            (_, last) => {
-                self.stats.timestamp_fixes += 1;
-                last.map_or(0, |l| l + self.frame_step)
-            }
-        };
-        self.last_pts = Some(pts);
-        pts
     }
 }
 
@@ -416,7 +416,6 @@ impl VideoReader {
                 return Ok(Some(frame));
             }
             if self.finished {
-                self.count_lost_frames();
                 return Ok(None);
             }
             if self.draining {

@@ -210,3 +210,25 @@ pub fn opus_pre_skip(input: &Input, index: usize) -> i64 {
     }
     i64::from(u16::from_le_bytes([head[10], head[11]]))
 }
+
+/// Whether the input's durations come from its container headers (rather than being
+/// estimated from the timestamps at the end of the file or from the bit rate).
+pub fn durations_are_declared(input: &Input) -> bool {
+    // SAFETY: the input context is valid for the borrow; the field is a plain enum.
+    let method = unsafe { (*input.as_ptr()).duration_estimation_method };
+    method == ffi::AVDurationEstimationMethod::AVFMT_DURATION_FROM_STREAM
+}
+
+/// Entries in the demuxer's index of input stream `index` (for MP4, every sample it will
+/// return, after edit lists are applied).
+pub fn index_entries(input: &Input, index: usize) -> u64 {
+    // SAFETY: stream pointer valid as in `stream_params`; the call only reads the stream.
+    let n = unsafe { ffi::avformat_index_get_entries_count(*(*input.as_ptr()).streams.add(index)) };
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// The input's start time in microseconds (FFmpeg's AV_NOPTS_VALUE, i64::MIN, if unknown).
+pub fn format_start_time(input: &Input) -> i64 {
+    // SAFETY: the input context is valid for the borrow; the field is a plain integer.
+    unsafe { (*input.as_ptr()).start_time }
+}

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use rave_core::backend::ModelMetadata;
+use rave_core::damage::InputDamage;
 use rave_core::gpu::HealthSnapshot;
 use rave_core::metrics::StageSnapshot;
 use rave_ffmpeg::{DecodeStats, EncoderSettings, WriterSummary};
@@ -79,8 +80,11 @@ pub struct RunReport {
     pub pipeline_fps: f64,
     /// Per-stage counters.
     pub stages: Vec<StageSnapshot>,
-    /// Decoder counters (damaged frames, repaired timestamps, copied packets).
+    /// Decoder counters (frames, repaired timestamps, copied packets).
     pub decode: DecodeStats,
+    /// What the input lacked or had damaged (all zero for a clean input; nonzero only with
+    /// `--allow-corrupt` or in a partial run).
+    pub input_damage: InputDamage,
     /// Writer counters (streams copied or skipped).
     pub mux: WriterSummary,
     /// The GPU path's own report, when the GPU ran the model.

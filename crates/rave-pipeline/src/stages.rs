@@ -9,6 +9,7 @@ use crossbeam_channel::{Receiver, Sender};
 use rave_core::backend::HostUpscaleBackend;
 use rave_core::codec::FrameSink;
 use rave_core::color::ColorInfo;
+use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{HostRgbFrame, HostYuvFrame};
 use rave_core::metrics::StageMetrics;
@@ -74,8 +75,34 @@ pub fn guarded(errors: &FirstError, cancel: &CancelToken, body: impl FnOnce() ->
     }
 }
 
-/// What to do about a corrupt input, appended to its error.
-pub const CORRUPT_HINT: &str = "; pass --allow-corrupt to upscale it anyway (damaged frames are concealed by the decoder and counted in the report)";
+/// What to do about a damaged input, appended to its error.
+pub const CORRUPT_HINT: &str =
+    "; pass --allow-corrupt to upscale what can be read (the report counts what is missing)";
+
+/// Why nothing can be done with an input that has no decodable frame.
+pub const NO_FRAMES_HINT: &str =
+    "; the file holds no video RAVE can decode (--allow-corrupt cannot help)";
+
+/// The error that refuses a damaged input, or `None` when the run may keep its output:
+/// the input is clean, or damaged with `allow_corrupt` and at least one frame decoded.
+pub fn damage_refusal(
+    path: &std::path::Path,
+    damage: &InputDamage,
+    allow_corrupt: bool,
+) -> Option<EngineError> {
+    let hint = if damage.frames_decoded == 0 {
+        NO_FRAMES_HINT
+    } else if damage.is_clean() || allow_corrupt {
+        return None;
+    } else {
+        CORRUPT_HINT
+    };
+    Some(EngineError::CorruptStream {
+        path: path.to_path_buf(),
+        damage: Box::new(damage.clone()),
+        hint: hint.into(),
+    })
+}
 
 /// What the decode stage does with damaged input.
 #[derive(Debug, Clone, Copy)]
@@ -120,11 +147,19 @@ fn decode_frames<T>(
             return Ok(());
         };
         metrics.record(t.elapsed());
-        if !policy.allow_corrupt && reader.stats().bad_frames > 0 {
-            // Stop the pipeline, but read to the end so the error can say how much is damaged.
+        if !policy.allow_corrupt && reader.damage_seen() {
+            // Stop the pipeline, but read (not decode) to the end so the error can say how
+            // much is damaged.
             cancel.cancel(StopReason::Failure);
-            while cancel.reason() != Some(StopReason::User) && pull(reader)?.is_some() {}
-            return Err(reader.damage_error(CORRUPT_HINT).expect("damage was seen"));
+            reader.scan_to_end(|| cancel.reason() != Some(StopReason::User))?;
+            let damage = reader.damage();
+            return Err(
+                damage_refusal(reader.path(), &damage, false).unwrap_or_else(|| {
+                    EngineError::InvariantViolation(format!(
+                        "damage was seen but not counted: {damage:?}"
+                    ))
+                }),
+            );
         }
         if !send(tx, frame, cancel) {
             return Ok(());

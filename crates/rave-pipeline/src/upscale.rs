@@ -183,9 +183,9 @@ pub fn run_upscale(
         }
         None => RunStatus::Complete,
     };
+    let damage = reader.damage();
     if status == RunStatus::Complete
-        && let Some(err) = reader.damage_error(stages::CORRUPT_HINT)
-        && !config.allow_corrupt
+        && let Some(err) = stages::damage_refusal(&config.input, &damage, config.allow_corrupt)
     {
         discard();
         return Err(err);
@@ -224,6 +224,7 @@ pub fn run_upscale(
         pipeline_fps: ratio(frames_out as f64, pipeline_s),
         stages: metrics.snapshots(),
         decode: reader.stats().clone(),
+        input_damage: damage,
         mux,
         gpu: gpu_report,
     })

@@ -1,0 +1,176 @@
+//! `InputDamage`: what reading an input lost or found damaged, compared against what its
+//! container declares. The reader fills it; the run refuses (or, when allowed, reports) it.
+
+use serde::Serialize;
+
+/// How much of an input was missing or damaged. All zero (and no problem) means clean.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct InputDamage {
+    /// Video frames the container declares (sample count, frame-count tag), when it does.
+    pub frames_declared: Option<u64>,
+    /// Video frames decoded.
+    pub frames_decoded: u64,
+    /// Decoded frames the decoder flagged as damaged (their errors were concealed).
+    pub frames_damaged: u64,
+    /// Video frames lost: declared but never read, read but never decoded, gaps in the
+    /// timeline, or the timeline ending before the container says it does.
+    pub frames_missing: u64,
+    /// Decoded frames dropped because their timestamp repeated or went backwards
+    /// (duplicated data).
+    pub frames_dropped: u64,
+    /// Seconds of audio missing: declared but not read, or (in a damaged file whose
+    /// container declares nothing) the audio ending before the video does.
+    pub audio_missing_s: f64,
+    /// Errors the demuxer reported: unreadable data, broken structure, corrupt packets,
+    /// continuity errors, resynchronisations.
+    pub demux_errors: u64,
+    /// Errors the video decoder reported (e.g. missing reference pictures).
+    pub decoder_errors: u64,
+    /// Packets of copied streams (audio, subtitles) dropped because their timestamps went
+    /// backwards or repeated; the muxer cannot store them.
+    pub packets_dropped: u64,
+    /// The file ends before its container says it does (truncated).
+    pub truncated: bool,
+    /// The first problem seen, in words (FFmpeg's message or RAVE's own check).
+    pub first_problem: Option<String>,
+}
+
+impl InputDamage {
+    /// Whether nothing was lost or damaged.
+    pub fn is_clean(&self) -> bool {
+        self.frames_damaged == 0
+            && self.frames_missing == 0
+            && self.frames_dropped == 0
+            && self.audio_missing_s <= 0.0
+            && self.demux_errors == 0
+            && self.decoder_errors == 0
+            && self.packets_dropped == 0
+            && !self.truncated
+            && self.first_problem.is_none()
+    }
+
+    /// Record `problem` as the first one, unless one is already recorded.
+    pub fn note(&mut self, problem: impl Into<String>) {
+        if self.first_problem.is_none() {
+            self.first_problem = Some(problem.into());
+        }
+    }
+
+    /// The counts in words, for one line: "4 of 30 video frames missing, 2 damaged, ...".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.frames_decoded == 0 {
+            parts.push("no video frame could be decoded".to_string());
+        } else if self.frames_missing > 0 {
+            parts.push(match self.frames_declared {
+                Some(n) => format!(
+                    "{} of {} video frames missing",
+                    self.frames_missing,
+                    n.max(self.frames_missing)
+                ),
+                None => format!("{} video frames missing", self.frames_missing),
+            });
+        } else if self.truncated && self.frames_declared.is_none() {
+            parts.push(
+                "the file is cut short; how many video frames are missing is unknown (the container does not declare its length)"
+                    .to_string(),
+            );
+        }
+        if self.frames_damaged > 0 {
+            parts.push(format!(
+                "{} of {} decoded frames damaged (concealed by the decoder)",
+                self.frames_damaged, self.frames_decoded
+            ));
+        }
+        if self.frames_dropped > 0 {
+            parts.push(format!("{} duplicated frames dropped", self.frames_dropped));
+        }
+        if self.audio_missing_s > 0.0 {
+            parts.push(format!("{:.2} s of audio missing", self.audio_missing_s));
+        }
+        if self.packets_dropped > 0 {
+            parts.push(format!(
+                "{} audio/subtitle packets with broken timestamps",
+                self.packets_dropped
+            ));
+        }
+        let errors = self.demux_errors + self.decoder_errors;
+        if errors > 0 {
+            parts.push(format!(
+                "{} read/decode errors ({} demuxer, {} decoder)",
+                errors, self.demux_errors, self.decoder_errors
+            ));
+        }
+        if parts.is_empty() {
+            parts.push("damaged data".into());
+        }
+        let mut text = parts.join(", ");
+        if let Some(first) = &self.first_problem {
+            text.push_str(&format!("; first problem: {first}"));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_until_anything_is_counted() {
+        let mut d = InputDamage {
+            frames_decoded: 30,
+            frames_declared: Some(30),
+            ..Default::default()
+        };
+        assert!(d.is_clean());
+        d.audio_missing_s = 0.5;
+        assert!(!d.is_clean());
+        let d = InputDamage {
+            truncated: true,
+            ..Default::default()
+        };
+        assert!(!d.is_clean());
+    }
+
+    #[test]
+    fn description_names_each_count_once() {
+        let mut d = InputDamage {
+            frames_declared: Some(30),
+            frames_decoded: 26,
+            frames_missing: 4,
+            frames_damaged: 1,
+            audio_missing_s: 1.25,
+            demux_errors: 3,
+            ..Default::default()
+        };
+        d.note("stream 1, offset 0x22cb: partial file");
+        d.note("ignored: not the first");
+        let text = d.describe();
+        assert!(text.starts_with("4 of 30 video frames missing"), "{text}");
+        assert!(text.contains("1 of 26 decoded frames damaged"), "{text}");
+        assert!(text.contains("1.25 s of audio missing"), "{text}");
+        assert!(
+            text.contains("3 read/decode errors (3 demuxer, 0 decoder)"),
+            "{text}"
+        );
+        assert!(text.ends_with("first problem: stream 1, offset 0x22cb: partial file"));
+        let none = InputDamage::default().describe();
+        assert!(none.contains("no video frame could be decoded"), "{none}");
+        let ts = InputDamage {
+            frames_decoded: 9,
+            truncated: true,
+            ..Default::default()
+        };
+        assert!(
+            ts.describe()
+                .contains("how many video frames are missing is unknown")
+        );
+        let undeclared = InputDamage {
+            frames_decoded: 20,
+            frames_missing: 3,
+            ..Default::default()
+        };
+        assert!(undeclared.describe().starts_with("3 video frames missing"));
+    }
+}

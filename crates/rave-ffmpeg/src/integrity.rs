@@ -1,0 +1,459 @@
+//! `IntegrityLedger`: everything reading one input saw, stream by stream, held against what
+//! its container declares (sample counts, frame-count and duration tags, durations, its own
+//! structure), plus every error the demuxer and the video decoder reported. It decides what
+//! was lost: `InputDamage`.
+
+use ffmpeg_next::format::context::Input;
+use ffmpeg_next::media::Type;
+use ffmpeg_next::{Packet, Rational};
+use rave_core::damage::InputDamage;
+
+use crate::log_watch::LogWatch;
+use crate::structure_check::{self, StructureProblem};
+use crate::sys;
+use crate::timeline::{Placement, VideoTimeline};
+
+/// What the container declares about one stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// Packets the stream holds.
+    pub packets: Option<u64>,
+    /// Where the stream's timeline ends, in its time base.
+    pub end: Option<i64>,
+}
+
+/// The role of a stream in the checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Video,
+    Audio,
+    /// Copied but not audio (subtitles): equal timestamps are allowed.
+    Other,
+    /// Not read (data streams, attachments).
+    Ignored,
+}
+
+/// One stream's tally.
+#[derive(Debug, Clone)]
+struct StreamTally {
+    role: Role,
+    /// Seconds per time-base unit.
+    unit_s: f64,
+    declared: Declared,
+    packets: u64,
+    /// The latest `pts + duration` seen.
+    end: Option<i64>,
+    last_dts: Option<i64>,
+    /// The last nonzero packet duration.
+    typical: i64,
+}
+
+impl StreamTally {
+    fn new(role: Role, tb: Rational, declared: Declared) -> Self {
+        let unit_s = match tb.denominator() {
+            0 => 0.0,
+            d => f64::from(tb.numerator()) / f64::from(d),
+        };
+        Self {
+            role,
+            unit_s,
+            declared,
+            packets: 0,
+            end: None,
+            last_dts: None,
+            typical: 0,
+        }
+    }
+
+    fn end_s(&self) -> Option<f64> {
+        self.end.map(|e| e as f64 * self.unit_s)
+    }
+
+    fn typical_s(&self) -> f64 {
+        self.typical as f64 * self.unit_s
+    }
+
+    /// Seconds the stream falls short of `declared_end_s` by, beyond 1.5 packets.
+    fn shortfall_s(&self, declared_end_s: f64) -> f64 {
+        let tolerance = 1.5 * self.typical_s() + 0.002;
+        let short = declared_end_s - self.end_s().unwrap_or(0.0);
+        if short > tolerance { short } else { 0.0 }
+    }
+
+    fn declared_end_s(&self) -> Option<f64> {
+        self.declared.end.map(|e| e as f64 * self.unit_s)
+    }
+}
+
+/// The counts of one input, kept while it is read.
+#[derive(Debug)]
+pub struct IntegrityLedger {
+    video: usize,
+    streams: Vec<StreamTally>,
+    timeline: VideoTimeline,
+    structure: Option<StructureProblem>,
+    /// The declared end of the whole file in seconds (from its header), if declared.
+    file_end_s: Option<f64>,
+    demux_log: LogWatch,
+    decoder_log: Option<LogWatch>,
+    read_errors: u64,
+    corrupt_packets: u64,
+    rejected_packets: u64,
+    packets_sent: u64,
+    frames_out: u64,
+    frames_damaged: u64,
+    packets_dropped: u64,
+    interlaced: bool,
+    note: Option<String>,
+}
+
+impl IntegrityLedger {
+    /// Start the ledger of `input` (the file at `path`) whose video stream is `video`:
+    /// read what the container declares, check its structure, watch the demuxer's log.
+    pub fn new(
+        input: &Input,
+        path: &std::path::Path,
+        video: usize,
+        timeline: VideoTimeline,
+    ) -> Self {
+        let format = input.format().name().to_owned();
+        let declared_times = sys::durations_are_declared(input);
+        let streams = input
+            .streams()
+            .map(|s| {
+                let role = match s.parameters().medium() {
+                    _ if s.index() == video => Role::Video,
+                    Type::Audio => Role::Audio,
+                    Type::Subtitle | Type::Video => Role::Other,
+                    _ => Role::Ignored,
+                };
+                let declared = declared_of(input, s.index(), &format, declared_times);
+                StreamTally::new(role, s.time_base(), declared)
+            })
+            .collect();
+        let file_end_s = (declared_times && input.duration() > 0).then(|| {
+            let start = sys::format_start_time(input).max(0);
+            (start + input.duration()) as f64 / 1e6
+        });
+        Self {
+            video,
+            streams,
+            timeline,
+            structure: structure_check::check(path, &format),
+            file_end_s,
+            // SAFETY: the pointer is only compared with the ones FFmpeg logs with.
+            demux_log: LogWatch::demuxer(unsafe { input.as_ptr() }),
+            decoder_log: None,
+            read_errors: 0,
+            corrupt_packets: 0,
+            rejected_packets: 0,
+            packets_sent: 0,
+            frames_out: 0,
+            frames_damaged: 0,
+            packets_dropped: 0,
+            interlaced: false,
+            note: None,
+        }
+    }
+
+    /// Count what the video decoder logs from now on.
+    pub fn watch_decoder(&mut self, watch: LogWatch) {
+        self.decoder_log = Some(watch);
+    }
+
+    fn note(&mut self, text: impl FnOnce() -> String) {
+        if self.note.is_none() {
+            self.note = Some(text());
+        }
+    }
+
+    /// FFmpeg logged `errors` while opening the input (headers it could not parse).
+    pub fn on_open_errors(&mut self, errors: Vec<String>) {
+        self.read_errors += errors.len() as u64;
+        if let Some(first) = errors.into_iter().next() {
+            self.note(|| first);
+        }
+    }
+
+    /// A read failed with `error` (the demuxer skips on or gives up).
+    pub fn on_read_error(&mut self, error: &ffmpeg_next::Error) {
+        self.read_errors += 1;
+        self.note(|| format!("read error: {error}"));
+    }
+
+    /// Tally a demuxed packet; whether it may be passed on. Packets of copied streams
+    /// whose decode timestamp does not advance are refused (no muxer can store them).
+    pub fn admit(&mut self, packet: &Packet) -> bool {
+        let index = packet.stream();
+        let Some(t) = self.streams.get_mut(index) else {
+            return false;
+        };
+        t.packets += 1;
+        if packet.duration() > 0 {
+            t.typical = packet.duration();
+        }
+        let start = packet.pts().or(packet.dts());
+        if let Some(s) = start {
+            let dur = if packet.duration() > 0 {
+                packet.duration()
+            } else {
+                t.typical
+            };
+            t.end = Some(t.end.map_or(s + dur, |e| e.max(s + dur)));
+        }
+        let (role, unit_s) = (t.role, t.unit_s);
+        let corrupt = packet.is_corrupt();
+        let mut admitted = true;
+        if role != Role::Video
+            && let Some(dts) = packet.dts()
+        {
+            let backwards = t
+                .last_dts
+                .is_some_and(|last| dts < last || (dts == last && role == Role::Audio));
+            let inverted = packet.pts().is_some_and(|pts| pts < dts);
+            if backwards || inverted {
+                admitted = false;
+            } else {
+                t.last_dts = Some(dts);
+            }
+        }
+        if corrupt {
+            self.corrupt_packets += 1;
+            let at = start.unwrap_or(0) as f64 * unit_s;
+            self.note(|| format!("corrupt packet in stream #{index} at {at:.3} s"));
+        }
+        if !admitted {
+            self.packets_dropped += 1;
+            let at = packet.dts().unwrap_or(0) as f64 * unit_s;
+            self.note(|| format!("stream #{index}: timestamps go backwards at {at:.3} s"));
+        }
+        admitted
+    }
+
+    /// A video packet went to the decoder.
+    pub fn on_sent(&mut self) {
+        self.packets_sent += 1;
+    }
+
+    /// The decoder refused a video packet.
+    pub fn on_rejected(&mut self, error: &ffmpeg_next::Error) {
+        self.rejected_packets += 1;
+        self.note(|| format!("the decoder refused a packet: {error}"));
+    }
+
+    /// Place a decoded frame whose timestamp is `pts` on the timeline.
+    pub fn place_frame(&mut self, pts: Option<i64>, damaged: bool, interlaced: bool) -> Placement {
+        self.frames_out += 1;
+        self.interlaced |= interlaced;
+        if damaged {
+            self.frames_damaged += 1;
+        }
+        let before = self.timeline.discontinuities;
+        let placed = self.timeline.place(pts);
+        if self.timeline.discontinuities > before {
+            let n = self.frames_out;
+            self.note(|| format!("video timestamps go backwards at frame {n}"));
+        }
+        placed
+    }
+
+    /// The frame step of the video timeline.
+    pub fn frame_step(&self) -> i64 {
+        self.timeline.step()
+    }
+
+    fn demux_errors(&self) -> u64 {
+        self.read_errors
+            + self.corrupt_packets
+            + self.demux_log.tally().count()
+            + u64::from(self.structure.is_some())
+    }
+
+    fn decoder_errors(&self) -> u64 {
+        self.rejected_packets + self.decoder_log.as_ref().map_or(0, |w| w.tally().count())
+    }
+
+    /// Whether any damage has been seen so far (what the end of the file may still reveal,
+    /// such as a timeline shorter than declared, is not included).
+    pub fn damage_seen(&self) -> bool {
+        self.demux_errors() > 0
+            || self.decoder_errors() > 0
+            || self.frames_damaged > 0
+            || self.packets_dropped > 0
+            || self.timeline.duplicates > 0
+            || self.timeline.discontinuities > 0
+    }
+
+    /// What was lost or damaged. Only when the input was `read_to_end` are the counts and
+    /// timelines compared with what the container declares.
+    pub fn damage(&self, read_to_end: bool) -> InputDamage {
+        let video = &self.streams[self.video];
+        let step_s = self.timeline.step() as f64 * video.unit_s;
+        let frames_of = |s: f64| {
+            if step_s > 0.0 {
+                (s / step_s).round() as u64
+            } else {
+                0
+            }
+        };
+        let file_short = self.file_end_s.filter(|_| read_to_end).map(|end| {
+            let longest = self
+                .streams
+                .iter()
+                .filter_map(StreamTally::end_s)
+                .fold(0.0, f64::max);
+            let tolerance = 1.5 * step_s.max(video.typical_s()) + 0.002;
+            end - longest > tolerance
+        });
+        let truncated =
+            self.structure.as_ref().is_some_and(|p| p.truncated) || file_short == Some(true);
+        let decl_end = |t: &StreamTally| {
+            t.declared_end_s()
+                .or(self.file_end_s)
+                .filter(|_| read_to_end)
+        };
+        let undecoded = if self.interlaced || !read_to_end {
+            0
+        } else {
+            self.packets_sent.saturating_sub(self.frames_out)
+        };
+        let unread = match video.declared.packets {
+            Some(d) if read_to_end => d.saturating_sub(video.packets),
+            _ => 0,
+        };
+        let by_end = decl_end(video).map_or(0, |e| frames_of(video.shortfall_s(e)));
+        let mut damage = InputDamage {
+            frames_declared: video.declared.packets,
+            frames_decoded: self.frames_out - self.timeline.duplicates,
+            frames_damaged: self.frames_damaged,
+            frames_dropped: self.timeline.duplicates,
+            demux_errors: self.demux_errors(),
+            decoder_errors: self.decoder_errors(),
+            packets_dropped: self.packets_dropped,
+            truncated,
+            ..Default::default()
+        };
+        let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
+        let gaps = if damaged { self.timeline.gap_frames } else { 0 };
+        damage.frames_missing = (unread + undecoded).max(gaps).max(by_end);
+
+        let video_end = video.end_s();
+        for t in self.streams.iter().filter(|t| t.role == Role::Audio) {
+            let by_count = match t.declared.packets {
+                Some(d) if read_to_end => d.saturating_sub(t.packets) as f64 * t.typical_s(),
+                _ => 0.0,
+            };
+            let by_end = match decl_end(t) {
+                Some(e) => t.shortfall_s(e),
+                // Nothing declared: in a truncated file, audio ending before the video is lost.
+                None if truncated && read_to_end => video_end.map_or(0.0, |v| t.shortfall_s(v)),
+                None => 0.0,
+            };
+            damage.audio_missing_s = damage.audio_missing_s.max(by_count).max(by_end);
+        }
+
+        if let Some(p) = &self.structure {
+            damage.note(p.text.clone());
+        }
+        if file_short == Some(true)
+            && let Some(end) = self.file_end_s
+        {
+            damage.note(format!(
+                "the container declares {end:.3} s, the streams end earlier"
+            ));
+        }
+        // FFmpeg's own wording of the first demuxer error, then RAVE's, then the decoder's.
+        if let Some(first) = self.demux_log.tally().first() {
+            damage.note(first);
+        }
+        if let Some(n) = &self.note {
+            damage.note(n.clone());
+        }
+        if let Some(first) = self.decoder_log.as_ref().and_then(|w| w.tally().first()) {
+            damage.note(first);
+        }
+        if unread > 0 {
+            damage.note(format!(
+                "the container lists {} video frames, {} could be read",
+                unread + video.packets,
+                video.packets
+            ));
+        }
+        damage
+    }
+}
+
+/// What the container declares about stream `index`. Sample counts are trusted only from
+/// MP4/MOV (the demuxer's index after edit lists) and Matroska frame-count tags; durations
+/// only when FFmpeg took them from the headers, or from Matroska duration tags.
+fn declared_of(input: &Input, index: usize, format: &str, declared_times: bool) -> Declared {
+    let Some(stream) = input.stream(index) else {
+        return Declared::default();
+    };
+    let is_mov = format.split(',').any(|f| f == "mov" || f == "mp4");
+    let tags = stream.metadata();
+    let tag = |name: &str| {
+        tags.iter()
+            .find(|(k, _)| {
+                k.eq_ignore_ascii_case(name)
+                    || k.to_ascii_uppercase().starts_with(&format!("{name}-"))
+            })
+            .map(|(_, v)| v.to_owned())
+    };
+    let packets = if is_mov && stream.frames() > 0 {
+        Some(sys::index_entries(input, index))
+    } else {
+        tag("NUMBER_OF_FRAMES").and_then(|v| v.trim().parse().ok())
+    };
+    let tb = stream.time_base();
+    let units = |seconds: f64| {
+        (tb.numerator() > 0).then(|| {
+            (seconds * f64::from(tb.denominator()) / f64::from(tb.numerator())).round() as i64
+        })
+    };
+    let end = if declared_times && stream.duration() > 0 && !is_matroska(format) {
+        Some(stream.start_time().max(0) + stream.duration())
+    } else {
+        tag("DURATION")
+            .and_then(|v| parse_clock(&v))
+            .and_then(units)
+    };
+    Declared { packets, end }
+}
+
+fn is_matroska(format: &str) -> bool {
+    format.split(',').any(|f| f == "matroska" || f == "webm")
+}
+
+/// Seconds of a Matroska duration tag: "HH:MM:SS.nnnnnnnnn".
+fn parse_clock(text: &str) -> Option<f64> {
+    let mut parts = text.trim().split(':');
+    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let (h, m, s): (f64, f64, f64) = (h.parse().ok()?, m.parse().ok()?, s.parse().ok()?);
+    (h >= 0.0 && m >= 0.0 && s >= 0.0).then_some(h * 3600.0 + m * 60.0 + s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matroska_clock_tags_parse() {
+        assert_eq!(parse_clock("00:00:01.221000000"), Some(1.221));
+        assert_eq!(parse_clock("01:02:03.5"), Some(3723.5));
+        assert_eq!(parse_clock("garbage"), None);
+        assert_eq!(parse_clock("1:2"), None);
+    }
+
+    #[test]
+    fn a_stream_is_short_only_beyond_one_and_a_half_packets() {
+        let mut t = StreamTally::new(Role::Audio, Rational::new(1, 1000), Declared::default());
+        t.typical = 20;
+        t.end = Some(1000);
+        assert_eq!(t.shortfall_s(1.02), 0.0);
+        assert!((t.shortfall_s(1.5) - 0.5).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,281 @@
+//! Up-front checks of a container's own structure against the file's size, before any
+//! frame is decoded: MP4/MOV top-level boxes must chain to the end of the file, a Matroska
+//! segment must not declare more bytes than the file holds, and an MPEG-TS file must end on
+//! a whole transport packet. FFmpeg reads such files without complaint and stops early.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Something wrong with the file's structure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructureProblem {
+    /// The file ends before its structure says it does.
+    pub truncated: bool,
+    /// What is wrong, in words.
+    pub text: String,
+}
+
+impl StructureProblem {
+    fn truncated(text: String) -> Self {
+        Self {
+            truncated: true,
+            text,
+        }
+    }
+
+    fn broken(text: String) -> Self {
+        Self {
+            truncated: false,
+            text,
+        }
+    }
+}
+
+/// Check `path`, demuxed by FFmpeg's `format` (its short name, e.g. "matroska,webm").
+/// I/O errors are not reported here: the demuxer will meet and report them itself.
+pub fn check(path: &Path, format: &str) -> Option<StructureProblem> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let names: Vec<&str> = format.split(',').collect();
+    if names.contains(&"mov") || names.contains(&"mp4") {
+        check_boxes(&mut file, len)
+    } else if names.contains(&"matroska") || names.contains(&"webm") {
+        check_matroska(&mut file, len)
+    } else if names.contains(&"mpegts") {
+        check_transport_stream(&mut file, len)
+    } else {
+        None
+    }
+}
+
+/// MP4/MOV: every top-level box must fit in the file and the boxes must end exactly at its
+/// end (zero padding after the last box is accepted).
+pub fn check_boxes(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProblem> {
+    let mut pos = 0u64;
+    while pos < len {
+        let left = len - pos;
+        let mut head = [0u8; 16];
+        r.seek(SeekFrom::Start(pos)).ok()?;
+        let got = read_up_to(r, &mut head[..left.min(16) as usize])?;
+        if got < 8 {
+            if head[..got].iter().all(|&b| b == 0) {
+                return None;
+            }
+            return Some(StructureProblem::truncated(format!(
+                "the file ends inside an MP4 box header at byte {pos}"
+            )));
+        }
+        let kind = &head[4..8];
+        if !kind.iter().all(|b| (0x20..=0x7e).contains(b)) {
+            if zeros_to_end(r, pos, len)? {
+                return None;
+            }
+            return Some(StructureProblem::broken(format!(
+                "unreadable data at byte {pos} where an MP4 box should start"
+            )));
+        }
+        let name = String::from_utf8_lossy(kind).into_owned();
+        let (size, header) = match u32::from_be_bytes([head[0], head[1], head[2], head[3]]) {
+            0 => return None, // the last box runs to the end of the file
+            1 if got >= 16 => (
+                u64::from_be_bytes(head[8..16].try_into().expect("8 bytes")),
+                16,
+            ),
+            1 => {
+                return Some(StructureProblem::truncated(format!(
+                    "the file ends inside the header of box '{name}' at byte {pos}"
+                )));
+            }
+            n => (u64::from(n), 8),
+        };
+        if size < header {
+            return Some(StructureProblem::broken(format!(
+                "box '{name}' at byte {pos} has an impossible size ({size} bytes)"
+            )));
+        }
+        if size > left {
+            return Some(StructureProblem::truncated(format!(
+                "the file is truncated: box '{name}' at byte {pos} declares {size} bytes, only {left} are there"
+            )));
+        }
+        pos += size;
+    }
+    None
+}
+
+/// Matroska/WebM: the segment's declared size must fit in the file.
+pub fn check_matroska(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProblem> {
+    r.seek(SeekFrom::Start(0)).ok()?;
+    let mut head = [0u8; 64];
+    let got = read_up_to(r, &mut head)?;
+    let bytes = &head[..got];
+    let (id, ebml) = read_element_id(bytes)?;
+    if id != 0x1A45_DFA3 {
+        return None;
+    }
+    let (size, n) = read_vint(&bytes[ebml..])?;
+    let segment_at = ebml + n + usize::try_from(size?).ok()?;
+    if segment_at >= bytes.len() {
+        return None;
+    }
+    let (id, n) = read_element_id(&bytes[segment_at..])?;
+    if id != 0x1853_8067 {
+        return None;
+    }
+    let (size, m) = read_vint(&bytes[segment_at + n..])?;
+    let data_start = (segment_at + n + m) as u64;
+    let size = size?; // unknown size (a live recording): nothing declared
+    let have = len.saturating_sub(data_start);
+    (size > have).then(|| {
+        StructureProblem::truncated(format!(
+            "the file is shorter than its Matroska segment declares ({size} bytes declared, {have} present): truncated or cut"
+        ))
+    })
+}
+
+/// MPEG-TS: the file must hold whole transport packets (188, 192 or 204 bytes).
+pub fn check_transport_stream(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProblem> {
+    r.seek(SeekFrom::Start(0)).ok()?;
+    let mut head = vec![0u8; 4 * 204 + 8];
+    let got = read_up_to(r, &mut head)?;
+    let head = &head[..got];
+    for (size, sync_at) in [(188usize, 0usize), (192, 4), (204, 0)] {
+        let synced = (0..4).all(|k| head.get(sync_at + k * size) == Some(&0x47));
+        if synced {
+            let rest = len % size as u64;
+            return (rest != 0).then(|| {
+                StructureProblem::truncated(format!(
+                    "the file is truncated: it ends {rest} bytes into a {size}-byte transport packet"
+                ))
+            });
+        }
+    }
+    None
+}
+
+/// Read until `buf` is full or the input ends; the bytes read.
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> Option<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(got)
+}
+
+/// Whether every byte from `pos` to `len` is zero (up to 1 MiB is checked).
+fn zeros_to_end(r: &mut (impl Read + Seek), pos: u64, len: u64) -> Option<bool> {
+    if len - pos > 1 << 20 {
+        return Some(false);
+    }
+    r.seek(SeekFrom::Start(pos)).ok()?;
+    let mut rest = vec![0u8; (len - pos) as usize];
+    let got = read_up_to(r, &mut rest)?;
+    Some(rest[..got].iter().all(|&b| b == 0))
+}
+
+/// An EBML element ID (its marker bits kept, as the specification writes IDs) and its length.
+fn read_element_id(b: &[u8]) -> Option<(u32, usize)> {
+    let first = *b.first()?;
+    let n = first.leading_zeros() as usize + 1;
+    if n > 4 || b.len() < n {
+        return None;
+    }
+    Some((b[..n].iter().fold(0u32, |a, &x| (a << 8) | u32::from(x)), n))
+}
+
+/// An EBML size: `Some(value)`, or `None` for the reserved "unknown size"; and its length.
+fn read_vint(b: &[u8]) -> Option<(Option<u64>, usize)> {
+    let first = *b.first()?;
+    let n = first.leading_zeros() as usize + 1;
+    if n > 8 || b.len() < n {
+        return None;
+    }
+    let mask = if n == 8 { 0 } else { 0xFFu8 >> n };
+    let mut value = u64::from(first & mask);
+    for &x in &b[1..n] {
+        value = (value << 8) | u64::from(x);
+    }
+    let all_ones = value == (1u64 << (7 * n)) - 1;
+    Some(((!all_ones).then_some(value), n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn mp4_box(kind: &[u8; 4], payload: usize) -> Vec<u8> {
+        let mut b = ((payload + 8) as u32).to_be_bytes().to_vec();
+        b.extend_from_slice(kind);
+        b.resize(payload + 8, 0xAB);
+        b
+    }
+
+    fn boxes(data: &[u8]) -> Option<StructureProblem> {
+        check_boxes(&mut Cursor::new(data), data.len() as u64)
+    }
+
+    #[test]
+    fn mp4_boxes_must_chain_to_the_end() {
+        let mut file = mp4_box(b"ftyp", 20);
+        file.extend(mp4_box(b"moov", 100));
+        file.extend(mp4_box(b"mdat", 400));
+        assert_eq!(boxes(&file), None);
+        let mut padded = file.clone();
+        padded.extend([0u8; 12]);
+        assert_eq!(boxes(&padded), None, "zero padding after the last box");
+        let cut = &file[..file.len() - 50];
+        let p = boxes(cut).expect("truncated");
+        assert!(p.truncated && p.text.contains("box 'mdat'"), "{p:?}");
+        let mut garbage = file.clone();
+        garbage.extend([0x01, 0x02, 0xFF, 0xFE, 0x80, 0x81, 0x00, 0x10, 9]);
+        let p = boxes(&garbage).expect("garbage");
+        assert!(!p.truncated && p.text.contains("unreadable data"), "{p:?}");
+        let mut tiny = file.clone();
+        tiny.extend([0, 0, 0, 3, b'f', b'r', b'e', b'e']);
+        assert!(boxes(&tiny).unwrap().text.contains("impossible size"));
+    }
+
+    #[test]
+    fn matroska_segment_must_fit() {
+        // EBML header (empty payload of 4 bytes) then a Segment declaring 1000 bytes.
+        let mut file = vec![0x1A, 0x45, 0xDF, 0xA3, 0x84, 1, 2, 3, 4];
+        file.extend([0x18, 0x53, 0x80, 0x67, 0x40 | 0x03, 0xE8]);
+        let body = file.len();
+        file.resize(body + 1000, 0);
+        let check = |d: &[u8]| check_matroska(&mut Cursor::new(d), d.len() as u64);
+        assert_eq!(check(&file), None);
+        let p = check(&file[..body + 600]).expect("short");
+        assert!(
+            p.truncated && p.text.contains("1000 bytes declared, 600 present"),
+            "{p:?}"
+        );
+        let mut unknown = file[..body - 2].to_vec();
+        unknown.push(0xFF); // 1-byte "unknown size"
+        unknown.resize(body + 10, 0);
+        assert_eq!(check(&unknown), None, "a live recording declares no size");
+    }
+
+    #[test]
+    fn transport_stream_must_end_on_a_packet() {
+        let mut ts = Vec::new();
+        for _ in 0..6 {
+            let mut p = vec![0u8; 188];
+            p[0] = 0x47;
+            ts.extend(p);
+        }
+        let check = |d: &[u8]| check_transport_stream(&mut Cursor::new(d), d.len() as u64);
+        assert_eq!(check(&ts), None);
+        let p = check(&ts[..ts.len() - 100]).expect("cut");
+        assert!(
+            p.truncated && p.text.contains("88 bytes into a 188-byte"),
+            "{p:?}"
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! `VideoTimeline`: places decoded frames on the video stream's timeline. Timestamps that
+//! are missing are filled in; a timestamp seen again is a duplicated frame (damaged data)
+//! and is dropped; one that goes backwards otherwise is a discontinuity, repaired and
+//! counted; jumps of more than a frame in a constant-rate stream are counted as gaps.
+
+use std::collections::VecDeque;
+
+/// How many recent timestamps are remembered to recognise duplicated frames.
+const RECENT: usize = 64;
+
+/// Where a decoded frame goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Keep it at this timestamp.
+    At(i64),
+    /// Drop it: its timestamp was already used by an earlier frame.
+    Duplicate,
+}
+
+/// The timeline of one video stream, in its time base.
+#[derive(Debug, Clone)]
+pub struct VideoTimeline {
+    step: i64,
+    constant_rate: bool,
+    last: Option<i64>,
+    recent: VecDeque<i64>,
+    /// Frames missing between consecutive frames of a constant-rate stream.
+    pub gap_frames: u64,
+    /// Frames that had no timestamp and got one.
+    pub filled: u64,
+    /// Frames whose timestamp went backwards to a new value (repaired to follow on).
+    pub discontinuities: u64,
+    /// Frames dropped as duplicates.
+    pub duplicates: u64,
+}
+
+impl VideoTimeline {
+    /// A timeline with frames `step` units apart; gaps are only counted when the stream
+    /// claims a `constant_rate`.
+    pub fn new(step: i64, constant_rate: bool) -> Self {
+        Self {
+            step: step.max(1),
+            constant_rate,
+            last: None,
+            recent: VecDeque::with_capacity(RECENT),
+            gap_frames: 0,
+            filled: 0,
+            discontinuities: 0,
+            duplicates: 0,
+        }
+    }
+
+    /// Duration of one frame in time-base units.
+    pub fn step(&self) -> i64 {
+        self.step
+    }
+
+    /// Place the next frame in presentation order, whose decoder timestamp is `pts`.
+    pub fn place(&mut self, pts: Option<i64>) -> Placement {
+        let at = match (pts, self.last) {
+            (Some(p), None) => p,
+            (Some(p), Some(last)) if p > last => {
+                self.count_gap(p - last);
+                p
+            }
+            (Some(p), Some(last)) => {
+                if self.recent.contains(&p) {
+                    self.duplicates += 1;
+                    return Placement::Duplicate;
+                }
+                self.discontinuities += 1;
+                last + self.step
+            }
+            (None, last) => {
+                self.filled += 1;
+                last.map_or(0, |l| l + self.step)
+            }
+        };
+        if let Some(p) = pts {
+            if self.recent.len() == RECENT {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(p);
+        }
+        self.last = Some(at);
+        Placement::At(at)
+    }
+
+    fn count_gap(&mut self, delta: i64) {
+        let step = self.step;
+        if self.constant_rate && step > 1 && delta > step + step / 2 {
+            self.gap_frames += ((delta + step / 2) / step - 1) as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_duplicates_and_discontinuities() {
+        let mut t = VideoTimeline::new(40, true);
+        assert_eq!(t.place(Some(0)), Placement::At(0));
+        assert_eq!(t.place(Some(40)), Placement::At(40));
+        assert_eq!(t.place(Some(160)), Placement::At(160), "two frames missing");
+        assert_eq!(t.gap_frames, 2);
+        assert_eq!(t.place(Some(40)), Placement::Duplicate);
+        assert_eq!(t.duplicates, 1);
+        assert_eq!(
+            t.place(Some(100)),
+            Placement::At(200),
+            "backwards to a new value"
+        );
+        assert_eq!(t.discontinuities, 1);
+        assert_eq!(t.place(None), Placement::At(240));
+        assert_eq!(t.filled, 1);
+    }
+
+    #[test]
+    fn variable_rate_streams_have_no_gaps() {
+        let mut t = VideoTimeline::new(40, false);
+        for p in [0, 40, 200, 240] {
+            t.place(Some(p));
+        }
+        assert_eq!(t.gap_frames, 0);
+    }
+}
