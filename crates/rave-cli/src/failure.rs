@@ -20,7 +20,7 @@ pub fn report(err: &EngineError, json: bool) -> i32 {
         source = s.source();
     }
     if json {
-        let obj = serde_json::json!({
+        let mut obj = serde_json::json!({
             "error": {
                 "code": err.code(),
                 "kind": err.kind(),
@@ -29,6 +29,9 @@ pub fn report(err: &EngineError, json: bool) -> i32 {
                 "message": message,
             }
         });
+        if let EngineError::CorruptStream { damage, .. } = err {
+            obj["error"]["damage"] = serde_json::to_value(damage).unwrap_or_default();
+        }
         println!("{obj}");
     } else if family == ErrorFamily::Cancelled {
         eprintln!("rave: interrupted");

@@ -8,8 +8,13 @@ use serde::Serialize;
 pub struct InputDamage {
     /// Video frames the container declares (sample count, frame-count tag), when it does.
     pub frames_declared: Option<u64>,
+    /// Video packets read from the container (each normally one frame).
+    pub frames_read: u64,
     /// Video frames decoded.
     pub frames_decoded: u64,
+    /// Decoding stopped at the first damage and the rest was only read (`frames_decoded`
+    /// then covers the start of the file only).
+    pub decoding_stopped: bool,
     /// Decoded frames the decoder flagged as damaged (their errors were concealed).
     pub frames_damaged: u64,
     /// Video frames lost: declared but never read, read but never decoded, gaps in the
@@ -49,6 +54,12 @@ impl InputDamage {
             && self.first_problem.is_none()
     }
 
+    /// Whether the input has no video that can be decoded: no video packet at all, or
+    /// every packet decoded without a single frame coming out.
+    pub fn no_decodable_video(&self) -> bool {
+        self.frames_read == 0 || (!self.decoding_stopped && self.frames_decoded == 0)
+    }
+
     /// Record `problem` as the first one, unless one is already recorded.
     pub fn note(&mut self, problem: impl Into<String>) {
         if self.first_problem.is_none() {
@@ -59,7 +70,7 @@ impl InputDamage {
     /// The counts in words, for one line: "4 of 30 video frames missing, 2 damaged, ...".
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        if self.frames_decoded == 0 {
+        if self.no_decodable_video() {
             parts.push("no video frame could be decoded".to_string());
         } else if self.frames_missing > 0 {
             parts.push(match self.frames_declared {
@@ -77,10 +88,16 @@ impl InputDamage {
             );
         }
         if self.frames_damaged > 0 {
-            parts.push(format!(
-                "{} of {} decoded frames damaged (concealed by the decoder)",
-                self.frames_damaged, self.frames_decoded
-            ));
+            parts.push(match self.decoding_stopped {
+                false => format!(
+                    "{} of {} decoded frames damaged (concealed by the decoder)",
+                    self.frames_damaged, self.frames_decoded
+                ),
+                true => format!(
+                    "{} decoded frames damaged (concealed by the decoder)",
+                    self.frames_damaged
+                ),
+            });
         }
         if self.frames_dropped > 0 {
             parts.push(format!("{} duplicated frames dropped", self.frames_dropped));
@@ -119,6 +136,7 @@ mod tests {
     #[test]
     fn clean_until_anything_is_counted() {
         let mut d = InputDamage {
+            frames_read: 30,
             frames_decoded: 30,
             frames_declared: Some(30),
             ..Default::default()
@@ -137,6 +155,7 @@ mod tests {
     fn description_names_each_count_once() {
         let mut d = InputDamage {
             frames_declared: Some(30),
+            frames_read: 26,
             frames_decoded: 26,
             frames_missing: 4,
             frames_damaged: 1,
@@ -157,7 +176,17 @@ mod tests {
         assert!(text.ends_with("first problem: stream 1, offset 0x22cb: partial file"));
         let none = InputDamage::default().describe();
         assert!(none.contains("no video frame could be decoded"), "{none}");
+        let scanned = InputDamage {
+            frames_read: 30,
+            decoding_stopped: true,
+            ..Default::default()
+        };
+        assert!(
+            !scanned.no_decodable_video(),
+            "refused before decoding: frames exist"
+        );
         let ts = InputDamage {
+            frames_read: 9,
             frames_decoded: 9,
             truncated: true,
             ..Default::default()
@@ -167,6 +196,7 @@ mod tests {
                 .contains("how many video frames are missing is unknown")
         );
         let undeclared = InputDamage {
+            frames_read: 20,
             frames_decoded: 20,
             frames_missing: 3,
             ..Default::default()

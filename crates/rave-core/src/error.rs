@@ -319,6 +319,7 @@ mod tests {
         let corrupt = EngineError::CorruptStream {
             path: "a.mkv".into(),
             damage: Box::new(InputDamage {
+                frames_read: 7,
                 frames_decoded: 7,
                 frames_damaged: 3,
                 ..Default::default()

@@ -11,7 +11,7 @@ use rave_core::damage::InputDamage;
 use crate::log_watch::LogWatch;
 use crate::structure_check::{self, StructureProblem};
 use crate::sys;
-use crate::timeline::{Placement, VideoTimeline};
+use crate::timeline::{self, Placement, VideoTimeline};
 
 /// What the container declares about one stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,6 +46,10 @@ struct StreamTally {
     last_dts: Option<i64>,
     /// The last nonzero packet duration.
     typical: i64,
+    /// Where the previous packet ended (`pts + duration`), for gaps between packets.
+    last_end: Option<i64>,
+    /// Time-base units of gaps between consecutive packets wider than 1.5 packets.
+    gaps: i64,
 }
 
 impl StreamTally {
@@ -62,6 +66,8 @@ impl StreamTally {
             end: None,
             last_dts: None,
             typical: 0,
+            last_end: None,
+            gaps: 0,
         }
     }
 
@@ -104,6 +110,9 @@ pub struct IntegrityLedger {
     frames_damaged: u64,
     packets_dropped: u64,
     interlaced: bool,
+    scanned: bool,
+    /// Presentation timestamps of every video packet (for gaps in the timeline).
+    video_pts: Vec<i64>,
     note: Option<String>,
 }
 
@@ -152,6 +161,8 @@ impl IntegrityLedger {
             frames_damaged: 0,
             packets_dropped: 0,
             interlaced: false,
+            scanned: false,
+            video_pts: Vec::new(),
             note: None,
         }
     }
@@ -200,8 +211,21 @@ impl IntegrityLedger {
                 t.typical
             };
             t.end = Some(t.end.map_or(s + dur, |e| e.max(s + dur)));
+            if t.role == Role::Audio {
+                if let Some(last) = t.last_end
+                    && s - last > t.typical + t.typical / 2
+                {
+                    t.gaps += s - last;
+                }
+                t.last_end = Some(s + dur);
+            }
         }
         let (role, unit_s) = (t.role, t.unit_s);
+        if role == Role::Video
+            && let Some(pts) = packet.pts()
+        {
+            self.video_pts.push(pts);
+        }
         let corrupt = packet.is_corrupt();
         let mut admitted = true;
         if role != Role::Video
@@ -228,6 +252,11 @@ impl IntegrityLedger {
             self.note(|| format!("stream #{index}: timestamps go backwards at {at:.3} s"));
         }
         admitted
+    }
+
+    /// Decoding stopped; the rest of the file is only read.
+    pub fn on_scan(&mut self) {
+        self.scanned = true;
     }
 
     /// A video packet went to the decoder.
@@ -266,7 +295,7 @@ impl IntegrityLedger {
         self.read_errors
             + self.corrupt_packets
             + self.demux_log.tally().count()
-            + u64::from(self.structure.is_some())
+            + self.structure.as_ref().map_or(0, |p| p.count)
     }
 
     fn decoder_errors(&self) -> u64 {
@@ -324,7 +353,9 @@ impl IntegrityLedger {
         let by_end = decl_end(video).map_or(0, |e| frames_of(video.shortfall_s(e)));
         let mut damage = InputDamage {
             frames_declared: video.declared.packets,
+            frames_read: video.packets,
             frames_decoded: self.frames_out - self.timeline.duplicates,
+            decoding_stopped: self.scanned,
             frames_damaged: self.frames_damaged,
             frames_dropped: self.timeline.duplicates,
             demux_errors: self.demux_errors(),
@@ -334,7 +365,14 @@ impl IntegrityLedger {
             ..Default::default()
         };
         let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
-        let gaps = if damaged { self.timeline.gap_frames } else { 0 };
+        let gaps = if damaged && self.timeline.constant_rate() {
+            let mut pts = self.video_pts.clone();
+            pts.sort_unstable();
+            pts.dedup();
+            timeline::gap_frames(&pts, self.timeline.step())
+        } else {
+            0
+        };
         damage.frames_missing = (unread + undecoded).max(gaps).max(by_end);
 
         let video_end = video.end_s();
@@ -349,7 +387,12 @@ impl IntegrityLedger {
                 None if truncated && read_to_end => video_end.map_or(0.0, |v| t.shortfall_s(v)),
                 None => 0.0,
             };
-            damage.audio_missing_s = damage.audio_missing_s.max(by_count).max(by_end);
+            let by_gaps = if damaged {
+                t.gaps as f64 * t.unit_s
+            } else {
+                0.0
+            };
+            damage.audio_missing_s = damage.audio_missing_s.max(by_count.max(by_end) + by_gaps);
         }
 
         if let Some(p) = &self.structure {

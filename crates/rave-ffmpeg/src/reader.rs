@@ -223,6 +223,7 @@ impl VideoReader {
     /// the damage report covers the whole file; stops early when `keep_going` says so.
     /// Frames already in the decoder are drained and counted, not passed on.
     pub fn scan_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<()> {
+        self.ledger.on_scan();
         self.start_draining();
         while !self.finished && keep_going() {
             self.receive_frames()?;

@@ -1,7 +1,7 @@
 //! `VideoTimeline`: places decoded frames on the video stream's timeline. Timestamps that
 //! are missing are filled in; a timestamp seen again is a duplicated frame (damaged data)
 //! and is dropped; one that goes backwards otherwise is a discontinuity, repaired and
-//! counted; jumps of more than a frame in a constant-rate stream are counted as gaps.
+//! counted. `gap_frames` counts the frames missing from a constant-rate timeline.
 
 use std::collections::VecDeque;
 
@@ -24,8 +24,6 @@ pub struct VideoTimeline {
     constant_rate: bool,
     last: Option<i64>,
     recent: VecDeque<i64>,
-    /// Frames missing between consecutive frames of a constant-rate stream.
-    pub gap_frames: u64,
     /// Frames that had no timestamp and got one.
     pub filled: u64,
     /// Frames whose timestamp went backwards to a new value (repaired to follow on).
@@ -35,15 +33,14 @@ pub struct VideoTimeline {
 }
 
 impl VideoTimeline {
-    /// A timeline with frames `step` units apart; gaps are only counted when the stream
-    /// claims a `constant_rate`.
+    /// A timeline with frames `step` units apart, of a stream that claims a
+    /// `constant_rate` (or not).
     pub fn new(step: i64, constant_rate: bool) -> Self {
         Self {
             step: step.max(1),
             constant_rate,
             last: None,
             recent: VecDeque::with_capacity(RECENT),
-            gap_frames: 0,
             filled: 0,
             discontinuities: 0,
             duplicates: 0,
@@ -55,14 +52,16 @@ impl VideoTimeline {
         self.step
     }
 
+    /// Whether the stream claims a constant frame rate.
+    pub fn constant_rate(&self) -> bool {
+        self.constant_rate
+    }
+
     /// Place the next frame in presentation order, whose decoder timestamp is `pts`.
     pub fn place(&mut self, pts: Option<i64>) -> Placement {
         let at = match (pts, self.last) {
             (Some(p), None) => p,
-            (Some(p), Some(last)) if p > last => {
-                self.count_gap(p - last);
-                p
-            }
+            (Some(p), Some(last)) if p > last => p,
             (Some(p), Some(last)) => {
                 if self.recent.contains(&p) {
                     self.duplicates += 1;
@@ -85,13 +84,21 @@ impl VideoTimeline {
         self.last = Some(at);
         Placement::At(at)
     }
+}
 
-    fn count_gap(&mut self, delta: i64) {
-        let step = self.step;
-        if self.constant_rate && step > 1 && delta > step + step / 2 {
-            self.gap_frames += ((delta + step / 2) / step - 1) as u64;
-        }
+/// Frames missing from the timeline of a constant-rate stream whose frames are `step` units
+/// apart, given every frame's timestamp in ascending order: each jump of more than one and a
+/// half frames counts the frames that would fill it.
+pub fn gap_frames(sorted: &[i64], step: i64) -> u64 {
+    if step <= 1 {
+        return 0;
     }
+    sorted
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&delta| delta > step + step / 2)
+        .map(|delta| ((delta + step / 2) / step - 1) as u64)
+        .sum()
 }
 
 #[cfg(test)]
@@ -103,8 +110,7 @@ mod tests {
         let mut t = VideoTimeline::new(40, true);
         assert_eq!(t.place(Some(0)), Placement::At(0));
         assert_eq!(t.place(Some(40)), Placement::At(40));
-        assert_eq!(t.place(Some(160)), Placement::At(160), "two frames missing");
-        assert_eq!(t.gap_frames, 2);
+        assert_eq!(t.place(Some(160)), Placement::At(160));
         assert_eq!(t.place(Some(40)), Placement::Duplicate);
         assert_eq!(t.duplicates, 1);
         assert_eq!(
@@ -118,11 +124,14 @@ mod tests {
     }
 
     #[test]
-    fn variable_rate_streams_have_no_gaps() {
-        let mut t = VideoTimeline::new(40, false);
-        for p in [0, 40, 200, 240] {
-            t.place(Some(p));
-        }
-        assert_eq!(t.gap_frames, 0);
+    fn gaps_count_the_frames_that_would_fill_them() {
+        assert_eq!(gap_frames(&[0, 40, 160, 200, 240], 40), 2);
+        assert_eq!(gap_frames(&[0, 40, 80], 40), 0);
+        assert_eq!(
+            gap_frames(&[0, 50, 100], 40),
+            0,
+            "within one and a half frames"
+        );
+        assert_eq!(gap_frames(&[0, 5, 10], 1), 0, "no usable step");
     }
 }

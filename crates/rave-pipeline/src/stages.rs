@@ -90,7 +90,7 @@ pub fn damage_refusal(
     damage: &InputDamage,
     allow_corrupt: bool,
 ) -> Option<EngineError> {
-    let hint = if damage.frames_decoded == 0 {
+    let hint = if damage.no_decodable_video() {
         NO_FRAMES_HINT
     } else if damage.is_clean() || allow_corrupt {
         return None;
@@ -101,6 +101,19 @@ pub fn damage_refusal(
         path: path.to_path_buf(),
         damage: Box::new(damage.clone()),
         hint: hint.into(),
+    })
+}
+
+/// The error for an input found damaged (without --allow-corrupt): the rest of the file is
+/// read (not decoded) first so the error can say how much is missing. A user stop ends the
+/// reading early.
+pub fn refuse_damaged(reader: &mut VideoReader, cancel: &CancelToken) -> EngineError {
+    if let Err(e) = reader.scan_to_end(|| cancel.reason() != Some(StopReason::User)) {
+        return e;
+    }
+    let damage = reader.damage();
+    damage_refusal(reader.path(), &damage, false).unwrap_or_else(|| {
+        EngineError::InvariantViolation(format!("damage was seen but not counted: {damage:?}"))
     })
 }
 
@@ -148,18 +161,8 @@ fn decode_frames<T>(
         };
         metrics.record(t.elapsed());
         if !policy.allow_corrupt && reader.damage_seen() {
-            // Stop the pipeline, but read (not decode) to the end so the error can say how
-            // much is damaged.
             cancel.cancel(StopReason::Failure);
-            reader.scan_to_end(|| cancel.reason() != Some(StopReason::User))?;
-            let damage = reader.damage();
-            return Err(
-                damage_refusal(reader.path(), &damage, false).unwrap_or_else(|| {
-                    EngineError::InvariantViolation(format!(
-                        "damage was seen but not counted: {damage:?}"
-                    ))
-                }),
-            );
+            return Err(refuse_damaged(reader, cancel));
         }
         if !send(tx, frame, cancel) {
             return Ok(());

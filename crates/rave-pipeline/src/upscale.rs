@@ -81,6 +81,11 @@ pub fn run_upscale(
     };
     let held = (caps.decoded + caps.preprocessed + 2) as i32;
     let mut reader = VideoReader::open_on(&config.input, nvdec.as_ref().map(|d| (d, held)))?;
+    // Damage the container shows up front (a truncated file, a CRC mismatch) is refused
+    // before any output exists.
+    if !config.allow_corrupt && reader.damage_seen() {
+        return Err(stages::refuse_damaged(&mut reader, cancel));
+    }
     let (packet_tx, packet_rx) = std::sync::mpsc::channel();
     let mut writer = match &target {
         Some(target) => {

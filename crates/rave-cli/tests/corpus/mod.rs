@@ -1,0 +1,287 @@
+//! The damage corpus: small clips with audio in every container RAVE reads (MP4, faststart
+//! MP4, fragmented MP4, Matroska, WebM, MPEG-TS), and mutations of them with fixed seeds:
+//! truncations, zeroed, cut, duplicated and garbage regions, garbage after a valid header,
+//! bit flips in the header and in the data, and targeted MP4 sample-table damage.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use crate::common::ffmpeg;
+
+/// Frames in every corpus clip (25 fps).
+pub const FRAMES: u32 = 30;
+
+/// A container of the corpus: file name and the ffmpeg arguments that make it.
+pub struct Container {
+    /// Short name (also the clip's file stem).
+    pub name: &'static str,
+    /// File extension.
+    pub ext: &'static str,
+    /// Codec and muxer arguments.
+    pub args: &'static [&'static str],
+}
+
+/// Every container of the corpus.
+pub const CONTAINERS: [Container; 6] = [
+    Container {
+        name: "mp4",
+        ext: "mp4",
+        args: &["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"],
+    },
+    Container {
+        name: "faststart",
+        ext: "mp4",
+        args: &[
+            "-c:v",
+            "libx264",
+            "-bf",
+            "2",
+            "-g",
+            "10",
+            "-c:a",
+            "aac",
+            "-movflags",
+            "+faststart",
+        ],
+    },
+    Container {
+        name: "fragmented",
+        ext: "mp4",
+        args: &[
+            "-c:v",
+            "libx264",
+            "-bf",
+            "2",
+            "-g",
+            "10",
+            "-c:a",
+            "aac",
+            "-movflags",
+            "+frag_keyframe+empty_moov+default_base_moof",
+        ],
+    },
+    Container {
+        name: "matroska",
+        ext: "mkv",
+        args: &["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"],
+    },
+    Container {
+        name: "webm",
+        ext: "webm",
+        args: &[
+            "-c:v",
+            "libvpx-vp9",
+            "-g",
+            "10",
+            "-deadline",
+            "realtime",
+            "-c:a",
+            "libopus",
+        ],
+    },
+    Container {
+        name: "ts",
+        ext: "ts",
+        args: &["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"],
+    },
+];
+
+/// Make the clean clip of `c` in `dir`: 30 frames of moving test content with a tone.
+pub fn make_clean(dir: &Path, c: &Container) -> PathBuf {
+    let path = dir.join(format!("{}.{}", c.name, c.ext));
+    let secs = format!("{}", f64::from(FRAMES) / 25.0);
+    let mut args = vec![
+        "-f".to_string(),
+        "lavfi".into(),
+        "-i".into(),
+        format!("testsrc2=size=64x48:rate=25:duration={secs}"),
+        "-f".into(),
+        "lavfi".into(),
+        "-i".into(),
+        format!("sine=frequency=440:sample_rate=48000:duration={secs}"),
+    ];
+    args.extend(c.args.iter().map(|s| s.to_string()));
+    args.extend(["-shortest".into(), path.to_str().unwrap().into()]);
+    ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    path
+}
+
+/// One way of damaging a file.
+#[derive(Debug, Clone, Copy)]
+pub enum Mutation {
+    /// Keep this fraction of the file.
+    Truncate(f64),
+    /// Zero 512 bytes at this fraction.
+    Zero(f64),
+    /// Remove 700 bytes at this fraction.
+    Cut(f64),
+    /// Repeat 700 bytes at this fraction.
+    Duplicate(f64),
+    /// Random bytes over 300 bytes at this fraction.
+    Garbage(f64),
+    /// Random bytes from this fraction to the end (a valid header, then garbage).
+    GarbageTail(f64),
+    /// Flip 4 random bits in the first 400 bytes (headers).
+    HeaderFlips,
+    /// Flip 8 random bits within 2000 bytes from this fraction.
+    DataFlips(f64),
+}
+
+impl Mutation {
+    /// A short name for file names and the outcome table.
+    pub fn label(&self) -> String {
+        let pct = |f: f64| (f * 100.0).round() as u32;
+        match self {
+            Mutation::Truncate(f) => format!("truncate{}", pct(*f)),
+            Mutation::Zero(f) => format!("zero{}", pct(*f)),
+            Mutation::Cut(f) => format!("cut{}", pct(*f)),
+            Mutation::Duplicate(f) => format!("dup{}", pct(*f)),
+            Mutation::Garbage(f) => format!("garbage{}", pct(*f)),
+            Mutation::GarbageTail(f) => format!("garbagetail{}", pct(*f)),
+            Mutation::HeaderFlips => "headerflips".into(),
+            Mutation::DataFlips(f) => format!("flips{}", pct(*f)),
+        }
+    }
+
+    /// `data` damaged this way, with the random choices drawn from `seed`.
+    pub fn apply(&self, data: &[u8], seed: u32) -> Vec<u8> {
+        let mut rng = XorShift(seed.max(1));
+        let n = data.len();
+        let at = |f: f64| ((n as f64 * f) as usize).min(n);
+        let mut out = data.to_vec();
+        match *self {
+            Mutation::Truncate(f) => out.truncate(at(f)),
+            Mutation::Zero(f) => {
+                let p = at(f);
+                out[p..(p + 512).min(n)].fill(0);
+            }
+            Mutation::Cut(f) => {
+                let p = at(f);
+                out.drain(p..(p + 700).min(n));
+            }
+            Mutation::Duplicate(f) => {
+                let p = at(f);
+                let copy = data[p..(p + 700).min(n)].to_vec();
+                out.splice(p..p, copy);
+            }
+            Mutation::Garbage(f) => {
+                let p = at(f);
+                out[p..(p + 300).min(n)].fill_with(|| rng.byte());
+            }
+            Mutation::GarbageTail(f) => out[at(f)..].fill_with(|| rng.byte()),
+            Mutation::HeaderFlips => {
+                for _ in 0..4 {
+                    let i = rng.below(400.min(n));
+                    out[i] ^= 1 << rng.below(8);
+                }
+            }
+            Mutation::DataFlips(f) => {
+                let p = at(f);
+                for _ in 0..8 {
+                    let i = p + rng.below(2000.min(n - p));
+                    out[i] ^= 1 << rng.below(8);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Every generic mutation of the corpus, in order (their index is their seed).
+pub fn mutations() -> Vec<Mutation> {
+    let mut all: Vec<Mutation> = [0.1, 0.3, 0.5, 0.9]
+        .into_iter()
+        .map(Mutation::Truncate)
+        .collect();
+    for f in [0.3, 0.6] {
+        all.extend([
+            Mutation::Zero(f),
+            Mutation::Cut(f),
+            Mutation::Duplicate(f),
+            Mutation::Garbage(f),
+        ]);
+    }
+    all.extend([
+        Mutation::GarbageTail(0.2),
+        Mutation::HeaderFlips,
+        Mutation::DataFlips(0.5),
+    ]);
+    all
+}
+
+/// A deterministic xorshift32 generator.
+struct XorShift(u32);
+
+impl XorShift {
+    fn next(&mut self) -> u32 {
+        let mut s = self.0;
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        self.0 = s;
+        s
+    }
+
+    fn byte(&mut self) -> u8 {
+        self.next() as u8
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 { 0 } else { self.next() as usize % n }
+    }
+}
+
+/// Byte offsets of every box named `kind` inside the MP4 `data`, depth first, descending
+/// into the container boxes on the way to the sample tables.
+pub fn find_boxes(data: &[u8], kind: &[u8; 4]) -> Vec<usize> {
+    const CONTAINERS: [&[u8; 4]; 5] = [b"moov", b"trak", b"mdia", b"minf", b"stbl"];
+    fn walk(data: &[u8], start: usize, end: usize, kind: &[u8; 4], found: &mut Vec<usize>) {
+        let mut pos = start;
+        while pos + 8 <= end {
+            let size = u32::from_be_bytes(data[pos..pos + 4].try_into().unwrap()) as usize;
+            let name: &[u8] = &data[pos + 4..pos + 8];
+            if size < 8 || pos + size > end {
+                return;
+            }
+            if name == kind {
+                found.push(pos);
+            }
+            if CONTAINERS.iter().any(|c| name == *c) {
+                walk(data, pos + 8, pos + size, kind, found);
+            }
+            pos += size;
+        }
+    }
+    let mut found = Vec::new();
+    walk(data, 0, data.len(), kind, &mut found);
+    found
+}
+
+/// The MP4 `data` with the sample count of track `track`'s `stsz` box set to `count`.
+pub fn with_sample_count(data: &[u8], track: usize, count: u32) -> Vec<u8> {
+    let at = find_boxes(data, b"stsz")[track];
+    let mut out = data.to_vec();
+    out[at + 16..at + 20].copy_from_slice(&count.to_be_bytes());
+    out
+}
+
+/// The MP4 `data` with every chunk offset of track `track`'s `stco` box moved by `shift`.
+pub fn with_shifted_chunks(data: &[u8], track: usize, shift: u32) -> Vec<u8> {
+    let at = find_boxes(data, b"stco")[track];
+    let mut out = data.to_vec();
+    let entries = u32::from_be_bytes(out[at + 12..at + 16].try_into().unwrap()) as usize;
+    for i in 0..entries {
+        let p = at + 16 + 4 * i;
+        let v = u32::from_be_bytes(out[p..p + 4].try_into().unwrap());
+        out[p..p + 4].copy_from_slice(&v.wrapping_add(shift).to_be_bytes());
+    }
+    out
+}
+
+/// The fragmented MP4 `data` cut right after its `moov`: an init segment with no fragments.
+pub fn init_segment_only(data: &[u8]) -> Vec<u8> {
+    let at = find_boxes(data, b"moov")[0];
+    let size = u32::from_be_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+    data[..at + size].to_vec()
+}
