@@ -490,3 +490,65 @@ fn damage_in_the_middle_of_hevc_10bit_matroska_is_counted() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn audio_timestamps_going_backwards_are_input_damage_and_dropped_when_allowed() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.mkv");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=25:duration=1.2",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=sample_rate=48000:duration=1.2",
+        "-c:v",
+        "libx264",
+        "-c:a",
+        "aac",
+        "-write_crc32",
+        "0",
+        "-shortest",
+        clean.to_str().unwrap(),
+    ]);
+    let original = packet_count(&clean, "a:0");
+    let damaged = dir.path().join("back.mkv");
+    std::fs::write(
+        &damaged,
+        corpus::with_audio_going_back(&std::fs::read(&clean).unwrap(), 30),
+    )
+    .unwrap();
+    for out_name in ["out.mp4", "out.mkv"] {
+        let out = dir.path().join(out_name);
+        let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+        assert_exit(&o, 3);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert!(
+            v["error"]["damage"]["packets_dropped"].as_u64().unwrap() >= 1,
+            "{v}"
+        );
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("timestamps go backwards"),
+            "{v}"
+        );
+        assert!(!out.exists());
+
+        let o = upscale(
+            &damaged,
+            &out,
+            &fixture("nearest_x2.onnx"),
+            &["--json", "--allow-corrupt"],
+        );
+        assert_exit(&o, 0);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let dropped = v["input_damage"]["packets_dropped"].as_u64().unwrap() as usize;
+        assert!(dropped >= 1, "{v}");
+        assert_eq!(packet_count(&out, "a:0"), original - dropped, "{out_name}");
+        assert_eq!(frame_times(&out).len(), 30, "{out_name}");
+    }
+}

@@ -79,7 +79,7 @@ impl InputDamage {
                     self.frames_missing,
                     n.max(self.frames_missing)
                 ),
-                None => format!("{} video frames missing", self.frames_missing),
+                None => format!("{} missing", counted(self.frames_missing, "video frame")),
             });
         } else if self.truncated && self.frames_declared.is_none() {
             parts.push(
@@ -107,15 +107,17 @@ impl InputDamage {
         }
         if self.packets_dropped > 0 {
             parts.push(format!(
-                "{} audio/subtitle packets with broken timestamps",
-                self.packets_dropped
+                "{} with broken timestamps",
+                counted(self.packets_dropped, "audio/subtitle packet")
             ));
         }
         let errors = self.demux_errors + self.decoder_errors;
         if errors > 0 {
             parts.push(format!(
-                "{} read/decode errors ({} demuxer, {} decoder)",
-                errors, self.demux_errors, self.decoder_errors
+                "{} ({} demuxer, {} decoder)",
+                counted(errors, "read/decode error"),
+                self.demux_errors,
+                self.decoder_errors
             ));
         }
         if parts.is_empty() {
@@ -127,6 +129,11 @@ impl InputDamage {
         }
         text
     }
+}
+
+/// "1 frame", "2 frames".
+fn counted(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]

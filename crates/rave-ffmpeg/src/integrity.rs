@@ -79,10 +79,11 @@ impl StreamTally {
         self.typical as f64 * self.unit_s
     }
 
-    /// Seconds the stream falls short of `declared_end_s` by, beyond 1.5 packets.
-    fn shortfall_s(&self, declared_end_s: f64) -> f64 {
+    /// Seconds the stream falls short of `declared_end_s` by, beyond 1.5 packets; a stream
+    /// with no packet at all is short from `start_s`.
+    fn shortfall_s(&self, declared_end_s: f64, start_s: f64) -> f64 {
         let tolerance = 1.5 * self.typical_s() + 0.002;
-        let short = declared_end_s - self.end_s().unwrap_or(0.0);
+        let short = declared_end_s - self.end_s().unwrap_or(start_s);
         if short > tolerance { short } else { 0.0 }
     }
 
@@ -350,7 +351,12 @@ impl IntegrityLedger {
             Some(d) if read_to_end => d.saturating_sub(video.packets),
             _ => 0,
         };
-        let by_end = decl_end(video).map_or(0, |e| frames_of(video.shortfall_s(e)));
+        let video_start = self
+            .video_pts
+            .iter()
+            .min()
+            .map_or(0.0, |&p| p as f64 * video.unit_s);
+        let by_end = decl_end(video).map_or(0, |e| frames_of(video.shortfall_s(e, video_start)));
         let mut damage = InputDamage {
             frames_declared: video.declared.packets,
             frames_read: video.packets,
@@ -382,9 +388,11 @@ impl IntegrityLedger {
                 _ => 0.0,
             };
             let by_end = match decl_end(t) {
-                Some(e) => t.shortfall_s(e),
+                Some(e) => t.shortfall_s(e, video_start),
                 // Nothing declared: in a truncated file, audio ending before the video is lost.
-                None if truncated && read_to_end => video_end.map_or(0.0, |v| t.shortfall_s(v)),
+                None if truncated && read_to_end => {
+                    video_end.map_or(0.0, |v| t.shortfall_s(v, video_start))
+                }
                 None => 0.0,
             };
             let by_gaps = if damaged {
@@ -444,7 +452,11 @@ fn declared_of(input: &Input, index: usize, format: &str, declared_times: bool) 
             .map(|(_, v)| v.to_owned())
     };
     let packets = if is_mov && stream.frames() > 0 {
-        Some(sys::index_entries(input, index))
+        // The index after edit lists; an empty one means the demuxer could not build it.
+        match sys::index_entries(input, index) {
+            0 => Some(stream.frames() as u64),
+            n => Some(n),
+        }
     } else {
         tag("NUMBER_OF_FRAMES").and_then(|v| v.trim().parse().ok())
     };
@@ -496,7 +508,12 @@ mod tests {
         let mut t = StreamTally::new(Role::Audio, Rational::new(1, 1000), Declared::default());
         t.typical = 20;
         t.end = Some(1000);
-        assert_eq!(t.shortfall_s(1.02), 0.0);
-        assert!((t.shortfall_s(1.5) - 0.5).abs() < 1e-9);
+        assert_eq!(t.shortfall_s(1.02, 0.0), 0.0);
+        assert!((t.shortfall_s(1.5, 0.0) - 0.5).abs() < 1e-9);
+        let empty = StreamTally::new(Role::Audio, Rational::new(1, 1000), Declared::default());
+        assert!(
+            (empty.shortfall_s(2.0, 1.5) - 0.5).abs() < 1e-9,
+            "no packet: from the start"
+        );
     }
 }

@@ -285,3 +285,52 @@ pub fn init_segment_only(data: &[u8]) -> Vec<u8> {
     let size = u32::from_be_bytes(data[at..at + 4].try_into().unwrap()) as usize;
     data[..at + size].to_vec()
 }
+
+/// An EBML element at `pos`: (ID with marker bits, header length, payload size).
+fn ebml_element(data: &[u8], pos: usize) -> Option<(u32, usize, usize)> {
+    let vint_len = |b: u8| b.leading_zeros() as usize + 1;
+    let id_len = vint_len(*data.get(pos)?);
+    let id = data
+        .get(pos..pos + id_len)?
+        .iter()
+        .fold(0u32, |a, &x| (a << 8) | u32::from(x));
+    let size_at = pos + id_len;
+    let size_len = vint_len(*data.get(size_at)?);
+    let raw = data.get(size_at..size_at + size_len)?;
+    let mask = if size_len == 8 { 0 } else { 0xFFu8 >> size_len };
+    let size = raw[1..]
+        .iter()
+        .fold(u64::from(raw[0] & mask), |a, &x| (a << 8) | u64::from(x));
+    Some((id, id_len + size_len, size as usize))
+}
+
+/// The Matroska `data` (written without CRC-32 elements) with the `nth` audio block (track
+/// 2) moved 200 ms back in time, so that the audio timestamps go backwards there.
+pub fn with_audio_going_back(data: &[u8], nth: usize) -> Vec<u8> {
+    let mut out = data.to_vec();
+    let (_, h, ebml) = ebml_element(data, 0).expect("EBML header");
+    let segment = h + ebml;
+    let (_, h, _) = ebml_element(data, segment).expect("segment");
+    let mut pos = segment + h;
+    let mut seen = 0;
+    while let Some((id, h, size)) = ebml_element(data, pos) {
+        if id == 0x1F43_B675 {
+            let mut child = pos + h;
+            while child < pos + h + size {
+                let (cid, ch, csize) = ebml_element(data, child).expect("cluster child");
+                let body = child + ch;
+                if cid == 0xA3 && data[body] == 0x82 {
+                    if seen == nth {
+                        let t = i16::from_be_bytes([data[body + 1], data[body + 2]]) - 200;
+                        out[body + 1..body + 3].copy_from_slice(&t.to_be_bytes());
+                        return out;
+                    }
+                    seen += 1;
+                }
+                child = body + csize;
+            }
+        }
+        pos += h + size;
+    }
+    panic!("fewer than {nth} audio blocks");
+}
