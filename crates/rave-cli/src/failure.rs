@@ -5,6 +5,8 @@ use std::error::Error as _;
 
 use rave_core::error::{EngineError, ErrorFamily};
 
+use crate::console::{errln, outln};
+
 /// Print `err` and return the exit code for it.
 pub fn report(err: &EngineError, json: bool) -> i32 {
     let family = err.family();
@@ -29,11 +31,13 @@ pub fn report(err: &EngineError, json: bool) -> i32 {
                 "message": message,
             }
         });
-        println!("{obj}");
+        outln!("{obj}");
+    } else if matches!(err, EngineError::Cancelled) {
+        errln!("rave: interrupted");
     } else if family == ErrorFamily::Cancelled {
-        eprintln!("rave: interrupted");
+        errln!("rave: {message}");
     } else {
-        eprintln!("rave: error: {message}");
+        errln!("rave: error: {message}");
     }
     code
 }
@@ -71,7 +75,7 @@ pub fn usage_error(err: clap::Error, json: bool) -> i32 {
                 "message": first,
             }
         });
-        println!("{obj}");
+        outln!("{obj}");
     } else {
         let _ = err.print();
     }

@@ -3,6 +3,7 @@
 
 mod args;
 mod commands;
+mod console;
 mod failure;
 mod locate;
 mod progress_view;

@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rave_pipeline::{Progress, ProgressSink};
 
 use crate::args::ProgressArg;
+use crate::console::errln;
 
 /// Pick the progress display for `mode`.
 pub fn sink_for(mode: ProgressArg) -> Box<dyn ProgressSink> {
@@ -66,7 +67,7 @@ struct JsonLines;
 
 impl ProgressSink for JsonLines {
     fn started(&self, frames_total: Option<u64>) {
-        eprintln!(
+        errln!(
             "{}",
             serde_json::json!({"event": "started", "frames_total": frames_total})
         );
@@ -75,7 +76,7 @@ impl ProgressSink for JsonLines {
     fn frame_written(&self, p: &Progress) {
         let mut v = serde_json::to_value(p).unwrap_or_default();
         v["event"] = "progress".into();
-        eprintln!("{v}");
+        errln!("{v}");
     }
 
     fn finished(&self) {

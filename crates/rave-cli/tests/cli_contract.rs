@@ -379,3 +379,33 @@ fn devices_reports_gpus_or_says_plainly_there_is_none() {
         assert!(v["nvenc"].as_array().is_some_and(|a| !a.is_empty()));
     }
 }
+
+#[test]
+fn a_closed_stdout_ends_quietly_not_in_a_panic() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let clip = clip.to_str().unwrap();
+    std::fs::copy(fixture("nearest_x2.onnx"), dir.path().join("tiny-x2.onnx")).unwrap();
+    let models = dir.path().to_str().unwrap();
+    for args in [
+        vec!["probe", clip],
+        vec!["probe", clip, "--json"],
+        vec!["models", "--models-dir", models],
+        vec!["models", "--models-dir", models, "--json"],
+        vec!["devices"],
+        vec!["probe", "/nonexistent.mp4", "--json"],
+    ] {
+        // The reader is gone before rave writes a byte.
+        let mut child = rave()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_ne!(o.status.code(), Some(101), "{args:?}: {err}");
+    }
+}

@@ -17,6 +17,7 @@ use crate::args::{
     BackendArg, CodecArg, DecoderArg, DeviceArg, EncoderArg, GlobalArgs, GpuArgs, PrecisionArg,
     RunArgs, UpscaleArgs,
 };
+use crate::console::errln;
 use crate::{locate, progress_view, summary};
 
 /// Run `rave upscale`; returns the exit code (0, or 130 for a partial run).
@@ -177,7 +178,7 @@ pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
             eprintln!("\nrave: aborted");
             std::process::exit(130);
         }
-        eprintln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
+        errln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
         handler_token.cancel(StopReason::User);
     })
     .map_err(|e| {
