@@ -212,3 +212,63 @@ fn the_temp_file_of_a_killed_run_is_removed_by_the_next_run() {
     assert_eq!(files_in(d), ["in.mp4", "next.mp4"]);
 }
 
+#[test]
+fn a_second_ctrl_c_removes_the_temp_file_before_leaving() {
+    let dir = scratch();
+    let d = dir.path();
+    // Large frames through the fast model into a slow encoder: finalizing after the first
+    // Ctrl+C (flushing the encoder's look-ahead) takes long enough for the second.
+    let input = make_photo_clip(d, "in.mp4", 640, 360, 150);
+    let m = fixture("nearest_x2.onnx");
+    let mut run = Running::start(
+        &input,
+        &d.join("out.mp4"),
+        &["-m", m.to_str().unwrap(), "--preset", "veryslow", "--json"],
+    );
+    run.wait_frames(5);
+    run.signal("-INT");
+    run.wait_for("stopping");
+    run.signal("-INT");
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("aborted"), "the second Ctrl+C aborted: {err}");
+    assert_eq!(temp_files_left(d), Vec::<String>::new());
+    assert_eq!(files_in(d), ["in.mp4"], "nothing is left but the input");
+}
+
+#[test]
+fn ctrl_c_before_the_first_frame_keeps_nothing() {
+    let dir = scratch();
+    let d = dir.path();
+    // The installed model on one thread needs about a second for the first frame.
+    let input = make_photo_clip(d, "in.mp4", 320, 180, 20);
+    let mut run = Running::start(&input, &d.join("out.mp4"), SLOW);
+    run.wait_for("\"started\"");
+    run.signal("-INT");
+    let (code, out, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON error");
+    assert_eq!(v["error"]["kind"], "cancelled_before_output");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was written"),
+        "{v}"
+    );
+    assert_eq!(files_in(d), ["in.mp4"], "no partial, no temp file");
+
+    // The same without --json: one line says so.
+    let mut run = Running::start(&input, &d.join("out.mp4"), &["--threads", "1"]);
+    run.wait_for("\"started\"");
+    run.signal("-INT");
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l
+                == "rave: interrupted before the first frame was written; nothing was written"),
+        "{err}"
+    );
+    assert_eq!(files_in(d), ["in.mp4"]);
+}

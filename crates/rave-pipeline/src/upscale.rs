@@ -171,6 +171,12 @@ pub fn run_upscale(
         Engine::Cpu(_) => None,
     };
 
+    // Stopped by the user before any frame reached the encoder: keep nothing (errors after
+    // the stop are its consequences).
+    if cancel.reason() == Some(StopReason::User) && metrics.encode.frames() == 0 {
+        discard();
+        return Err(EngineError::CancelledBeforeOutput);
+    }
     if let Some(err) = errors.take() {
         discard();
         return Err(err);

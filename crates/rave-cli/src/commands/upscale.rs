@@ -168,14 +168,16 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
     })
 }
 
-/// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: leave at once.
+/// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: remove the temporary
+/// output file and leave at once.
 pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
     let cancel = CancelToken::new();
     let handler_token = cancel.clone();
     let asked = AtomicBool::new(false);
     ctrlc::set_handler(move || {
         if asked.swap(true, Ordering::SeqCst) {
-            eprintln!("\nrave: aborted");
+            rave_pipeline::output_file::remove_in_flight();
+            errln!("\nrave: aborted; the unfinished output was removed");
             std::process::exit(130);
         }
         errln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
