@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::bounds::{self, MAX_FRAMES, MAX_THREADS};
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0    success
@@ -177,14 +179,16 @@ pub struct RunArgs {
     /// Where inference runs.
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
     pub device: DeviceArg,
-    /// Inference threads (0 = one per core).
-    #[arg(long, default_value_t = 0)]
+    /// Inference threads on the CPU, 0 to 1024 (0 = one per core).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(0, MAX_THREADS))]
     pub threads: usize,
     /// Keep going when the input has corrupt frames (they are counted in the report).
     #[arg(long)]
     pub allow_corrupt: bool,
-    /// Capacities of the decode, preprocess and inference channels.
-    #[arg(long, value_name = "D,P,I", value_parser = parse_capacities, default_value = "4,2,4")]
+    /// Capacities of the decode, preprocess and inference channels, 1 to 64 frames each.
+    #[arg(long, value_name = "D,P,I", value_parser = bounds::capacities, default_value = "4,2,4",
+          allow_hyphen_values = true)]
     pub channels: [usize; 3],
     /// Print the report as JSON on stdout.
     #[arg(long)]
@@ -248,8 +252,10 @@ pub struct UpscaleArgs {
     /// Encoder.
     #[arg(long, value_enum, default_value_t = EncoderArg::Auto)]
     pub encoder: EncoderArg,
-    /// Constant rate factor: lower is better quality (default 18 h264, 20 hevc, 28 av1).
-    #[arg(long)]
+    /// Constant rate factor: lower is better quality; 0-51 for h264 and hevc, 0-63 for av1
+    /// (default 18 h264, 20 hevc, 28 av1).
+    #[arg(long, allow_negative_numbers = true,
+          value_parser = bounds::whole_in::<u32>(0, 63, Some("0 to 51 for h264 and hevc, 0 to 63 for av1")))]
     pub crf: Option<u32>,
     /// Encoder preset: ultrafast..placebo for h264/hevc (default medium), 0-13 for av1 (default 8).
     #[arg(long)]
@@ -257,8 +263,9 @@ pub struct UpscaleArgs {
     /// Replace OUT if it exists.
     #[arg(long)]
     pub overwrite: bool,
-    /// Stop after this many frames.
-    #[arg(long, value_name = "N")]
+    /// Stop after this many frames, 1 to 1000000000.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub max_frames: Option<u64>,
     /// Shared pipeline options.
     #[command(flatten)]
@@ -271,8 +278,9 @@ pub struct BenchmarkArgs {
     /// Input clip.
     #[arg(short, long, value_name = "IN")]
     pub input: PathBuf,
-    /// Frames to measure (default: the whole clip).
-    #[arg(long, value_name = "N")]
+    /// Frames to measure, 1 to 1000000000 (default: the whole clip).
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub frames: Option<u64>,
     /// Encoder preset used for the encode stage.
     #[arg(long, default_value = "veryfast")]
@@ -307,18 +315,4 @@ pub struct ModelsArgs {
     /// Print JSON on stdout.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_capacities(s: &str) -> Result<[usize; 3], String> {
-    let parts: Vec<usize> = s
-        .split(',')
-        .map(|p| p.trim().parse::<usize>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| format!("'{s}' is not three numbers like 4,2,4"))?;
-    match parts.as_slice() {
-        [d, p, i] if *d > 0 && *p > 0 && *i > 0 => Ok([*d, *p, *i]),
-        _ => Err(format!(
-            "'{s}' must be three capacities of at least 1, like 4,2,4"
-        )),
-    }
 }

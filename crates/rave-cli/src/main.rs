@@ -2,6 +2,7 @@
 //! and exit with the code of its family.
 
 mod args;
+mod bounds;
 mod commands;
 mod console;
 mod failure;
@@ -18,7 +19,7 @@ fn main() {
     let wants_json = raw.iter().any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&raw) {
         Ok(cli) => cli,
-        Err(e) => std::process::exit(failure::usage_error(e, wants_json)),
+        Err(e) => std::process::exit(failure::usage_error(e, &raw, wants_json)),
     };
     quiet_encoder_logs();
     init_logging(cli.verbose);
