@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::bounds::{self, MAX_FRAMES, MAX_THREADS};
+use crate::bounds::{self, MAX_DEADLINE_MS, MAX_FRAMES, MAX_GPU, MAX_THREADS, MAX_WORKSPACE_MIB};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -25,7 +25,8 @@ Environment:
                    searched for the GPU provider libraries
   ORT_LIB_LOCATION another folder searched for the GPU provider libraries
   RAVE_ORT_TENSORRT  GPU provider when --backend is absent: auto (default); 0/off/false/cuda/
-                   cuda-only for CUDA; 1/on/true/trt/trt-only for TensorRT
+                   cuda-only for CUDA; 1/on/true/trt/trt-only for TensorRT (a provider chosen
+                   here or by --backend needs the GPU: no fallback to the CPU)
   RAVE_LOG         log filter (e.g. info, debug)";
 
 /// RAVE upscales video with AI super-resolution models, keeping audio, subtitles,
@@ -112,7 +113,7 @@ pub enum CodecArg {
 }
 
 /// Where inference runs.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DeviceArg {
     /// The GPU when its driver, ONNX Runtime's GPU providers and the model all come up; else
     /// the CPU, and the report says why.
@@ -201,40 +202,76 @@ pub struct RunArgs {
     pub gpu: GpuArgs,
 }
 
-/// Options of the GPU path.
+/// Options of the GPU path. Each is `None` (or `false`) unless given on the command line, so
+/// that one given with `--device cpu` can be refused; the defaults in the help text are
+/// applied by `commands::upscale::gpu_options`.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "GPU")]
+#[command(
+    next_help_heading = "GPU (refused with --device cpu; ignored, with a warning, when --device auto runs on the CPU)"
+)]
 pub struct GpuArgs {
-    /// GPU to use (see `rave devices`).
-    #[arg(long = "gpu", value_name = "N", default_value_t = 0)]
-    pub gpu_index: usize,
-    /// Execution provider (default: RAVE_ORT_TENSORRT, else auto).
+    /// GPU to use, 0 to 63 (see `rave devices`) [default: 0].
+    #[arg(long = "gpu", value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(0, MAX_GPU))]
+    pub gpu_index: Option<usize>,
+    /// Execution provider [default: RAVE_ORT_TENSORRT, else auto]. tensorrt or cuda needs
+    /// the GPU: where it cannot run, the run fails instead of using the CPU.
     #[arg(long, value_enum)]
     pub backend: Option<BackendArg>,
-    /// Precision.
-    #[arg(long, value_enum, default_value_t = PrecisionArg::Auto)]
-    pub precision: PrecisionArg,
+    /// Precision [default: auto].
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
     /// TensorRT INT8 calibration table (with --precision int8).
     #[arg(long, value_name = "FILE")]
     pub int8_calibration: Option<PathBuf>,
     /// Where TensorRT keeps built engines (default: trt_cache beside the model).
     #[arg(long, value_name = "DIR")]
     pub engine_cache: Option<PathBuf>,
-    /// TensorRT builder workspace limit in MiB (default: TensorRT's).
-    #[arg(long, value_name = "MIB")]
+    /// TensorRT builder workspace limit in MiB, 1 to 1048576 [default: TensorRT's].
+    #[arg(long, value_name = "MIB", allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(1, MAX_WORKSPACE_MIB))]
     pub trt_workspace: Option<usize>,
-    /// Frames per inference (needs a model with a dynamic batch axis; 1 is fastest measured).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub max_batch: usize,
-    /// Longest wait for a batch to fill, from its first frame.
-    #[arg(long, value_name = "MS", default_value_t = 8.0)]
-    pub batch_deadline_ms: f64,
+    /// Frames per inference, 1 to 16 (needs a model with a dynamic batch axis; 1 is fastest
+    /// measured) [default: 1].
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(1, rave_tensorrt::gpu_backend::MAX_BATCH as i64))]
+    pub max_batch: Option<usize>,
+    /// Longest wait for a batch to fill, from its first frame, 0 to 10000 [default: 8].
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = bounds::decimal(0.0, MAX_DEADLINE_MS))]
+    pub batch_deadline_ms: Option<f64>,
     /// Capture CUDA graphs and replay them (frames then pass through a staging copy).
     #[arg(long)]
     pub cuda_graph: bool,
-    /// Decoder on the GPU path (the report says which ran).
-    #[arg(long, value_enum, default_value_t = DecoderArg::Auto)]
-    pub decoder: DecoderArg,
+    /// Decoder on the GPU path (the report says which ran) [default: auto].
+    #[arg(long, value_enum)]
+    pub decoder: Option<DecoderArg>,
+}
+
+impl GpuArgs {
+    /// `--max-batch` when not given (the help text says so too).
+    pub const DEFAULT_MAX_BATCH: usize = 1;
+    /// `--batch-deadline-ms` when not given (the help text says so too).
+    pub const DEFAULT_BATCH_DEADLINE_MS: f64 = 8.0;
+
+    /// The GPU-only options given on the command line, by flag.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--gpu", self.gpu_index.is_some()),
+            ("--backend", self.backend.is_some()),
+            ("--precision", self.precision.is_some()),
+            ("--int8-calibration", self.int8_calibration.is_some()),
+            ("--engine-cache", self.engine_cache.is_some()),
+            ("--trt-workspace", self.trt_workspace.is_some()),
+            ("--max-batch", self.max_batch.is_some()),
+            ("--batch-deadline-ms", self.batch_deadline_ms.is_some()),
+            ("--cuda-graph", self.cuda_graph),
+            ("--decoder", self.decoder.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
 }
 
 /// `rave upscale`.

@@ -11,6 +11,12 @@ pub const MAX_THREADS: i64 = 1024;
 pub const MAX_CHANNEL: usize = 64;
 /// Frame counts (`--max-frames`, `benchmark --frames`): about 190 days at 60 fps.
 pub const MAX_FRAMES: i64 = 1_000_000_000;
+/// Highest `--gpu` ordinal.
+pub const MAX_GPU: i64 = 63;
+/// Largest TensorRT workspace, in MiB (1 TiB).
+pub const MAX_WORKSPACE_MIB: i64 = 1 << 20;
+/// Longest batch deadline, in milliseconds.
+pub const MAX_DEADLINE_MS: f64 = 10_000.0;
 
 /// A whole number in `lo..=hi`.
 pub fn whole<T: TryFrom<i64>>(
@@ -44,6 +50,23 @@ pub fn whole_in<T: TryFrom<i64>>(
             return Err(format!("out of range; use {range}"));
         }
         T::try_from(v).map_err(|_| format!("out of range; use {range}"))
+    }
+}
+
+/// A finite decimal number in `lo..=hi`.
+pub fn decimal(
+    lo: f64,
+    hi: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("not a number; use {lo} to {hi}"))?;
+        if !v.is_finite() || !(lo..=hi).contains(&v) {
+            return Err(format!("out of range; use {lo} to {hi}"));
+        }
+        Ok(v)
     }
 }
 
@@ -85,6 +108,16 @@ mod tests {
         );
         let crf = whole_in::<u32>(0, 63, Some("0 to 63"));
         assert_eq!(crf("-5"), Err("out of range; use 0 to 63".into()));
+    }
+
+    #[test]
+    fn decimals_must_be_finite_and_in_range() {
+        let ms = decimal(0.0, MAX_DEADLINE_MS);
+        assert_eq!(ms("8.5"), Ok(8.5));
+        for bad in ["-1", "20000", "NaN", "inf"] {
+            assert!(ms(bad).unwrap_err().contains("out of range"), "{bad}");
+        }
+        assert!(ms("soon").unwrap_err().contains("not a number"));
     }
 
     #[test]

@@ -59,6 +59,23 @@ fn out_of_range_numbers_name_the_option_the_value_and_the_range() {
             &["--max-frames", "-3"],
             &["--max-frames", "'-3'", "out of range"],
         ),
+        (&["--gpu", "99999"], &["--gpu", "'99999'", "0 to 63"]),
+        (&["--gpu", "-1"], &["--gpu", "'-1'", "out of range"]),
+        (
+            &["--trt-workspace", "99999999999999"],
+            &["--trt-workspace", "1 to 1048576"],
+        ),
+        (&["--trt-workspace", "0"], &["--trt-workspace", "'0'"]),
+        (&["--max-batch", "0"], &["--max-batch", "'0'", "1 to 16"]),
+        (&["--max-batch", "17"], &["--max-batch", "'17'", "1 to 16"]),
+        (
+            &["--batch-deadline-ms", "-1"],
+            &["--batch-deadline-ms", "'-1'", "0 to 10000"],
+        ),
+        (
+            &["--batch-deadline-ms", "inf"],
+            &["--batch-deadline-ms", "out of range"],
+        ),
         (&["--threads", "lots"], &["--threads", "not a whole number"]),
     ];
     for (extra, needles) in cases {

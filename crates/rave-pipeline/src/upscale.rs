@@ -57,7 +57,11 @@ pub fn run_upscale(
         metadata: meta,
         model,
         report: backend_report,
+        warning,
     } = choose_backend(config, (w, h), downstream)?;
+    if let Some(message) = &warning {
+        progress.warning(message);
+    }
     if !meta.accepts(w, h) {
         return Err(EngineError::ModelMetadata(format!(
             "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}",
