@@ -20,9 +20,9 @@ Exit codes:
 
 Environment:
   RAVE_HOME        install folder (default ~/.local/share/rave): models/ and lib/
-  RAVE_MODELS_DIR  extra folder searched first for -m NAME
-  ORT_DYLIB_PATH   the ONNX Runtime library to load (libonnxruntime.so); its folder is also
-                   searched for the GPU provider libraries
+  RAVE_MODELS_DIR  extra folder searched first for -m NAME (must exist)
+  ORT_DYLIB_PATH   the ONNX Runtime library to load (libonnxruntime.so; an error if it does
+                   not load); its folder is also searched for the GPU provider libraries
   ORT_LIB_LOCATION another folder searched for the GPU provider libraries
   RAVE_ORT_TENSORRT  GPU provider when --backend is absent: auto (default); 0/off/false/cuda/
                    cuda-only for CUDA; 1/on/true/trt/trt-only for TensorRT (a provider chosen
@@ -48,10 +48,10 @@ pub struct Cli {
 /// Where models and the runtime library are looked up.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Folder searched first for models named with -m.
+    /// Folder searched first for models named with -m (must exist).
     #[arg(long, global = true, value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
-    /// ONNX Runtime library to load (overrides ORT_DYLIB_PATH).
+    /// ONNX Runtime library to load (overrides ORT_DYLIB_PATH; an error if it does not load).
     #[arg(long, global = true, value_name = "PATH")]
     pub ort_lib: Option<PathBuf>,
 }

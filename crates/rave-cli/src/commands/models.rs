@@ -26,7 +26,7 @@ struct ModelEntry {
 
 /// Run `rave models`.
 pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
-    let dirs = locate::model_dirs(global);
+    let dirs = locate::model_dirs(global)?;
     let runtime = OrtRuntime::load(&locate::runtime_candidates(global));
     let entries: Vec<ModelEntry> = locate::installed_models(&dirs)
         .into_iter()

@@ -96,7 +96,7 @@ pub fn pipeline_config(
     Ok(UpscaleConfig {
         input: args.input.clone(),
         output: args.output.clone(),
-        model: locate::resolve_model(&run.model, &locate::model_dirs(global))?,
+        model: locate::resolve_model(&run.model, &locate::model_dirs(global)?)?,
         encoder,
         device: match run.device {
             DeviceArg::Auto => Device::Auto,
