@@ -374,6 +374,31 @@ fn a_closed_stdout_ends_quietly_not_in_a_panic() {
 }
 
 #[test]
+fn onnx_runtime_log_lines_stay_out_of_the_error() {
+    // A model that parses but fails while ONNX Runtime initializes it (an unknown Resize
+    // mode): the runtime logs an error of its own, which must not reach the user.
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let mut bytes = std::fs::read(fixture("nearest_x2.onnx")).unwrap();
+    let at = bytes
+        .windows(5)
+        .position(|w| w == b"floor")
+        .expect("nearest_mode attribute");
+    bytes[at..at + 5].copy_from_slice(b"flxor");
+    let bad = dir.path().join("bad_mode.onnx");
+    std::fs::write(&bad, bytes).unwrap();
+    let o = upscale(&clip, &dir.path().join("o.mp4"), &bad, &[]);
+    assert_exit(&o, 5);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "only RAVE's line: {err}");
+    assert!(
+        err.starts_with("rave: error: ") && err.contains("flxor"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "no colour codes: {err:?}");
+}
+
+#[test]
 fn probe_json_describes_the_clip() {
     let dir = scratch();
     let clip = make_clip(dir.path(), "in.mp4", "64x48", 10);

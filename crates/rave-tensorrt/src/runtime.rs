@@ -1,11 +1,15 @@
 //! Finding and loading `libonnxruntime.so` at run time (ort's `load-dynamic`), once per
 //! process, from an ordered list of candidates the caller builds; failure lists them all, and
-//! a candidate the user named that does not load is the error at once.
+//! a candidate the user named that does not load is the error at once. ONNX Runtime's own
+//! log goes to `tracing` at debug level, so by default only RAVE speaks.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use std::sync::Arc;
+
 use ort::environment::Environment;
+use ort::logging::LogLevel;
 use rave_core::error::{EngineError, Result};
 
 /// One place the runtime library may be, and where that place came from.
@@ -104,8 +108,12 @@ impl OrtRuntime {
         let builder = ort::init_from(path).map_err(|e| load_error_text(&e))?;
         let environment = builder
             .with_name("rave")
+            .with_logger(Arc::new(forward_log))
             .build()
             .map_err(|e| e.to_string())?;
+        // The logger is registered at the verbose level; only warnings and errors are
+        // worth formatting.
+        environment.set_log_level(LogLevel::Warning);
         Ok(OrtRuntime {
             library: path.to_path_buf(),
             environment,
@@ -123,6 +131,12 @@ fn load_error_text(e: &ort::LoadDynamicError) -> String {
         Some(why) => format!("{e}: {why}"),
         None => e.to_string(),
     }
+}
+
+/// ONNX Runtime's log lines, as `tracing` debug events: RAVE reports failures itself (one
+/// line), so the runtime's own coloured lines are shown only with `-vv` / `RAVE_LOG`.
+fn forward_log(level: LogLevel, category: &str, _id: &str, location: &str, message: &str) {
+    tracing::debug!(target: "onnxruntime", ?level, category, location, "{message}");
 }
 
 /// The error text when no runtime library could be loaded.
