@@ -374,6 +374,58 @@ fn a_closed_stdout_ends_quietly_not_in_a_panic() {
 }
 
 #[test]
+fn pipes_stdin_and_devices_are_named_with_what_to_do() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let fifo = dir.path().join("pipe.mp4");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let hint = "RAVE reads the input more than once";
+    let cases: [(&str, &str); 3] = [
+        (fifo.to_str().unwrap(), "is a pipe (FIFO)"),
+        ("-", "from stdin ('-') is not supported"),
+        ("/dev/null", "is a device"),
+    ];
+    for (input, what) in cases {
+        // Nobody writes to the FIFO: RAVE must say what it is without opening it.
+        let o = rave()
+            .args(["probe", input])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(err.contains(what) && err.contains(hint), "{input}: {err}");
+        assert!(!err.contains("empty"), "{err}");
+    }
+    // A clip piped into /dev/stdin.
+    let mut child = rave()
+        .args(["upscale", "-i", "/dev/stdin", "-o"])
+        .arg(dir.path().join("o.mp4"))
+        .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let bytes = std::fs::read(&clip).unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = std::io::Write::write_all(&mut stdin, &bytes);
+    });
+    let o = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("/dev/stdin: is stdin, a pipe") && err.contains(hint),
+        "{err}"
+    );
+}
+
+#[test]
 fn onnx_runtime_log_lines_stay_out_of_the_error() {
     // A model that parses but fails while ONNX Runtime initializes it (an unknown Resize
     // mode): the runtime logs an error of its own, which must not reach the user.
