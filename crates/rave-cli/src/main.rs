@@ -1,6 +1,9 @@
 //! The `rave` command: parse the arguments, run the chosen command, print any error once
 //! and exit with the code of its family.
 
+// Everything printed goes through `console` (a closed pipe stops printing, never panics).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod args;
 mod bounds;
 mod commands;
