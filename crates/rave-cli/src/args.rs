@@ -10,13 +10,18 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0    success
   1    internal error (a bug in RAVE; please report it)
-  2    bad option or value
-  3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec
-  4    output problem: exists (use --overwrite), cannot be written, encode or mux failure
+  2    bad option or value (each numeric option says its accepted range), a GPU-only
+       option with --device cpu, or a --models-dir / RAVE_MODELS_DIR that is not a folder
+  3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec; a
+       pipe, stdin or a device (save it to a regular file first)
+  4    output problem: exists (use --overwrite), being written by another rave run, cannot
+       be written, encode or mux failure
   5    model problem: missing, not ONNX, or not an image-to-image model
-  6    runtime problem: ONNX Runtime library missing or unusable
-  6    also: GPU problem (CUDA driver error, VRAM limit)
-  130  interrupted (Ctrl+C); a finalized NAME.partial.EXT keeps the frames done
+  6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or
+       ORT_DYLIB_PATH naming one that does not load), or GPU problem (CUDA driver error,
+       VRAM limit, or a --backend / RAVE_ORT_TENSORRT provider that cannot run)
+  130  interrupted (Ctrl+C); a finalized NAME.partial.EXT (or NAME.partial-N.EXT when
+       that name is taken) keeps the frames done; nothing is kept before the first frame
 
 Environment:
   RAVE_HOME        install folder (default ~/.local/share/rave): models/ and lib/
@@ -297,7 +302,8 @@ pub struct UpscaleArgs {
     /// Encoder preset: ultrafast..placebo for h264/hevc (default medium), 0-13 for av1 (default 8).
     #[arg(long)]
     pub preset: Option<String>,
-    /// Replace OUT if it exists.
+    /// Replace OUT (and an existing OUT's NAME.partial.EXT after Ctrl+C) if it exists; the
+    /// input is never replaced.
     #[arg(long)]
     pub overwrite: bool,
     /// Stop after this many frames, 1 to 1000000000.
