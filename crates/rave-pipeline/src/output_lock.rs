@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -195,7 +195,12 @@ fn remove_if_unlocked(path: &Path, spare: Option<FileId>) -> bool {
     if !meta.file_type().is_file() || Some(id) == spare {
         return false;
     }
-    let Ok(file) = File::open(path) else {
+    // Non-blocking, in case the path became a FIFO since it was looked at.
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    else {
         return false;
     };
     if FileId::of_file(&file).ok() != Some(id) || file.try_lock().is_err() {
