@@ -4,26 +4,34 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::bounds::{self, MAX_DEADLINE_MS, MAX_FRAMES, MAX_GPU, MAX_THREADS, MAX_WORKSPACE_MIB};
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0    success
   1    internal error (a bug in RAVE; please report it)
-  2    bad option or value
-  3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec
-  4    output problem: exists (use --overwrite), cannot be written, encode or mux failure
+  2    bad option or value (each numeric option says its accepted range), a GPU-only
+       option with --device cpu, or a --models-dir / RAVE_MODELS_DIR that is not a folder
+  3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec; a
+       pipe, stdin or a device (save it to a regular file first)
+  4    output problem: exists (use --overwrite), being written by another rave run, cannot
+       be written, encode or mux failure
   5    model problem: missing, not ONNX, or not an image-to-image model
-  6    runtime problem: ONNX Runtime library missing or unusable
-  6    also: GPU problem (CUDA driver error, VRAM limit)
-  130  interrupted (Ctrl+C); a finalized NAME.partial.EXT keeps the frames done
+  6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or
+       ORT_DYLIB_PATH naming one that does not load), or GPU problem (CUDA driver error,
+       VRAM limit, or a --backend / RAVE_ORT_TENSORRT provider that cannot run)
+  130  interrupted (Ctrl+C); a finalized NAME.partial.EXT (or NAME.partial-N.EXT when
+       that name is taken) keeps the frames done; nothing is kept before the first frame
 
 Environment:
   RAVE_HOME        install folder (default ~/.local/share/rave): models/ and lib/
-  RAVE_MODELS_DIR  extra folder searched first for -m NAME
-  ORT_DYLIB_PATH   the ONNX Runtime library to load (libonnxruntime.so); its folder is also
-                   searched for the GPU provider libraries
+  RAVE_MODELS_DIR  extra folder searched first for -m NAME (must exist)
+  ORT_DYLIB_PATH   the ONNX Runtime library to load (libonnxruntime.so; an error if it does
+                   not load); its folder is also searched for the GPU provider libraries
   ORT_LIB_LOCATION another folder searched for the GPU provider libraries
   RAVE_ORT_TENSORRT  GPU provider when --backend is absent: auto (default); 0/off/false/cuda/
-                   cuda-only for CUDA; 1/on/true/trt/trt-only for TensorRT
+                   cuda-only for CUDA; 1/on/true/trt/trt-only for TensorRT (a provider chosen
+                   here or by --backend needs the GPU: no fallback to the CPU)
   RAVE_LOG         log filter (e.g. info, debug)";
 
 /// RAVE upscales video with AI super-resolution models, keeping audio, subtitles,
@@ -45,10 +53,10 @@ pub struct Cli {
 /// Where models and the runtime library are looked up.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Folder searched first for models named with -m.
+    /// Folder searched first for models named with -m (must exist).
     #[arg(long, global = true, value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
-    /// ONNX Runtime library to load (overrides ORT_DYLIB_PATH).
+    /// ONNX Runtime library to load (overrides ORT_DYLIB_PATH; an error if it does not load).
     #[arg(long, global = true, value_name = "PATH")]
     pub ort_lib: Option<PathBuf>,
 }
@@ -110,7 +118,7 @@ pub enum CodecArg {
 }
 
 /// Where inference runs.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DeviceArg {
     /// The GPU when its driver, ONNX Runtime's GPU providers and the model all come up; else
     /// the CPU, and the report says why.
@@ -177,14 +185,16 @@ pub struct RunArgs {
     /// Where inference runs.
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
     pub device: DeviceArg,
-    /// Inference threads (0 = one per core).
-    #[arg(long, default_value_t = 0)]
+    /// Inference threads on the CPU, 0 to 1024 (0 = one per core).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(0, MAX_THREADS))]
     pub threads: usize,
     /// Keep going when the input has corrupt frames (they are counted in the report).
     #[arg(long)]
     pub allow_corrupt: bool,
-    /// Capacities of the decode, preprocess and inference channels.
-    #[arg(long, value_name = "D,P,I", value_parser = parse_capacities, default_value = "4,2,4")]
+    /// Capacities of the decode, preprocess and inference channels, 1 to 64 frames each.
+    #[arg(long, value_name = "D,P,I", value_parser = bounds::capacities, default_value = "4,2,4",
+          allow_hyphen_values = true)]
     pub channels: [usize; 3],
     /// Print the report as JSON on stdout.
     #[arg(long)]
@@ -197,40 +207,76 @@ pub struct RunArgs {
     pub gpu: GpuArgs,
 }
 
-/// Options of the GPU path.
+/// Options of the GPU path. Each is `None` (or `false`) unless given on the command line, so
+/// that one given with `--device cpu` can be refused; the defaults in the help text are
+/// applied by `commands::upscale::gpu_options`.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "GPU")]
+#[command(
+    next_help_heading = "GPU (refused with --device cpu; ignored, with a warning, when --device auto runs on the CPU)"
+)]
 pub struct GpuArgs {
-    /// GPU to use (see `rave devices`).
-    #[arg(long = "gpu", value_name = "N", default_value_t = 0)]
-    pub gpu_index: usize,
-    /// Execution provider (default: RAVE_ORT_TENSORRT, else auto).
+    /// GPU to use, 0 to 63 (see `rave devices`) [default: 0].
+    #[arg(long = "gpu", value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(0, MAX_GPU))]
+    pub gpu_index: Option<usize>,
+    /// Execution provider [default: RAVE_ORT_TENSORRT, else auto]. tensorrt or cuda needs
+    /// the GPU: where it cannot run, the run fails instead of using the CPU.
     #[arg(long, value_enum)]
     pub backend: Option<BackendArg>,
-    /// Precision.
-    #[arg(long, value_enum, default_value_t = PrecisionArg::Auto)]
-    pub precision: PrecisionArg,
+    /// Precision [default: auto].
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
     /// TensorRT INT8 calibration table (with --precision int8).
     #[arg(long, value_name = "FILE")]
     pub int8_calibration: Option<PathBuf>,
     /// Where TensorRT keeps built engines (default: trt_cache beside the model).
     #[arg(long, value_name = "DIR")]
     pub engine_cache: Option<PathBuf>,
-    /// TensorRT builder workspace limit in MiB (default: TensorRT's).
-    #[arg(long, value_name = "MIB")]
+    /// TensorRT builder workspace limit in MiB, 1 to 1048576 [default: TensorRT's].
+    #[arg(long, value_name = "MIB", allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(1, MAX_WORKSPACE_MIB))]
     pub trt_workspace: Option<usize>,
-    /// Frames per inference (needs a model with a dynamic batch axis; 1 is fastest measured).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub max_batch: usize,
-    /// Longest wait for a batch to fill, from its first frame.
-    #[arg(long, value_name = "MS", default_value_t = 8.0)]
-    pub batch_deadline_ms: f64,
+    /// Frames per inference, 1 to 16 (needs a model with a dynamic batch axis; 1 is fastest
+    /// measured) [default: 1].
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(1, rave_tensorrt::gpu_backend::MAX_BATCH as i64))]
+    pub max_batch: Option<usize>,
+    /// Longest wait for a batch to fill, from its first frame, 0 to 10000 [default: 8].
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = bounds::decimal(0.0, MAX_DEADLINE_MS))]
+    pub batch_deadline_ms: Option<f64>,
     /// Capture CUDA graphs and replay them (frames then pass through a staging copy).
     #[arg(long)]
     pub cuda_graph: bool,
-    /// Decoder on the GPU path (the report says which ran).
-    #[arg(long, value_enum, default_value_t = DecoderArg::Auto)]
-    pub decoder: DecoderArg,
+    /// Decoder on the GPU path (the report says which ran) [default: auto].
+    #[arg(long, value_enum)]
+    pub decoder: Option<DecoderArg>,
+}
+
+impl GpuArgs {
+    /// `--max-batch` when not given (the help text says so too).
+    pub const DEFAULT_MAX_BATCH: usize = 1;
+    /// `--batch-deadline-ms` when not given (the help text says so too).
+    pub const DEFAULT_BATCH_DEADLINE_MS: f64 = 8.0;
+
+    /// The GPU-only options given on the command line, by flag.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--gpu", self.gpu_index.is_some()),
+            ("--backend", self.backend.is_some()),
+            ("--precision", self.precision.is_some()),
+            ("--int8-calibration", self.int8_calibration.is_some()),
+            ("--engine-cache", self.engine_cache.is_some()),
+            ("--trt-workspace", self.trt_workspace.is_some()),
+            ("--max-batch", self.max_batch.is_some()),
+            ("--batch-deadline-ms", self.batch_deadline_ms.is_some()),
+            ("--cuda-graph", self.cuda_graph),
+            ("--decoder", self.decoder.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
 }
 
 /// `rave upscale`.
@@ -248,17 +294,21 @@ pub struct UpscaleArgs {
     /// Encoder.
     #[arg(long, value_enum, default_value_t = EncoderArg::Auto)]
     pub encoder: EncoderArg,
-    /// Constant rate factor: lower is better quality (default 18 h264, 20 hevc, 28 av1).
-    #[arg(long)]
+    /// Constant rate factor: lower is better quality; 0-51 for h264 and hevc, 0-63 for av1
+    /// (default 18 h264, 20 hevc, 28 av1).
+    #[arg(long, allow_negative_numbers = true,
+          value_parser = bounds::whole_in::<u32>(0, 63, Some("0 to 51 for h264 and hevc, 0 to 63 for av1")))]
     pub crf: Option<u32>,
     /// Encoder preset: ultrafast..placebo for h264/hevc (default medium), 0-13 for av1 (default 8).
     #[arg(long)]
     pub preset: Option<String>,
-    /// Replace OUT if it exists.
+    /// Replace OUT (and an existing OUT's NAME.partial.EXT after Ctrl+C) if it exists; the
+    /// input is never replaced.
     #[arg(long)]
     pub overwrite: bool,
-    /// Stop after this many frames.
-    #[arg(long, value_name = "N")]
+    /// Stop after this many frames, 1 to 1000000000.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub max_frames: Option<u64>,
     /// Shared pipeline options.
     #[command(flatten)]
@@ -271,8 +321,9 @@ pub struct BenchmarkArgs {
     /// Input clip.
     #[arg(short, long, value_name = "IN")]
     pub input: PathBuf,
-    /// Frames to measure (default: the whole clip).
-    #[arg(long, value_name = "N")]
+    /// Frames to measure, 1 to 1000000000 (default: the whole clip).
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub frames: Option<u64>,
     /// Encoder preset used for the encode stage.
     #[arg(long, default_value = "veryfast")]
@@ -307,18 +358,4 @@ pub struct ModelsArgs {
     /// Print JSON on stdout.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_capacities(s: &str) -> Result<[usize; 3], String> {
-    let parts: Vec<usize> = s
-        .split(',')
-        .map(|p| p.trim().parse::<usize>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| format!("'{s}' is not three numbers like 4,2,4"))?;
-    match parts.as_slice() {
-        [d, p, i] if *d > 0 && *p > 0 && *i > 0 => Ok([*d, *p, *i]),
-        _ => Err(format!(
-            "'{s}' must be three capacities of at least 1, like 4,2,4"
-        )),
-    }
 }

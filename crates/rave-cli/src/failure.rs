@@ -5,6 +5,8 @@ use std::error::Error as _;
 
 use rave_core::error::{EngineError, ErrorFamily};
 
+use crate::console::{errln, outln};
+
 /// Print `err` and return the exit code for it.
 pub fn report(err: &EngineError, json: bool) -> i32 {
     let family = err.family();
@@ -32,17 +34,21 @@ pub fn report(err: &EngineError, json: bool) -> i32 {
         if let EngineError::CorruptStream { damage, .. } = err {
             obj["error"]["damage"] = serde_json::to_value(damage).unwrap_or_default();
         }
-        println!("{obj}");
+        outln!("{obj}");
+    } else if matches!(err, EngineError::Cancelled) {
+        errln!("rave: interrupted");
     } else if family == ErrorFamily::Cancelled {
-        eprintln!("rave: interrupted");
+        errln!("rave: {message}");
     } else {
-        eprintln!("rave: error: {message}");
+        errln!("rave: error: {message}");
     }
     code
 }
 
-/// Print a command-line parsing error (or the help/version text) and return the exit code.
-pub fn usage_error(err: clap::Error, json: bool) -> i32 {
+/// Print a command-line parsing error (or the help/version text) and return the exit code:
+/// one line `rave: error: ...` with a pointer to the command's help (or, with `--json`, the
+/// JSON error object); `args` are the raw arguments.
+pub fn usage_error(err: clap::Error, args: &[String], json: bool) -> i32 {
     use clap::error::ErrorKind;
     if matches!(
         err.kind(),
@@ -58,25 +64,73 @@ pub fn usage_error(err: clap::Error, json: bool) -> i32 {
         };
     }
     let code = ErrorFamily::Usage.exit_code();
+    let message = first_line(&err.render().to_string());
     if json {
-        let text = err.render().to_string();
-        let first = text
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
         let obj = serde_json::json!({
             "error": {
                 "code": EngineError::Config(String::new()).code(),
                 "kind": "usage",
                 "family": ErrorFamily::Usage,
                 "exit_code": code,
-                "message": first,
+                "message": message,
             }
         });
-        println!("{obj}");
+        outln!("{obj}");
     } else {
-        let _ = err.print();
+        errln!("rave: error: {message} (see {} --help)", command_of(args));
     }
     code
+}
+
+/// The one line worth showing of clap's rendered error: its first line without the
+/// `error: ` prefix, with the list that follows a line ending in ':' (missing arguments)
+/// joined onto it; tips and the usage block are left out.
+fn first_line(rendered: &str) -> String {
+    let mut lines = rendered.lines();
+    let first = lines
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .trim_end();
+    if !first.ends_with(':') {
+        return first.to_string();
+    }
+    let items: Vec<&str> = lines
+        .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    format!("{first} {}", items.join(", "))
+}
+
+/// `rave SUBCOMMAND` when `args` name one, else `rave`: where the user's help is.
+fn command_of(args: &[String]) -> String {
+    use clap::CommandFactory;
+    let cli = crate::args::Cli::command();
+    let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+    match args.iter().skip(1).find(|a| names.contains(&a.as_str())) {
+        Some(sub) => format!("rave {sub}"),
+        None => "rave".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_errors_shrink_to_one_line() {
+        let rendered = "error: unexpected argument '-5' found\n\n  tip: to pass '-5' as a value, use '-- -5'\n\nUsage: rave upscale [OPTIONS]\n\nFor more information, try '--help'.\n";
+        assert_eq!(first_line(rendered), "unexpected argument '-5' found");
+        let missing = "error: the following required arguments were not provided:\n  --input <IN>\n  --output <OUT>\n\nUsage: rave upscale --input <IN> --output <OUT>\n";
+        assert_eq!(
+            first_line(missing),
+            "the following required arguments were not provided: --input <IN>, --output <OUT>"
+        );
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            command_of(&args(&["rave", "-v", "upscale", "--x"])),
+            "rave upscale"
+        );
+        assert_eq!(command_of(&args(&["rave", "--bogus"])), "rave");
+    }
 }

@@ -31,14 +31,20 @@ fn exe_dir() -> Option<PathBuf> {
         .and_then(|p| p.parent().map(Path::to_path_buf))
 }
 
-/// Where to look for libonnxruntime.so, in order.
+/// Where to look for libonnxruntime.so, in order: the library `--ort-lib` (else
+/// `ORT_DYLIB_PATH`) names, which must load, then the default places.
 pub fn runtime_candidates(global: &GlobalArgs) -> Vec<RuntimeCandidate> {
     let mut out = Vec::new();
+    // A relative path means the working directory (the loader would try the executable's
+    // folder first).
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     if let Some(p) = &global.ort_lib {
-        out.push(RuntimeCandidate::new(p, "--ort-lib"));
-    }
-    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
-        out.push(RuntimeCandidate::new(p, "ORT_DYLIB_PATH"));
+        out.push(RuntimeCandidate::explicit(absolute(p), "--ort-lib"));
+    } else if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
+        out.push(RuntimeCandidate::explicit(
+            absolute(Path::new(&p)),
+            "ORT_DYLIB_PATH",
+        ));
     }
     if let Some(dir) = exe_dir() {
         out.push(RuntimeCandidate::new(
@@ -53,20 +59,42 @@ pub fn runtime_candidates(global: &GlobalArgs) -> Vec<RuntimeCandidate> {
     out
 }
 
-/// Folders searched for models, in order.
-pub fn model_dirs(global: &GlobalArgs) -> Vec<PathBuf> {
+/// Folders searched for models, in order. A folder named by `--models-dir` or
+/// `RAVE_MODELS_DIR` must exist (a usage error otherwise); the default ones may not.
+pub fn model_dirs(global: &GlobalArgs) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     if let Some(d) = &global.models_dir {
-        out.push(d.clone());
+        out.push(existing_folder(
+            d,
+            &format!("--models-dir {}", d.display()),
+        )?);
     }
     if let Some(d) = std::env::var_os("RAVE_MODELS_DIR").filter(|v| !v.is_empty()) {
-        out.push(PathBuf::from(d));
+        let d = PathBuf::from(d);
+        out.push(existing_folder(
+            &d,
+            &format!("RAVE_MODELS_DIR={}", d.display()),
+        )?);
     }
     if let Some(dir) = exe_dir() {
         out.push(dir.join("models"));
     }
     out.push(install_dir().join("models"));
-    out
+    Ok(out)
+}
+
+/// `dir` when it is a folder; else a usage error naming `given` (where it came from).
+fn existing_folder(dir: &Path, given: &str) -> Result<PathBuf> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(dir.to_path_buf()),
+        Ok(_) => Err(EngineError::Config(format!(
+            "{given}: not a folder; name the folder that holds the .onnx models"
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(EngineError::Config(format!(
+            "{given}: no such folder; name the folder that holds the .onnx models"
+        ))),
+        Err(e) => Err(EngineError::Config(format!("{given}: cannot read it: {e}"))),
+    }
 }
 
 /// Every `.onnx` file in the model folders: (name, path), first folder wins on a name clash.
@@ -166,6 +194,28 @@ mod tests {
         assert!(err.contains("m1, m2"), "{err}");
         let err = resolve_model("x/missing.onnx", &dirs).unwrap_err();
         assert_eq!(err.kind(), "model_not_found");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn an_explicit_models_dir_must_be_a_folder() {
+        let base = std::env::temp_dir().join(format!("rave-models-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        assert_eq!(existing_folder(&base, "--models-dir x").unwrap(), base);
+        let err = existing_folder(&base.join("nope"), "--models-dir /nope").unwrap_err();
+        assert_eq!(err.family().exit_code(), 2);
+        assert!(
+            err.to_string()
+                .contains("--models-dir /nope: no such folder"),
+            "{err}"
+        );
+        let file = base.join("f.onnx");
+        std::fs::write(&file, b"").unwrap();
+        let err = existing_folder(&file, "RAVE_MODELS_DIR=f").unwrap_err();
+        assert!(
+            err.to_string().contains("RAVE_MODELS_DIR=f: not a folder"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

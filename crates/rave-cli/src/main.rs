@@ -1,8 +1,13 @@
 //! The `rave` command: parse the arguments, run the chosen command, print any error once
 //! and exit with the code of its family.
 
+// Everything printed goes through `console` (a closed pipe stops printing, never panics).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod args;
+mod bounds;
 mod commands;
+mod console;
 mod failure;
 mod locate;
 mod progress_view;
@@ -17,7 +22,7 @@ fn main() {
     let wants_json = raw.iter().any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&raw) {
         Ok(cli) => cli,
-        Err(e) => std::process::exit(failure::usage_error(e, wants_json)),
+        Err(e) => std::process::exit(failure::usage_error(e, &raw, wants_json)),
     };
     quiet_encoder_logs();
     init_logging(cli.verbose);

@@ -1,5 +1,5 @@
 //! Showing progress: an indicatif bar with fps and ETA on a terminal, JSON lines for
-//! machines, or nothing.
+//! machines, or nothing; warnings are printed once each, whatever the display.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rave_pipeline::{Progress, ProgressSink};
 
 use crate::args::ProgressArg;
+use crate::console::errln;
 
 /// Pick the progress display for `mode`.
 pub fn sink_for(mode: ProgressArg) -> Box<dyn ProgressSink> {
@@ -15,14 +16,45 @@ pub fn sink_for(mode: ProgressArg) -> Box<dyn ProgressSink> {
     match mode {
         ProgressArg::Bar => Box::new(Bar::default()),
         ProgressArg::Auto if tty => Box::new(Bar::default()),
-        ProgressArg::Jsonl => Box::new(JsonLines),
-        _ => Box::new(rave_pipeline::progress::NoProgress),
+        ProgressArg::Jsonl => Box::new(JsonLines::default()),
+        _ => Box::new(Quiet::default()),
+    }
+}
+
+/// The warnings already printed.
+#[derive(Default)]
+struct Said(Mutex<Vec<String>>);
+
+impl Said {
+    /// Whether `message` is new (and remember it).
+    fn first_time(&self, message: &str) -> bool {
+        let mut said = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let new = !said.iter().any(|m| m == message);
+        if new {
+            said.push(message.to_string());
+        }
+        new
+    }
+}
+
+/// No progress; warnings only.
+#[derive(Default)]
+struct Quiet(Said);
+
+impl ProgressSink for Quiet {
+    fn started(&self, _: Option<u64>) {}
+    fn frame_written(&self, _: &Progress) {}
+    fn finished(&self) {}
+    fn warning(&self, message: &str) {
+        if self.0.first_time(message) {
+            errln!("rave: warning: {message}");
+        }
     }
 }
 
 /// A terminal progress bar on stderr.
 #[derive(Default)]
-struct Bar(Mutex<Option<ProgressBar>>);
+struct Bar(Mutex<Option<ProgressBar>>, Said);
 
 impl ProgressSink for Bar {
     fn started(&self, frames_total: Option<u64>) {
@@ -54,6 +86,17 @@ impl ProgressSink for Bar {
             bar.finish_and_clear();
         }
     }
+
+    fn warning(&self, message: &str) {
+        if !self.1.first_time(message) {
+            return;
+        }
+        let line = || errln!("rave: warning: {message}");
+        match self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(bar) => bar.suspend(line),
+            None => line(),
+        }
+    }
 }
 
 fn format_duration(seconds: f64) -> String {
@@ -62,11 +105,12 @@ fn format_duration(seconds: f64) -> String {
 }
 
 /// One JSON object per event on stderr.
-struct JsonLines;
+#[derive(Default)]
+struct JsonLines(Said);
 
 impl ProgressSink for JsonLines {
     fn started(&self, frames_total: Option<u64>) {
-        eprintln!(
+        errln!(
             "{}",
             serde_json::json!({"event": "started", "frames_total": frames_total})
         );
@@ -75,10 +119,19 @@ impl ProgressSink for JsonLines {
     fn frame_written(&self, p: &Progress) {
         let mut v = serde_json::to_value(p).unwrap_or_default();
         v["event"] = "progress".into();
-        eprintln!("{v}");
+        errln!("{v}");
     }
 
     fn finished(&self) {
-        eprintln!("{}", serde_json::json!({"event": "finished"}));
+        errln!("{}", serde_json::json!({"event": "finished"}));
+    }
+
+    fn warning(&self, message: &str) {
+        if self.0.first_time(message) {
+            errln!(
+                "{}",
+                serde_json::json!({"event": "warning", "message": message})
+            );
+        }
     }
 }

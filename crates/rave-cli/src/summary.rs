@@ -5,13 +5,15 @@ use rave_pipeline::RunReport;
 use rave_pipeline::benchmark::BenchmarkReport;
 use rave_pipeline::report::RunStatus;
 
+use crate::console::outln;
+
 /// After `rave upscale`.
 pub fn print_run(r: &RunReport) {
     let what = match r.status {
         RunStatus::Complete => "upscaled",
         RunStatus::Partial => "interrupted; partial output",
     };
-    println!(
+    outln!(
         "{what}: {} -> {}\n  {} frames in, {} out, {}x{} -> {}x{} with {} (x{}) on {}\n  {} crf {} preset {}; {:.1} s, {:.2} fps",
         r.input.display(),
         r.output.display(),
@@ -31,21 +33,21 @@ pub fn print_run(r: &RunReport) {
         r.fps,
     );
     if r.mux.copied_streams.len() + r.mux.skipped_streams.len() > 0 {
-        println!(
+        outln!(
             "  copied {} stream(s) untouched ({} packets)",
             r.mux.copied_streams.len(),
             r.mux.copied_packets
         );
     }
     for s in &r.mux.skipped_streams {
-        println!("  skipped {s}");
+        outln!("  skipped {s}");
     }
-    println!("  backend: {}", r.backend.reason);
+    outln!("  backend: {}", r.backend.reason);
     if let Some(gpu) = &r.gpu {
         print_gpu(gpu);
     }
     if !r.input_damage.is_clean() {
-        println!(
+        outln!(
             "  warning: damaged input (kept with --allow-corrupt): {}",
             r.input_damage.describe()
         );
@@ -54,34 +56,53 @@ pub fn print_run(r: &RunReport) {
 
 /// After `rave benchmark`.
 pub fn print_benchmark(r: &BenchmarkReport) {
-    println!(
+    outln!(
         "benchmark: {} on {}, {}x{} -> {}x{}",
-        r.model, r.backend, r.input_size[0], r.input_size[1], r.output_size[0], r.output_size[1],
+        r.model,
+        r.backend,
+        r.input_size[0],
+        r.input_size[1],
+        r.output_size[0],
+        r.output_size[1],
     );
-    println!("  backend: {}", r.backend_reason);
-    println!(
+    outln!("  backend: {}", r.backend_reason);
+    outln!(
         "  inference alone:  {:8.2} fps ({} frames, batch {})",
-        r.inference_only.fps, r.inference_only.frames, r.inference_only.batch
+        r.inference_only.fps,
+        r.inference_only.frames,
+        r.inference_only.batch
     );
     for (label, run) in [("null encode", &r.null_encode), ("full pipeline", &r.full)] {
-        println!(
+        outln!(
             "  {label:<16}  {:8.2} fps ({} frames in {:.2} s); bottleneck: {}",
-            run.fps, run.frames, run.elapsed_s, run.bottleneck
+            run.fps,
+            run.frames,
+            run.elapsed_s,
+            run.bottleneck
         );
     }
-    println!(
+    outln!(
         "  null encode / inference alone = {:.2}; full / min(inference, encoder capacity) = {:.2}",
-        r.null_vs_inference, r.full_vs_bound
+        r.null_vs_inference,
+        r.full_vs_bound
     );
-    println!("  stages of the full pipeline:");
-    println!(
+    outln!("  stages of the full pipeline:");
+    outln!(
         "  {:<12} {:>8} {:>10} {:>10} {:>12}",
-        "stage", "frames", "avg ms", "peak ms", "capacity fps"
+        "stage",
+        "frames",
+        "avg ms",
+        "peak ms",
+        "capacity fps"
     );
     for s in &r.full.stages {
-        println!(
+        outln!(
             "  {:<12} {:>8} {:>10.2} {:>10.2} {:>12.2}",
-            s.name, s.frames, s.avg_ms, s.peak_ms, s.capacity_fps
+            s.name,
+            s.frames,
+            s.avg_ms,
+            s.peak_ms,
+            s.capacity_fps
         );
     }
     if let Some(gpu) = &r.full_report.gpu {
@@ -92,7 +113,7 @@ pub fn print_benchmark(r: &BenchmarkReport) {
 /// The GPU path's part of a run summary.
 pub fn print_gpu(g: &rave_pipeline::report::GpuRunReport) {
     let b = &g.backend;
-    println!(
+    outln!(
         "  gpu: {} ({}), {} binding, batch {}, CUDA graph {}, inference avg {:.2} ms peak {:.2} ms",
         b.provider.unwrap_or("?"),
         b.tensor_format.map_or("?".into(), |f| format!("{f:?}")),
@@ -103,12 +124,15 @@ pub fn print_gpu(g: &rave_pipeline::report::GpuRunReport) {
         b.inference.peak_ms
     );
     if let Some(ring) = &b.ring {
-        println!(
+        outln!(
             "  ring: {} slots, reuse {}, contention {}; pointer audit mismatches {}",
-            ring.slots, ring.metrics.reuse, ring.metrics.contention, b.audit_mismatches
+            ring.slots,
+            ring.metrics.reuse,
+            ring.metrics.contention,
+            b.audit_mismatches
         );
     }
-    println!(
+    outln!(
         "  host copies per frame: {:.2} ({} uploads, {} downloads); VRAM {:.0} MiB now, {:.0} MiB peak; pool hit rate {:.1}%",
         g.host_copies.per_frame,
         g.host_copies.uploads,
@@ -117,18 +141,18 @@ pub fn print_gpu(g: &rave_pipeline::report::GpuRunReport) {
         g.health.vram_peak as f64 / 1048576.0,
         g.health.pool_hit_rate * 100.0
     );
-    println!("  decoder: {}", g.decoder);
-    println!("  encoder: {}", g.encoder);
+    outln!("  decoder: {}", g.decoder);
+    outln!("  encoder: {}", g.encoder);
 }
 
 /// After `rave probe`.
 pub fn print_probe(i: &MediaInfo) {
     let v = &i.video;
-    println!("{}: {}", i.path.display(), i.container);
+    outln!("{}: {}", i.path.display(), i.container);
     if let Some(d) = i.duration_s {
-        println!("  duration   {d:.3} s");
+        outln!("  duration   {d:.3} s");
     }
-    println!(
+    outln!(
         "  video      #{} {} {}x{} {} ({}-bit), {:.3} fps{}",
         v.stream_index,
         v.codec,
@@ -144,7 +168,7 @@ pub fn print_probe(i: &MediaInfo) {
         }
     );
     if let Some(n) = v.frame_count {
-        println!(
+        outln!(
             "  frames     {n}{}",
             if v.frame_count_estimated {
                 " (estimated)"
@@ -153,12 +177,15 @@ pub fn print_probe(i: &MediaInfo) {
             }
         );
     }
-    println!(
+    outln!(
         "  colour     primaries {}, transfer {}, matrix {}, range {}",
-        v.color_primaries, v.color_transfer, v.color_matrix, v.color_range
+        v.color_primaries,
+        v.color_transfer,
+        v.color_matrix,
+        v.color_range
     );
     if v.rotation_deg != 0.0 {
-        println!("  rotation   {} degrees", v.rotation_deg);
+        outln!("  rotation   {} degrees", v.rotation_deg);
     }
     for s in &i.streams {
         if s.index == v.stream_index {
@@ -174,9 +201,9 @@ pub fn print_probe(i: &MediaInfo) {
         } else {
             ""
         };
-        println!("  {:<10} #{} {}{lang}{pic}", s.kind, s.index, s.codec);
+        outln!("  {:<10} #{} {}{lang}{pic}", s.kind, s.index, s.codec);
     }
     if i.chapters > 0 {
-        println!("  chapters   {}", i.chapters);
+        outln!("  chapters   {}", i.chapters);
     }
 }

@@ -248,23 +248,206 @@ fn missing_runtime_library_exits_6_and_lists_candidates() {
             "-o",
             dir.path().join("o.mp4").to_str().unwrap(),
         ])
-        .args([
-            "-m",
-            fixture("nearest_x2.onnx").to_str().unwrap(),
-            "--ort-lib",
-            "/nonexistent/libonnxruntime.so",
-        ])
+        .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
         .env("RAVE_HOME", dir.path())
         .env_remove("ORT_DYLIB_PATH")
         .output()
         .unwrap();
     assert_exit(&o, 6);
     let err = stderr(&o);
+    assert!(err.contains("Checked, in order:"), "{err}");
     assert!(
-        err.contains("/nonexistent/libonnxruntime.so (--ort-lib): not found"),
+        err.contains(&format!(
+            "{}/lib/libonnxruntime.so (RAVE install folder): not found",
+            dir.path().display()
+        )),
         "{err}"
     );
-    assert!(err.contains("RAVE install folder"), "{err}");
+}
+
+#[test]
+fn an_ort_library_named_by_the_user_must_load() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let out = dir.path().join("o.mp4");
+    let upscale_with = |flag: Option<&str>, env: Option<&str>| {
+        let mut c = rave();
+        c.args(["upscale", "-i", clip.to_str().unwrap(), "-o"])
+            .arg(&out)
+            .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
+            .env_remove("ORT_DYLIB_PATH");
+        if let Some(f) = flag {
+            c.args(["--ort-lib", f]);
+        }
+        if let Some(e) = env {
+            c.env("ORT_DYLIB_PATH", e);
+        }
+        c.output().unwrap()
+    };
+    for (flag, env, needle) in [
+        (Some("/nope.so"), None, "/nope.so (from --ort-lib)"),
+        (Some("/etc/passwd"), None, "/etc/passwd (from --ort-lib)"),
+        (None, Some("/nope.so"), "/nope.so (from ORT_DYLIB_PATH)"),
+        (
+            Some("/nope.so"),
+            Some("/also-nope.so"),
+            "/nope.so (from --ort-lib)",
+        ),
+    ] {
+        let o = upscale_with(flag, env);
+        assert_exit(&o, 6);
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{flag:?} {env:?}: {err}");
+        assert!(!err.contains("RAVE install folder"), "no fallback: {err}");
+        assert!(!out.exists());
+    }
+    let err = stderr(&upscale_with(Some("/nope.so"), None));
+    assert!(err.contains("no such file"), "{err}");
+    let err = stderr(&upscale_with(Some("/etc/passwd"), None));
+    assert!(err.contains("invalid ELF header"), "{err}");
+}
+
+#[test]
+fn a_models_dir_that_is_not_a_folder_is_a_usage_error() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let m = fixture("nearest_x2.onnx");
+    let o = run(&["models", "--models-dir", "/nope"]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o).trim(),
+        "rave: error: --models-dir /nope: no such folder; name the folder that holds the .onnx models"
+    );
+    let o = upscale(
+        &clip,
+        &dir.path().join("o.mp4"),
+        &m,
+        &["--models-dir", m.to_str().unwrap()],
+    );
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("not a folder"), "{}", stderr(&o));
+    let o = rave()
+        .args(["models", "--json"])
+        .env("RAVE_MODELS_DIR", "/nope")
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("RAVE_MODELS_DIR=/nope: no such folder"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_not_in_a_panic() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let clip = clip.to_str().unwrap();
+    std::fs::copy(fixture("nearest_x2.onnx"), dir.path().join("tiny-x2.onnx")).unwrap();
+    let models = dir.path().to_str().unwrap();
+    for args in [
+        vec!["probe", clip],
+        vec!["probe", clip, "--json"],
+        vec!["models", "--models-dir", models],
+        vec!["models", "--models-dir", models, "--json"],
+        vec!["devices"],
+        vec!["probe", "/nonexistent.mp4", "--json"],
+    ] {
+        // The reader is gone before rave writes a byte.
+        let mut child = rave()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_ne!(o.status.code(), Some(101), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn pipes_stdin_and_devices_are_named_with_what_to_do() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let fifo = dir.path().join("pipe.mp4");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let hint = "RAVE reads the input more than once";
+    let cases: [(&str, &str); 3] = [
+        (fifo.to_str().unwrap(), "is a pipe (FIFO)"),
+        ("-", "from stdin ('-') is not supported"),
+        ("/dev/null", "is a device"),
+    ];
+    for (input, what) in cases {
+        // Nobody writes to the FIFO: RAVE must say what it is without opening it.
+        let o = rave()
+            .args(["probe", input])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(err.contains(what) && err.contains(hint), "{input}: {err}");
+        assert!(!err.contains("empty"), "{err}");
+    }
+    // A clip piped into /dev/stdin.
+    let mut child = rave()
+        .args(["upscale", "-i", "/dev/stdin", "-o"])
+        .arg(dir.path().join("o.mp4"))
+        .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let bytes = std::fs::read(&clip).unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = std::io::Write::write_all(&mut stdin, &bytes);
+    });
+    let o = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("/dev/stdin: is stdin, a pipe") && err.contains(hint),
+        "{err}"
+    );
+}
+
+#[test]
+fn onnx_runtime_log_lines_stay_out_of_the_error() {
+    // A model that parses but fails while ONNX Runtime initializes it (an unknown Resize
+    // mode): the runtime logs an error of its own, which must not reach the user.
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let mut bytes = std::fs::read(fixture("nearest_x2.onnx")).unwrap();
+    let at = bytes
+        .windows(5)
+        .position(|w| w == b"floor")
+        .expect("nearest_mode attribute");
+    bytes[at..at + 5].copy_from_slice(b"flxor");
+    let bad = dir.path().join("bad_mode.onnx");
+    std::fs::write(&bad, bytes).unwrap();
+    let o = upscale(&clip, &dir.path().join("o.mp4"), &bad, &[]);
+    assert_exit(&o, 5);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "only RAVE's line: {err}");
+    assert!(
+        err.starts_with("rave: error: ") && err.contains("flxor"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "no colour codes: {err:?}");
 }
 
 #[test]

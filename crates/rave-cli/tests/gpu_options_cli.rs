@@ -1,6 +1,8 @@
 //! The GPU options as a user meets them on any machine: bad values are usage errors (exit 2)
 //! naming the flag; `--device gpu` without a usable GPU is one line with exit 6 and the way
-//! out; `--device auto` says in the report why the CPU ran the model.
+//! out; `--device auto` says in the report why the CPU ran the model, and warns about GPU
+//! options it ignores; a provider asked for by name needs the GPU; GPU options with
+//! `--device cpu` are refused.
 
 mod common;
 
@@ -28,7 +30,9 @@ fn bad_gpu_option_values_are_usage_errors_naming_the_flag() {
         (&["--max-batch", "0"][..], "--max-batch"),
         (&["--max-batch", "99"][..], "--max-batch"),
         (&["--batch-deadline-ms=-1"][..], "--batch-deadline-ms"),
+        (&["--batch-deadline-ms", "-1"][..], "--batch-deadline-ms"),
         (&["--batch-deadline-ms", "20000"][..], "--batch-deadline-ms"),
+        (&["--batch-deadline-ms", "NaN"][..], "--batch-deadline-ms"),
         (&["--backend", "vulkan"][..], "vulkan"),
         (&["--device", "tpu"][..], "tpu"),
     ] {
@@ -61,11 +65,145 @@ fn unknown_rave_ort_tensorrt_value_is_a_usage_error() {
         .args(["upscale", "-i", input.to_str().unwrap(), "-o"])
         .arg(dir.path().join("o.mp4"))
         .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
-        .args(["--backend", "cuda", "--device", "cpu", "--json"])
+        .args(["--backend", "auto", "--json"])
         .env("RAVE_ORT_TENSORRT", "maybe")
         .output()
         .unwrap();
     assert_exit(&o, 0);
+}
+
+#[test]
+fn gpu_options_with_device_cpu_are_refused_in_one_line() {
+    let dir = scratch();
+    let input = clip(dir.path());
+    let out = dir.path().join("out.mp4");
+    let model = fixture("nearest_x2.onnx");
+    for (extra, named) in [
+        (&["--precision", "fp16"][..], "--precision only applies"),
+        (&["--backend", "auto"][..], "--backend only applies"),
+        (&["--gpu", "0"][..], "--gpu only applies"),
+        (&["--cuda-graph"][..], "--cuda-graph only applies"),
+        (&["--decoder", "software"][..], "--decoder only applies"),
+        (
+            &["--engine-cache", "/tmp"][..],
+            "--engine-cache only applies",
+        ),
+        (
+            &["--trt-workspace", "64"][..],
+            "--trt-workspace only applies",
+        ),
+        (
+            &["--batch-deadline-ms", "2"][..],
+            "--batch-deadline-ms only applies",
+        ),
+        (
+            &["--max-batch", "2", "--precision", "fp32"][..],
+            "--precision, --max-batch only apply",
+        ),
+        (
+            &["--precision", "int8", "--int8-calibration", "t.table"][..],
+            "--precision, --int8-calibration only apply",
+        ),
+    ] {
+        let mut args = vec!["--device", "cpu"];
+        args.extend_from_slice(extra);
+        let o = upscale(&input, &out, &model, &args);
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{extra:?}: {err}");
+        assert!(
+            err.starts_with("rave: error: ") && err.contains(named) && err.contains("GPU path"),
+            "{extra:?}: {err}"
+        );
+        assert!(!out.exists());
+    }
+    // Without GPU options --device cpu runs; RAVE_ORT_TENSORRT is not an option given.
+    let o = rave()
+        .args(["upscale", "-i", input.to_str().unwrap(), "-o"])
+        .arg(&out)
+        .args(["-m", model.to_str().unwrap(), "--device", "cpu"])
+        .env("RAVE_ORT_TENSORRT", "cuda")
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+}
+
+#[test]
+fn device_auto_on_the_cpu_warns_once_about_gpu_options_it_ignores() {
+    if has_gpu() {
+        return;
+    }
+    let dir = scratch();
+    let input = clip(dir.path());
+    let model = fixture("nearest_x2.onnx");
+    let o = upscale(
+        &input,
+        &dir.path().join("out.mp4"),
+        &model,
+        &["--precision", "fp32", "--max-batch", "1"],
+    );
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("rave: warning: --precision, --max-batch ignored:"),
+        "{err}"
+    );
+    // A benchmark runs the pipeline twice: still one warning.
+    let o = run(&[
+        "benchmark",
+        "-i",
+        input.to_str().unwrap(),
+        "-m",
+        model.to_str().unwrap(),
+        "--cuda-graph",
+    ]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert_eq!(err.matches("--cuda-graph ignored").count(), 1, "{err}");
+    // Without GPU options nothing is said.
+    let o = upscale(&input, &dir.path().join("plain.mp4"), &model, &[]);
+    assert_exit(&o, 0);
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn a_provider_asked_for_by_name_needs_the_gpu_with_device_auto() {
+    if has_gpu() {
+        return;
+    }
+    for (flag, env, who) in [
+        (Some("cuda"), None, "--backend cuda"),
+        (Some("tensorrt"), None, "--backend tensorrt"),
+        (None, Some("trt"), "RAVE_ORT_TENSORRT=trt"),
+        (None, Some("cuda-only"), "RAVE_ORT_TENSORRT=cuda-only"),
+    ] {
+        let mut extra = Vec::new();
+        if let Some(f) = flag {
+            extra.extend(["--backend", f]);
+        }
+        let dir = scratch();
+        let input = clip(dir.path());
+        let out = dir.path().join("out.mp4");
+        let mut cmd = rave();
+        cmd.args(["upscale", "-i", input.to_str().unwrap(), "-o"])
+            .arg(&out)
+            .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
+            .args(&extra);
+        match env {
+            Some(v) => cmd.env("RAVE_ORT_TENSORRT", v),
+            None => cmd.env_remove("RAVE_ORT_TENSORRT"),
+        };
+        let o = cmd.output().unwrap();
+        assert_exit(&o, 6);
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("no usable GPU") && err.contains(&format!("{who} asks for")),
+            "{who}: {err}"
+        );
+        assert!(!out.exists() && temp_files_left(dir.path()).is_empty());
+    }
 }
 
 /// Upscale with `extra` on a machine without a GPU: exit 6, no output, no temp files;

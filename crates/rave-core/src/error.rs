@@ -142,6 +142,14 @@ pub enum EngineError {
     /// The run was cancelled (Ctrl+C).
     #[error("cancelled")]
     Cancelled,
+    /// Another `rave` run is writing the same output right now.
+    #[error(
+        "{0}: output is being written by another rave run; wait for it to finish or choose another output path"
+    )]
+    OutputInUse(PathBuf),
+    /// The run was cancelled before its first frame was written: nothing was kept.
+    #[error("interrupted before the first frame was written; nothing was written")]
+    CancelledBeforeOutput,
 }
 
 /// Error families: each maps to one documented exit code of the `rave` command.
@@ -210,6 +218,8 @@ impl EngineError {
             Config(_) => 503,
             Io(_) => 504,
             Cancelled => 600,
+            OutputInUse(_) => 505,
+            CancelledBeforeOutput => 601,
         }
     }
 
@@ -243,6 +253,8 @@ impl EngineError {
             Config(_) => "config",
             Io(_) => "io",
             Cancelled => "cancelled",
+            OutputInUse(_) => "output_in_use",
+            CancelledBeforeOutput => "cancelled_before_output",
         }
     }
 
@@ -270,6 +282,8 @@ impl EngineError {
             }
             Cuda(_) | NoGpu(_) | VramLimit { .. } | RuntimeLibrary(_) => ErrorFamily::Runtime,
             Cancelled => ErrorFamily::Cancelled,
+            OutputInUse(_) => ErrorFamily::Output,
+            CancelledBeforeOutput => ErrorFamily::Cancelled,
         }
     }
 }
@@ -297,6 +311,8 @@ mod tests {
             EngineError::OutputExists(PathBuf::new()),
             EngineError::Config(String::new()),
             EngineError::Cancelled,
+            EngineError::OutputInUse(PathBuf::new()),
+            EngineError::CancelledBeforeOutput,
         ];
         let mut codes: Vec<u16> = samples.iter().map(EngineError::code).collect();
         codes.sort_unstable();
@@ -316,6 +332,13 @@ mod tests {
             5
         );
         assert_eq!(EngineError::Cancelled.family().exit_code(), 130);
+        assert_eq!(EngineError::CancelledBeforeOutput.family().exit_code(), 130);
+        assert_eq!(
+            EngineError::OutputInUse(PathBuf::new())
+                .family()
+                .exit_code(),
+            4
+        );
         let corrupt = EngineError::CorruptStream {
             path: "a.mkv".into(),
             damage: Box::new(InputDamage {

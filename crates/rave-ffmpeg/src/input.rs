@@ -1,19 +1,30 @@
-//! Opening an input file with errors a user can act on: missing, unreadable, not media,
-//! no video stream, or a codec this FFmpeg cannot decode.
+//! Opening an input file with errors a user can act on: missing, unreadable, not a regular
+//! file (a pipe, stdin, a device), not media, no video stream, or a codec this FFmpeg cannot
+//! decode.
 
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use ffmpeg_next::format::context::Input;
 use ffmpeg_next::media::Type;
 use rave_core::error::{EngineError, Result};
 
-/// Open `path` for demuxing, checking first that it is a readable file.
+/// What to do with input that can only be read once.
+const READ_ONCE_HINT: &str =
+    "RAVE reads the input more than once (probe, then decode): save it to a regular file first";
+
+/// Open `path` for demuxing, checking first that it is a readable regular file.
 pub fn open(path: &Path) -> Result<Input> {
     crate::init();
     let unreadable = |reason: String| EngineError::InputUnreadable {
         path: path.to_path_buf(),
         reason,
     };
+    if path.as_os_str() == "-" {
+        return Err(unreadable(format!(
+            "reading the video from stdin ('-') is not supported; {READ_ONCE_HINT}"
+        )));
+    }
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => unreadable("no such file".into()),
         std::io::ErrorKind::PermissionDenied => unreadable("permission denied".into()),
@@ -21,6 +32,12 @@ pub fn open(path: &Path) -> Result<Input> {
     })?;
     if meta.is_dir() {
         return Err(unreadable("is a directory, not a video file".into()));
+    }
+    // Checked before opening: opening a pipe nobody writes to would wait forever.
+    if let Some(what) = not_a_regular_file(path, meta.file_type()) {
+        return Err(unreadable(format!(
+            "is {what}, not a regular file; {READ_ONCE_HINT}"
+        )));
     }
     std::fs::File::open(path).map_err(|e| unreadable(format!("cannot open: {e}")))?;
     if meta.len() == 0 {
@@ -33,6 +50,30 @@ pub fn open(path: &Path) -> Result<Input> {
         path: path.to_path_buf(),
         reason: format!("not a media file FFmpeg can read ({e})"),
     })
+}
+
+/// What `path` is when it is not a regular file or folder: "a pipe (stdin)", "a device", ...
+fn not_a_regular_file(path: &Path, kind: std::fs::FileType) -> Option<&'static str> {
+    let stdin = ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]
+        .iter()
+        .any(|p| path == Path::new(p));
+    if kind.is_fifo() {
+        Some(if stdin {
+            "stdin, a pipe"
+        } else {
+            "a pipe (FIFO)"
+        })
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some(if stdin {
+            "stdin, a terminal or device"
+        } else {
+            "a device"
+        })
+    } else if kind.is_socket() {
+        Some(if stdin { "stdin, a socket" } else { "a socket" })
+    } else {
+        None
+    }
 }
 
 /// Index of the main video stream: the best one FFmpeg picks, never cover art.

@@ -1,12 +1,13 @@
 //! Where the model runs: the CPU backend, or the GPU path (GPU context, colour kernels and
 //! the TensorRT/CUDA backend). `--device auto` takes the GPU when every piece of it comes up
-//! and says why not otherwise; `--device gpu` makes any failure the error.
+//! and says why not otherwise (warning about GPU-only options it then ignores); `--device gpu`,
+//! or a provider asked for by name, makes any failure the error.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rave_core::backend::{HostUpscaleBackend, ModelMetadata, UpscaleBackend};
-use rave_core::error::{EngineError, Result};
+use rave_core::error::{EngineError, ErrorFamily, Result};
 use rave_core::gpu::GpuContext;
 use rave_core::types::PixelFormat;
 use rave_tensorrt::ep_options::Precision;
@@ -45,6 +46,9 @@ pub struct ChosenBackend {
     pub model: PathBuf,
     /// Report entry.
     pub report: BackendReport,
+    /// Something the user should be told before the run (GPU-only options ignored on the
+    /// CPU).
+    pub warning: Option<String>,
 }
 
 /// Load the model where `config.device` asks; `frame` is the clip's size (TensorRT's
@@ -65,13 +69,50 @@ pub fn choose_backend(
         }),
         Device::Auto => match gpu(config, runtime, frame, downstream) {
             Ok(chosen) => Ok(chosen),
-            Err(e) => cpu(
-                config,
-                runtime,
-                format!("auto: the GPU path is not available ({e}); the CPU runs the model"),
-            ),
+            Err(e) => match &config.gpu.provider_requested_by {
+                Some(by) => Err(provider_required(e, by)),
+                None => {
+                    let mut chosen = cpu(
+                        config,
+                        runtime,
+                        format!(
+                            "auto: the GPU path is not available ({e}); the CPU runs the model"
+                        ),
+                    )?;
+                    chosen.warning = ignored_on_cpu(&config.gpu.given);
+                    Ok(chosen)
+                }
+            },
         },
     }
+}
+
+/// A provider asked for by name could not run: the GPU's failure is the error (no fallback
+/// to the CPU), saying what asked for it. Errors that are not about the GPU or its runtime
+/// (a bad option, a broken model) stay as they are.
+fn provider_required(e: EngineError, by: &str) -> EngineError {
+    let why = format!(
+        "; {by} asks for that GPU provider, so RAVE does not fall back to the CPU (drop it to run on the CPU)"
+    );
+    match e {
+        EngineError::NoGpu(m) => EngineError::NoGpu(m + &why),
+        EngineError::Cuda(m) => EngineError::Cuda(m + &why),
+        EngineError::RuntimeLibrary(m) => EngineError::RuntimeLibrary(m + &why),
+        other if other.family() == ErrorFamily::Runtime => {
+            EngineError::NoGpu(format!("{other}{why}"))
+        }
+        other => other,
+    }
+}
+
+/// The warning when `--device auto` runs on the CPU although GPU-only options were given.
+fn ignored_on_cpu(given: &[String]) -> Option<String> {
+    (!given.is_empty()).then(|| {
+        format!(
+            "{} ignored: the GPU path is not available, so the CPU runs the model (see the report's backend reason)",
+            given.join(", ")
+        )
+    })
 }
 
 fn cpu(
@@ -95,6 +136,7 @@ fn cpu(
             runtime_library: runtime.library().to_path_buf(),
         },
         engine: Engine::Cpu(Box::new(backend)),
+        warning: None,
     })
 }
 
@@ -198,6 +240,7 @@ fn gpu(
             runtime_library: runtime.library().to_path_buf(),
         },
         engine: Engine::Gpu(Box::new(GpuPath { ctx, backend })),
+        warning: None,
     })
 }
 
@@ -215,5 +258,38 @@ mod tests {
         std::fs::write(dir.join("net-x2-fp16.onnx"), b"").unwrap();
         assert_eq!(fp16_sibling(&m), Some(dir.join("net-x2-fp16.onnx")));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_named_provider_that_cannot_run_stays_a_runtime_error_saying_who_asked() {
+        let e = provider_required(
+            EngineError::NoGpu("no CUDA driver".into()),
+            "--backend cuda",
+        );
+        assert_eq!(e.family().exit_code(), 6);
+        let text = e.to_string();
+        assert!(
+            text.contains("no CUDA driver; --backend cuda asks for that GPU provider"),
+            "{text}"
+        );
+        let e = provider_required(
+            EngineError::VramLimit {
+                requested: 1,
+                would_be: 2,
+                limit: 1,
+            },
+            "RAVE_ORT_TENSORRT=trt",
+        );
+        assert_eq!(e.family().exit_code(), 6);
+        assert!(e.to_string().contains("RAVE_ORT_TENSORRT=trt asks"), "{e}");
+        let e = provider_required(EngineError::Config("--precision fp32: ...".into()), "x");
+        assert_eq!(e.to_string(), "--precision fp32: ...");
+    }
+
+    #[test]
+    fn ignored_gpu_options_are_named_in_one_warning() {
+        assert_eq!(ignored_on_cpu(&[]), None);
+        let w = ignored_on_cpu(&["--precision".into(), "--max-batch".into()]).unwrap();
+        assert!(w.starts_with("--precision, --max-batch ignored: "), "{w}");
     }
 }

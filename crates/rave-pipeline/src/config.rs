@@ -60,6 +60,12 @@ pub struct GpuOptions {
     pub device_id: usize,
     /// Execution-provider policy (`--backend` / `RAVE_ORT_TENSORRT`).
     pub policy: EpPolicy,
+    /// What asked for one provider (e.g. `--backend cuda`, `RAVE_ORT_TENSORRT=trt`), when
+    /// one was: then the GPU is required, and `--device auto` does not fall back to the CPU.
+    pub provider_requested_by: Option<String>,
+    /// The GPU-only options the user gave explicitly (by flag), warned about when
+    /// `--device auto` runs the model on the CPU.
+    pub given: Vec<String>,
     /// Precision.
     pub precision: PrecisionChoice,
     /// TensorRT engine cache (default: `trt_cache` beside the model).
@@ -82,6 +88,8 @@ impl Default for GpuOptions {
         Self {
             device_id: 0,
             policy: EpPolicy::Auto,
+            provider_requested_by: None,
+            given: Vec::new(),
             precision: PrecisionChoice::Auto,
             engine_cache: None,
             workspace_bytes: None,

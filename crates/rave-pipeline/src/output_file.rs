@@ -1,22 +1,39 @@
 //! The output file protocol: frames are written to a hidden temporary file beside the
-//! target; only a complete run renames it to the target. A cancelled run's finalized file
-//! is renamed `NAME.partial.EXT`; a failed run's is deleted. So a file at the target path is
-//! always complete.
+//! target, `.NAME.rave.tmp`, locked for the whole run (the reservation: a second run on the
+//! same target is refused). Only a complete run moves it to the target; a cancelled run's
+//! finalized file becomes `NAME.partial.EXT` (or the first free `NAME.partial-N.EXT`); a failed
+//! run's is deleted. Nothing is replaced without `--overwrite`, and the input never is.
 
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rave_core::error::{EngineError, Result};
 
-/// The paths one run writes.
-#[derive(Debug, Clone)]
+use crate::no_replace::rename_no_replace;
+use crate::output_lock::{FileId, Reservation, ReserveError, sweep_stale, temp_name};
+
+pub use crate::output_lock::remove_in_flight;
+
+/// Numbered alternatives tried for a name that is taken (`-2` up to this).
+const MAX_NUMBERED: u32 = 999;
+
+/// The paths one run writes, reserved until dropped. Dropped before the output was settled
+/// (committed or kept as a partial), the temporary file is removed: a run that fails, at
+/// any step, leaves nothing.
+#[derive(Debug)]
 pub struct OutputTarget {
     target: PathBuf,
-    temp: PathBuf,
+    reservation: Reservation,
+    input: Option<FileId>,
+    overwrite: bool,
+    settled: AtomicBool,
 }
 
 impl OutputTarget {
     /// Check that `target` may be written (not the input, exists only with `overwrite`,
-    /// folder present) and choose the temporary path.
+    /// folder present), remove temporary files of dead runs from its folder, and reserve
+    /// the temporary path (refused while another run holds it).
     pub fn prepare(target: &Path, input: &Path, overwrite: bool) -> Result<Self> {
         let unwritable = |reason: &str| EngineError::OutputUnwritable {
             path: target.to_path_buf(),
@@ -34,27 +51,48 @@ impl OutputTarget {
         if !dir.is_dir() {
             return Err(unwritable("its folder does not exist"));
         }
-        if let (Ok(a), Ok(b)) = (input.canonicalize(), dir.canonicalize())
-            && a == b.join(&name)
-        {
+        let input = FileId::of_path(input);
+        let is_input = |p: &Path| input.is_some() && FileId::of_path(p) == input;
+        if is_input(target) {
             return Err(unwritable("is the input file; choose another output path"));
         }
         if target.is_dir() {
             return Err(unwritable("is a directory"));
         }
-        if target.exists() && !overwrite {
+        for stale in sweep_stale(&dir, input) {
+            tracing::debug!(path = %stale.display(), "removed the temporary file of a run that is no longer alive");
+        }
+        let temp = dir.join(temp_name(&name));
+        if is_input(&temp) {
+            return Err(unwritable(
+                "its temporary file name is the input's; rename the input",
+            ));
+        }
+        let reservation = Reservation::take(&temp).map_err(|e| match e {
+            ReserveError::Busy => EngineError::OutputInUse(target.to_path_buf()),
+            ReserveError::Io(e) => EngineError::OutputUnwritable {
+                path: target.to_path_buf(),
+                reason: format!("cannot create its temporary file {}: {e}", temp.display()),
+            },
+        })?;
+        // Only now, holding the reservation: a run that finished just before sees its
+        // result here.
+        if target.symlink_metadata().is_ok() && !overwrite {
+            reservation.remove();
             return Err(EngineError::OutputExists(target.to_path_buf()));
         }
-        let temp = dir.join(format!(".{name}.rave-{}.tmp", std::process::id()));
         Ok(Self {
             target: target.to_path_buf(),
-            temp,
+            reservation,
+            input,
+            overwrite,
+            settled: AtomicBool::new(false),
         })
     }
 
     /// Where frames are written while the run is in progress.
     pub fn temp_path(&self) -> &Path {
-        &self.temp
+        self.reservation.path()
     }
 
     /// The final path.
@@ -62,63 +100,154 @@ impl OutputTarget {
         &self.target
     }
 
-    /// Where a cancelled run's finalized output goes: `NAME.partial.EXT`.
+    /// Where a cancelled run's finalized output goes first: `NAME.partial.EXT`.
     pub fn partial_path(&self) -> PathBuf {
-        let stem = self
-            .target
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let name = match self.target.extension() {
-            Some(ext) => format!("{stem}.partial.{}", ext.to_string_lossy()),
-            None => format!("{stem}.partial"),
-        };
-        self.target.with_file_name(name)
+        numbered(&self.target, ".partial", 1)
     }
 
-    /// The run completed: move the finished file into place.
+    fn is_input(&self, p: &Path) -> bool {
+        self.input.is_some() && FileId::of_path(p) == self.input
+    }
+
+    /// The run completed: move the finished file into place. Without `--overwrite` a
+    /// target that appeared meanwhile is not replaced: the error names where the finished
+    /// file was kept instead (`NAME-2.EXT`, ...).
     pub fn commit(&self) -> Result<PathBuf> {
-        std::fs::rename(&self.temp, &self.target).map_err(|e| EngineError::OutputUnwritable {
+        let failed = |e: io::Error| EngineError::OutputUnwritable {
             path: self.target.clone(),
             reason: format!("cannot move the finished file into place: {e}"),
-        })?;
-        Ok(self.target.clone())
+        };
+        if self.overwrite {
+            if self.is_input(&self.target) {
+                return Err(EngineError::OutputUnwritable {
+                    path: self.target.clone(),
+                    reason: "became the input file during the run; not replaced".into(),
+                });
+            }
+            std::fs::rename(self.temp_path(), &self.target).map_err(failed)?;
+            self.settled.store(true, Ordering::SeqCst);
+            return Ok(self.target.clone());
+        }
+        match rename_no_replace(self.temp_path(), &self.target) {
+            Ok(()) => {
+                self.settled.store(true, Ordering::SeqCst);
+                Ok(self.target.clone())
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let kept = self.place_numbered("", 2)?;
+                Err(EngineError::OutputUnwritable {
+                    path: self.target.clone(),
+                    reason: format!(
+                        "it already exists (it appeared during the run) and is not replaced without --overwrite; the finished file was kept as {}",
+                        kept.display()
+                    ),
+                })
+            }
+            Err(e) => Err(failed(e)),
+        }
     }
 
-    /// The run was cancelled after finalizing what it had: keep it under the partial name.
+    /// The run was cancelled after finalizing what it had: keep it as `NAME.partial.EXT`,
+    /// or, where that name is taken (and not replaceable: no `--overwrite`, or it is the
+    /// input), as the first free `NAME.partial-N.EXT`.
     pub fn keep_partial(&self) -> Result<PathBuf> {
-        let partial = self.partial_path();
-        std::fs::rename(&self.temp, &partial).map_err(|e| EngineError::OutputUnwritable {
-            path: partial.clone(),
-            reason: e.to_string(),
-        })?;
-        Ok(partial)
+        let first = self.partial_path();
+        if self.overwrite
+            && !self.is_input(&first)
+            && !first.is_dir()
+            && std::fs::rename(self.temp_path(), &first).is_ok()
+        {
+            self.settled.store(true, Ordering::SeqCst);
+            return Ok(first);
+        }
+        self.place_numbered(".partial", 1)
+    }
+
+    /// Move the temporary file to the first free `STEM{tag}[-N].EXT` from `from` on.
+    fn place_numbered(&self, tag: &str, from: u32) -> Result<PathBuf> {
+        for n in from..=MAX_NUMBERED {
+            let path = numbered(&self.target, tag, n);
+            match rename_no_replace(self.temp_path(), &path) {
+                Ok(()) => {
+                    self.settled.store(true, Ordering::SeqCst);
+                    return Ok(path);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(EngineError::OutputUnwritable {
+                        path,
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        }
+        Err(EngineError::OutputUnwritable {
+            path: numbered(&self.target, tag, MAX_NUMBERED),
+            reason: format!("every name up to -{MAX_NUMBERED} is taken"),
+        })
     }
 
     /// The run failed: remove whatever was written.
     pub fn discard(&self) {
-        // Nothing to do if it was never created.
-        let _ = std::fs::remove_file(&self.temp);
+        self.reservation.remove();
     }
+}
+
+impl Drop for OutputTarget {
+    fn drop(&mut self) {
+        if !self.settled.load(Ordering::SeqCst) {
+            self.reservation.remove();
+        }
+    }
+}
+
+/// `STEM{tag}.EXT` for `n` = 1, `STEM{tag}-N.EXT` after.
+fn numbered(target: &Path, tag: &str, n: u32) -> PathBuf {
+    let stem = target
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let count = match n {
+        1 => String::new(),
+        n => format!("-{n}"),
+    };
+    let name = match target.extension() {
+        Some(ext) => format!("{stem}{tag}{count}.{}", ext.to_string_lossy()),
+        None => format!("{stem}{tag}{count}"),
+    };
+    target.with_file_name(name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn setup() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.mp4");
+        std::fs::write(&input, b"input bytes").unwrap();
+        (dir, input)
+    }
+
     #[test]
     fn refuses_existing_without_overwrite_and_the_input_itself() {
-        let dir = std::env::temp_dir().join(format!("rave-out-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let input = dir.join("in.mp4");
-        std::fs::write(&input, b"x").unwrap();
+        let (dir, input) = setup();
+        let dir = dir.path();
         let out = dir.join("out.mp4");
-        assert!(OutputTarget::prepare(&out, &input, false).is_ok());
+        drop(OutputTarget::prepare(&out, &input, false).unwrap());
         std::fs::write(&out, b"x").unwrap();
         let err = OutputTarget::prepare(&out, &input, false).unwrap_err();
         assert_eq!(err.kind(), "output_exists");
-        assert!(OutputTarget::prepare(&out, &input, true).is_ok());
+        assert!(
+            !dir.join(".out.mp4.rave.tmp").exists(),
+            "refusal leaves no temp"
+        );
+        drop(OutputTarget::prepare(&out, &input, true).unwrap());
         let err = OutputTarget::prepare(&input, &input, true).unwrap_err();
+        assert!(err.to_string().contains("is the input file"), "{err}");
+        let link = dir.join("hard-link.mp4");
+        std::fs::hard_link(&input, &link).unwrap();
+        let err = OutputTarget::prepare(&link, &input, true).unwrap_err();
         assert!(err.to_string().contains("is the input file"), "{err}");
         let err = OutputTarget::prepare(&dir.join("nope/out.mp4"), &input, false).unwrap_err();
         assert!(err.to_string().contains("folder does not exist"), "{err}");
@@ -127,6 +256,114 @@ mod tests {
         std::fs::write(t.temp_path(), b"data").unwrap();
         assert_eq!(t.commit().unwrap(), dir.join("clip.mkv"));
         assert!(!t.temp_path().exists());
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_second_reservation_of_one_target_is_refused_while_the_first_holds() {
+        let (dir, input) = setup();
+        let out = dir.path().join("out.mp4");
+        let first = OutputTarget::prepare(&out, &input, false).unwrap();
+        for overwrite in [false, true] {
+            let err = OutputTarget::prepare(&out, &input, overwrite).unwrap_err();
+            assert_eq!(err.kind(), "output_in_use");
+            assert_eq!(err.family().exit_code(), 4);
+        }
+        std::fs::write(first.temp_path(), b"done").unwrap();
+        first.commit().unwrap();
+        drop(first);
+        let err = OutputTarget::prepare(&out, &input, false).unwrap_err();
+        assert_eq!(err.kind(), "output_exists");
+    }
+
+    #[test]
+    fn a_target_that_appears_during_the_run_is_not_replaced() {
+        let (dir, input) = setup();
+        let out = dir.path().join("out.mp4");
+        let t = OutputTarget::prepare(&out, &input, false).unwrap();
+        std::fs::write(t.temp_path(), b"finished").unwrap();
+        std::fs::write(&out, b"someone else's").unwrap();
+        let err = t.commit().unwrap_err().to_string();
+        assert!(
+            err.contains("already exists") && err.contains("out-2.mp4"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), b"someone else's");
+        assert_eq!(
+            std::fs::read(dir.path().join("out-2.mp4")).unwrap(),
+            b"finished"
+        );
+    }
+
+    #[test]
+    fn a_partial_never_replaces_the_input_or_without_overwrite_an_existing_partial() {
+        let (dir, _) = setup();
+        let d = dir.path();
+        // The input is clip.partial.mp4 and the output clip.mp4.
+        let input = d.join("clip.partial.mp4");
+        std::fs::write(&input, b"the input").unwrap();
+        for overwrite in [false, true] {
+            let t = OutputTarget::prepare(&d.join("clip.mp4"), &input, overwrite).unwrap();
+            std::fs::write(t.temp_path(), b"partial").unwrap();
+            let kept = t.keep_partial().unwrap();
+            assert_eq!(std::fs::read(&input).unwrap(), b"the input");
+            assert_eq!(std::fs::read(&kept).unwrap(), b"partial");
+            assert_ne!(kept, input);
+        }
+        assert!(d.join("clip.partial-2.mp4").exists() && d.join("clip.partial-3.mp4").exists());
+
+        // Another input; an existing partial is kept without --overwrite, replaced with it.
+        let other = d.join("other.mp4");
+        std::fs::write(&other, b"x").unwrap();
+        let t = OutputTarget::prepare(&d.join("clip.mp4"), &other, false).unwrap();
+        std::fs::write(t.temp_path(), b"fourth").unwrap();
+        assert_eq!(t.keep_partial().unwrap(), d.join("clip.partial-4.mp4"));
+        let t = OutputTarget::prepare(&d.join("clip.mp4"), &other, true).unwrap();
+        std::fs::write(t.temp_path(), b"replaced").unwrap();
+        assert_eq!(t.keep_partial().unwrap(), input);
+        assert_eq!(std::fs::read(&input).unwrap(), b"replaced");
+    }
+
+    #[test]
+    fn preparing_sweeps_dead_runs_temp_files_but_not_live_ones() {
+        let (dir, input) = setup();
+        let d = dir.path();
+        let dead = d.join(".gone.mp4.rave.tmp");
+        std::fs::write(&dead, b"killed run").unwrap();
+        let live = OutputTarget::prepare(&d.join("live.mp4"), &input, false).unwrap();
+        assert!(!dead.exists());
+        let t = OutputTarget::prepare(&d.join("third.mp4"), &input, false).unwrap();
+        assert!(live.temp_path().exists());
+        t.discard();
+        assert!(!t.temp_path().exists());
+    }
+
+    #[test]
+    fn an_unsettled_target_leaves_nothing_when_dropped() {
+        let (dir, input) = setup();
+        let t = OutputTarget::prepare(&dir.path().join("out.mp4"), &input, false).unwrap();
+        std::fs::write(t.temp_path(), b"half a run").unwrap();
+        let temp = t.temp_path().to_path_buf();
+        drop(t);
+        assert!(!temp.exists());
+        let t = OutputTarget::prepare(&dir.path().join("out.mp4"), &input, false).unwrap();
+        std::fs::write(t.temp_path(), b"done").unwrap();
+        let kept = t.commit().unwrap();
+        drop(t);
+        assert_eq!(std::fs::read(kept).unwrap(), b"done");
+    }
+
+    #[test]
+    fn numbered_names_keep_the_extension() {
+        let t = Path::new("/x/clip.mp4");
+        assert_eq!(numbered(t, ".partial", 1), Path::new("/x/clip.partial.mp4"));
+        assert_eq!(
+            numbered(t, ".partial", 3),
+            Path::new("/x/clip.partial-3.mp4")
+        );
+        assert_eq!(numbered(t, "", 2), Path::new("/x/clip-2.mp4"));
+        assert_eq!(
+            numbered(Path::new("noext"), ".partial", 2),
+            Path::new("noext.partial-2")
+        );
     }
 }

@@ -50,6 +50,9 @@ pub trait ProgressSink: Send + Sync {
     fn frame_written(&self, progress: &Progress);
     /// The run ended (successfully or not).
     fn finished(&self);
+    /// Something the user should know before the run goes on (e.g. options that are
+    /// ignored); the same message may come more than once (a benchmark runs several times).
+    fn warning(&self, message: &str);
 }
 
 /// A sink that ignores everything.
@@ -59,6 +62,7 @@ impl ProgressSink for NoProgress {
     fn started(&self, _: Option<u64>) {}
     fn frame_written(&self, _: &Progress) {}
     fn finished(&self) {}
+    fn warning(&self, _: &str) {}
 }
 
 #[cfg(test)]

@@ -57,7 +57,11 @@ pub fn run_upscale(
         metadata: meta,
         model,
         report: backend_report,
+        warning,
     } = choose_backend(config, (w, h), downstream)?;
+    if let Some(message) = &warning {
+        progress.warning(message);
+    }
     if !meta.accepts(w, h) {
         return Err(EngineError::ModelMetadata(format!(
             "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}",
@@ -176,6 +180,12 @@ pub fn run_upscale(
         Engine::Cpu(_) => None,
     };
 
+    // Stopped by the user before any frame reached the encoder: keep nothing (errors after
+    // the stop are its consequences).
+    if cancel.reason() == Some(StopReason::User) && metrics.encode.frames() == 0 {
+        discard();
+        return Err(EngineError::CancelledBeforeOutput);
+    }
     if let Some(err) = errors.take() {
         discard();
         return Err(err);

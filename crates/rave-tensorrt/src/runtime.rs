@@ -1,10 +1,15 @@
 //! Finding and loading `libonnxruntime.so` at run time (ort's `load-dynamic`), once per
-//! process, from an ordered list of candidates the caller builds; failure lists them all.
+//! process, from an ordered list of candidates the caller builds; failure lists them all, and
+//! a candidate the user named that does not load is the error at once. ONNX Runtime's own
+//! log goes to `tracing` at debug level, so by default only RAVE speaks.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use std::sync::Arc;
+
 use ort::environment::Environment;
+use ort::logging::LogLevel;
 use rave_core::error::{EngineError, Result};
 
 /// One place the runtime library may be, and where that place came from.
@@ -14,6 +19,9 @@ pub struct RuntimeCandidate {
     pub path: PathBuf,
     /// Where the candidate came from (e.g. "ORT_DYLIB_PATH", "next to the executable").
     pub origin: String,
+    /// Named by the user (`--ort-lib`, `ORT_DYLIB_PATH`): if it does not load, that is the
+    /// error; the later candidates are not tried.
+    pub explicit: bool,
 }
 
 impl RuntimeCandidate {
@@ -22,7 +30,26 @@ impl RuntimeCandidate {
         Self {
             path: path.into(),
             origin: origin.into(),
+            explicit: false,
         }
+    }
+
+    /// A candidate the user named: it must load.
+    pub fn explicit(path: impl Into<PathBuf>, origin: impl Into<String>) -> Self {
+        Self {
+            explicit: true,
+            ..Self::new(path, origin)
+        }
+    }
+
+    /// The error for an explicit candidate that cannot be used.
+    fn unusable(&self, why: &str) -> String {
+        format!(
+            "{} (from {}): cannot use it as the ONNX Runtime library: {why}; point {} at libonnxruntime.so 1.31, or drop it to use the installed one",
+            self.path.display(),
+            self.origin,
+            self.origin
+        )
     }
 }
 
@@ -59,11 +86,18 @@ impl OrtRuntime {
         let mut checked = Vec::new();
         for c in candidates {
             if !c.path.is_file() {
+                if c.explicit {
+                    return Err(c.unusable(match c.path.exists() {
+                        true => "not a file",
+                        false => "no such file",
+                    }));
+                }
                 checked.push(format!("{} ({}): not found", c.path.display(), c.origin));
                 continue;
             }
             match Self::load_path(&c.path) {
                 Ok(rt) => return Ok(rt),
+                Err(e) if c.explicit => return Err(c.unusable(&e)),
                 Err(e) => checked.push(format!("{} ({}): {e}", c.path.display(), c.origin)),
             }
         }
@@ -71,16 +105,38 @@ impl OrtRuntime {
     }
 
     fn load_path(path: &Path) -> std::result::Result<OrtRuntime, String> {
-        let builder = ort::init_from(path).map_err(|e| e.to_string())?;
+        let builder = ort::init_from(path).map_err(|e| load_error_text(&e))?;
         let environment = builder
             .with_name("rave")
+            .with_logger(Arc::new(forward_log))
             .build()
             .map_err(|e| e.to_string())?;
+        // The logger is registered at the verbose level; only warnings and errors are
+        // worth formatting.
+        environment.set_log_level(LogLevel::Warning);
         Ok(OrtRuntime {
             library: path.to_path_buf(),
             environment,
         })
     }
+}
+
+/// The loader's error with the system's reason (dlopen's message is the error's source).
+fn load_error_text(e: &ort::LoadDynamicError) -> String {
+    let why = match e {
+        ort::LoadDynamicError::Dlopen { error, .. } => std::error::Error::source(error),
+        _ => None,
+    };
+    match why {
+        Some(why) => format!("{e}: {why}"),
+        None => e.to_string(),
+    }
+}
+
+/// ONNX Runtime's log lines, as `tracing` debug events: RAVE reports failures itself (one
+/// line), so the runtime's own coloured lines are shown only with `-vv` / `RAVE_LOG`.
+fn forward_log(level: LogLevel, category: &str, _id: &str, location: &str, message: &str) {
+    tracing::debug!(target: "onnxruntime", ?level, category, location, "{message}");
 }
 
 /// The error text when no runtime library could be loaded.
@@ -113,5 +169,27 @@ mod tests {
         assert!(a < b, "{msg}");
         assert!(msg.contains("ORT_DYLIB_PATH): not found"), "{msg}");
         assert!(msg.contains("set ORT_DYLIB_PATH"), "{msg}");
+    }
+
+    #[test]
+    fn an_explicit_candidate_that_fails_is_the_error_and_stops_the_search() {
+        let dir = std::env::temp_dir();
+        let msg = OrtRuntime::load_first(&[
+            RuntimeCandidate::explicit("/nonexistent/nope.so", "--ort-lib"),
+            RuntimeCandidate::new("/nonexistent/b/libonnxruntime.so", "RAVE install folder"),
+        ])
+        .unwrap_err();
+        assert!(
+            msg.starts_with("/nonexistent/nope.so (from --ort-lib): cannot use it")
+                && msg.contains("no such file"),
+            "{msg}"
+        );
+        assert!(!msg.contains("RAVE install folder"), "{msg}");
+        let msg = OrtRuntime::load_first(&[RuntimeCandidate::explicit(&dir, "ORT_DYLIB_PATH")])
+            .unwrap_err();
+        assert!(
+            msg.contains("(from ORT_DYLIB_PATH)") && msg.contains("not a file"),
+            "{msg}"
+        );
     }
 }

@@ -10,6 +10,7 @@ use rave_tensorrt::providers::{ProviderStatus, probe_gpu_providers};
 use serde::Serialize;
 
 use crate::args::{DevicesArgs, GlobalArgs};
+use crate::console::outln;
 use crate::locate;
 
 /// Everything `rave devices` found.
@@ -79,12 +80,12 @@ fn gpu_report(global: &GlobalArgs, gpus: Vec<DeviceInfo>) -> DevicesReport {
 
 fn print(r: &DevicesReport) {
     if let Some(reason) = &r.no_gpu_reason {
-        println!("{reason}");
-        println!("RAVE runs on the CPU here (`rave upscale --device cpu`).");
+        outln!("{reason}");
+        outln!("RAVE runs on the CPU here (`rave upscale --device cpu`).");
         return;
     }
     for g in &r.gpus {
-        println!(
+        outln!(
             "GPU {}: {} — {:.1} GiB ({:.1} GiB free), compute {}, {} SMs, driver {}, CUDA {}",
             g.ordinal,
             g.name,
@@ -98,31 +99,34 @@ fn print(r: &DevicesReport) {
     }
     match (&r.nvdec, &r.nvdec_error) {
         (Some(caps), _) => {
-            println!("NVDEC (4:2:0):");
+            outln!("NVDEC (4:2:0):");
             for c in caps {
                 if c.supported {
-                    println!(
+                    outln!(
                         "  {:<6} {:>2}-bit  yes, up to {}x{}",
-                        c.codec, c.bit_depth, c.max_width, c.max_height
+                        c.codec,
+                        c.bit_depth,
+                        c.max_width,
+                        c.max_height
                     );
                 } else {
-                    println!("  {:<6} {:>2}-bit  no", c.codec, c.bit_depth);
+                    outln!("  {:<6} {:>2}-bit  no", c.codec, c.bit_depth);
                 }
             }
         }
-        (None, Some(e)) => println!("NVDEC: unavailable: {e}"),
+        (None, Some(e)) => outln!("NVDEC: unavailable: {e}"),
         _ => {}
     }
-    println!("NVENC:");
+    outln!("NVENC:");
     for n in &r.nvenc {
         match &n.reason {
-            None => println!("  {:<11} session opens", n.encoder),
-            Some(why) => println!("  {:<11} no: {why}", n.encoder),
+            None => outln!("  {:<11} session opens", n.encoder),
+            Some(why) => outln!("  {:<11} no: {why}", n.encoder),
         }
     }
     match (&r.onnxruntime_library, &r.onnxruntime_error) {
-        (Some(lib), _) => println!("ONNX Runtime: {lib}"),
-        (None, Some(e)) => println!("ONNX Runtime: {e}"),
+        (Some(lib), _) => outln!("ONNX Runtime: {lib}"),
+        (None, Some(e)) => outln!("ONNX Runtime: {e}"),
         _ => {}
     }
     for p in &r.providers {
@@ -132,8 +136,8 @@ fn print(r: &DevicesReport) {
             .map(|d| format!(" from {d}"))
             .unwrap_or_default();
         match &p.reason {
-            None => println!("  {:<26} loads{from}", p.name),
-            Some(why) => println!("  {:<26} does not load{from}: {why}", p.name),
+            None => outln!("  {:<26} loads{from}", p.name),
+            Some(why) => outln!("  {:<26} does not load{from}: {why}", p.name),
         }
     }
 }

@@ -6,10 +6,12 @@ pub mod models;
 pub mod probe;
 pub mod upscale;
 
+use crate::console::outln;
+
 /// Print a command's result: pretty JSON on stdout with `--json`, else the human summary.
 pub fn print_result<T: serde::Serialize>(json: bool, value: &T, human: impl FnOnce(&T)) {
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(value).unwrap_or_default()
         );

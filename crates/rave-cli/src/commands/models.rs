@@ -6,6 +6,7 @@ use rave_tensorrt::{LoadedModel, OrtRuntime};
 use serde::Serialize;
 
 use crate::args::{GlobalArgs, ModelsArgs};
+use crate::console::outln;
 use crate::locate;
 
 /// One installed model.
@@ -25,7 +26,7 @@ struct ModelEntry {
 
 /// Run `rave models`.
 pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
-    let dirs = locate::model_dirs(global);
+    let dirs = locate::model_dirs(global)?;
     let runtime = OrtRuntime::load(&locate::runtime_candidates(global));
     let entries: Vec<ModelEntry> = locate::installed_models(&dirs)
         .into_iter()
@@ -54,20 +55,24 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
         .collect();
     if args.json {
         let out = serde_json::json!({"models": entries, "searched": dirs});
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         return Ok(0);
     }
     if entries.is_empty() {
-        println!("no models installed; searched:");
+        outln!("no models installed; searched:");
         for d in &dirs {
-            println!("  {}", d.display());
+            outln!("  {}", d.display());
         }
-        println!("run scripts/setup.sh to convert and install the Real-ESRGAN models");
+        outln!("run scripts/setup.sh to convert and install the Real-ESRGAN models");
         return Ok(0);
     }
-    println!(
+    outln!(
         "{:<34} {:>5} {:>4} {:>5} {:>9}  path",
-        "name", "scale", "io", "batch", "size"
+        "name",
+        "scale",
+        "io",
+        "batch",
+        "size"
     );
     for e in &entries {
         let scale = e.scale.map_or("?".into(), |s| format!("x{s}"));
@@ -77,7 +82,7 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
             (Some(_), Some(b)) => b.to_string(),
         };
         let mark = if e.default { " (default)" } else { "" };
-        println!(
+        outln!(
             "{:<34} {:>5} {:>4} {:>5} {:>7.1}MB  {}{mark}",
             e.name,
             scale,
@@ -87,7 +92,7 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
             e.path.display()
         );
         if let Some(p) = &e.problem {
-            println!("    problem: {p}");
+            outln!("    problem: {p}");
         }
     }
     Ok(0)

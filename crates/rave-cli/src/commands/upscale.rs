@@ -17,6 +17,7 @@ use crate::args::{
     BackendArg, CodecArg, DecoderArg, DeviceArg, EncoderArg, GlobalArgs, GpuArgs, PrecisionArg,
     RunArgs, UpscaleArgs,
 };
+use crate::console::errln;
 use crate::{locate, progress_view, summary};
 
 /// Run `rave upscale`; returns the exit code (0, or 130 for a partial run).
@@ -83,15 +84,19 @@ pub fn pipeline_config(
     args: &UpscaleArgs,
     encoder: EncoderSettings,
 ) -> Result<UpscaleConfig> {
-    if args.max_frames == Some(0) {
-        return Err(EngineError::Config(
-            "--max-frames must be at least 1".into(),
-        ));
+    let given = run.gpu.given();
+    if run.device == DeviceArg::Cpu && !given.is_empty() {
+        return Err(EngineError::Config(format!(
+            "{} only appl{} to the GPU path, not with --device cpu; drop {} or use --device auto or gpu",
+            given.join(", "),
+            if given.len() == 1 { "ies" } else { "y" },
+            if given.len() == 1 { "it" } else { "them" },
+        )));
     }
     Ok(UpscaleConfig {
         input: args.input.clone(),
         output: args.output.clone(),
-        model: locate::resolve_model(&run.model, &locate::model_dirs(global))?,
+        model: locate::resolve_model(&run.model, &locate::model_dirs(global)?)?,
         encoder,
         device: match run.device {
             DeviceArg::Auto => Device::Auto,
@@ -113,7 +118,8 @@ pub fn pipeline_config(
     })
 }
 
-/// The GPU options from the flags (and RAVE_ORT_TENSORRT when --backend is absent).
+/// The GPU options from the flags (and RAVE_ORT_TENSORRT when --backend is absent), with
+/// the defaults the help text names.
 pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
     let flag = args.backend.map(|b| match b {
         BackendArg::Auto => "auto",
@@ -122,7 +128,15 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
     });
     let env = std::env::var("RAVE_ORT_TENSORRT").ok();
     let policy = EpPolicy::resolve(flag, env.as_deref())?;
-    let precision = match (args.precision, &args.int8_calibration) {
+    let provider_requested_by = match (policy, flag, &env) {
+        (EpPolicy::Auto, _, _) => None,
+        (_, Some(f), _) => Some(format!("--backend {f}")),
+        (_, None, e) => Some(format!("RAVE_ORT_TENSORRT={}", e.as_deref().unwrap_or(""))),
+    };
+    let precision = match (
+        args.precision.unwrap_or(PrecisionArg::Auto),
+        &args.int8_calibration,
+    ) {
         (PrecisionArg::Int8, Some(table)) => PrecisionChoice::Int8(table.clone()),
         (PrecisionArg::Int8, None) => {
             return Err(EngineError::Config(
@@ -138,46 +152,41 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
         (PrecisionArg::Fp32, None) => PrecisionChoice::Fp32,
         (PrecisionArg::Fp16, None) => PrecisionChoice::Fp16,
     };
-    if !(0.0..=10_000.0).contains(&args.batch_deadline_ms) {
-        return Err(EngineError::Config(format!(
-            "--batch-deadline-ms {}: use 0 to 10000",
-            args.batch_deadline_ms
-        )));
-    }
-    if args.max_batch == 0 || args.max_batch > rave_tensorrt::gpu_backend::MAX_BATCH {
-        return Err(EngineError::Config(format!(
-            "--max-batch {}: use 1 to {}",
-            args.max_batch,
-            rave_tensorrt::gpu_backend::MAX_BATCH
-        )));
-    }
+    // The ranges were checked when the arguments were parsed (crate::bounds).
+    let deadline_ms = args
+        .batch_deadline_ms
+        .unwrap_or(GpuArgs::DEFAULT_BATCH_DEADLINE_MS);
     Ok(GpuOptions {
-        device_id: args.gpu_index,
+        device_id: args.gpu_index.unwrap_or(0),
         policy,
+        provider_requested_by,
+        given: args.given().into_iter().map(String::from).collect(),
         precision,
         engine_cache: args.engine_cache.clone(),
         workspace_bytes: args.trt_workspace.map(|mib| mib << 20),
         batch: BatchConfig {
-            max_batch: args.max_batch,
-            latency_deadline: std::time::Duration::from_secs_f64(args.batch_deadline_ms / 1000.0),
+            max_batch: args.max_batch.unwrap_or(GpuArgs::DEFAULT_MAX_BATCH),
+            latency_deadline: std::time::Duration::from_secs_f64(deadline_ms / 1000.0),
         },
         cuda_graph: args.cuda_graph,
-        nvdec: args.decoder == DecoderArg::Auto,
+        nvdec: args.decoder.unwrap_or(DecoderArg::Auto) == DecoderArg::Auto,
         provider_search: locate::provider_search(),
     })
 }
 
-/// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: leave at once.
+/// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: remove the temporary
+/// output file and leave at once.
 pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
     let cancel = CancelToken::new();
     let handler_token = cancel.clone();
     let asked = AtomicBool::new(false);
     ctrlc::set_handler(move || {
         if asked.swap(true, Ordering::SeqCst) {
-            eprintln!("\nrave: aborted");
+            rave_pipeline::output_file::remove_in_flight();
+            errln!("\nrave: aborted; the unfinished output was removed");
             std::process::exit(130);
         }
-        eprintln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
+        errln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
         handler_token.cancel(StopReason::User);
     })
     .map_err(|e| {

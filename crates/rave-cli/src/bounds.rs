@@ -1,0 +1,140 @@
+//! The accepted range of every numeric option, as clap value parsers: a value outside it is
+//! a usage error (exit 2) that names the value and the range (clap adds the option's name).
+//! Negative numbers are parsed too (the options set `allow_negative_numbers`), so `-5` is
+//! "out of range", not an unknown argument.
+
+use std::num::IntErrorKind;
+
+/// Inference threads: 0 (one per core) up to this.
+pub const MAX_THREADS: i64 = 1024;
+/// Frames one channel between stages may hold.
+pub const MAX_CHANNEL: usize = 64;
+/// Frame counts (`--max-frames`, `benchmark --frames`): about 190 days at 60 fps.
+pub const MAX_FRAMES: i64 = 1_000_000_000;
+/// Highest `--gpu` ordinal.
+pub const MAX_GPU: i64 = 63;
+/// Largest TensorRT workspace, in MiB (1 TiB).
+pub const MAX_WORKSPACE_MIB: i64 = 1 << 20;
+/// Longest batch deadline, in milliseconds.
+pub const MAX_DEADLINE_MS: f64 = 10_000.0;
+
+/// A whole number in `lo..=hi`.
+pub fn whole<T: TryFrom<i64>>(
+    lo: i64,
+    hi: i64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    whole_in(lo, hi, None)
+}
+
+/// A whole number in `lo..=hi`; `accepted` replaces "lo to hi" in the message.
+pub fn whole_in<T: TryFrom<i64>>(
+    lo: i64,
+    hi: i64,
+    accepted: Option<&'static str>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let range = accepted.map_or_else(|| format!("{lo} to {hi}"), str::to_string);
+        let v = match s.trim().parse::<i64>() {
+            Ok(v) => v,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    IntErrorKind::PosOverflow | IntErrorKind::NegOverflow
+                ) =>
+            {
+                return Err(format!("out of range; use {range}"));
+            }
+            Err(_) => return Err(format!("not a whole number; use {range}")),
+        };
+        if !(lo..=hi).contains(&v) {
+            return Err(format!("out of range; use {range}"));
+        }
+        T::try_from(v).map_err(|_| format!("out of range; use {range}"))
+    }
+}
+
+/// A finite decimal number in `lo..=hi`.
+pub fn decimal(
+    lo: f64,
+    hi: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("not a number; use {lo} to {hi}"))?;
+        if !v.is_finite() || !(lo..=hi).contains(&v) {
+            return Err(format!("out of range; use {lo} to {hi}"));
+        }
+        Ok(v)
+    }
+}
+
+/// `--channels D,P,I`: three capacities of 1 to [`MAX_CHANNEL`].
+pub fn capacities(s: &str) -> Result<[usize; 3], String> {
+    let shape = || format!("use three capacities of 1 to {MAX_CHANNEL}, like 4,2,4");
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let [d, p, i] = parts.as_slice() else {
+        return Err(format!("not three numbers; {}", shape()));
+    };
+    let one = |v: &str| -> Result<usize, String> {
+        match v.parse::<i128>() {
+            Ok(n) if (1..=MAX_CHANNEL as i128).contains(&n) => Ok(n as usize),
+            Ok(n) => Err(format!("{n} is out of range; {}", shape())),
+            Err(_) => Err(format!("'{v}' is not a whole number; {}", shape())),
+        }
+    };
+    Ok([one(d)?, one(p)?, one(i)?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_outside_the_range_say_so_with_the_range() {
+        let threads = whole::<usize>(0, MAX_THREADS);
+        assert_eq!(threads("8"), Ok(8));
+        assert_eq!(threads("0"), Ok(0));
+        assert_eq!(threads("99999"), Err("out of range; use 0 to 1024".into()));
+        assert_eq!(threads("-1"), Err("out of range; use 0 to 1024".into()));
+        assert_eq!(
+            threads("99999999999999999999999"),
+            Err("out of range; use 0 to 1024".into())
+        );
+        assert_eq!(
+            threads("many"),
+            Err("not a whole number; use 0 to 1024".into())
+        );
+        let crf = whole_in::<u32>(0, 63, Some("0 to 63"));
+        assert_eq!(crf("-5"), Err("out of range; use 0 to 63".into()));
+    }
+
+    #[test]
+    fn decimals_must_be_finite_and_in_range() {
+        let ms = decimal(0.0, MAX_DEADLINE_MS);
+        assert_eq!(ms("8.5"), Ok(8.5));
+        for bad in ["-1", "20000", "NaN", "inf"] {
+            assert!(ms(bad).unwrap_err().contains("out of range"), "{bad}");
+        }
+        assert!(ms("soon").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn capacities_are_three_bounded_numbers() {
+        assert_eq!(capacities("4,2,4"), Ok([4, 2, 4]));
+        assert_eq!(capacities(" 1, 64 ,1"), Ok([1, 64, 1]));
+        let err = capacities("99999999999,1,1").unwrap_err();
+        assert!(
+            err.contains("99999999999 is out of range") && err.contains("1 to 64"),
+            "{err}"
+        );
+        assert!(capacities("0,1,1").unwrap_err().contains("out of range"));
+        assert!(capacities("4,2").unwrap_err().contains("not three numbers"));
+        assert!(
+            capacities("a,b,c")
+                .unwrap_err()
+                .contains("'a' is not a whole number")
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! The user's files under signals and concurrent runs: the input is never touched, nothing is
+//! replaced without --overwrite, two runs on one output cannot both succeed, and no temporary
+//! file outlives its run (a double Ctrl+C removes it; a SIGKILLed run's is swept by the next).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Lines, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Stdio};
+
+use common::*;
+
+/// A `rave upscale` running in the background with JSON progress on stderr.
+struct Running {
+    child: Child,
+    lines: Lines<BufReader<ChildStderr>>,
+    stderr: Vec<String>,
+}
+
+impl Running {
+    /// Start `rave upscale -i input -o output --progress jsonl` with `extra`.
+    fn start(input: &Path, output: &Path, extra: &[&str]) -> Self {
+        let mut child = rave()
+            .args(["upscale", "-i", input.to_str().unwrap()])
+            .args(["-o", output.to_str().unwrap(), "--progress", "jsonl"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        Self {
+            child,
+            lines,
+            stderr: Vec::new(),
+        }
+    }
+
+    /// Read stderr until a line contains `needle` (panics if the run ends first).
+    fn wait_for(&mut self, needle: &str) {
+        for line in self.lines.by_ref() {
+            let line = line.unwrap();
+            let found = line.contains(needle);
+            self.stderr.push(line);
+            if found {
+                return;
+            }
+        }
+        panic!("run ended before {needle:?}; stderr: {:#?}", self.stderr);
+    }
+
+    /// Read stderr until `n` progress events were seen.
+    fn wait_frames(&mut self, n: usize) {
+        for _ in 0..n {
+            self.wait_for("\"progress\"");
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "kill {sig}");
+    }
+
+    /// Wait for the end: (exit code, stdout, all of stderr).
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        self.stderr
+            .extend(self.lines.by_ref().map_while(Result::ok));
+        let status = self.child.wait().unwrap();
+        let mut out = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        (status.code(), out, self.stderr.join("\n"))
+    }
+}
+
+/// A clip that takes the installed model long enough per frame (one thread) to interrupt.
+fn slow_clip(dir: &Path, name: &str) -> PathBuf {
+    make_photo_clip(dir, name, 160, 96, 150)
+}
+
+/// One inference thread, and the report as JSON on stdout.
+const SLOW: &[&str] = &["--threads", "1", "--json"];
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn ctrl_c_with_a_partial_named_input_keeps_the_input_and_an_existing_partial() {
+    let dir = scratch();
+    let d = dir.path();
+    // The input is what an earlier interrupted run left: clip.partial.mp4.
+    let input = slow_clip(d, "clip.partial.mp4");
+    let input_bytes = std::fs::read(&input).unwrap();
+    let output = d.join("clip.mp4");
+    for (overwrite, expected) in [(false, "clip.partial-2.mp4"), (true, "clip.partial-3.mp4")] {
+        let mut extra = SLOW.to_vec();
+        if overwrite {
+            extra.push("--overwrite");
+        }
+        let mut run = Running::start(&input, &output, &extra);
+        run.wait_frames(2);
+        run.signal("-INT");
+        let (code, out, err) = run.finish();
+        assert_eq!(code, Some(130), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("report");
+        assert_eq!(v["status"], "partial");
+        let kept = d.join(expected);
+        assert_eq!(
+            v["output"],
+            kept.to_str().unwrap(),
+            "the report names the real path"
+        );
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            input_bytes,
+            "the input is untouched (overwrite {overwrite})"
+        );
+        assert_eq!(
+            frame_times(&kept).len() as u64,
+            v["frames_out"].as_u64().unwrap()
+        );
+        assert!(!output.exists());
+        assert_eq!(temp_files_left(d), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn ctrl_c_does_not_overwrite_an_existing_partial_without_overwrite() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = slow_clip(d, "in.mp4");
+    let earlier = d.join("out.partial.mp4");
+    std::fs::write(&earlier, b"an earlier partial the user kept").unwrap();
+    let mut run = Running::start(&input, &d.join("out.mp4"), SLOW);
+    run.wait_frames(2);
+    run.signal("-INT");
+    let (code, out, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["output"], d.join("out.partial-2.mp4").to_str().unwrap());
+    assert_eq!(
+        std::fs::read(&earlier).unwrap(),
+        b"an earlier partial the user kept"
+    );
+}
+
+#[test]
+fn two_runs_on_one_output_cannot_both_succeed() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = slow_clip(d, "in.mp4");
+    let output = d.join("out.mp4");
+    let mut first = Running::start(&input, &output, SLOW);
+    first.wait_frames(1);
+    let temp = d.join(".out.mp4.rave.tmp");
+    assert!(temp.exists(), "the first run writes through {temp:?}");
+    for extra in [&[][..], &["--overwrite"][..]] {
+        let o = upscale(&input, &output, &fixture("nearest_x2.onnx"), extra);
+        assert_exit(&o, 4);
+        let err = stderr(&o);
+        assert!(err.contains("being written by another rave run"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(temp.exists(), "the live run's temporary file is left alone");
+    }
+    first.signal("-INT");
+    let (code, _, err) = first.finish();
+    assert_eq!(code, Some(130), "{err}");
+
+    // Free again: the next run succeeds, and the one after it finds the result.
+    let m = fixture("nearest_x2.onnx");
+    assert_exit(&upscale(&input, &output, &m, &["--max-frames", "2"]), 0);
+    let o = upscale(&input, &output, &m, &["--max-frames", "2"]);
+    assert_exit(&o, 4);
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert_eq!(temp_files_left(d), Vec::<String>::new());
+}
+
+#[test]
+fn the_temp_file_of_a_killed_run_is_removed_by_the_next_run() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = slow_clip(d, "in.mp4");
+    let mut run = Running::start(&input, &d.join("killed.mp4"), SLOW);
+    run.wait_frames(2);
+    run.signal("-KILL");
+    let (code, _, _) = run.finish();
+    assert_eq!(code, None, "killed by a signal");
+    assert_eq!(temp_files_left(d), vec![".killed.mp4.rave.tmp".to_string()]);
+
+    // Another output in the same folder.
+    let o = upscale(
+        &input,
+        &d.join("next.mp4"),
+        &fixture("nearest_x2.onnx"),
+        &["--max-frames", "2"],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(temp_files_left(d), Vec::<String>::new());
+    assert_eq!(files_in(d), ["in.mp4", "next.mp4"]);
+}
+
+#[test]
+fn a_second_ctrl_c_removes_the_temp_file_before_leaving() {
+    let dir = scratch();
+    let d = dir.path();
+    // Large frames through the fast model into a slow encoder: finalizing after the first
+    // Ctrl+C (flushing the encoder's look-ahead) takes long enough for the second.
+    let input = make_photo_clip(d, "in.mp4", 640, 360, 150);
+    let m = fixture("nearest_x2.onnx");
+    let mut run = Running::start(
+        &input,
+        &d.join("out.mp4"),
+        &["-m", m.to_str().unwrap(), "--preset", "veryslow", "--json"],
+    );
+    run.wait_frames(5);
+    run.signal("-INT");
+    run.wait_for("stopping");
+    run.signal("-INT");
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("aborted"), "the second Ctrl+C aborted: {err}");
+    assert_eq!(temp_files_left(d), Vec::<String>::new());
+    assert_eq!(files_in(d), ["in.mp4"], "nothing is left but the input");
+}
+
+#[test]
+fn ctrl_c_before_the_first_frame_keeps_nothing() {
+    let dir = scratch();
+    let d = dir.path();
+    // The installed model on one thread needs about a second for the first frame.
+    let input = make_photo_clip(d, "in.mp4", 320, 180, 20);
+    let mut run = Running::start(&input, &d.join("out.mp4"), SLOW);
+    run.wait_for("\"started\"");
+    run.signal("-INT");
+    let (code, out, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON error");
+    assert_eq!(v["error"]["kind"], "cancelled_before_output");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was written"),
+        "{v}"
+    );
+    assert_eq!(files_in(d), ["in.mp4"], "no partial, no temp file");
+
+    // The same without --json: one line says so.
+    let mut run = Running::start(&input, &d.join("out.mp4"), &["--threads", "1"]);
+    run.wait_for("\"started\"");
+    run.signal("-INT");
+    let (code, _, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l
+                == "rave: interrupted before the first frame was written; nothing was written"),
+        "{err}"
+    );
+    assert_eq!(files_in(d), ["in.mp4"]);
+}
