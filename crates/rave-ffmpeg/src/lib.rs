@@ -13,6 +13,7 @@ pub mod input;
 pub mod nvdec;
 pub mod probe;
 pub mod reader;
+pub mod stream_plan;
 pub mod writer;
 
 pub use codec_choice::{Container, EncoderSettings, VideoCodec};

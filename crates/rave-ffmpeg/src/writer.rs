@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use ffmpeg_next::Rational;
 use ffmpeg_next::Rescale;
 use ffmpeg_next::format::context::Output;
-use ffmpeg_next::media::Type;
 use rave_core::codec::FrameSink;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::HostYuvFrame;
@@ -16,6 +15,7 @@ use serde::Serialize;
 use crate::codec_choice::{Container, EncoderSettings, VideoCodec};
 use crate::encoder::{EncoderGeometry, VideoEncoder};
 use crate::reader::{CopiedPacket, VideoReader};
+use crate::stream_plan::{self, PlannedVideo};
 use crate::sys::{self, RawColor};
 
 /// Where each copied input stream goes: output index and both time bases.
@@ -47,7 +47,8 @@ pub struct WriterSummary {
 
 /// An output file being written.
 pub struct MediaWriter {
-    path: PathBuf,
+    /// The path messages name (the user's, not the temporary file's).
+    shown_as: PathBuf,
     output: Output,
     encoder: VideoEncoder,
     video_tb: Rational,
@@ -58,10 +59,12 @@ pub struct MediaWriter {
 
 impl MediaWriter {
     /// Create `path` as `container`, mirroring `reader`'s streams, and open the encoder for
-    /// frames of `width` x `height`. Fails before writing any frame if a stream cannot be
-    /// stored in the container.
+    /// frames of `width` x `height`. Messages name `shown_as` (the path the user asked for;
+    /// `path` may be a temporary file beside it). Everything the container cannot hold is
+    /// refused before the encoder is opened or anything is written.
     pub fn create(
         path: &Path,
+        shown_as: &Path,
         container: Container,
         reader: &VideoReader,
         settings: &EncoderSettings,
@@ -71,12 +74,22 @@ impl MediaWriter {
         crate::init();
         let input = reader.input();
         let unwritable = |reason: String| EngineError::OutputUnwritable {
-            path: path.to_path_buf(),
+            path: shown_as.to_path_buf(),
             reason,
         };
+        let vidx = reader.video_index();
+        let planned = PlannedVideo {
+            codec: settings.codec,
+            width,
+            height,
+            bit_depth: reader.color().bit_depth,
+            time_base: reader.time_base(),
+        };
+        stream_plan::check_video(container, planned, shown_as)?;
+        let plan = stream_plan::plan_streams(input, vidx, container, shown_as)?;
+
         let mut output = ffmpeg_next::format::output_as(&path, container.muxer())
             .map_err(|e| unwritable(e.to_string()))?;
-        let vidx = reader.video_index();
         let in_video = input.stream(vidx).expect("reader's video stream");
         let raw = sys::stream_params(input, vidx);
         let rate = [in_video.avg_frame_rate(), in_video.rate()]
@@ -86,8 +99,8 @@ impl MediaWriter {
         let geometry = EncoderGeometry {
             width,
             height,
-            bit_depth: reader.color().bit_depth,
-            time_base: reader.time_base(),
+            bit_depth: planned.bit_depth,
+            time_base: planned.time_base,
             frame_rate: rate,
             sample_aspect: Rational::new(
                 raw.sample_aspect_ratio.num,
@@ -122,48 +135,29 @@ impl MediaWriter {
             if hevc_in_mp4 { fourcc(b"hvc1") } else { 0 },
         );
         if let Some(matrix) = sys::display_matrix(input, vidx) {
-            sys::set_display_matrix(&mut output, 0, &matrix);
+            let bytes: Vec<u8> = matrix.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            sys::set_stream_side_data(
+                &mut output,
+                0,
+                ffmpeg_next::ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
+                &bytes,
+            );
         }
 
-        // Every other stream, copied.
+        // Every other stream the plan keeps, copied.
         let mut routes = vec![None; input.nb_streams() as usize];
         let mut summary = WriterSummary {
             encoder: settings.codec.encoder_name().into(),
+            skipped_streams: plan.skipped,
             ..Default::default()
         };
-        for ist in input.streams() {
-            let idx = ist.index();
-            if idx == vidx {
-                continue;
-            }
-            let params = ist.parameters();
-            let kind = params.medium();
-            let codec = params.id();
-            let describe = format!("stream #{idx} ({:?} {})", kind, codec.name()).to_lowercase();
-            let storable = match kind {
-                Type::Audio | Type::Subtitle | Type::Video => {
-                    sys::container_accepts(&output, codec.into())
-                }
-                Type::Attachment => container == Container::Matroska,
-                Type::Data | Type::Unknown => {
-                    summary
-                        .skipped_streams
-                        .push(format!("{describe}: data streams are not copied"));
-                    continue;
-                }
-            };
-            if !storable {
-                return Err(EngineError::Mux(format!(
-                    "{}: {describe} cannot be stored in {}; write to .mkv instead",
-                    path.display(),
-                    container.muxer()
-                )));
-            }
+        for &idx in &plan.copied {
+            let ist = input.stream(idx).expect("planned stream");
             let out_index = {
                 let mut ost = output
                     .add_stream(ffmpeg_next::encoder::find(ffmpeg_next::codec::Id::None))
                     .map_err(|e| unwritable(e.to_string()))?;
-                ost.set_parameters(params);
+                ost.set_parameters(ist.parameters());
                 ost.set_time_base(ist.time_base());
                 ost.set_metadata(ist.metadata().to_owned());
                 ost.index()
@@ -209,7 +203,7 @@ impl MediaWriter {
             }
         }
         Ok(Self {
-            path: path.to_path_buf(),
+            shown_as: shown_as.to_path_buf(),
             output,
             encoder,
             video_tb,
@@ -245,7 +239,7 @@ impl MediaWriter {
     }
 
     fn mux_error(&self, e: ffmpeg_next::Error) -> EngineError {
-        EngineError::Mux(format!("{}: writing failed: {e}", self.path.display()))
+        EngineError::Mux(format!("{}: writing failed: {e}", self.shown_as.display()))
     }
 
     fn write_encoded(&mut self) -> Result<()> {
