@@ -145,6 +145,26 @@ pub enum EngineError {
     /// The run was cancelled (Ctrl+C).
     #[error("cancelled")]
     Cancelled,
+    /// The upscaled frame size is one the chosen encoder cannot code (refused before any
+    /// frame is processed).
+    #[error(
+        "{}x{} upscaled x{scale} is {}x{}, but {encoder} needs {needs}; {advice}",
+        input[0], input[1], output[0], output[1]
+    )]
+    OutputSizeUnsupported {
+        /// The encoder (e.g. libx264).
+        encoder: String,
+        /// Input frame size [width, height].
+        input: [u32; 2],
+        /// The model's scale.
+        scale: u32,
+        /// Output frame size [width, height].
+        output: [u32; 2],
+        /// What the encoder needs (e.g. "an even width and height").
+        needs: String,
+        /// What the user can do.
+        advice: String,
+    },
 }
 
 /// Error families: each maps to one documented exit code of the `rave` command.
@@ -213,6 +233,7 @@ impl EngineError {
             Config(_) => 503,
             Io(_) => 504,
             Cancelled => 600,
+            OutputSizeUnsupported { .. } => 307,
         }
     }
 
@@ -246,6 +267,7 @@ impl EngineError {
             Config(_) => "config",
             Io(_) => "io",
             Cancelled => "cancelled",
+            OutputSizeUnsupported { .. } => "output_size_unsupported",
         }
     }
 
@@ -273,6 +295,7 @@ impl EngineError {
             }
             Cuda(_) | NoGpu(_) | VramLimit { .. } | RuntimeLibrary(_) => ErrorFamily::Runtime,
             Cancelled => ErrorFamily::Cancelled,
+            OutputSizeUnsupported { .. } => ErrorFamily::Output,
         }
     }
 }
@@ -300,6 +323,14 @@ mod tests {
             EngineError::OutputExists(PathBuf::new()),
             EngineError::Config(String::new()),
             EngineError::Cancelled,
+            EngineError::OutputSizeUnsupported {
+                encoder: String::new(),
+                input: [0, 0],
+                scale: 1,
+                output: [0, 0],
+                needs: String::new(),
+                advice: String::new(),
+            },
         ];
         let mut codes: Vec<u16> = samples.iter().map(EngineError::code).collect();
         codes.sort_unstable();

@@ -9,6 +9,8 @@ use rave_core::frame::{HostYuvFrame, YuvFrame};
 
 use crate::codec_choice::{EncoderSettings, VideoCodec};
 use crate::frame_convert::{export, working_format};
+use crate::log_capture::capture_errors;
+use crate::stderr_capture::capture_stderr;
 use crate::sys::{self, RawColor};
 
 /// What the encoder is opened with besides the user's settings.
@@ -39,6 +41,23 @@ pub struct VideoEncoder {
     eof_sent: bool,
     /// `send_eof` was called with no frame sent and nothing was passed on (see `send_eof`).
     ended_empty: bool,
+}
+
+/// What the encoder library printed (its error lines) and FFmpeg logged while opening, one
+/// clause each, without repeats; `None` when both were silent.
+fn refusal_details(printed: &str, logged: &[String]) -> Option<String> {
+    let mut lines: Vec<&str> = Vec::new();
+    let errors = printed
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.to_ascii_lowercase().contains("error"));
+    for line in errors.chain(logged.iter().map(|l| l.trim())) {
+        let line = line.trim_end_matches('.');
+        if !line.is_empty() && !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    (!lines.is_empty()).then(|| lines.join("; "))
 }
 
 /// Whether the encoder must see a picture and then end of stream before it is closed.
@@ -81,10 +100,19 @@ impl VideoEncoder {
         if name == "libx265" {
             options.set("x265-params", "log-level=error");
         }
-        let encoder = enc.open_with(options).map_err(|e| {
+        // x265 and SVT-AV1 print on stderr themselves, FFmpeg's wrappers through its log:
+        // catch both, so nothing reaches the terminal and a refusal says what they said.
+        let ((opened, printed), logged) =
+            capture_errors(|| capture_stderr(|| enc.open_with(options)));
+        let encoder = opened.map_err(|e| {
             EngineError::Encode(format!(
-                "{name} refused {}x{} {}-bit at crf {} preset {}: {e}",
-                geometry.width, geometry.height, geometry.bit_depth, settings.crf, settings.preset
+                "{name} refused {}x{} {}-bit at crf {} preset {}: {}",
+                geometry.width,
+                geometry.height,
+                geometry.bit_depth,
+                settings.crf,
+                settings.preset,
+                refusal_details(&printed, &logged).unwrap_or_else(|| e.to_string())
             ))
         })?;
         Ok(Self {
@@ -279,6 +307,23 @@ mod tests {
                 }
                 drop(enc);
             },
+        );
+    }
+
+    #[test]
+    fn an_open_failure_carries_the_encoders_own_words() {
+        let e = open(VideoCodec::Hevc, "ultrafast", 51, 27).err().unwrap();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("libx265 refused 51x27")
+                && msg.contains("x265 [error]: Picture width must be an integer multiple"),
+            "{msg}"
+        );
+        let e = open(VideoCodec::H264, "ultrafast", 51, 27).err().unwrap();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("libx264 refused 51x27") && !msg.contains("Generic error"),
+            "{msg}"
         );
     }
 }

@@ -2,11 +2,13 @@
 //! frames, software encode, and muxing with every other stream copied untouched.
 
 mod log_capture;
+mod stderr_capture;
 mod sys;
 
 pub mod codec_choice;
 pub mod color;
 pub mod encoder;
+pub mod encoder_limits;
 pub mod frame_convert;
 pub mod hw_caps;
 pub mod input;

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::codec_choice::{Container, EncoderSettings, VideoCodec};
 use crate::encoder::{EncoderGeometry, VideoEncoder};
+use crate::encoder_limits;
 use crate::reader::{CopiedPacket, VideoReader};
 use crate::stream_plan::{self, PlannedVideo};
 use crate::sys::{self, RawColor};
@@ -78,6 +79,8 @@ impl MediaWriter {
             reason,
         };
         let vidx = reader.video_index();
+        let (in_w, in_h) = reader.size();
+        encoder_limits::check_output_size(settings.codec, (in_w, in_h), width / in_w.max(1))?;
         let planned = PlannedVideo {
             codec: settings.codec,
             width,
