@@ -146,7 +146,7 @@ impl VideoReader {
         Ok(Self {
             path: path.to_path_buf(),
             video_index,
-            importer: FrameImporter::new(color.bit_depth),
+            importer: FrameImporter::new(color),
             color,
             time_base,
             frame_step: frame_step(time_base, rate),

@@ -280,6 +280,41 @@ pub fn frame_is_damaged(frame: *const ffi::AVFrame) -> bool {
     }
 }
 
+/// Whether a pixel format holds RGB (packed or planar) rather than YUV or grey samples.
+pub fn pixel_is_rgb(format: ffi::AVPixelFormat) -> bool {
+    // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
+    let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
+    // SAFETY: non-null descriptors are static.
+    !desc.is_null() && unsafe { (*desc).flags } & ffi::AV_PIX_FMT_FLAG_RGB as u64 != 0
+}
+
+/// Tell swscale which matrix (an `SWS_CS_*` value) and ranges to convert with: the source's
+/// for YUV input, the destination's for RGB -> YUV. Returns false when swscale cannot apply
+/// them to this pair of formats.
+pub fn set_scaler_colorspace(
+    scaler: &mut ffmpeg_next::software::scaling::Context,
+    sws_matrix: i32,
+    src_full_range: bool,
+    dst_full_range: bool,
+) -> bool {
+    // SAFETY: sws_getCoefficients returns a pointer to a static table for any value; the
+    // scaler context is valid and owned by the caller; brightness 0, contrast and saturation
+    // 1.0 (16.16 fixed point) leave the picture as it is.
+    unsafe {
+        let table = ffi::sws_getCoefficients(sws_matrix);
+        ffi::sws_setColorspaceDetails(
+            scaler.as_mut_ptr(),
+            table,
+            i32::from(src_full_range),
+            table,
+            i32::from(dst_full_range),
+            0,
+            1 << 16,
+            1 << 16,
+        ) >= 0
+    }
+}
+
 /// Bits per sample of the first component of a pixel format, if FFmpeg knows the format.
 pub fn pixel_bit_depth(format: ffi::AVPixelFormat) -> Option<u8> {
     // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.

@@ -17,7 +17,7 @@ use crate::encoder::{EncoderGeometry, VideoEncoder};
 use crate::encoder_limits;
 use crate::reader::{CopiedPacket, VideoReader};
 use crate::stream_plan::{self, PlannedVideo};
-use crate::sys::{self, RawColor};
+use crate::sys;
 
 /// Where each copied input stream goes: output index and both time bases.
 #[derive(Debug, Clone, Copy)]
@@ -114,7 +114,7 @@ impl MediaWriter {
         let encoder = VideoEncoder::open(
             settings,
             geometry,
-            &RawColor::from_params(raw),
+            &crate::color::output_tags(raw, &reader.color()),
             global_header,
         )?;
 
