@@ -69,12 +69,14 @@ fn needs_end_of_stream_to_close(codec: VideoCodec) -> bool {
 }
 
 impl VideoEncoder {
-    /// Open the encoder of `settings.codec`.
+    /// Open the encoder of `settings.codec`; `codec_params` are `key=value` items for the
+    /// encoder's own parameter list (x265-params, svtav1-params, x264-params).
     pub fn open(
         settings: &EncoderSettings,
         geometry: EncoderGeometry,
         color: &RawColor,
         global_header: bool,
+        codec_params: &[String],
     ) -> Result<Self> {
         let name = settings.codec.encoder_name();
         let codec = ffmpeg_next::encoder::find_by_name(name).ok_or_else(|| {
@@ -97,8 +99,17 @@ impl VideoEncoder {
         let mut options = Dictionary::new();
         options.set("crf", &settings.crf.to_string());
         options.set("preset", &settings.preset);
-        if name == "libx265" {
-            options.set("x265-params", "log-level=error");
+        let mut params: Vec<&str> = codec_params.iter().map(String::as_str).collect();
+        let key = match settings.codec {
+            VideoCodec::H264 => "x264-params",
+            VideoCodec::Hevc => {
+                params.insert(0, "log-level=error");
+                "x265-params"
+            }
+            VideoCodec::Av1 => "svtav1-params",
+        };
+        if !params.is_empty() {
+            options.set(key, &params.join(":"));
         }
         // x265 and SVT-AV1 print on stderr themselves, FFmpeg's wrappers through its log:
         // catch both, so nothing reaches the terminal and a refusal says what they said.
@@ -245,7 +256,7 @@ mod tests {
     fn open(codec: VideoCodec, preset: &str, width: u32, height: u32) -> Result<VideoEncoder> {
         crate::init();
         let settings = EncoderSettings::new(codec, None, Some(preset)).unwrap();
-        VideoEncoder::open(&settings, geometry(width, height), &color(), false)
+        VideoEncoder::open(&settings, geometry(width, height), &color(), false, &[])
     }
 
     /// Run `f` on its own thread; fail if it has not returned within `limit` (a deadlock).

@@ -5,6 +5,7 @@ mod log_capture;
 mod stderr_capture;
 mod sys;
 
+pub mod carried_metadata;
 pub mod codec_choice;
 pub mod color;
 pub mod encoder;

@@ -100,6 +100,56 @@ pub fn rotation_degrees(matrix: &[i32; 9]) -> f64 {
     if r.is_nan() { 0.0 } else { r }
 }
 
+/// `AVMasteringDisplayMetadata` (libavutil/mastering_display_metadata.h, which the
+/// bindings leave out): the mastering display's primaries, white point and luminance.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MasteringDisplay {
+    /// CIE 1931 xy of the red, green and blue primaries.
+    pub display_primaries: [[ffi::AVRational; 2]; 3],
+    /// CIE 1931 xy of the white point.
+    pub white_point: [ffi::AVRational; 2],
+    /// Minimum luminance, cd/m².
+    pub min_luminance: ffi::AVRational,
+    /// Maximum luminance, cd/m².
+    pub max_luminance: ffi::AVRational,
+    /// Whether the primaries and white point are set.
+    pub has_primaries: i32,
+    /// Whether the luminances are set.
+    pub has_luminance: i32,
+}
+
+/// `AVContentLightMetadata`: maximum content and frame-average light level, cd/m².
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ContentLight {
+    /// MaxCLL.
+    pub max_cll: u32,
+    /// MaxFALL.
+    pub max_fall: u32,
+}
+
+/// Read a `#[repr(C)]` side-data struct out of its bytes (None when too short).
+fn read_side_data<T: Copy>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < std::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: the slice holds at least size_of::<T>() bytes; read_unaligned needs no
+    // alignment; T is one of the plain-old-data mirrors above (integers only), for which
+    // every bit pattern is valid.
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+/// The mastering-display metadata in side-data bytes.
+pub fn parse_mastering_display(bytes: &[u8]) -> Option<MasteringDisplay> {
+    read_side_data(bytes)
+}
+
+/// The content-light-level metadata in side-data bytes.
+pub fn parse_content_light(bytes: &[u8]) -> Option<ContentLight> {
+    read_side_data(bytes)
+}
+
 /// Copy the disposition flags of an input stream to an output stream.
 pub fn copy_disposition(input: &Input, in_index: usize, output: &mut Output, out_index: usize) {
     // SAFETY: both indices are valid streams of their contexts (see callers).

@@ -1,6 +1,6 @@
 //! `MediaWriter`: the output file. Encodes the upscaled video and muxes it with every audio,
 //! subtitle and attachment stream of the input copied untouched, plus chapters, metadata,
-//! rotation and colour tags; timestamps pass through unchanged.
+//! rotation, HDR10 and colour tags; timestamps pass through unchanged.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +12,7 @@ use rave_core::error::{EngineError, Result};
 use rave_core::frame::HostYuvFrame;
 use serde::Serialize;
 
+use crate::carried_metadata::CarriedMetadata;
 use crate::codec_choice::{Container, EncoderSettings, VideoCodec};
 use crate::encoder::{EncoderGeometry, VideoEncoder};
 use crate::encoder_limits;
@@ -44,6 +45,9 @@ pub struct WriterSummary {
     pub skipped_streams: Vec<String>,
     /// The encoder used.
     pub encoder: String,
+    /// What the output could not keep of the input (rotation in Matroska, interlacing),
+    /// one sentence each; also logged as warnings when the writer is created.
+    pub warnings: Vec<String>,
 }
 
 /// An output file being written.
@@ -90,6 +94,10 @@ impl MediaWriter {
         };
         stream_plan::check_video(container, planned, shown_as)?;
         let plan = stream_plan::plan_streams(input, vidx, container, shown_as)?;
+        let carried = CarriedMetadata::of(input, vidx, container);
+        for warning in &carried.warnings {
+            tracing::warn!("{warning}");
+        }
 
         let mut output = ffmpeg_next::format::output_as(&path, container.muxer())
             .map_err(|e| unwritable(e.to_string()))?;
@@ -116,6 +124,7 @@ impl MediaWriter {
             geometry,
             &crate::color::output_tags(raw, &reader.color()),
             global_header,
+            &carried.encoder_params(settings.codec),
         )?;
 
         // Stream 0: the upscaled video.
@@ -137,21 +146,14 @@ impl MediaWriter {
             0,
             if hevc_in_mp4 { fourcc(b"hvc1") } else { 0 },
         );
-        if let Some(matrix) = sys::display_matrix(input, vidx) {
-            let bytes: Vec<u8> = matrix.iter().flat_map(|v| v.to_ne_bytes()).collect();
-            sys::set_stream_side_data(
-                &mut output,
-                0,
-                ffmpeg_next::ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
-                &bytes,
-            );
-        }
+        carried.apply(&mut output, 0);
 
         // Every other stream the plan keeps, copied.
         let mut routes = vec![None; input.nb_streams() as usize];
         let mut summary = WriterSummary {
             encoder: settings.codec.encoder_name().into(),
             skipped_streams: plan.skipped,
+            warnings: carried.warnings,
             ..Default::default()
         };
         for &idx in &plan.copied {
