@@ -112,9 +112,11 @@ impl VideoEncoder {
             options.set(key, &params.join(":"));
         }
         // x265 and SVT-AV1 print on stderr themselves, FFmpeg's wrappers through its log:
-        // catch both, so nothing reaches the terminal and a refusal says what they said.
-        let ((opened, printed), logged) =
-            capture_errors(|| capture_stderr(|| enc.open_with(options)));
+        // catch both, so nothing reaches the terminal and a refusal says what they said. The
+        // stderr capture is serialised, and wraps the log capture (one process-wide slot), so
+        // encoders opened on several threads do not take each other's messages.
+        let ((opened, logged), printed) =
+            capture_stderr(|| capture_errors(|| enc.open_with(options)));
         let encoder = opened.map_err(|e| {
             EngineError::Encode(format!(
                 "{name} refused {}x{} {}-bit at crf {} preset {}: {}",
@@ -332,6 +334,7 @@ mod tests {
         );
         let e = open(VideoCodec::H264, "ultrafast", 51, 27).err().unwrap();
         let msg = e.to_string();
+        println!("{msg}");
         assert!(
             msg.contains("libx264 refused 51x27") && !msg.contains("Generic error"),
             "{msg}"
