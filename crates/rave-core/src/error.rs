@@ -150,6 +150,26 @@ pub enum EngineError {
     /// The run was cancelled before its first frame was written: nothing was kept.
     #[error("interrupted before the first frame was written; nothing was written")]
     CancelledBeforeOutput,
+    /// The upscaled frame size is one the chosen encoder cannot code (refused before any
+    /// frame is processed).
+    #[error(
+        "{}x{} upscaled x{scale} is {}x{}, but {encoder} needs {needs}; {advice}",
+        input[0], input[1], output[0], output[1]
+    )]
+    OutputSizeUnsupported {
+        /// The encoder (e.g. libx264).
+        encoder: String,
+        /// Input frame size [width, height].
+        input: [u32; 2],
+        /// The model's scale.
+        scale: u32,
+        /// Output frame size [width, height].
+        output: [u32; 2],
+        /// What the encoder needs (e.g. "an even width and height").
+        needs: String,
+        /// What the user can do.
+        advice: String,
+    },
 }
 
 /// Error families: each maps to one documented exit code of the `rave` command.
@@ -220,6 +240,7 @@ impl EngineError {
             Cancelled => 600,
             OutputInUse(_) => 505,
             CancelledBeforeOutput => 601,
+            OutputSizeUnsupported { .. } => 307,
         }
     }
 
@@ -255,6 +276,7 @@ impl EngineError {
             Cancelled => "cancelled",
             OutputInUse(_) => "output_in_use",
             CancelledBeforeOutput => "cancelled_before_output",
+            OutputSizeUnsupported { .. } => "output_size_unsupported",
         }
     }
 
@@ -284,6 +306,7 @@ impl EngineError {
             Cancelled => ErrorFamily::Cancelled,
             OutputInUse(_) => ErrorFamily::Output,
             CancelledBeforeOutput => ErrorFamily::Cancelled,
+            OutputSizeUnsupported { .. } => ErrorFamily::Output,
         }
     }
 }
@@ -313,6 +336,14 @@ mod tests {
             EngineError::Cancelled,
             EngineError::OutputInUse(PathBuf::new()),
             EngineError::CancelledBeforeOutput,
+            EngineError::OutputSizeUnsupported {
+                encoder: String::new(),
+                input: [0, 0],
+                scale: 1,
+                output: [0, 0],
+                needs: String::new(),
+                advice: String::new(),
+            },
         ];
         let mut codes: Vec<u16> = samples.iter().map(EngineError::code).collect();
         codes.sort_unstable();

@@ -19,6 +19,9 @@ pub enum VideoCodec {
 }
 
 impl VideoCodec {
+    /// Every codec RAVE encodes.
+    pub const ALL: [VideoCodec; 3] = [VideoCodec::H264, VideoCodec::Hevc, VideoCodec::Av1];
+
     /// The FFmpeg encoder that produces this codec.
     pub fn encoder_name(self) -> &'static str {
         match self {
@@ -141,6 +144,9 @@ pub enum Container {
 }
 
 impl Container {
+    /// Every container RAVE writes.
+    pub const ALL: [Container; 3] = [Container::Mp4, Container::Mov, Container::Matroska];
+
     /// The container for `path`'s extension.
     pub fn from_path(path: &Path) -> Result<Self> {
         let ext = path
@@ -165,6 +171,24 @@ impl Container {
             Container::Mp4 => "mp4",
             Container::Mov => "mov",
             Container::Matroska => "matroska",
+        }
+    }
+
+    /// The file extension RAVE recognises it by, with the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Container::Mp4 => ".mp4",
+            Container::Mov => ".mov",
+            Container::Matroska => ".mkv",
+        }
+    }
+
+    /// Its name in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            Container::Mp4 => "MP4",
+            Container::Mov => "QuickTime (.mov)",
+            Container::Matroska => "Matroska",
         }
     }
 }

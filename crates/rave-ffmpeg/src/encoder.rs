@@ -1,13 +1,16 @@
 //! The software video encoder (libx264, libx265, SVT-AV1): opened for the output size,
-//! tagged with the source's colour description, fed host frames with their timestamps.
+//! tagged with the source's colour description, fed host frames with their timestamps, and
+//! safe to drop at any point (see `Drop`).
 
 use ffmpeg_next::frame::Video as VideoFrame;
 use ffmpeg_next::{Dictionary, Packet, Rational};
 use rave_core::error::{EngineError, Result};
-use rave_core::frame::HostYuvFrame;
+use rave_core::frame::{HostYuvFrame, YuvFrame};
 
-use crate::codec_choice::EncoderSettings;
+use crate::codec_choice::{EncoderSettings, VideoCodec};
 use crate::frame_convert::{export, working_format};
+use crate::log_capture::capture_errors;
+use crate::stderr_capture::capture_stderr;
 use crate::sys::{self, RawColor};
 
 /// What the encoder is opened with besides the user's settings.
@@ -30,16 +33,50 @@ pub struct EncoderGeometry {
 /// An opened encoder.
 pub struct VideoEncoder {
     encoder: ffmpeg_next::encoder::video::Encoder,
+    codec: VideoCodec,
     geometry: EncoderGeometry,
+    /// Frames handed to the encoder so far.
+    frames_sent: u64,
+    /// End of stream was sent to the encoder itself.
+    eof_sent: bool,
+    /// `send_eof` was called with no frame sent and nothing was passed on (see `send_eof`).
+    ended_empty: bool,
+}
+
+/// What the encoder library printed (its error lines) and FFmpeg logged while opening, one
+/// clause each, without repeats; `None` when both were silent.
+fn refusal_details(printed: &str, logged: &[String]) -> Option<String> {
+    let mut lines: Vec<&str> = Vec::new();
+    let errors = printed
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.to_ascii_lowercase().contains("error"));
+    for line in errors.chain(logged.iter().map(|l| l.trim())) {
+        let line = line.trim_end_matches('.');
+        if !line.is_empty() && !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    (!lines.is_empty()).then(|| lines.join("; "))
+}
+
+/// Whether the encoder must see a picture and then end of stream before it is closed.
+/// SVT-AV1 1.4 deadlocks in its deinit (and at end of stream) when it never received a
+/// picture, and complains on stderr when closed without end of stream; libx264 and libx265
+/// close cleanly at any point.
+fn needs_end_of_stream_to_close(codec: VideoCodec) -> bool {
+    codec == VideoCodec::Av1
 }
 
 impl VideoEncoder {
-    /// Open the encoder of `settings.codec`.
+    /// Open the encoder of `settings.codec`; `codec_params` are `key=value` items for the
+    /// encoder's own parameter list (x265-params, svtav1-params, x264-params).
     pub fn open(
         settings: &EncoderSettings,
         geometry: EncoderGeometry,
         color: &RawColor,
         global_header: bool,
+        codec_params: &[String],
     ) -> Result<Self> {
         let name = settings.codec.encoder_name();
         let codec = ffmpeg_next::encoder::find_by_name(name).ok_or_else(|| {
@@ -62,16 +99,43 @@ impl VideoEncoder {
         let mut options = Dictionary::new();
         options.set("crf", &settings.crf.to_string());
         options.set("preset", &settings.preset);
-        if name == "libx265" {
-            options.set("x265-params", "log-level=error");
+        let mut params: Vec<&str> = codec_params.iter().map(String::as_str).collect();
+        let key = match settings.codec {
+            VideoCodec::H264 => "x264-params",
+            VideoCodec::Hevc => {
+                params.insert(0, "log-level=error");
+                "x265-params"
+            }
+            VideoCodec::Av1 => "svtav1-params",
+        };
+        if !params.is_empty() {
+            options.set(key, &params.join(":"));
         }
-        let encoder = enc.open_with(options).map_err(|e| {
+        // x265 and SVT-AV1 print on stderr themselves, FFmpeg's wrappers through its log:
+        // catch both, so nothing reaches the terminal and a refusal says what they said. The
+        // stderr capture is serialised, and wraps the log capture (one process-wide slot), so
+        // encoders opened on several threads do not take each other's messages.
+        let ((opened, logged), printed) =
+            capture_stderr(|| capture_errors(|| enc.open_with(options)));
+        let encoder = opened.map_err(|e| {
             EngineError::Encode(format!(
-                "{name} refused {}x{} {}-bit at crf {} preset {}: {e}",
-                geometry.width, geometry.height, geometry.bit_depth, settings.crf, settings.preset
+                "{name} refused {}x{} {}-bit at crf {} preset {}: {}",
+                geometry.width,
+                geometry.height,
+                geometry.bit_depth,
+                settings.crf,
+                settings.preset,
+                refusal_details(&printed, &logged).unwrap_or_else(|| e.to_string())
             ))
         })?;
-        Ok(Self { encoder, geometry })
+        Ok(Self {
+            encoder,
+            codec: settings.codec,
+            geometry,
+            frames_sent: 0,
+            eof_sent: false,
+            ended_empty: false,
+        })
     }
 
     /// The opened encoder (for the muxer to copy its parameters).
@@ -98,11 +162,20 @@ impl VideoEncoder {
         av.set_pts(Some(frame.meta.pts));
         self.encoder
             .send_frame(&av)
-            .map_err(|e| EngineError::Encode(format!("frame {}: {e}", frame.meta.index)))
+            .map_err(|e| EngineError::Encode(format!("frame {}: {e}", frame.meta.index)))?;
+        self.frames_sent += 1;
+        Ok(())
     }
 
-    /// Signal end of stream so the encoder releases its delayed packets.
+    /// Signal end of stream so the encoder releases its delayed packets. With no frame sent
+    /// there is nothing to release: an encoder that cannot end an empty stream (SVT-AV1) is
+    /// not asked to, and is shut down properly when dropped.
     pub fn send_eof(&mut self) -> Result<()> {
+        if self.frames_sent == 0 && needs_end_of_stream_to_close(self.codec) {
+            self.ended_empty = true;
+            return Ok(());
+        }
+        self.eof_sent = true;
         self.encoder
             .send_eof()
             .map_err(|e| EngineError::Encode(format!("flush: {e}")))
@@ -110,6 +183,9 @@ impl VideoEncoder {
 
     /// The next finished packet, if one is ready.
     pub fn receive(&mut self) -> Result<Option<Packet>> {
+        if self.ended_empty {
+            return Ok(None);
+        }
         let mut packet = Packet::empty();
         match self.encoder.receive_packet(&mut packet) {
             Ok(()) => Ok(Some(packet)),
@@ -121,5 +197,147 @@ impl VideoEncoder {
             }
             Err(e) => Err(EngineError::Encode(e.to_string())),
         }
+    }
+}
+
+impl Drop for VideoEncoder {
+    /// Close the encoder wherever the run stopped (a refused output, a failed stage, Ctrl+C
+    /// before the first frame). An encoder that must end its stream before closing is given a
+    /// blank picture if it never had one, then end of stream, and drained; the packets are
+    /// discarded (the output is being abandoned or was already finalized).
+    fn drop(&mut self) {
+        if self.eof_sent || !needs_end_of_stream_to_close(self.codec) {
+            return;
+        }
+        let g = self.geometry;
+        if self.frames_sent == 0 {
+            let mut av = VideoFrame::new(working_format(g.bit_depth), g.width, g.height);
+            export(&YuvFrame::zeroed(g.width, g.height, g.bit_depth), &mut av);
+            av.set_pts(Some(0));
+            if self.encoder.send_frame(&av).is_err() {
+                return;
+            }
+        }
+        if self.encoder.send_eof().is_err() {
+            return;
+        }
+        let mut packet = Packet::empty();
+        while self.encoder.receive_packet(&mut packet).is_ok() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn geometry(width: u32, height: u32) -> EncoderGeometry {
+        EncoderGeometry {
+            width,
+            height,
+            bit_depth: 8,
+            time_base: Rational::new(1, 25),
+            frame_rate: Rational::new(25, 1),
+            sample_aspect: Rational::new(1, 1),
+        }
+    }
+
+    fn color() -> RawColor {
+        use ffmpeg_next::ffi::*;
+        RawColor {
+            primaries: AVColorPrimaries::AVCOL_PRI_BT709,
+            transfer: AVColorTransferCharacteristic::AVCOL_TRC_BT709,
+            space: AVColorSpace::AVCOL_SPC_BT709,
+            range: AVColorRange::AVCOL_RANGE_MPEG,
+            chroma_location: AVChromaLocation::AVCHROMA_LOC_LEFT,
+        }
+    }
+
+    fn open(codec: VideoCodec, preset: &str, width: u32, height: u32) -> Result<VideoEncoder> {
+        crate::init();
+        let settings = EncoderSettings::new(codec, None, Some(preset)).unwrap();
+        VideoEncoder::open(&settings, geometry(width, height), &color(), false, &[])
+    }
+
+    /// Run `f` on its own thread; fail if it has not returned within `limit` (a deadlock).
+    fn within(limit: Duration, what: &str, f: impl FnOnce() + Send + 'static) {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            f();
+            let _ = tx.send(());
+        });
+        assert!(
+            rx.recv_timeout(limit).is_ok(),
+            "{what} did not return within {limit:?}"
+        );
+    }
+
+    #[test]
+    fn svt_av1_closes_when_dropped_before_any_frame() {
+        within(
+            Duration::from_secs(20),
+            "dropping an unused SVT-AV1 encoder",
+            || {
+                drop(open(VideoCodec::Av1, "12", 64, 64).unwrap());
+            },
+        );
+    }
+
+    #[test]
+    fn svt_av1_ends_an_empty_stream_and_closes() {
+        within(
+            Duration::from_secs(20),
+            "ending an empty SVT-AV1 stream",
+            || {
+                let mut enc = open(VideoCodec::Av1, "12", 64, 64).unwrap();
+                enc.send_eof().unwrap();
+                assert!(enc.receive().unwrap().is_none());
+                drop(enc);
+            },
+        );
+    }
+
+    #[test]
+    fn svt_av1_closes_when_dropped_mid_stream() {
+        within(
+            Duration::from_secs(20),
+            "dropping SVT-AV1 mid-stream",
+            || {
+                let mut enc = open(VideoCodec::Av1, "12", 64, 64).unwrap();
+                for index in 0..3 {
+                    let frame = HostYuvFrame {
+                        meta: rave_core::frame::FrameMeta {
+                            index,
+                            pts: index as i64,
+                            keyframe: index == 0,
+                        },
+                        image: YuvFrame::zeroed(64, 64, 8),
+                    };
+                    enc.send(&frame).unwrap();
+                    while enc.receive().unwrap().is_some() {}
+                }
+                drop(enc);
+            },
+        );
+    }
+
+    #[test]
+    fn an_open_failure_carries_the_encoders_own_words() {
+        let e = open(VideoCodec::Hevc, "ultrafast", 51, 27).err().unwrap();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("libx265 refused 51x27")
+                && msg.contains("x265 [error]: Picture width must be an integer multiple"),
+            "{msg}"
+        );
+        let e = open(VideoCodec::H264, "ultrafast", 51, 27).err().unwrap();
+        let msg = e.to_string();
+        println!("{msg}");
+        assert!(
+            msg.contains("libx264 refused 51x27") && !msg.contains("Generic error"),
+            "{msg}"
+        );
     }
 }

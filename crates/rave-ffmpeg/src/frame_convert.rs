@@ -1,11 +1,15 @@
 //! Moving pixels between FFmpeg frames and RAVE's host YUV 4:2:0 frames: direct plane
-//! copies for yuv420p/yuv420p10le, swscale for every other decoder format.
+//! copies for yuv420p/yuv420p10le, swscale for every other decoder format (told the matrix
+//! and range the rest of the pipeline uses, so RGB sources are converted as tagged).
 
 use ffmpeg_next::format::Pixel;
 use ffmpeg_next::frame::Video as VideoFrame;
 use ffmpeg_next::software::scaling::{Context as Scaler, Flags};
+use rave_core::color::{ColorInfo, ColorRange};
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::YuvFrame;
+
+use crate::color::{is_rgb, sws_matrix};
 
 /// The raw pixel-format int of codec parameters as FFmpeg's enum (NONE when out of range).
 pub fn pixel_from_raw(format: i32) -> ffmpeg_next::ffi::AVPixelFormat {
@@ -35,16 +39,19 @@ unsafe impl Send for OwnedScaler {}
 
 /// Converts decoded frames of any format to RAVE's host YUV 4:2:0 frames.
 pub struct FrameImporter {
+    color: ColorInfo,
     bit_depth: u8,
     scaler: Option<(OwnedScaler, Pixel, u32, u32)>,
     scratch: VideoFrame,
 }
 
 impl FrameImporter {
-    /// An importer producing frames of `bit_depth` (8 or 10).
-    pub fn new(bit_depth: u8) -> Self {
+    /// An importer producing frames of `color.bit_depth` (8 or 10) with `color`'s matrix and
+    /// range: RGB is converted with them, other YUV layouts keep their range.
+    pub fn new(color: ColorInfo) -> Self {
         Self {
-            bit_depth,
+            color,
+            bit_depth: color.bit_depth,
             scaler: None,
             scratch: VideoFrame::empty(),
         }
@@ -61,7 +68,7 @@ impl FrameImporter {
         let stale =
             !matches!(&self.scaler, Some((_, f, sw, sh)) if *f == fmt && *sw == w && *sh == h);
         if stale {
-            let scaler = Scaler::get(
+            let mut scaler = Scaler::get(
                 fmt,
                 w,
                 h,
@@ -73,6 +80,22 @@ impl FrameImporter {
             .map_err(|e| {
                 EngineError::Decode(format!("cannot convert pixel format {fmt:?}: {e}"))
             })?;
+            // swscale would otherwise convert RGB with BT.601 into limited range and squeeze
+            // full-range YUV (yuvj422p, ...) into limited, whatever the pipeline assumes.
+            let full = self.color.range == ColorRange::Full;
+            let rgb = is_rgb(fmt);
+            let set = crate::sys::set_scaler_colorspace(
+                &mut scaler,
+                sws_matrix(self.color.matrix),
+                rgb || full,
+                full,
+            );
+            if !set && rgb {
+                return Err(EngineError::Decode(format!(
+                    "cannot convert pixel format {fmt:?} with the {:?} matrix",
+                    self.color.matrix
+                )));
+            }
             self.scaler = Some((OwnedScaler(scaler), fmt, w, h));
         }
         let (scaler, ..) = self.scaler.as_mut().expect("scaler set above");
@@ -162,8 +185,54 @@ mod tests {
                 .copy_from_slice(&img.u.iter().map(|x| max as u16 - x).collect::<Vec<_>>());
             let mut frame = VideoFrame::new(working_format(depth), 7, 5);
             export(&img, &mut frame);
-            let back = FrameImporter::new(depth).import(&frame).unwrap();
+            let color = ColorInfo {
+                matrix: rave_core::color::ColorMatrix::Bt709,
+                range: ColorRange::Limited,
+                bit_depth: depth,
+            };
+            let back = FrameImporter::new(color).import(&frame).unwrap();
             assert_eq!(back, img, "depth {depth}");
         }
+    }
+
+    /// One RGB pixel through the importer, as (Y, U, V).
+    fn import_rgb(rgb: [u8; 3], color: ColorInfo) -> (u16, u16, u16) {
+        crate::init();
+        let mut frame = VideoFrame::new(Pixel::RGB24, 4, 4);
+        let stride = frame.stride(0);
+        for row in 0..4 {
+            for x in 0..4 {
+                frame.data_mut(0)[row * stride + 3 * x..][..3].copy_from_slice(&rgb);
+            }
+        }
+        let yuv = FrameImporter::new(color).import(&frame).unwrap();
+        (yuv.y[5], yuv.u[0], yuv.v[0])
+    }
+
+    #[test]
+    fn rgb_is_converted_with_the_pipelines_matrix_and_range() {
+        use rave_core::color::ColorMatrix;
+        let limited = |matrix| ColorInfo {
+            matrix,
+            range: ColorRange::Limited,
+            bit_depth: 8,
+        };
+        // Pure red: Y = 16 + 219 Kr, V = 128 + 112 (BT.709 Kr 0.2126, BT.601 0.299).
+        let (y, _, v) = import_rgb([255, 0, 0], limited(ColorMatrix::Bt709));
+        assert!(
+            (y as i32 - 63).abs() <= 1 && (v as i32 - 240).abs() <= 1,
+            "709: {y} {v}"
+        );
+        let (y, _, _) = import_rgb([255, 0, 0], limited(ColorMatrix::Bt601));
+        assert!((y as i32 - 81).abs() <= 1, "601: {y}");
+        let full = ColorInfo {
+            matrix: ColorMatrix::Bt709,
+            range: ColorRange::Full,
+            bit_depth: 8,
+        };
+        let (y, u, v) = import_rgb([255, 255, 255], full);
+        assert_eq!((y, u, v), (255, 128, 128));
+        let (y, ..) = import_rgb([255, 255, 255], limited(ColorMatrix::Bt709));
+        assert_eq!(y, 235);
     }
 }

@@ -3,11 +3,14 @@
 
 mod log_capture;
 mod log_watch;
+mod stderr_capture;
 mod sys;
 
+pub mod carried_metadata;
 pub mod codec_choice;
 pub mod color;
 pub mod encoder;
+pub mod encoder_limits;
 pub mod frame_convert;
 pub mod hw_caps;
 pub mod input;
@@ -17,6 +20,7 @@ pub mod probe;
 pub mod reader;
 pub mod structure_check;
 pub mod timeline;
+pub mod stream_plan;
 pub mod writer;
 
 pub use codec_choice::{Container, EncoderSettings, VideoCodec};

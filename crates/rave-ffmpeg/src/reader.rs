@@ -151,7 +151,7 @@ impl VideoReader {
         Ok(Self {
             path: path.to_path_buf(),
             video_index,
-            importer: FrameImporter::new(color.bit_depth),
+            importer: FrameImporter::new(color),
             color,
             time_base,
             ledger,

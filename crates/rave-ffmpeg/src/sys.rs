@@ -1,7 +1,8 @@
-//! The few FFmpeg calls `ffmpeg-next` does not wrap: colour names, display-matrix rotation,
-//! stream side data copy, container/codec compatibility and raw context fields.
+//! The few FFmpeg calls `ffmpeg-next` does not wrap: colour names, stream side data
+//! (display matrix, HDR10), muxer dry runs, swscale colour details and raw context fields.
 
 use std::ffi::CStr;
+use std::ptr::{null, null_mut};
 
 use ffmpeg_next::ffi;
 use ffmpeg_next::format::context::{Input, Output};
@@ -39,25 +40,57 @@ pub fn stream_params(input: &Input, index: usize) -> &ffi::AVCodecParameters {
     unsafe { &*(*(*(*input.as_ptr()).streams.add(index))).codecpar }
 }
 
-/// The display-matrix side data of input stream `index`, if any (9 x i32).
-pub fn display_matrix(input: &Input, index: usize) -> Option<[i32; 9]> {
+/// The side data of kind `kind` attached to input stream `index`, if any.
+pub fn stream_side_data(
+    input: &Input,
+    index: usize,
+    kind: ffi::AVPacketSideDataType,
+) -> Option<Vec<u8>> {
     // SAFETY: stream pointer valid as in `stream_params`; av_stream_get_side_data returns
-    // null or a pointer to `size` bytes owned by the stream.
+    // null or a pointer to `size` bytes owned by the stream, copied out before returning.
     unsafe {
         let stream = *(*input.as_ptr()).streams.add(index);
         let mut size: usize = 0;
-        let data = ffi::av_stream_get_side_data(
-            stream,
-            ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
-            &mut size,
-        );
-        if data.is_null() || size < 36 {
+        let data = ffi::av_stream_get_side_data(stream, kind, &mut size);
+        if data.is_null() || size == 0 {
             return None;
         }
-        let mut m = [0i32; 9];
-        std::ptr::copy_nonoverlapping(data as *const i32, m.as_mut_ptr(), 9);
-        Some(m)
+        Some(std::slice::from_raw_parts(data, size).to_vec())
     }
+}
+
+/// Attach side data of kind `kind` to output stream `index` (before the header is written).
+pub fn set_stream_side_data(
+    output: &mut Output,
+    index: usize,
+    kind: ffi::AVPacketSideDataType,
+    data: &[u8],
+) -> bool {
+    // SAFETY: the stream index was returned by add_stream on this context; the buffer from
+    // av_stream_new_side_data has room for `data.len()` bytes and is owned by the stream.
+    unsafe {
+        let stream = *(*output.as_mut_ptr()).streams.add(index);
+        let dst = ffi::av_stream_new_side_data(stream, kind, data.len());
+        if dst.is_null() {
+            return false;
+        }
+        std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
+        true
+    }
+}
+
+/// The display-matrix side data of input stream `index`, if any (9 x i32).
+pub fn display_matrix(input: &Input, index: usize) -> Option<[i32; 9]> {
+    let bytes = stream_side_data(
+        input,
+        index,
+        ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
+    )?;
+    let mut m = [0i32; 9];
+    for (v, chunk) in m.iter_mut().zip(bytes.chunks_exact(4)) {
+        *v = i32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+    }
+    (bytes.len() >= 36).then_some(m)
 }
 
 /// Rotation in degrees (counter-clockwise, as FFmpeg reports it) of a display matrix.
@@ -67,23 +100,54 @@ pub fn rotation_degrees(matrix: &[i32; 9]) -> f64 {
     if r.is_nan() { 0.0 } else { r }
 }
 
-/// Attach a display matrix to output stream `index` (before the header is written).
-pub fn set_display_matrix(output: &mut Output, index: usize, matrix: &[i32; 9]) -> bool {
-    // SAFETY: the stream index was returned by add_stream on this context; the buffer from
-    // av_stream_new_side_data has room for the 36 bytes we copy, and is owned by the stream.
-    unsafe {
-        let stream = *(*output.as_mut_ptr()).streams.add(index);
-        let dst = ffi::av_stream_new_side_data(
-            stream,
-            ffi::AVPacketSideDataType::AV_PKT_DATA_DISPLAYMATRIX,
-            36,
-        );
-        if dst.is_null() {
-            return false;
-        }
-        std::ptr::copy_nonoverlapping(matrix.as_ptr() as *const u8, dst, 36);
-        true
+/// `AVMasteringDisplayMetadata` (libavutil/mastering_display_metadata.h, which the
+/// bindings leave out): the mastering display's primaries, white point and luminance.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MasteringDisplay {
+    /// CIE 1931 xy of the red, green and blue primaries.
+    pub display_primaries: [[ffi::AVRational; 2]; 3],
+    /// CIE 1931 xy of the white point.
+    pub white_point: [ffi::AVRational; 2],
+    /// Minimum luminance, cd/m².
+    pub min_luminance: ffi::AVRational,
+    /// Maximum luminance, cd/m².
+    pub max_luminance: ffi::AVRational,
+    /// Whether the primaries and white point are set.
+    pub has_primaries: i32,
+    /// Whether the luminances are set.
+    pub has_luminance: i32,
+}
+
+/// `AVContentLightMetadata`: maximum content and frame-average light level, cd/m².
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ContentLight {
+    /// MaxCLL.
+    pub max_cll: u32,
+    /// MaxFALL.
+    pub max_fall: u32,
+}
+
+/// Read a `#[repr(C)]` side-data struct out of its bytes (None when too short).
+fn read_side_data<T: Copy>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < std::mem::size_of::<T>() {
+        return None;
     }
+    // SAFETY: the slice holds at least size_of::<T>() bytes; read_unaligned needs no
+    // alignment; T is one of the plain-old-data mirrors above (integers only), for which
+    // every bit pattern is valid.
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+/// The mastering-display metadata in side-data bytes.
+pub fn parse_mastering_display(bytes: &[u8]) -> Option<MasteringDisplay> {
+    read_side_data(bytes)
+}
+
+/// The content-light-level metadata in side-data bytes.
+pub fn parse_content_light(bytes: &[u8]) -> Option<ContentLight> {
+    read_side_data(bytes)
 }
 
 /// Copy the disposition flags of an input stream to an output stream.
@@ -96,14 +160,108 @@ pub fn copy_disposition(input: &Input, in_index: usize, output: &mut Output, out
     }
 }
 
-/// Whether the output container can store `codec` (FFmpeg's own compliance check). Unknown
-/// answers count as yes: the muxer will then say no itself.
-pub fn container_accepts(output: &Output, codec: ffi::AVCodecID) -> bool {
-    // SAFETY: the output context's oformat is set by avformat_alloc_output_context2.
-    let r = unsafe {
-        ffi::avformat_query_codec((*output.as_ptr()).oformat, codec, ffi::FF_COMPLIANCE_NORMAL)
-    };
-    r != 0
+/// Whether muxer `muxer` lists `codec` among those it stores (avformat_query_codec); an
+/// unknown answer counts as yes, leaving the decision to the muxer itself.
+pub fn muxer_lists_codec(muxer: &CStr, codec: ffi::AVCodecID) -> bool {
+    // SAFETY: av_guess_format returns null or a static muxer description; `muxer` is a
+    // NUL-terminated name.
+    let format = unsafe { ffi::av_guess_format(muxer.as_ptr(), null(), null()) };
+    if format.is_null() {
+        return true;
+    }
+    // SAFETY: `format` is a valid static muxer description.
+    unsafe { ffi::avformat_query_codec(format, codec, ffi::FF_COMPLIANCE_NORMAL) != 0 }
+}
+
+/// One stream for `muxer_dry_run`.
+#[derive(Clone, Copy)]
+pub enum DryRunStream<'a> {
+    /// Input stream `index` of `input`, to be copied: parameters, time base, disposition
+    /// and metadata (attachments need their file name) as they are.
+    Copied(&'a Input, usize),
+    /// A stream that is not encoded yet: parameters without extradata, and its time base.
+    Planned(&'a ffmpeg_next::codec::Parameters, ffi::AVRational),
+}
+
+/// Ask muxer `muxer` whether it takes `stream`, without writing anything: the stream is set
+/// up alone in a throwaway context that writes into memory and the muxer is initialised; a
+/// copied stream's parameters are complete, so the header is written too. FFmpeg's own
+/// checks run (codec tags, per-format refusals such as AV1 in QuickTime, Matroska's codec
+/// list); the answer is its error, if any.
+pub fn muxer_dry_run(muxer: &CStr, stream: DryRunStream<'_>) -> Result<(), ffmpeg_next::Error> {
+    let mut ctx: *mut ffi::AVFormatContext = null_mut();
+    // SAFETY: `muxer` is a NUL-terminated name; on success `ctx` is a new context we own.
+    let r =
+        unsafe { ffi::avformat_alloc_output_context2(&mut ctx, null(), muxer.as_ptr(), null()) };
+    if r < 0 || ctx.is_null() {
+        return Err(ffmpeg_next::Error::from(r.min(-1)));
+    }
+    // SAFETY: `ctx` is the valid context allocated above, used by this thread only; the new
+    // stream belongs to it; the source stream (a valid index of `input`, see callers) or
+    // parameters are only read; the dynamic buffer is closed and freed, and the context
+    // freed (which runs the muxer's deinit), before returning.
+    unsafe {
+        let mut r = ffi::avio_open_dyn_buf(&mut (*ctx).pb);
+        if r >= 0 {
+            let st = ffi::avformat_new_stream(ctx, null());
+            let with_header = matches!(stream, DryRunStream::Copied(..));
+            r = if st.is_null() {
+                ffi::AVERROR(ffi::ENOMEM)
+            } else {
+                match stream {
+                    DryRunStream::Copied(input, index) => {
+                        let src = *(*input.as_ptr()).streams.add(index);
+                        (*st).time_base = (*src).time_base;
+                        (*st).disposition = (*src).disposition;
+                        ffi::av_dict_copy(&mut (*st).metadata, (*src).metadata, 0);
+                        ffi::avcodec_parameters_copy((*st).codecpar, (*src).codecpar)
+                    }
+                    DryRunStream::Planned(params, time_base) => {
+                        (*st).time_base = time_base;
+                        ffi::avcodec_parameters_copy((*st).codecpar, params.as_ptr())
+                    }
+                }
+            };
+            if r >= 0 {
+                (*(*st).codecpar).codec_tag = 0;
+                r = ffi::avformat_init_output(ctx, null_mut());
+            }
+            if r >= 0 && with_header {
+                r = ffi::avformat_write_header(ctx, null_mut());
+            }
+            let mut buf: *mut u8 = null_mut();
+            ffi::avio_close_dyn_buf((*ctx).pb, &mut buf);
+            ffi::av_free(buf as *mut std::ffi::c_void);
+            (*ctx).pb = null_mut();
+        }
+        ffi::avformat_free_context(ctx);
+        if r < 0 {
+            Err(ffmpeg_next::Error::from(r))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Codec parameters of a video stream that is not encoded yet: codec, size and pixel format
+/// (enough for a muxer's checks; no extradata).
+pub fn planned_video_params(
+    codec: ffi::AVCodecID,
+    width: u32,
+    height: u32,
+    format: ffi::AVPixelFormat,
+) -> ffmpeg_next::codec::Parameters {
+    let mut params = ffmpeg_next::codec::Parameters::new();
+    // SAFETY: `params` owns freshly allocated codec parameters; these are plain fields.
+    unsafe {
+        let p = params.as_mut_ptr();
+        (*p).codec_type = ffi::AVMediaType::AVMEDIA_TYPE_VIDEO;
+        (*p).codec_id = codec;
+        (*p).width = width as i32;
+        (*p).height = height as i32;
+        (*p).format = format as i32;
+    }
+    params
 }
 
 /// Whether the output format wants codec extradata in the container (MP4, MKV).
@@ -169,6 +327,41 @@ pub fn frame_is_damaged(frame: *const ffi::AVFrame) -> bool {
     // SAFETY: `frame` points to a frame just filled by avcodec_receive_frame.
     unsafe {
         (*frame).decode_error_flags != 0 || ((*frame).flags & ffi::AV_FRAME_FLAG_CORRUPT) != 0
+    }
+}
+
+/// Whether a pixel format holds RGB (packed or planar) rather than YUV or grey samples.
+pub fn pixel_is_rgb(format: ffi::AVPixelFormat) -> bool {
+    // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
+    let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
+    // SAFETY: non-null descriptors are static.
+    !desc.is_null() && unsafe { (*desc).flags } & ffi::AV_PIX_FMT_FLAG_RGB as u64 != 0
+}
+
+/// Tell swscale which matrix (an `SWS_CS_*` value) and ranges to convert with: the source's
+/// for YUV input, the destination's for RGB -> YUV. Returns false when swscale cannot apply
+/// them to this pair of formats.
+pub fn set_scaler_colorspace(
+    scaler: &mut ffmpeg_next::software::scaling::Context,
+    sws_matrix: i32,
+    src_full_range: bool,
+    dst_full_range: bool,
+) -> bool {
+    // SAFETY: sws_getCoefficients returns a pointer to a static table for any value; the
+    // scaler context is valid and owned by the caller; brightness 0, contrast and saturation
+    // 1.0 (16.16 fixed point) leave the picture as it is.
+    unsafe {
+        let table = ffi::sws_getCoefficients(sws_matrix);
+        ffi::sws_setColorspaceDetails(
+            scaler.as_mut_ptr(),
+            table,
+            i32::from(src_full_range),
+            table,
+            i32::from(dst_full_range),
+            0,
+            1 << 16,
+            1 << 16,
+        ) >= 0
     }
 }
 

@@ -1,22 +1,24 @@
 //! `MediaWriter`: the output file. Encodes the upscaled video and muxes it with every audio,
 //! subtitle and attachment stream of the input copied untouched, plus chapters, metadata,
-//! rotation and colour tags; timestamps pass through unchanged.
+//! rotation, HDR10 and colour tags; timestamps pass through unchanged.
 
 use std::path::{Path, PathBuf};
 
 use ffmpeg_next::Rational;
 use ffmpeg_next::Rescale;
 use ffmpeg_next::format::context::Output;
-use ffmpeg_next::media::Type;
 use rave_core::codec::FrameSink;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::HostYuvFrame;
 use serde::Serialize;
 
+use crate::carried_metadata::CarriedMetadata;
 use crate::codec_choice::{Container, EncoderSettings, VideoCodec};
 use crate::encoder::{EncoderGeometry, VideoEncoder};
+use crate::encoder_limits;
 use crate::reader::{CopiedPacket, VideoReader};
-use crate::sys::{self, RawColor};
+use crate::stream_plan::{self, PlannedVideo};
+use crate::sys;
 
 /// Where each copied input stream goes: output index and both time bases.
 #[derive(Debug, Clone, Copy)]
@@ -43,11 +45,15 @@ pub struct WriterSummary {
     pub skipped_streams: Vec<String>,
     /// The encoder used.
     pub encoder: String,
+    /// What the output could not keep of the input (rotation in Matroska, interlacing),
+    /// one sentence each; also logged as warnings when the writer is created.
+    pub warnings: Vec<String>,
 }
 
 /// An output file being written.
 pub struct MediaWriter {
-    path: PathBuf,
+    /// The path messages name (the user's, not the temporary file's).
+    shown_as: PathBuf,
     output: Output,
     encoder: VideoEncoder,
     video_tb: Rational,
@@ -58,10 +64,12 @@ pub struct MediaWriter {
 
 impl MediaWriter {
     /// Create `path` as `container`, mirroring `reader`'s streams, and open the encoder for
-    /// frames of `width` x `height`. Fails before writing any frame if a stream cannot be
-    /// stored in the container.
+    /// frames of `width` x `height`. Messages name `shown_as` (the path the user asked for;
+    /// `path` may be a temporary file beside it). Everything the container cannot hold is
+    /// refused before the encoder is opened or anything is written.
     pub fn create(
         path: &Path,
+        shown_as: &Path,
         container: Container,
         reader: &VideoReader,
         settings: &EncoderSettings,
@@ -71,12 +79,28 @@ impl MediaWriter {
         crate::init();
         let input = reader.input();
         let unwritable = |reason: String| EngineError::OutputUnwritable {
-            path: path.to_path_buf(),
+            path: shown_as.to_path_buf(),
             reason,
         };
+        let vidx = reader.video_index();
+        let (in_w, in_h) = reader.size();
+        encoder_limits::check_output_size(settings.codec, (in_w, in_h), width / in_w.max(1))?;
+        let planned = PlannedVideo {
+            codec: settings.codec,
+            width,
+            height,
+            bit_depth: reader.color().bit_depth,
+            time_base: reader.time_base(),
+        };
+        stream_plan::check_video(container, planned, shown_as)?;
+        let plan = stream_plan::plan_streams(input, vidx, container, shown_as)?;
+        let carried = CarriedMetadata::of(input, vidx, container);
+        for warning in &carried.warnings {
+            tracing::warn!("{warning}");
+        }
+
         let mut output = ffmpeg_next::format::output_as(&path, container.muxer())
             .map_err(|e| unwritable(e.to_string()))?;
-        let vidx = reader.video_index();
         let in_video = input.stream(vidx).expect("reader's video stream");
         let raw = sys::stream_params(input, vidx);
         let rate = [in_video.avg_frame_rate(), in_video.rate()]
@@ -86,8 +110,8 @@ impl MediaWriter {
         let geometry = EncoderGeometry {
             width,
             height,
-            bit_depth: reader.color().bit_depth,
-            time_base: reader.time_base(),
+            bit_depth: planned.bit_depth,
+            time_base: planned.time_base,
             frame_rate: rate,
             sample_aspect: Rational::new(
                 raw.sample_aspect_ratio.num,
@@ -98,8 +122,9 @@ impl MediaWriter {
         let encoder = VideoEncoder::open(
             settings,
             geometry,
-            &RawColor::from_params(raw),
+            &crate::color::output_tags(raw, &reader.color()),
             global_header,
+            &carried.encoder_params(settings.codec),
         )?;
 
         // Stream 0: the upscaled video.
@@ -121,49 +146,23 @@ impl MediaWriter {
             0,
             if hevc_in_mp4 { fourcc(b"hvc1") } else { 0 },
         );
-        if let Some(matrix) = sys::display_matrix(input, vidx) {
-            sys::set_display_matrix(&mut output, 0, &matrix);
-        }
+        carried.apply(&mut output, 0);
 
-        // Every other stream, copied.
+        // Every other stream the plan keeps, copied.
         let mut routes = vec![None; input.nb_streams() as usize];
         let mut summary = WriterSummary {
             encoder: settings.codec.encoder_name().into(),
+            skipped_streams: plan.skipped,
+            warnings: carried.warnings,
             ..Default::default()
         };
-        for ist in input.streams() {
-            let idx = ist.index();
-            if idx == vidx {
-                continue;
-            }
-            let params = ist.parameters();
-            let kind = params.medium();
-            let codec = params.id();
-            let describe = format!("stream #{idx} ({:?} {})", kind, codec.name()).to_lowercase();
-            let storable = match kind {
-                Type::Audio | Type::Subtitle | Type::Video => {
-                    sys::container_accepts(&output, codec.into())
-                }
-                Type::Attachment => container == Container::Matroska,
-                Type::Data | Type::Unknown => {
-                    summary
-                        .skipped_streams
-                        .push(format!("{describe}: data streams are not copied"));
-                    continue;
-                }
-            };
-            if !storable {
-                return Err(EngineError::Mux(format!(
-                    "{}: {describe} cannot be stored in {}; write to .mkv instead",
-                    path.display(),
-                    container.muxer()
-                )));
-            }
+        for &idx in &plan.copied {
+            let ist = input.stream(idx).expect("planned stream");
             let out_index = {
                 let mut ost = output
                     .add_stream(ffmpeg_next::encoder::find(ffmpeg_next::codec::Id::None))
                     .map_err(|e| unwritable(e.to_string()))?;
-                ost.set_parameters(params);
+                ost.set_parameters(ist.parameters());
                 ost.set_time_base(ist.time_base());
                 ost.set_metadata(ist.metadata().to_owned());
                 ost.index()
@@ -209,7 +208,7 @@ impl MediaWriter {
             }
         }
         Ok(Self {
-            path: path.to_path_buf(),
+            shown_as: shown_as.to_path_buf(),
             output,
             encoder,
             video_tb,
@@ -245,7 +244,7 @@ impl MediaWriter {
     }
 
     fn mux_error(&self, e: ffmpeg_next::Error) -> EngineError {
-        EngineError::Mux(format!("{}: writing failed: {e}", self.path.display()))
+        EngineError::Mux(format!("{}: writing failed: {e}", self.shown_as.display()))
     }
 
     fn write_encoded(&mut self) -> Result<()> {

@@ -97,6 +97,7 @@ pub fn run_upscale(
             Some(
                 MediaWriter::create(
                     target.temp_path(),
+                    &config.output,
                     container,
                     &reader,
                     &config.encoder,

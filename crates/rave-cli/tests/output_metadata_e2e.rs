@@ -1,0 +1,426 @@
+//! End-to-end output description: RGB sources tagged with the matrix they were converted
+//! with and shown in their colours, HDR10 metadata kept (container and bitstream), what a
+//! container cannot keep warned about once, refusals that name the containers that can hold
+//! a stream, and write errors that name the user's output path.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn nearest(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
+    upscale(input, output, &fixture("nearest_x2.onnx"), extra)
+}
+
+/// Per-channel means of packed RGB24 bytes.
+fn means(rgb: &[u8]) -> [f64; 3] {
+    let mut sum = [0f64; 3];
+    for px in rgb.chunks_exact(3) {
+        for c in 0..3 {
+            sum[c] += f64::from(px[c]);
+        }
+    }
+    sum.map(|s| s / (rgb.len() / 3) as f64)
+}
+
+/// The source scaled x2 (nearest neighbour, as the fixture model does) by the ffmpeg CLI,
+/// as RGB24.
+fn source_x2_rgb(input: &Path) -> Vec<u8> {
+    let o = std::process::Command::new("ffmpeg")
+        .args(["-v", "error", "-nostdin", "-i"])
+        .arg(input)
+        .args([
+            "-vf",
+            "scale=iw*2:ih*2:flags=neighbor",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    o.stdout
+}
+
+#[test]
+fn rgb_sources_are_tagged_with_the_matrix_used_and_keep_their_colours() {
+    let dir = scratch();
+    for (codec, pix_fmt) in [("png", "rgb24"), ("ffv1", "bgra"), ("png", "rgb48be")] {
+        let input = dir.path().join(format!("{pix_fmt}.mkv"));
+        ffmpeg(&[
+            "-f",
+            "lavfi",
+            "-i",
+            "gradients=s=64x48:c0=0xff2000:c1=0x2040ff:x0=0:y0=0:x1=63:y1=47:rate=25:duration=0.12",
+            "-pix_fmt",
+            pix_fmt,
+            "-c:v",
+            codec,
+            input.to_str().unwrap(),
+        ]);
+        assert_eq!(video_field(&input, "pix_fmt"), pix_fmt);
+        let output = dir.path().join(format!("{pix_fmt}-out.mkv"));
+        assert_exit(&nearest(&input, &output, &["--crf", "0"]), 0);
+        assert_eq!(video_field(&output, "color_space"), "bt709", "{pix_fmt}");
+        assert_eq!(video_field(&output, "color_range"), "tv", "{pix_fmt}");
+        let want = source_x2_rgb(&input);
+        let got = decode_rgb(&output);
+        assert_eq!(got.len(), want.len());
+        let p = psnr(&got, &want);
+        let (a, b) = (means(&got), means(&want));
+        println!("{pix_fmt}: PSNR {p:.2} dB, means {a:?} vs {b:?}");
+        // Before the fix: 31 dB, and the green mean 7.6 levels off. What remains (1-2.6
+        // levels, mostly darker) is swscale's own RGB -> YUV rounding: ffmpeg converting the
+        // same source shows the same offsets.
+        assert!(p > 40.0, "{pix_fmt}: PSNR {p:.2} dB");
+        for c in 0..3 {
+            assert!(
+                (a[c] - b[c]).abs() < 3.0,
+                "{pix_fmt}: channel {c} mean {} vs {}",
+                a[c],
+                b[c]
+            );
+        }
+    }
+}
+
+/// The fixture's HDR10 metadata as ffprobe prints it, parsed to numbers.
+fn hdr_side_data(path: &Path, entries: &str) -> Vec<(String, f64)> {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            "v:0",
+            "-read_intervals",
+            "%+#1",
+            "-show_entries",
+            entries,
+            "-of",
+            "flat",
+        ],
+    )
+    .lines()
+    .filter_map(|l| {
+        let (key, value) = l.split_once('=')?;
+        let key = key.rsplit('.').next()?.to_string();
+        let value = value.trim_matches('"');
+        let number = match value.split_once('/') {
+            Some((n, d)) => n.parse::<f64>().ok()? / d.parse::<f64>().ok()?,
+            None => value.parse().ok()?,
+        };
+        Some((key, number))
+    })
+    .collect()
+}
+
+fn assert_same_hdr(got: &[(String, f64)], want: &[(String, f64)], what: &str) {
+    let mut got = got.to_vec();
+    let mut want = want.to_vec();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    want.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        got.iter().map(|g| &g.0).collect::<Vec<_>>(),
+        want.iter().map(|w| &w.0).collect::<Vec<_>>(),
+        "{what}"
+    );
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            (g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1.0),
+            "{what}: {} is {} instead of {}",
+            g.0,
+            g.1,
+            w.1
+        );
+    }
+}
+
+#[test]
+fn hdr10_metadata_is_kept_in_the_container_and_the_hevc_and_av1_bitstreams() {
+    let dir = scratch();
+    let input = fixture("hdr10_64x48.mkv");
+    let fields = "red_x,red_y,green_x,green_y,blue_x,blue_y,white_point_x,white_point_y,min_luminance,max_luminance,max_content,max_average";
+    let want = hdr_side_data(&input, &format!("stream_side_data={fields}"));
+    assert_eq!(want.len(), 12, "fixture carries HDR10: {want:?}");
+    for (name, codec, preset) in [
+        ("hevc.mkv", "hevc", "ultrafast"),
+        ("hevc.mp4", "hevc", "ultrafast"),
+        ("h264.mov", "h264", "ultrafast"),
+        ("av1.mkv", "av1", "12"),
+    ] {
+        let output = dir.path().join(name);
+        let o = nearest(&input, &output, &["--codec", codec, "--preset", preset]);
+        assert_exit(&o, 0);
+        assert!(!stderr(&o).contains("WARN"), "{name}: {}", stderr(&o));
+        let got = hdr_side_data(&output, &format!("stream_side_data={fields}"));
+        assert_same_hdr(&got, &want, &format!("{name}: container"));
+        if codec != "h264" {
+            let frame = hdr_side_data(&output, &format!("frame_side_data={fields}"));
+            assert_same_hdr(&frame, &want, &format!("{name}: bitstream"));
+        }
+    }
+}
+
+/// A 3-frame H.264 MP4 whose video is rotated by a quarter turn.
+fn rotated_clip(dir: &Path) -> PathBuf {
+    let plain = make_clip(dir, "plain.mp4", "48x32", 3);
+    let input = dir.join("rotated.mp4");
+    ffmpeg(&[
+        "-i",
+        plain.to_str().unwrap(),
+        "-c",
+        "copy",
+        "-metadata:s:v",
+        "rotate=90",
+        input.to_str().unwrap(),
+    ]);
+    input
+}
+
+fn rotation(path: &Path) -> String {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream_side_data=rotation",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .trim()
+    .to_string()
+}
+
+fn warnings(o: &std::process::Output) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(&stdout(o)).expect("JSON report");
+    v["mux"]["warnings"]
+        .as_array()
+        .expect("mux.warnings")
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn rotation_is_kept_in_quicktime_and_warned_about_once_in_matroska() {
+    let dir = scratch();
+    let input = rotated_clip(dir.path());
+    let rotated = rotation(&input);
+    assert!(!rotated.is_empty(), "fixture is rotated");
+    let mov = dir.path().join("out.mov");
+    let o = nearest(&input, &mov, &["--json"]);
+    assert_exit(&o, 0);
+    assert_eq!(rotation(&mov), rotated);
+    assert_eq!(warnings(&o), Vec::<String>::new());
+
+    let mkv = dir.path().join("out.mkv");
+    let o = nearest(&input, &mkv, &["--json"]);
+    assert_exit(&o, 0);
+    let said = warnings(&o);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("rotation ")
+            && said[0].ends_with(
+                "90° cannot be stored in Matroska by this FFmpeg; write .mp4 or .mov to keep it"
+            ),
+        "{said:?}"
+    );
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches(said[0].as_str()).count(),
+        1,
+        "warned once: {err}"
+    );
+}
+
+#[test]
+fn interlaced_input_is_warned_about_once_and_progressive_input_is_not() {
+    let dir = scratch();
+    let input = dir.path().join("interlaced.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=48x32:rate=25:duration=0.2",
+        "-flags",
+        "+ildct+ilme",
+        "-c:v",
+        "libx264",
+        "-x264-params",
+        "tff=1",
+        "-pix_fmt",
+        "yuv420p",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(video_field(&input, "field_order"), "tt");
+    let output = dir.path().join("out.mp4");
+    let o = nearest(&input, &output, &["--json"]);
+    assert_exit(&o, 0);
+    let said = warnings(&o);
+    let expect = "the input is interlaced (top field first); RAVE upscales whole frames and writes progressive video; deinterlace first for best results (e.g. ffmpeg -vf bwdif)";
+    assert_eq!(said, vec![expect.to_string()]);
+    assert_eq!(stderr(&o).matches(expect).count(), 1, "{}", stderr(&o));
+
+    let plain = make_clip(dir.path(), "plain.mp4", "48x32", 3);
+    let o = nearest(&plain, &dir.path().join("plain-out.mp4"), &["--json"]);
+    assert_exit(&o, 0);
+    assert_eq!(warnings(&o), Vec::<String>::new());
+    assert_eq!(stderr(&o), "");
+}
+
+/// A clip with one extra stream added by `extra_args` (inputs and codec options).
+fn clip_with(dir: &Path, name: &str, extra_args: &[&str]) -> PathBuf {
+    let base = make_clip(dir, &format!("base-{name}.mp4"), "48x32", 3);
+    let out = dir.join(name);
+    let mut args = vec!["-i", base.to_str().unwrap()];
+    args.extend_from_slice(extra_args);
+    args.push(out.to_str().unwrap());
+    ffmpeg(&args);
+    out
+}
+
+#[test]
+fn refusals_name_the_containers_that_can_hold_the_stream() {
+    let dir = scratch();
+    let subs = dir.path().join("s.srt");
+    std::fs::write(&subs, "1\n00:00:00,000 --> 00:00:00,100\nHi\n").unwrap();
+    let cover = dir.path().join("cover.png");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=32x32",
+        "-frames:v",
+        "1",
+        cover.to_str().unwrap(),
+    ]);
+    let (s, c) = (subs.to_str().unwrap(), cover.to_str().unwrap());
+    let mov_text = clip_with(
+        dir.path(),
+        "movtext.mp4",
+        &[
+            "-i", s, "-map", "0", "-map", "1", "-c", "copy", "-c:s", "mov_text",
+        ],
+    );
+    let cover_art = clip_with(
+        dir.path(),
+        "cover.mp4",
+        &[
+            "-i",
+            c,
+            "-map",
+            "0",
+            "-map",
+            "1",
+            "-c",
+            "copy",
+            "-disposition:v:1",
+            "attached_pic",
+        ],
+    );
+    let s302m = clip_with(
+        dir.path(),
+        "s302m.ts",
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=sample_rate=48000:duration=0.12",
+            "-map",
+            "0:v",
+            "-map",
+            "1",
+            "-c:v",
+            "copy",
+            "-ac",
+            "2",
+            "-c:a",
+            "s302m",
+            "-strict",
+            "-2",
+        ],
+    );
+    for (input, out, expect) in [
+        (
+            &mov_text,
+            "out.mkv",
+            "stream #2 (subtitle mov_text) cannot be stored in Matroska by this FFmpeg; write to .mp4 or .mov instead",
+        ),
+        (
+            &cover_art,
+            "out.mkv",
+            "stream #2 (video png) cannot be stored in Matroska by this FFmpeg; write to .mp4 instead",
+        ),
+        (
+            &cover_art,
+            "out.mov",
+            "stream #2 (video png) cannot be stored in QuickTime (.mov) by this FFmpeg; write to .mp4 instead",
+        ),
+        (
+            &s302m,
+            "out.mkv",
+            "stream #1 (audio s302m) cannot be stored in Matroska by this FFmpeg; no container RAVE writes (.mp4, .mov, .mkv) can hold it: drop that stream first (ffmpeg -i INPUT -map 0 -map -0:1 -c copy OUTPUT), or convert it (-c:a aac)",
+        ),
+    ] {
+        let output = dir.path().join(out);
+        let o = nearest(input, &output, &[]);
+        assert_exit(&o, 4);
+        assert_eq!(
+            stderr(&o).trim(),
+            format!("rave: error: {}: {expect}", output.display()),
+            "{}",
+            input.display()
+        );
+        assert!(!output.exists());
+    }
+    // Where it fits, it is kept: cover art in MP4, text subtitles in MP4.
+    let mp4 = dir.path().join("cover-out.mp4");
+    assert_exit(&nearest(&cover_art, &mp4, &[]), 0);
+    assert!(
+        ffprobe(
+            &mp4,
+            &[
+                "-show_entries",
+                "stream_disposition=attached_pic",
+                "-of",
+                "csv=p=0"
+            ]
+        )
+        .contains('1')
+    );
+    assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn a_write_error_names_the_output_path_not_the_temporary_file() {
+    let dir = scratch();
+    let input = make_clip(dir.path(), "in.mp4", "64x48", 50);
+    let output = dir.path().join("out.mp4");
+    // A 16 KiB file-size limit (SIGXFSZ ignored, so writes fail with EFBIG) makes the muxer
+    // fail part-way through a lossless output.
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 16; exec \"$0\" upscale -i {} -o {} -m {} --crf 0 --preset ultrafast",
+            input.display(),
+            output.display(),
+            fixture("nearest_x2.onnx").display()
+        ))
+        .arg(env!("CARGO_BIN_EXE_rave"))
+        .env_remove("RAVE_LOG")
+        .output()
+        .unwrap();
+    assert_exit(&o, 4);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{}: writing failed", output.display())),
+        "{err}"
+    );
+    assert!(!err.contains(".tmp"), "{err}");
+    assert!(!output.exists());
+    assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
+}

@@ -1,0 +1,237 @@
+//! Which streams the output container can hold, asked of FFmpeg's muxers before the encoder
+//! is opened or anything is written; a refusal names the containers that could hold it.
+
+use std::ffi::CStr;
+use std::path::Path;
+
+use ffmpeg_next::codec::Id;
+use ffmpeg_next::format::context::Input;
+use ffmpeg_next::media::Type;
+use rave_core::error::{EngineError, Result};
+
+use crate::codec_choice::{Container, VideoCodec};
+use crate::frame_convert::working_format;
+use crate::sys::{self, DryRunStream};
+
+/// The input streams the output copies, and those it leaves out with the reason.
+#[derive(Debug, Default)]
+pub struct StreamPlan {
+    /// Input stream indices copied, in input order (the main video excluded).
+    pub copied: Vec<usize>,
+    /// Streams left out, with the reason.
+    pub skipped: Vec<String>,
+}
+
+/// The upscaled video as the muxer will see it.
+#[derive(Debug, Clone, Copy)]
+pub struct PlannedVideo {
+    /// Output codec.
+    pub codec: VideoCodec,
+    /// Output width.
+    pub width: u32,
+    /// Output height.
+    pub height: u32,
+    /// Bits per sample.
+    pub bit_depth: u8,
+    /// Time base of the frames.
+    pub time_base: ffmpeg_next::Rational,
+}
+
+fn muxer_name(container: Container) -> &'static CStr {
+    match container {
+        Container::Mp4 => c"mp4",
+        Container::Mov => c"mov",
+        Container::Matroska => c"matroska",
+    }
+}
+
+fn codec_id(codec: VideoCodec) -> Id {
+    match codec {
+        VideoCodec::H264 => Id::H264,
+        VideoCodec::Hevc => Id::HEVC,
+        VideoCodec::Av1 => Id::AV1,
+    }
+}
+
+/// Whether `container`'s muxer takes `stream`: it lists the codec (attachments are not
+/// codecs: Matroska stores them as attachments, the others cannot) and sets the stream up
+/// without error. A muxer can set up codecs it does not list (Matroska takes PNG as a
+/// Video-for-Windows track, losing cover-art semantics); those are refused. So is cover art
+/// in QuickTime: FFmpeg 5.1's mov muxer accepts it and writes it only in MP4 mode.
+fn holds(container: Container, stream: DryRunStream<'_>) -> bool {
+    let muxer = muxer_name(container);
+    let listed = match stream {
+        DryRunStream::Copied(input, index) => {
+            let params = sys::stream_params(input, index);
+            let cover_art = input.stream(index).is_some_and(|s| {
+                s.disposition()
+                    .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC)
+            });
+            if cover_art && container == Container::Mov {
+                return false;
+            }
+            params.codec_type == ffmpeg_next::ffi::AVMediaType::AVMEDIA_TYPE_ATTACHMENT
+                || sys::muxer_lists_codec(muxer, params.codec_id)
+        }
+        DryRunStream::Planned(params, _) => sys::muxer_lists_codec(muxer, params.id().into()),
+    };
+    listed && sys::muxer_dry_run(muxer, stream).is_ok()
+}
+
+/// The containers RAVE writes, other than `container`, whose muxer takes `stream`.
+pub fn others_holding(container: Container, stream: DryRunStream<'_>) -> Vec<Container> {
+    Container::ALL
+        .into_iter()
+        .filter(|c| *c != container && holds(*c, stream))
+        .collect()
+}
+
+/// ".mp4", ".mp4 or .mkv", ".mp4, .mov or .mkv".
+fn extensions(containers: &[Container]) -> String {
+    let names: Vec<&str> = containers.iter().map(|c| c.extension()).collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// Check that `container` can hold the upscaled video, before the encoder is opened.
+pub fn check_video(container: Container, video: PlannedVideo, shown_as: &Path) -> Result<()> {
+    let params = sys::planned_video_params(
+        codec_id(video.codec).into(),
+        video.width,
+        video.height,
+        working_format(video.bit_depth).into(),
+    );
+    let stream = DryRunStream::Planned(&params, video.time_base.into());
+    if holds(container, stream) {
+        return Ok(());
+    }
+    let others = others_holding(container, stream);
+    let advice = if others.is_empty() {
+        "choose another --codec".to_string()
+    } else {
+        format!("write to {} instead", extensions(&others))
+    };
+    Err(EngineError::Mux(format!(
+        "{}: {} video cannot be stored in {} by this FFmpeg; {advice}",
+        shown_as.display(),
+        video.codec.to_string().to_uppercase(),
+        container.label(),
+    )))
+}
+
+/// Decide, for every input stream but the main video, whether `container` copies it:
+/// data streams are left out; any other stream the muxer refuses fails the run here, before
+/// any work, with advice.
+pub fn plan_streams(
+    input: &Input,
+    video_index: usize,
+    container: Container,
+    shown_as: &Path,
+) -> Result<StreamPlan> {
+    let mut plan = StreamPlan::default();
+    for ist in input.streams() {
+        let index = ist.index();
+        if index == video_index {
+            continue;
+        }
+        let kind = ist.parameters().medium();
+        let describe = describe(index, kind, ist.parameters().id());
+        if matches!(kind, Type::Data | Type::Unknown) {
+            plan.skipped
+                .push(format!("{describe}: data streams are not copied"));
+            continue;
+        }
+        let stream = DryRunStream::Copied(input, index);
+        if !holds(container, stream) {
+            return Err(EngineError::Mux(format!(
+                "{}: {describe} cannot be stored in {} by this FFmpeg; {}",
+                shown_as.display(),
+                container.label(),
+                refusal_advice(container, stream, index, kind)
+            )));
+        }
+        plan.copied.push(index);
+    }
+    Ok(plan)
+}
+
+/// "stream #2 (subtitle subrip)".
+fn describe(index: usize, kind: Type, codec: Id) -> String {
+    format!("stream #{index} ({:?} {})", kind, codec.name()).to_lowercase()
+}
+
+/// What to do about a stream `container` refuses: the other containers that hold it, else
+/// drop or convert it.
+fn refusal_advice(
+    container: Container,
+    stream: DryRunStream<'_>,
+    index: usize,
+    kind: Type,
+) -> String {
+    let others = others_holding(container, stream);
+    if !others.is_empty() {
+        return format!("write to {} instead", extensions(&others));
+    }
+    let convert = match (kind, container) {
+        (Type::Subtitle, Container::Matroska) => ", or convert it (-c:s srt)",
+        (Type::Subtitle, _) => ", or convert it (-c:s mov_text)",
+        (Type::Audio, _) => ", or convert it (-c:a aac)",
+        _ => "",
+    };
+    format!(
+        "no container RAVE writes (.mp4, .mov, .mkv) can hold it: drop that stream first (ffmpeg -i INPUT -map 0 -map -0:{index} -c copy OUTPUT){convert}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(codec: VideoCodec) -> PlannedVideo {
+        PlannedVideo {
+            codec,
+            width: 128,
+            height: 96,
+            bit_depth: 8,
+            time_base: ffmpeg_next::Rational::new(1, 25),
+        }
+    }
+
+    #[test]
+    fn av1_is_refused_in_quicktime_with_the_containers_that_hold_it() {
+        crate::init();
+        let e = check_video(
+            Container::Mov,
+            planned(VideoCodec::Av1),
+            Path::new("out.mov"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "out.mov: AV1 video cannot be stored in QuickTime (.mov) by this FFmpeg; write to .mp4 or .mkv instead"
+        );
+        for c in Container::ALL {
+            for codec in VideoCodec::ALL {
+                let ok = check_video(c, planned(codec), Path::new("x")).is_ok();
+                assert_eq!(
+                    ok,
+                    !(c == Container::Mov && codec == VideoCodec::Av1),
+                    "{c:?} {codec}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn extension_lists_read_naturally() {
+        assert_eq!(extensions(&[Container::Matroska]), ".mkv");
+        assert_eq!(
+            extensions(&[Container::Mp4, Container::Mov]),
+            ".mp4 or .mov"
+        );
+        assert_eq!(extensions(&Container::ALL), ".mp4, .mov or .mkv");
+    }
+}
