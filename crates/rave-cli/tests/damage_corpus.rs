@@ -367,6 +367,11 @@ fn build_cases(dir: &Path) -> Vec<Case> {
                 );
             }
             "fragmented" => add("initonly".into(), corpus::init_segment_only(&data), true),
+            "ts" => add(
+                "adtsheader".into(),
+                corpus::with_broken_adts_header(&data),
+                true,
+            ),
             _ => {}
         }
     }
@@ -551,4 +556,42 @@ fn audio_timestamps_going_backwards_are_input_damage_and_dropped_when_allowed() 
         assert_eq!(packet_count(&out, "a:0"), original - dropped, "{out_name}");
         assert_eq!(frame_times(&out).len(), 30, "{out_name}");
     }
+}
+
+#[test]
+fn a_copied_packet_no_muxer_can_store_is_input_damage() {
+    let dir = scratch();
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let clean = corpus::make_clean(dir.path(), ts);
+    let original = packet_count(&clean, "a:0");
+    let damaged = dir.path().join("adts.ts");
+    std::fs::write(
+        &damaged,
+        corpus::with_broken_adts_header(&std::fs::read(&clean).unwrap()),
+    )
+    .unwrap();
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["error"]["kind"], "corrupt_stream", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be stored"),
+        "{v}"
+    );
+    assert!(!out.exists());
+    let o = upscale(
+        &damaged,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--json", "--allow-corrupt"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["packets_dropped"], 1, "{v}");
+    assert_eq!(packet_count(&out, "a:0"), original - 1);
+    assert_eq!(frame_times(&out).len(), FRAMES as usize);
 }

@@ -31,8 +31,8 @@ pub struct InputDamage {
     pub demux_errors: u64,
     /// Errors the video decoder reported (e.g. missing reference pictures).
     pub decoder_errors: u64,
-    /// Packets of copied streams (audio, subtitles) dropped because their timestamps went
-    /// backwards or repeated; the muxer cannot store them.
+    /// Packets of copied streams (audio, subtitles) left out because no muxer can store
+    /// them: their timestamps go backwards or repeat, or their data is broken.
     pub packets_dropped: u64,
     /// The file ends before its container says it does (truncated).
     pub truncated: bool,
@@ -107,7 +107,7 @@ impl InputDamage {
         }
         if self.packets_dropped > 0 {
             parts.push(format!(
-                "{} with broken timestamps",
+                "{} unstorable (broken timestamps or data)",
                 counted(self.packets_dropped, "audio/subtitle packet")
             ));
         }

@@ -170,6 +170,10 @@ pub enum EngineError {
         /// What the user can do.
         advice: String,
     },
+    /// The muxer refused a copied packet as invalid: the input's data is damaged there
+    /// (turned into a `CorruptStream` with the whole file's counts before it is reported).
+    #[error("damaged input: {0}")]
+    PacketRefused(String),
 }
 
 /// Error families: each maps to one documented exit code of the `rave` command.
@@ -241,6 +245,7 @@ impl EngineError {
             OutputInUse(_) => 505,
             CancelledBeforeOutput => 601,
             OutputSizeUnsupported { .. } => 307,
+            PacketRefused(_) => 308,
         }
     }
 
@@ -277,6 +282,7 @@ impl EngineError {
             OutputInUse(_) => "output_in_use",
             CancelledBeforeOutput => "cancelled_before_output",
             OutputSizeUnsupported { .. } => "output_size_unsupported",
+            PacketRefused(_) => "packet_refused",
         }
     }
 
@@ -307,6 +313,7 @@ impl EngineError {
             OutputInUse(_) => ErrorFamily::Output,
             CancelledBeforeOutput => ErrorFamily::Cancelled,
             OutputSizeUnsupported { .. } => ErrorFamily::Output,
+            PacketRefused(_) => ErrorFamily::Input,
         }
     }
 }
@@ -344,6 +351,7 @@ mod tests {
                 needs: String::new(),
                 advice: String::new(),
             },
+            EngineError::PacketRefused(String::new()),
         ];
         let mut codes: Vec<u16> = samples.iter().map(EngineError::code).collect();
         codes.sort_unstable();

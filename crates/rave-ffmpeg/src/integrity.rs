@@ -260,6 +260,14 @@ impl IntegrityLedger {
         self.scanned = true;
     }
 
+    /// `n` copied packets were refused by the muxer as invalid; `first` says why.
+    pub fn on_refused(&mut self, n: u64, first: Option<String>) {
+        self.packets_dropped += n;
+        if let Some(text) = first {
+            self.note(|| text);
+        }
+    }
+
     /// A video packet went to the decoder.
     pub fn on_sent(&mut self) {
         self.packets_sent += 1;

@@ -18,16 +18,16 @@ pub mod integrity;
 pub mod nvdec;
 pub mod probe;
 pub mod reader;
+pub mod stream_plan;
 pub mod structure_check;
 pub mod timeline;
-pub mod stream_plan;
 pub mod writer;
 
 pub use codec_choice::{Container, EncoderSettings, VideoCodec};
 pub use log_capture::capture_errors;
 pub use probe::{MediaInfo, StreamInfo, VideoInfo, probe};
 pub use reader::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, VideoReader};
-pub use writer::{MediaWriter, WriterSummary};
+pub use writer::{CopyOutcome, MediaWriter, WriterSummary};
 
 use std::sync::Once;
 

@@ -214,6 +214,11 @@ impl VideoReader {
         self.ledger.damage(self.finished)
     }
 
+    /// Count `n` packets the writer refused as invalid (damaged data); `first` says why.
+    pub fn count_refused(&mut self, n: u64, first: Option<String>) {
+        self.ledger.on_refused(n, first);
+    }
+
     /// The input's path.
     pub fn path(&self) -> &Path {
         &self.path

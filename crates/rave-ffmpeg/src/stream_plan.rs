@@ -144,6 +144,12 @@ pub fn plan_streams(
                 .push(format!("{describe}: data streams are not copied"));
             continue;
         }
+        if let Some(missing) = missing_parameters(sys::stream_params(input, index)) {
+            plan.skipped.push(format!(
+                "{describe}: FFmpeg could not read its {missing} (the file holds no data for it)"
+            ));
+            continue;
+        }
         let stream = DryRunStream::Copied(input, index);
         if !holds(container, stream) {
             return Err(EngineError::Mux(format!(
@@ -156,6 +162,19 @@ pub fn plan_streams(
         plan.copied.push(index);
     }
     Ok(plan)
+}
+
+/// What a copied stream lacks for any muxer to take it (a stream declared in the container
+/// but with no data to learn its parameters from), if anything.
+fn missing_parameters(p: &ffmpeg_next::ffi::AVCodecParameters) -> Option<&'static str> {
+    use ffmpeg_next::ffi::AVMediaType;
+    match p.codec_type {
+        AVMediaType::AVMEDIA_TYPE_AUDIO if p.sample_rate <= 0 || p.ch_layout.nb_channels <= 0 => {
+            Some("sample rate and channels")
+        }
+        AVMediaType::AVMEDIA_TYPE_VIDEO if p.width <= 0 || p.height <= 0 => Some("frame size"),
+        _ => None,
+    }
 }
 
 /// "stream #2 (subtitle subrip)".

@@ -39,6 +39,11 @@ pub struct WriterSummary {
     pub video_packets: u64,
     /// Packets of other streams copied.
     pub copied_packets: u64,
+    /// Packets of other streams the muxer refused as invalid (damaged input), left out.
+    pub refused_packets: u64,
+    /// Why the first of them was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_refusal: Option<String>,
     /// Input streams copied, by index.
     pub copied_streams: Vec<usize>,
     /// Input streams left out, with the reason.
@@ -218,12 +223,16 @@ impl MediaWriter {
         })
     }
 
-    /// Write a packet of a copied stream, unchanged but for its timestamps' time base.
-    pub fn copy_packet(&mut self, copied: CopiedPacket) -> Result<()> {
+    /// Write a packet of a copied stream, unchanged but for its timestamps' time base. A
+    /// packet the muxer refuses as invalid (damaged data: a broken header a bitstream filter
+    /// cannot parse, timestamps it cannot store) is left out and reported as `Refused`;
+    /// other failures are output errors.
+    pub fn copy_packet(&mut self, copied: CopiedPacket) -> Result<CopyOutcome> {
         let Some(route) = self.routes.get(copied.input_stream).copied().flatten() else {
-            return Ok(());
+            return Ok(CopyOutcome::Written);
         };
         let mut packet = copied.packet;
+        let at_s = packet.pts().or(packet.dts()).unwrap_or(0) as f64 * f64::from(route.input_tb);
         packet.rescale_ts(route.input_tb, route.output_tb);
         if route.offset != 0 {
             packet.set_pts(packet.pts().map(|t| t + route.offset));
@@ -231,11 +240,24 @@ impl MediaWriter {
         }
         packet.set_stream(route.output);
         packet.set_position(-1);
-        packet
-            .write_interleaved(&mut self.output)
-            .map_err(|e| self.mux_error(e))?;
-        self.summary.copied_packets += 1;
-        Ok(())
+        match packet.write_interleaved(&mut self.output) {
+            Ok(()) => {
+                self.summary.copied_packets += 1;
+                Ok(CopyOutcome::Written)
+            }
+            Err(e) if is_invalid_data(&e) => {
+                let why = format!(
+                    "stream #{}: the packet at {at_s:.3} s cannot be stored ({e})",
+                    copied.input_stream
+                );
+                self.summary.refused_packets += 1;
+                self.summary
+                    .first_refusal
+                    .get_or_insert_with(|| why.clone());
+                Ok(CopyOutcome::Refused(why))
+            }
+            Err(e) => Err(self.mux_error(e)),
+        }
     }
 
     /// What was written so far.
@@ -258,6 +280,21 @@ impl MediaWriter {
         }
         Ok(())
     }
+}
+
+/// What became of a copied packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyOutcome {
+    /// In the output.
+    Written,
+    /// Refused by the muxer as invalid, with what it said; not in the output.
+    Refused(String),
+}
+
+/// Whether a muxer error is about the packet's data or timestamps (not the output file).
+fn is_invalid_data(e: &ffmpeg_next::Error) -> bool {
+    matches!(e, ffmpeg_next::Error::InvalidData)
+        || matches!(e, ffmpeg_next::Error::Other { errno } if *errno == ffmpeg_next::util::error::EINVAL)
 }
 
 /// Matroska's demuxer subtracts an Opus track's codec delay from its timestamps, but the

@@ -13,7 +13,7 @@ use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{HostRgbFrame, HostYuvFrame};
 use rave_core::metrics::StageMetrics;
-use rave_ffmpeg::{CopiedPacket, MediaWriter, VideoReader};
+use rave_ffmpeg::{CopiedPacket, CopyOutcome, MediaWriter, VideoReader};
 
 use crate::cancel::{CancelToken, StopReason};
 use crate::channel::{recv, send};
@@ -254,7 +254,7 @@ pub fn infer(
 pub fn encode(
     writer: &mut MediaWriter,
     rx: Receiver<HostYuvFrame>,
-    packets: PacketReceiver<CopiedPacket>,
+    copied: CopiedStreams,
     progress: &dyn ProgressSink,
     frames_total: Option<u64>,
     cancel: &CancelToken,
@@ -263,9 +263,7 @@ pub fn encode(
     let start = Instant::now();
     while let Some(frame) = recv(&rx, cancel) {
         let t = Instant::now();
-        for packet in packets.try_iter() {
-            writer.copy_packet(packet)?;
-        }
+        copied.drain_into(writer)?;
         writer.write_frame(frame)?;
         metrics.record(t.elapsed());
         progress.frame_written(&Progress::new(
@@ -278,12 +276,34 @@ pub fn encode(
         return Ok(false);
     }
     let t = Instant::now();
-    for packet in packets.try_iter() {
-        writer.copy_packet(packet)?;
-    }
+    copied.drain_into(writer)?;
     writer.finish()?;
     metrics.add_busy(t.elapsed());
     Ok(true)
+}
+
+/// The packets of the copied streams on their way to the writer, and what to do with one the
+/// muxer refuses as invalid: leave it out (the writer counts it) with `allow_corrupt`, else
+/// stop the run as damaged input.
+pub struct CopiedStreams {
+    /// The reader's packets.
+    pub packets: PacketReceiver<CopiedPacket>,
+    /// Whether damaged input is accepted.
+    pub allow_corrupt: bool,
+}
+
+impl CopiedStreams {
+    /// Write every packet queued so far.
+    fn drain_into(&self, writer: &mut MediaWriter) -> Result<()> {
+        for packet in self.packets.try_iter() {
+            match writer.copy_packet(packet)? {
+                CopyOutcome::Written => {}
+                CopyOutcome::Refused(_) if self.allow_corrupt => {}
+                CopyOutcome::Refused(why) => return Err(EngineError::PacketRefused(why)),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The encode stage of a benchmark's null run: take every frame, write nothing. Returns

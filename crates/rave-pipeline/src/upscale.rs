@@ -151,7 +151,10 @@ pub fn run_upscale(
                 Some(w) => stages::encode(
                     w,
                     post_rx,
-                    packet_rx,
+                    stages::CopiedStreams {
+                        packets: packet_rx,
+                        allow_corrupt: config.allow_corrupt,
+                    },
                     progress,
                     frames_total,
                     cancel,
@@ -189,7 +192,14 @@ pub fn run_upscale(
     }
     if let Some(err) = errors.take() {
         discard();
-        return Err(err);
+        return Err(match err {
+            // Damaged copied data the muxer refused: report the whole file's damage.
+            EngineError::PacketRefused(why) => {
+                reader.count_refused(1, Some(why));
+                stages::refuse_damaged(&mut reader, cancel)
+            }
+            other => other,
+        });
     }
     let status = match cancel.reason() {
         Some(StopReason::User) if finalized => RunStatus::Partial,
@@ -199,6 +209,10 @@ pub fn run_upscale(
         }
         None => RunStatus::Complete,
     };
+    if let Some(w) = &writer {
+        let mux = w.summary();
+        reader.count_refused(mux.refused_packets, mux.first_refusal.clone());
+    }
     let damage = reader.damage();
     if status == RunStatus::Complete
         && let Some(err) = stages::damage_refusal(&config.input, &damage, config.allow_corrupt)

@@ -334,3 +334,16 @@ pub fn with_audio_going_back(data: &[u8], nth: usize) -> Vec<u8> {
     }
     panic!("fewer than {nth} audio blocks");
 }
+
+/// The MPEG-TS `data` with the first ADTS sync word after its middle zeroed: one AAC packet
+/// whose header no muxer can parse, with the transport stream itself intact.
+pub fn with_broken_adts_header(data: &[u8]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    let at = data[data.len() / 2..]
+        .windows(2)
+        .position(|w| w == [0xFF, 0xF1])
+        .expect("an ADTS header")
+        + data.len() / 2;
+    out[at..at + 2].fill(0);
+    out
+}
