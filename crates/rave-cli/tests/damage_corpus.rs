@@ -141,22 +141,30 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 0.0015
 }
 
-/// What is wrong with a strict (no --allow-corrupt) run of `case`, if anything.
-fn check_strict(case: &Case, out_dir: &Path) -> (String, Vec<String>) {
-    let output = out_dir.join(format!("{}.out.mkv", case.name));
-    let o = run_bounded(&[
+/// `rave upscale` of `case` into `output` with the fast fixture model, bounded in time.
+fn upscale_case(case: &Case, output: &Path, extra: &[&str]) -> Outcome {
+    let model = fixture("nearest_x2.onnx");
+    let mut args = vec![
         "upscale",
         "-i",
         case.input.to_str().unwrap(),
         "-o",
         output.to_str().unwrap(),
         "-m",
-        fixture("nearest_x2.onnx").to_str().unwrap(),
+        model.to_str().unwrap(),
         "--json",
         "--threads",
         "1",
         "--overwrite",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    run_bounded(&args)
+}
+
+/// What is wrong with a strict (no --allow-corrupt) run of `case`, if anything.
+fn check_strict(case: &Case, out_dir: &Path) -> (String, Vec<String>) {
+    let output = out_dir.join(format!("{}.out.mkv", case.name));
+    let o = upscale_case(case, &output, &[]);
     let mut problems = common_problems(case, &o);
     let verdict = match o.code {
         Some(0) => {
@@ -199,20 +207,7 @@ fn check_strict(case: &Case, out_dir: &Path) -> (String, Vec<String>) {
 /// What is wrong with an --allow-corrupt run of `case`, if anything.
 fn check_allowed(case: &Case, out_dir: &Path) -> (String, Vec<String>) {
     let output = out_dir.join(format!("{}.allowed.mkv", case.name));
-    let o = run_bounded(&[
-        "upscale",
-        "-i",
-        case.input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-m",
-        fixture("nearest_x2.onnx").to_str().unwrap(),
-        "--json",
-        "--threads",
-        "1",
-        "--overwrite",
-        "--allow-corrupt",
-    ]);
+    let o = upscale_case(case, &output, &["--allow-corrupt"]);
     let mut problems = common_problems(case, &o);
     let verdict = match o.code {
         Some(0) => {
@@ -464,13 +459,7 @@ fn damage_in_the_middle_of_hevc_10bit_matroska_is_counted() {
     // Garbage over 8 KiB at 30% of the file: the demuxer loses whole clusters.
     let mut data = std::fs::read(&clean).unwrap();
     let at = data.len() * 3 / 10;
-    let mut state = 0x1234_5678_u32;
-    for b in &mut data[at..at + 8192] {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        *b = state as u8;
-    }
+    corpus::fill_garbage(&mut data[at..at + 8192], 0x1234_5678);
     let damaged = dir.path().join("damaged.mkv");
     std::fs::write(&damaged, data).unwrap();
     let readable = frame_times(&damaged).len() as u64;

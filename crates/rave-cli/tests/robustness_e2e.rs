@@ -3,6 +3,7 @@
 //! playable `.partial` file and nothing at the target path.
 
 mod common;
+mod corpus;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -33,13 +34,7 @@ fn corrupt_ts(dir: &Path) -> std::path::PathBuf {
     ]);
     let mut bytes = std::fs::read(&clean).unwrap();
     let start = bytes.len() * 2 / 5;
-    let mut state = 0x2545_f491_u32;
-    for b in &mut bytes[start..start + 3000] {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        *b = state as u8;
-    }
+    corpus::fill_garbage(&mut bytes[start..start + 3000], 0x2545_f491);
     let bad = dir.join("bad.ts");
     std::fs::write(&bad, bytes).unwrap();
     bad

@@ -18,16 +18,19 @@ pub struct Container {
     pub name: &'static str,
     /// File extension.
     pub ext: &'static str,
-    /// Codec and muxer arguments.
+    /// Muxer arguments, and codec arguments where the clip is not H.264 + AAC.
     pub args: &'static [&'static str],
 }
+
+/// H.264 with B-frames and a short GOP, and AAC: the codecs of most corpus clips.
+const H264_AAC: [&str; 8] = ["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"];
 
 /// Every container of the corpus.
 pub const CONTAINERS: [Container; 6] = [
     Container {
         name: "mp4",
         ext: "mp4",
-        args: &["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"],
+        args: &[],
     },
     Container {
         name: "faststart",
@@ -48,23 +51,12 @@ pub const CONTAINERS: [Container; 6] = [
     Container {
         name: "fragmented",
         ext: "mp4",
-        args: &[
-            "-c:v",
-            "libx264",
-            "-bf",
-            "2",
-            "-g",
-            "10",
-            "-c:a",
-            "aac",
-            "-movflags",
-            "+frag_keyframe+empty_moov+default_base_moof",
-        ],
+        args: &["-movflags", "+frag_keyframe+empty_moov+default_base_moof"],
     },
     Container {
         name: "matroska",
         ext: "mkv",
-        args: &["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"],
+        args: &[],
     },
     Container {
         name: "webm",
@@ -83,7 +75,7 @@ pub const CONTAINERS: [Container; 6] = [
     Container {
         name: "ts",
         ext: "ts",
-        args: &["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"],
+        args: &[],
     },
 ];
 
@@ -101,6 +93,9 @@ pub fn make_clean(dir: &Path, c: &Container) -> PathBuf {
         "-i".into(),
         format!("sine=frequency=440:sample_rate=48000:duration={secs}"),
     ];
+    if !c.args.contains(&"-c:v") {
+        args.extend(H264_AAC.iter().map(|s| s.to_string()));
+    }
     args.extend(c.args.iter().map(|s| s.to_string()));
     args.extend(["-shortest".into(), path.to_str().unwrap().into()]);
     ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
@@ -208,6 +203,12 @@ pub fn mutations() -> Vec<Mutation> {
         Mutation::DataFlips(0.5),
     ]);
     all
+}
+
+/// Overwrite `bytes` with random bytes drawn from `seed`.
+pub fn fill_garbage(bytes: &mut [u8], seed: u32) {
+    let mut rng = XorShift(seed.max(1));
+    bytes.fill_with(|| rng.byte());
 }
 
 /// A deterministic xorshift32 generator.
