@@ -119,12 +119,14 @@ pub struct IntegrityLedger {
 
 impl IntegrityLedger {
     /// Start the ledger of `input` (the file at `path`) whose video stream is `video`:
-    /// read what the container declares, check its structure, watch the demuxer's log.
+    /// read what the container declares, check its structure (unless `structure` holds the
+    /// verdict of an earlier check of the same file), watch the demuxer's log.
     pub fn new(
         input: &Input,
         path: &std::path::Path,
         video: usize,
         timeline: VideoTimeline,
+        structure: Option<Option<StructureProblem>>,
     ) -> Self {
         let format = input.format().name().to_owned();
         let declared_times = sys::durations_are_declared(input);
@@ -149,7 +151,7 @@ impl IntegrityLedger {
             video,
             streams,
             timeline,
-            structure: structure_check::check(path, &format),
+            structure: structure.unwrap_or_else(|| structure_check::check(path, &format)),
             file_end_s,
             // SAFETY: the pointer is only compared with the ones FFmpeg logs with.
             demux_log: LogWatch::demuxer(unsafe { input.as_ptr() }),
@@ -166,6 +168,11 @@ impl IntegrityLedger {
             video_pts: Vec::new(),
             note: None,
         }
+    }
+
+    /// The verdict of the structure check (to open the same file again without repeating it).
+    pub fn structure(&self) -> Option<StructureProblem> {
+        self.structure.clone()
     }
 
     /// Count what the video decoder logs from now on.

@@ -98,6 +98,20 @@ impl VideoReader {
     /// software for what NVDEC cannot take); up to `extra_frames` decoded surfaces may be held
     /// downstream at once.
     pub fn open_on(path: &Path, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
+        Self::open_checked(path, nvdec, None)
+    }
+
+    /// Open this reader's file again, decoding on NVDEC through `nvdec` when given, without
+    /// repeating the structure check (it reads a whole Matroska file).
+    pub fn reopen_on(&self, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
+        Self::open_checked(&self.path, nvdec, Some(self.ledger.structure()))
+    }
+
+    fn open_checked(
+        path: &Path,
+        nvdec: Option<(&CudaDevice, i32)>,
+        structure: Option<Option<crate::structure_check::StructureProblem>>,
+    ) -> Result<Self> {
         // Errors FFmpeg logs while opening (a track it cannot parse, say) are damage too.
         let (input, open_errors) = crate::capture_errors(|| input::open(path));
         let input = input?;
@@ -145,7 +159,7 @@ impl VideoReader {
         let frame_size = (decoder.width(), decoder.height());
         let constant_rate = stream.avg_frame_rate() == stream.rate() && rate.numerator() > 0;
         let timeline = VideoTimeline::new(frame_step(time_base, rate), constant_rate);
-        let mut ledger = IntegrityLedger::new(&input, path, video_index, timeline);
+        let mut ledger = IntegrityLedger::new(&input, path, video_index, timeline, structure);
         ledger.watch_decoder(decoder_log);
         ledger.on_open_errors(open_errors);
         Ok(Self {

@@ -35,6 +35,12 @@ pub fn run_upscale(
     let started = Instant::now();
     let container = Container::from_path(&config.output)?;
     let info = probe(&config.input)?;
+    // Damage the file shows up front (a truncated file, a CRC mismatch, headers FFmpeg could
+    // not parse) is refused before the model loads or any output exists.
+    let mut reader = VideoReader::open(&config.input)?;
+    if !config.allow_corrupt && reader.damage_seen() {
+        return Err(stages::refuse_damaged(&mut reader, cancel));
+    }
     let target = match config.null_output {
         true => None,
         false => Some(OutputTarget::prepare(
@@ -84,11 +90,8 @@ pub fn run_upscale(
         _ => None,
     };
     let held = (caps.decoded + caps.preprocessed + 2) as i32;
-    let mut reader = VideoReader::open_on(&config.input, nvdec.as_ref().map(|d| (d, held)))?;
-    // Damage the container shows up front (a truncated file, a CRC mismatch) is refused
-    // before any output exists.
-    if !config.allow_corrupt && reader.damage_seen() {
-        return Err(stages::refuse_damaged(&mut reader, cancel));
+    if let Some(device) = &nvdec {
+        reader = reader.reopen_on(Some((device, held)))?;
     }
     let (packet_tx, packet_rx) = std::sync::mpsc::channel();
     let mut writer = match &target {
