@@ -42,6 +42,9 @@ pub fn print_run(r: &RunReport) {
     for s in &r.mux.skipped_streams {
         outln!("  skipped {s}");
     }
+    for w in &r.mux.warnings {
+        outln!("  warning: {w}");
+    }
     outln!("  backend: {}", r.backend.reason);
     if let Some(gpu) = &r.gpu {
         print_gpu(gpu);

@@ -51,9 +51,7 @@ impl CarriedMetadata {
             }
         }
         if let Some(order) = field_order(sys::stream_params(input, index).field_order) {
-            carried.warnings.push(format!(
-                "the input is interlaced ({order}); RAVE upscales whole frames and writes progressive video; deinterlace first for best results (e.g. ffmpeg -vf bwdif)"
-            ));
+            carried.warnings.push(interlace_warning(order));
         }
         carried
     }
@@ -137,6 +135,14 @@ fn describe_matrix(matrix: &[i32; 9]) -> String {
     format!(
         "rotation {}°",
         if degrees == -180.0 { 180.0 } else { degrees }
+    )
+}
+
+/// The warning for interlaced input whose field order is `order` ("top field first", or
+/// "seen in its frames" when the stream does not declare it).
+pub fn interlace_warning(order: &str) -> String {
+    format!(
+        "the input is interlaced ({order}); RAVE upscales whole frames and writes progressive video; deinterlace first for best results (e.g. ffmpeg -vf bwdif)"
     )
 }
 

@@ -302,6 +302,11 @@ impl IntegrityLedger {
         placed
     }
 
+    /// Whether a decoded frame was interlaced.
+    pub fn saw_interlaced(&self) -> bool {
+        self.interlaced
+    }
+
     /// The frame step of the video timeline.
     pub fn frame_step(&self) -> i64 {
         self.timeline.step()

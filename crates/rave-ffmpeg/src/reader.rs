@@ -233,6 +233,11 @@ impl VideoReader {
         self.ledger.on_refused(n, first);
     }
 
+    /// Whether a decoded frame was interlaced (the stream may not say so).
+    pub fn saw_interlaced(&self) -> bool {
+        self.ledger.saw_interlaced()
+    }
+
     /// The input's path.
     pub fn path(&self) -> &Path {
         &self.path

@@ -229,10 +229,16 @@ pub fn run_upscale(
         (None, _) => std::path::PathBuf::from("(null sink)"),
     };
     let elapsed = started.elapsed().as_secs_f64();
-    let mux = writer
+    let mut mux = writer
         .as_ref()
         .map(|w| w.summary().clone())
         .unwrap_or_default();
+    // Interlaced frames in a stream that does not declare its field order.
+    if reader.saw_interlaced() && !mux.warnings.iter().any(|w| w.contains("interlaced")) {
+        let warning = rave_ffmpeg::carried_metadata::interlace_warning("seen in its frames");
+        progress.warning(&warning);
+        mux.warnings.push(warning);
+    }
     let frames_out = match &writer {
         Some(_) => mux.frames_encoded,
         None => metrics.encode.frames(),
