@@ -11,7 +11,7 @@ corpus="${1:?usage: $0 CORPUS_DIR}"
 out="${OUT:-$(pwd)/gpu-results}"; mkdir -p "$out"
 export PATH="/opt/rave-dev/payload:$PATH"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-model=/opt/rave-dev/payload/models/realesr-animevideov3-x2.onnx
+model=tests/fixtures/nearest_x2.onnx   # tiny: the runs measure the reader, not the model
 status=0
 verdict() { # FILE DEVICE -> "exit kind frames"
   local json rc
@@ -27,7 +27,7 @@ except ValueError:
     print(rc, "no-json", "-"); sys.exit()
 if "error" in v:
     d = v["error"].get("damage") or {}
-    print(rc, v["error"]["kind"], d.get("frames_missing", "-"))
+    print(rc, v["error"]["kind"], d.get("frames_missing", "-"), "|", d.get("first_problem"))
 else:
     print(rc, v["status"], v["frames_out"])
 PY
@@ -36,10 +36,12 @@ printf '%-34s %-28s %-28s %s\n' file gpu cpu same | tee "$out/damage_gpu.txt"
 same=0 differ=0
 for f in "$corpus"/*; do
   case "$f" in *.out.mkv|*.allowed.mkv) continue ;; esac
-  g=$(verdict "$f" gpu); c=$(verdict "$f" cpu)
+  gv=$(verdict "$f" gpu); cv=$(verdict "$f" cpu)
+  g=${gv%% |*}; c=${cv%% |*}
   if [[ "$g" == "$c" ]]; then ok=yes; same=$((same + 1)); else ok=NO; differ=$((differ + 1)); status=1; fi
   case "$(basename "$f")" in *-clean.*) [[ "$g" == 0\ complete* ]] || { ok="NO (clean refused)"; status=1; } ;; esac
   printf '%-34s %-28s %-28s %s\n' "$(basename "$f")" "$g" "$c" "$ok" | tee -a "$out/damage_gpu.txt"
+  [[ $ok == yes ]] || printf '    gpu: %s\n    cpu: %s\n' "${gv#* | }" "${cv#* | }" | tee -a "$out/damage_gpu.txt"
 done
 echo "same verdict on GPU and CPU: $same; different: $differ" | tee -a "$out/damage_gpu.txt"
 exit $status

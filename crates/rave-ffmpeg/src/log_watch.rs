@@ -12,9 +12,20 @@ use ffmpeg_next::ffi;
 /// format string).
 const DAMAGE_WARNINGS: [&[u8]; 2] = [b"Continuity check failed", b"PES packet size mismatch"];
 
-/// Error-level decoder messages about hardware acceleration setup, not about the data (the
-/// decoder then falls back to software).
-const NOT_DAMAGE: [&[u8]; 2] = [b"Failed setup for format", b"hwaccel"];
+/// Error-level decoder messages about hardware acceleration setup, not about the data: NVDEC
+/// refuses a codec, profile or size (VP9 below 128 pixels, say) and the decoder falls back to
+/// software. Matched anywhere in FFmpeg's format string.
+const NOT_DAMAGE: [&[u8]; 9] = [
+    b"Failed setup for format",
+    b"hwaccel",
+    b"Hardware is lacking required capabilities",
+    b"not within range from",
+    b"Video macroblock count",
+    b"Error creating a NVDEC decoder",
+    b"Failed loading nvcuvid",
+    b"Unsupported chroma format",
+    b"Error initializing internal frames context",
+];
 
 /// What a watched context logged.
 #[derive(Debug, Default)]
@@ -177,6 +188,19 @@ mod tests {
         assert!(!is_damage(
             error,
             b"Failed setup for format %s: hwaccel initialisation returned error.\n"
+        ));
+        // NVDEC's capability check (FFmpeg's nvdec.c) before it falls back to software.
+        for setup in [
+            &b"Hardware is lacking required capabilities\n"[..],
+            b"Video width %d not within range from %d to %d\n",
+            b"Video height %d not within range from %d to %d\n",
+            b"Video macroblock count %d exceeds maximum of %d\n",
+        ] {
+            assert!(!is_damage(error, setup));
+        }
+        assert!(is_damage(
+            error,
+            b"hardware accelerator failed to decode picture\n"
         ));
         assert!(is_damage(
             debug,
