@@ -141,10 +141,13 @@ impl IntegrityLedger {
                 StreamTally::new(role, s.time_base(), declared)
             })
             .collect();
-        let file_end_s = (declared_times && input.duration() > 0).then(|| {
-            let start = sys::format_start_time(input).max(0);
-            (start + input.duration()) as f64 / 1e6
-        });
+        // A header's duration is the end of the timeline for some muxers (FFmpeg's Matroska,
+        // MP4 and FLV writers: a file starting at 1.5 s that lasts 2 s declares 3.5 s) and the
+        // span from the first timestamp for others (mkvmerge). Holding the streams to the
+        // earlier of the two readings never refuses a complete file; a file cut short by more
+        // than its start time is still caught.
+        let file_end_s =
+            (declared_times && input.duration() > 0).then(|| input.duration() as f64 / 1e6);
         Self {
             video,
             streams,

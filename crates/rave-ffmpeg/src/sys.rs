@@ -419,9 +419,3 @@ pub fn index_entries(input: &Input, index: usize) -> u64 {
     let n = unsafe { ffi::avformat_index_get_entries_count(*(*input.as_ptr()).streams.add(index)) };
     u64::try_from(n).unwrap_or(0)
 }
-
-/// The input's start time in microseconds (FFmpeg's AV_NOPTS_VALUE, i64::MIN, if unknown).
-pub fn format_start_time(input: &Input) -> i64 {
-    // SAFETY: the input context is valid for the borrow; the field is a plain integer.
-    unsafe { (*input.as_ptr()).start_time }
-}
