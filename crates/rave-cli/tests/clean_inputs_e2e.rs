@@ -89,3 +89,20 @@ fn a_plain_flv_is_complete() {
     let dir = scratch();
     assert_complete(&clip(dir.path(), "plain.flv", &[]));
 }
+
+#[test]
+fn an_mp4_cut_with_stream_copy_is_complete() {
+    let dir = scratch();
+    let source = clip(dir.path(), "source.mp4", &[]);
+    let cut = dir.path().join("cut.mp4");
+    ffmpeg(&[
+        "-ss",
+        "0.5",
+        "-i",
+        source.to_str().unwrap(),
+        "-c",
+        "copy",
+        cut.to_str().unwrap(),
+    ]);
+    assert_complete(&cut);
+}

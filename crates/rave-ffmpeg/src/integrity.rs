@@ -271,9 +271,12 @@ impl IntegrityLedger {
         }
     }
 
-    /// A video packet went to the decoder.
-    pub fn on_sent(&mut self) {
-        self.packets_sent += 1;
+    /// A video packet went to the decoder; a `discarded` one (FFmpeg's discard flag: decoded
+    /// only as a reference, before an edit list's start) is expected to yield no frame.
+    pub fn on_sent(&mut self, discarded: bool) {
+        if !discarded {
+            self.packets_sent += 1;
+        }
     }
 
     /// The decoder refused a video packet.

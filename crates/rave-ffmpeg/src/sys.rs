@@ -419,3 +419,11 @@ pub fn index_entries(input: &Input, index: usize) -> u64 {
     let n = unsafe { ffi::avformat_index_get_entries_count(*(*input.as_ptr()).streams.add(index)) };
     u64::try_from(n).unwrap_or(0)
 }
+
+/// Whether a demuxed packet carries FFmpeg's discard flag: it is decoded only to rebuild the
+/// pictures after it (an MP4 edit list starting between keyframes) and yields no frame.
+pub fn packet_is_discarded(packet: &ffmpeg_next::Packet) -> bool {
+    use ffmpeg_next::packet::Ref;
+    // SAFETY: the packet wraps a valid AVPacket for the borrow; `flags` is a plain integer.
+    unsafe { (*packet.as_ptr()).flags & ffi::AV_PKT_FLAG_DISCARD != 0 }
+}
