@@ -35,6 +35,7 @@ pub fn run_upscale(
     let started = Instant::now();
     let container = Container::from_path(&config.output)?;
     let info = probe(&config.input)?;
+    let (w, h) = info.frame_size()?;
     let target = match config.null_output {
         true => None,
         false => Some(OutputTarget::prepare(
@@ -48,7 +49,6 @@ pub fn run_upscale(
             t.discard();
         }
     };
-    let (w, h) = (info.video.width, info.video.height);
     let caps = config.channels;
     // Frames the stages after inference may hold: the channel, plus one being converted.
     let downstream = caps.inferred.max(1) + 1;
