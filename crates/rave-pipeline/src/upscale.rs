@@ -109,6 +109,9 @@ pub fn run_upscale(
         }
         None => None,
     };
+    for warning in writer.iter().flat_map(|w| &w.summary().warnings) {
+        progress.warning(warning);
+    }
 
     let color = reader.color();
     let (post_tx, post_rx) = bounded(caps.inferred.max(1));
