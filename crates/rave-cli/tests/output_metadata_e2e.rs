@@ -432,3 +432,20 @@ fn a_write_error_names_the_output_path_not_the_temporary_file() {
     assert!(!output.exists());
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
+
+#[test]
+fn an_output_folder_that_refuses_new_files_is_named_not_the_temporary_file() {
+    let dir = scratch();
+    let input = make_clip(dir.path(), "in.mp4", "64x48", 3);
+    // sysfs refuses new files even to root, unlike a folder without write permission.
+    let output = Path::new("/sys/rave-out.mp4");
+    let o = nearest(&input, output, &[]);
+    assert_exit(&o, 4);
+    let err = stderr(&o);
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            "rave: error: /sys/rave-out.mp4: cannot write output: cannot create a file in /sys: Permission denied (os error 13)"
+        ],
+    );
+}
