@@ -175,8 +175,13 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
 }
 
 /// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: remove the temporary
-/// output file and leave at once.
+/// output file and leave at once. A file-size limit (`ulimit -f`) makes writes fail with
+/// EFBIG instead of killing the process with SIGXFSZ, so the run ends with a write error
+/// (exit 4) and removes its temporary file.
 pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code; nothing in
+    // RAVE relies on SIGXFSZ's default action.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let cancel = CancelToken::new();
     let handler_token = cancel.clone();
     let asked = AtomicBool::new(false);
