@@ -1,7 +1,8 @@
 //! Clean inputs of the kinds users actually have must never be refused as damaged: files
-//! whose timestamps start after zero, FLV (whose muxer shifts everything past zero),
-//! MP4 cut with `ffmpeg -ss ... -c copy` (an edit list whose first packets are only decoded
-//! to rebuild the picture, then discarded). Each one is upscaled completely: every frame and
+//! whose timestamps start after zero, FLV (whose muxer shifts everything past zero, and
+//! which declares one duration for the whole file), audio ending or starting apart from the
+//! video, MP4 cut with `ffmpeg -ss ... -c copy` (an edit list whose first packets are only
+//! decoded to rebuild the picture, then discarded), a stream-copy remux into AVI. Each one is upscaled completely: every frame and
 //! every audio packet of the source is in the output.
 
 mod common;
@@ -50,25 +51,27 @@ fn assert_complete(input: &Path) {
 
 /// A 2 s clip with B-frames and AAC, made with `extra` output options into `name`.
 fn clip(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    clip_of(dir, name, 2.0, &[], 2.0, extra)
+}
+
+/// `video_s` of video and `audio_s` of audio (with `audio_in` input options, such as an
+/// offset) with B-frames and AAC, made with `extra` output options into `name`.
+fn clip_of(
+    dir: &Path,
+    name: &str,
+    video_s: f64,
+    audio_in: &[&str],
+    audio_s: f64,
+    extra: &[&str],
+) -> PathBuf {
     let path = dir.join(name);
-    let mut args = vec![
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=64x48:rate=25:duration=2",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=frequency=440:sample_rate=48000:duration=2",
-        "-c:v",
-        "libx264",
-        "-bf",
-        "2",
-        "-g",
-        "10",
-        "-c:a",
-        "aac",
-    ];
+    let video = format!("testsrc2=size=64x48:rate=25:duration={video_s}");
+    let audio = format!("sine=frequency=440:sample_rate=48000:duration={audio_s}");
+    let mut args = vec!["-f", "lavfi", "-i", &video];
+    args.extend_from_slice(audio_in);
+    args.extend_from_slice(&[
+        "-f", "lavfi", "-i", &audio, "-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac",
+    ]);
     args.extend_from_slice(extra);
     args.push(path.to_str().unwrap());
     ffmpeg(&args);
@@ -88,6 +91,21 @@ fn clips_whose_timestamps_start_after_zero_are_complete() {
 fn a_plain_flv_is_complete() {
     let dir = scratch();
     assert_complete(&clip(dir.path(), "plain.flv", &[]));
+}
+
+#[test]
+fn a_stream_copy_remux_into_avi_is_complete() {
+    let dir = scratch();
+    let source = clip(dir.path(), "source.mp4", &[]);
+    let avi = dir.path().join("remux.avi");
+    ffmpeg(&[
+        "-i",
+        source.to_str().unwrap(),
+        "-c",
+        "copy",
+        avi.to_str().unwrap(),
+    ]);
+    assert_complete(&avi);
 }
 
 #[test]

@@ -52,7 +52,9 @@ fn floats(path: &Path, select: &str, entries: &str) -> Vec<Vec<f64>> {
 }
 
 fn reference(path: &Path) -> Reference {
-    let video = floats(path, "v:0", "frame=pts_time")
+    // AVI stores no presentation timestamps: FFmpeg's best effort is the decode time there,
+    // and the presentation time everywhere else.
+    let video = floats(path, "v:0", "frame=best_effort_timestamp_time")
         .into_iter()
         .map(|v| v[0])
         .collect();
