@@ -94,6 +94,39 @@ fn a_plain_flv_is_complete() {
 }
 
 #[test]
+fn audio_that_ends_or_starts_apart_from_the_video_is_not_missing() {
+    let dir = scratch();
+    for ext in ["flv", "mkv", "mp4"] {
+        let d = dir.path();
+        assert_complete(&clip_of(
+            d,
+            &format!("short-audio.{ext}"),
+            2.0,
+            &[],
+            1.0,
+            &[],
+        ));
+        let late = ["-itsoffset", "0.5"];
+        assert_complete(&clip_of(
+            d,
+            &format!("late-audio.{ext}"),
+            2.0,
+            &late,
+            1.0,
+            &[],
+        ));
+        assert_complete(&clip_of(
+            d,
+            &format!("short-video.{ext}"),
+            0.5,
+            &[],
+            2.0,
+            &[],
+        ));
+    }
+}
+
+#[test]
 fn a_stream_copy_remux_into_avi_is_complete() {
     let dir = scratch();
     let source = clip(dir.path(), "source.mp4", &[]);

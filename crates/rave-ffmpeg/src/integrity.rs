@@ -355,9 +355,13 @@ impl IntegrityLedger {
         });
         let truncated =
             self.structure.as_ref().is_some_and(|p| p.truncated) || file_short == Some(true);
+        // Where each stream's timeline should end: its own declared end. The file's duration
+        // is where its longest stream ends, so it is held against a stream that declares
+        // nothing only when the file is cut short: audio that legitimately ends (or starts)
+        // before the video in an FLV, say, is not missing.
         let decl_end = |t: &StreamTally| {
             t.declared_end_s()
-                .or(self.file_end_s)
+                .or(self.file_end_s.filter(|_| truncated))
                 .filter(|_| read_to_end)
         };
         let undecoded = if self.interlaced || !read_to_end {
