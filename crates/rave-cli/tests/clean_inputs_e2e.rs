@@ -156,4 +156,20 @@ fn an_mp4_cut_with_stream_copy_is_complete() {
         cut.to_str().unwrap(),
     ]);
     assert_complete(&cut);
+
+    // Cut after the input is opened, with a length: the AAC track then starts at 0.02 s
+    // and its duration is where it ends, not how long it lasts.
+    let trimmed = dir.path().join("trimmed.mp4");
+    ffmpeg(&[
+        "-i",
+        source.to_str().unwrap(),
+        "-ss",
+        "0.3",
+        "-t",
+        "1.0",
+        "-c",
+        "copy",
+        trimmed.to_str().unwrap(),
+    ]);
+    assert_complete(&trimmed);
 }

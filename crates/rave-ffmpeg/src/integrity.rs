@@ -488,8 +488,12 @@ fn declared_of(input: &Input, index: usize, format: &str, declared_times: bool) 
             (seconds * f64::from(tb.denominator()) / f64::from(tb.numerator())).round() as i64
         })
     };
+    // A stream's duration reads as the end of its timeline in some files and as the span
+    // from its first timestamp in others (MP4: `-ss 0.3 -t 1 -c copy` gives AAC starting at
+    // 0.02 s whose duration is where it ends; `-output_ts_offset 1.5`, the span). As for the
+    // whole file, the earlier reading is held: it refuses no complete stream.
     let end = if declared_times && stream.duration() > 0 && !is_matroska(format) {
-        Some(stream.start_time().max(0) + stream.duration())
+        Some(stream.duration())
     } else {
         tag("DURATION")
             .and_then(|v| parse_clock(&v))
