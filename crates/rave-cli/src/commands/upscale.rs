@@ -187,9 +187,12 @@ pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
     let asked = AtomicBool::new(false);
     ctrlc::set_handler(move || {
         if asked.swap(true, Ordering::SeqCst) {
-            rave_pipeline::output_file::remove_in_flight();
             errln!("\nrave: aborted; the unfinished output was removed");
-            std::process::exit(130);
+            rave_pipeline::output_file::remove_in_flight();
+            // SAFETY: _exit ends the process at once. `exit` would run atexit handlers and
+            // library destructors (ONNX Runtime's) while the other threads still use them,
+            // and let those threads go on creating files and printing errors meanwhile.
+            unsafe { libc::_exit(130) };
         }
         errln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
         handler_token.cancel(StopReason::User);
