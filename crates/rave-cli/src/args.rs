@@ -300,7 +300,7 @@ pub struct UpscaleArgs {
           value_parser = bounds::whole_in::<u32>(0, 63, Some("0 to 51 for h264 and hevc, 0 to 63 for av1")))]
     pub crf: Option<u32>,
     /// Encoder preset: ultrafast..placebo for h264/hevc (default medium), 0-13 for av1 (default 8).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub preset: Option<String>,
     /// Replace OUT (and an existing OUT's NAME.partial.EXT after Ctrl+C) if it exists; the
     /// input is never replaced.

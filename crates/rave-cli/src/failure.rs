@@ -21,6 +21,8 @@ pub fn report(err: &EngineError, json: bool) -> i32 {
         }
         source = s.source();
     }
+    // Library messages (ONNX Runtime's above all) can run over several lines.
+    let message = one_line(&message);
     if json {
         let mut obj = serde_json::json!({
             "error": {
@@ -113,9 +115,28 @@ fn command_of(args: &[String]) -> String {
     }
 }
 
+/// `text` on one line: its lines joined by single spaces, blank ones dropped.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn library_messages_over_several_lines_become_one() {
+        let ort = "inference failed: frame 0: Got invalid dimensions for input: x for the following indices\n index: 0 Got: 1 Expected: 2\n Please fix either the inputs/outputs or the model.\n";
+        assert_eq!(
+            one_line(ort),
+            "inference failed: frame 0: Got invalid dimensions for input: x for the following indices index: 0 Got: 1 Expected: 2 Please fix either the inputs/outputs or the model."
+        );
+        assert_eq!(one_line("one line"), "one line");
+    }
 
     #[test]
     fn clap_errors_shrink_to_one_line() {

@@ -204,6 +204,10 @@ fn model_problems_exit_5() {
             fixture("fixed_64x48_x2.onnx").to_str().unwrap(),
             "takes fixed 64x48",
         ),
+        (
+            fixture("batch2_x2.onnx").to_str().unwrap(),
+            "batch2_x2.onnx: the model's batch size is fixed at 2; the CPU backend runs one frame at a time",
+        ),
     ]
     .map(|(m, why)| (m.to_string(), why));
     for (model, why) in cases {

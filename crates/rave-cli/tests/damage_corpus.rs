@@ -52,7 +52,9 @@ fn floats(path: &Path, select: &str, entries: &str) -> Vec<Vec<f64>> {
 }
 
 fn reference(path: &Path) -> Reference {
-    let video = floats(path, "v:0", "frame=pts_time")
+    // AVI stores no presentation timestamps: FFmpeg's best effort is the decode time there,
+    // and the presentation time everywhere else.
+    let video = floats(path, "v:0", "frame=best_effort_timestamp_time")
         .into_iter()
         .map(|v| v[0])
         .collect();
@@ -583,4 +585,42 @@ fn a_copied_packet_no_muxer_can_store_is_input_damage() {
     assert_eq!(v["input_damage"]["packets_dropped"], 1, "{v}");
     assert_eq!(packet_count(&out, "a:0"), original - 1);
     assert_eq!(frame_times(&out).len(), FRAMES as usize);
+}
+
+/// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a
+/// timeline end (FFmpeg's FLV muxer writes the span, its Matroska muxer the end), so the
+/// duration alone misses a cut at 90%: the chain of FLV tags, each followed by its length,
+/// is what shows it, wherever the file ends.
+#[test]
+fn a_truncated_flv_starting_after_zero_is_refused() {
+    let dir = scratch();
+    let clean = dir.path().join("offset.flv");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=25:duration=2",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=duration=2",
+        "-c:v",
+        "libx264",
+        "-c:a",
+        "aac",
+        "-output_ts_offset",
+        "1.5",
+        clean.to_str().unwrap(),
+    ]);
+    let data = std::fs::read(&clean).unwrap();
+    for pct in [50, 80, 90, 97] {
+        let cut = dir.path().join(format!("cut{pct}.flv"));
+        std::fs::write(&cut, &data[..data.len() * pct / 100]).unwrap();
+        let out = dir.path().join(format!("cut{pct}.mkv"));
+        let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+        assert_exit(&o, 3);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["error"]["damage"]["truncated"], true, "{pct}%: {v}");
+        assert!(!out.exists());
+    }
 }

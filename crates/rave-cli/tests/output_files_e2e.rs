@@ -272,3 +272,57 @@ fn ctrl_c_before_the_first_frame_keeps_nothing() {
     );
     assert_eq!(files_in(d), ["in.mp4"]);
 }
+
+/// A double Ctrl+C while the run is still starting (loading the model, reserving and
+/// opening the output) must leave no file and print nothing but its own line: the other
+/// threads run on while the process exits, so it must neither let them create files after
+/// the removal nor tear down the libraries they use.
+#[test]
+fn a_double_ctrl_c_during_start_up_leaves_nothing_and_says_only_that() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = make_clip(d, "in.mp4", "160x96", 100);
+    let m = fixture("nearest_x2.onnx");
+    for step in 0..30u64 {
+        let mut child = rave()
+            .args(["upscale", "-i", input.to_str().unwrap()])
+            .args(["-o", d.join("out.mkv").to_str().unwrap()])
+            .args(["-m", m.to_str().unwrap(), "--codec", "av1"])
+            .args(["--progress", "off", "--overwrite"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(30 + 3 * step));
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: kill(2) on the child's own process id; it reads no memory.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // SAFETY: as above (the child is not yet reaped, so the id is still its own).
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        // Before the handler is installed, SIGINT's default action ends the process.
+        assert!(
+            status.code() == Some(130) || status.code().is_none(),
+            "step {step}: {status:?} {err}"
+        );
+        assert!(!err.contains("rave: error"), "step {step}: {err}");
+        assert_eq!(
+            temp_files_left(d),
+            Vec::<String>::new(),
+            "step {step}: {err}"
+        );
+        for name in files_in(d) {
+            if name.starts_with("out.partial") {
+                std::fs::remove_file(d.join(name)).unwrap();
+            }
+        }
+    }
+}

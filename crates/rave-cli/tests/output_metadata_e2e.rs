@@ -230,11 +230,19 @@ fn rotation_is_kept_in_quicktime_and_warned_about_once_in_matroska() {
         "{said:?}"
     );
     let err = stderr(&o);
-    assert_eq!(
-        err.matches(said[0].as_str()).count(),
-        1,
-        "warned once: {err}"
-    );
+    assert_eq!(err, format!("rave: warning: {}\n", said[0]), "warned once");
+
+    // For machines, the warning is one more JSON line among the progress events.
+    let o = nearest(&input, &mkv, &["--progress", "jsonl", "--overwrite"]);
+    assert_exit(&o, 0);
+    let events: Vec<serde_json::Value> = stderr(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let warned: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["event"] == "warning").collect();
+    assert_eq!(warned.len(), 1, "{events:?}");
+    assert_eq!(warned[0]["message"], said[0].as_str());
 }
 
 #[test]
@@ -263,7 +271,7 @@ fn interlaced_input_is_warned_about_once_and_progressive_input_is_not() {
     let said = warnings(&o);
     let expect = "the input is interlaced (top field first); RAVE upscales whole frames and writes progressive video; deinterlace first for best results (e.g. ffmpeg -vf bwdif)";
     assert_eq!(said, vec![expect.to_string()]);
-    assert_eq!(stderr(&o).matches(expect).count(), 1, "{}", stderr(&o));
+    assert_eq!(stderr(&o), format!("rave: warning: {expect}\n"));
 
     let plain = make_clip(dir.path(), "plain.mp4", "48x32", 3);
     let o = nearest(&plain, &dir.path().join("plain-out.mp4"), &["--json"]);
@@ -400,12 +408,12 @@ fn a_write_error_names_the_output_path_not_the_temporary_file() {
     let dir = scratch();
     let input = make_clip(dir.path(), "in.mp4", "64x48", 50);
     let output = dir.path().join("out.mp4");
-    // A 16 KiB file-size limit (SIGXFSZ ignored, so writes fail with EFBIG) makes the muxer
-    // fail part-way through a lossless output.
+    // A 16 KiB file-size limit makes the muxer fail part-way through a lossless output
+    // (RAVE ignores SIGXFSZ, so the write fails with EFBIG instead of killing it).
     let o = std::process::Command::new("bash")
         .arg("-c")
         .arg(format!(
-            "trap '' XFSZ; ulimit -f 16; exec \"$0\" upscale -i {} -o {} -m {} --crf 0 --preset ultrafast",
+            "ulimit -f 16; exec \"$0\" upscale -i {} -o {} -m {} --crf 0 --preset ultrafast",
             input.display(),
             output.display(),
             fixture("nearest_x2.onnx").display()
@@ -423,4 +431,21 @@ fn a_write_error_names_the_output_path_not_the_temporary_file() {
     assert!(!err.contains(".tmp"), "{err}");
     assert!(!output.exists());
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn an_output_folder_that_refuses_new_files_is_named_not_the_temporary_file() {
+    let dir = scratch();
+    let input = make_clip(dir.path(), "in.mp4", "64x48", 3);
+    // sysfs refuses new files even to root, unlike a folder without write permission.
+    let output = Path::new("/sys/rave-out.mp4");
+    let o = nearest(&input, output, &[]);
+    assert_exit(&o, 4);
+    let err = stderr(&o);
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            "rave: error: /sys/rave-out.mp4: cannot write output: cannot create a file in /sys: Permission denied (os error 13)"
+        ],
+    );
 }

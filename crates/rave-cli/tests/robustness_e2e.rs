@@ -186,3 +186,54 @@ fn a_mid_stream_size_change_is_refused_with_the_frame_and_sizes() {
         assert!(temp_files_left(dir.path()).is_empty());
     }
 }
+
+#[test]
+fn a_video_stream_without_a_readable_frame_size_is_an_input_error() {
+    let dir = scratch();
+    let raw = dir.path().join("raw.hevc");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=25:duration=0.4",
+        "-c:v",
+        "libx265",
+        "-x265-params",
+        "log-level=error",
+        raw.to_str().unwrap(),
+    ]);
+    // Keep the parameter sets, cut before the first picture: FFmpeg reads the stream as 0x0.
+    let bytes = std::fs::read(&raw).unwrap();
+    let first_picture = bytes
+        .windows(4)
+        .position(|w| w[..3] == [0, 0, 1] && (16..=21).contains(&((w[3] >> 1) & 0x3f)))
+        .expect("an IRAP picture");
+    let input = dir.path().join("headers-only.hevc");
+    std::fs::write(&input, &bytes[..first_picture]).unwrap();
+    assert_eq!(video_field(&input, "width"), "0");
+
+    for model in [
+        fixture("nearest_x2.onnx"),
+        installed_model("realesr-animevideov3-x2"),
+    ] {
+        let o = upscale(
+            &input,
+            &dir.path().join("out.mkv"),
+            &model,
+            &["--device", "cpu"],
+        );
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("rave: error: ")
+                && err.contains("headers-only.hevc")
+                && err.contains("no frame size")
+                && !err.contains("model"),
+            "{err}"
+        );
+    }
+    let o = run(&["benchmark", "-i", input.to_str().unwrap(), "--frames", "1"]);
+    assert_exit(&o, 3);
+    assert!(temp_files_left(dir.path()).is_empty());
+}

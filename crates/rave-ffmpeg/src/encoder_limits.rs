@@ -16,28 +16,36 @@ pub struct SizeLimits {
     pub min: (u32, u32),
     /// Largest width and height, where the encoder has a fixed limit.
     pub max: Option<(u32, u32)>,
+    /// Widths (inclusive range) the encoder opens with but crashes on.
+    pub broken_widths: Option<(u32, u32)>,
 }
 
 impl SizeLimits {
     /// The limits of `codec`'s encoder, as measured on this FFmpeg (5.1): libx264 refuses
     /// above 16384 ("invalid width x height"); FFmpeg's libx265 wrapper refuses below 16
     /// ("Image size is too small"); SVT-AV1 1.4 needs 64..=16384 wide and 64..=8704 high.
+    /// libx265 3.5 (Debian 12) corrupts its heap and aborts ("corrupted size vs. prev_size",
+    /// or a segfault) on widths 34..=48, whose half-size lookahead is three 8x8 blocks wide,
+    /// at any height and bit depth: `ffmpeg -f lavfi -i testsrc2=size=40x32 -c:v libx265`.
     pub fn of(codec: VideoCodec) -> Self {
         match codec {
             VideoCodec::H264 => Self {
                 even: true,
                 min: (2, 2),
                 max: Some((16384, 16384)),
+                broken_widths: None,
             },
             VideoCodec::Hevc => Self {
                 even: true,
                 min: (16, 16),
                 max: None,
+                broken_widths: Some((34, 48)),
             },
             VideoCodec::Av1 => Self {
                 even: true,
                 min: (64, 64),
                 max: Some((16384, 8704)),
+                broken_widths: None,
             },
         }
     }
@@ -47,7 +55,10 @@ impl SizeLimits {
         let even = !self.even || (width.is_multiple_of(2) && height.is_multiple_of(2));
         let big_enough = width >= self.min.0 && height >= self.min.1;
         let small_enough = self.max.is_none_or(|(w, h)| width <= w && height <= h);
-        even && big_enough && small_enough
+        let safe = self
+            .broken_widths
+            .is_none_or(|(lo, hi)| !(lo..=hi).contains(&width));
+        even && big_enough && small_enough && safe
     }
 
     /// "an even width and height of at least 64x64 and at most 16384x8704".
@@ -60,6 +71,9 @@ impl SizeLimits {
         s += &format!(" of at least {}x{}", self.min.0, self.min.1);
         if let Some((w, h)) = self.max {
             s += &format!(" and at most {w}x{h}");
+        }
+        if let Some((lo, hi)) = self.broken_widths {
+            s += &format!(", and a width outside {lo}..{hi} (this build crashes on those)");
         }
         s
     }
@@ -139,6 +153,8 @@ mod tests {
         assert!(!h264.accepts(51, 27) && !h264.accepts(16386, 16));
         let hevc = SizeLimits::of(VideoCodec::Hevc);
         assert!(hevc.accepts(16, 16) && !hevc.accepts(18, 10) && !hevc.accepts(51, 28));
+        assert!(hevc.accepts(32, 24) && hevc.accepts(50, 24) && hevc.accepts(32, 48));
+        assert!(!hevc.accepts(34, 24) && !hevc.accepts(48, 24) && !hevc.accepts(40, 512));
         let av1 = SizeLimits::of(VideoCodec::Av1);
         assert!(av1.accepts(64, 64) && av1.accepts(16384, 8704));
         assert!(!av1.accepts(62, 64) && !av1.accepts(66, 65) && !av1.accepts(64, 8706));
@@ -158,13 +174,13 @@ mod tests {
 
     #[test]
     fn a_size_too_small_for_svt_av1_points_to_the_codecs_that_take_it() {
-        let e = check_output_size(VideoCodec::Av1, (24, 16), 2).unwrap_err();
+        let e = check_output_size(VideoCodec::Av1, (16, 12), 2).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.starts_with("24x16 upscaled x2 is 48x32, but libsvtav1 needs an even width and height of at least 64x64 and at most 16384x8704; "), "{msg}");
+        assert!(msg.starts_with("16x12 upscaled x2 is 32x24, but libsvtav1 needs an even width and height of at least 64x64 and at most 16384x8704; "), "{msg}");
         assert!(msg.ends_with("use --codec h264 or hevc"), "{msg}");
-        let e = check_output_size(VideoCodec::Av1, (17, 9), 3).unwrap_err();
+        let e = check_output_size(VideoCodec::Av1, (11, 9), 3).unwrap_err();
         assert!(
-            e.to_string().ends_with("crop the input to 16x8 first (ffmpeg -i INPUT -vf crop=16:8:0:0 -c:a copy CROPPED.mkv) and use --codec h264 or hevc"),
+            e.to_string().ends_with("crop the input to 10x8 first (ffmpeg -i INPUT -vf crop=10:8:0:0 -c:a copy CROPPED.mkv) and use --codec h264 or hevc"),
             "{e}"
         );
         let e = check_output_size(VideoCodec::H264, (9000, 100), 2).unwrap_err();
@@ -176,5 +192,16 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn widths_libx265_crashes_on_are_refused_with_the_codecs_that_take_them() {
+        let e = check_output_size(VideoCodec::Hevc, (24, 12), 2).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "24x12 upscaled x2 is 48x24, but libx265 needs an even width and height of at least 16x16, and a width outside 34..48 (this build crashes on those); use --codec h264"
+        );
+        assert!(check_output_size(VideoCodec::Hevc, (16, 12), 2).is_ok());
+        assert!(check_output_size(VideoCodec::Hevc, (25, 12), 2).is_ok());
     }
 }

@@ -7,7 +7,7 @@ use ffmpeg_next::Rational;
 use ffmpeg_next::format::Pixel;
 use ffmpeg_next::media::Type;
 use rave_core::color::ColorInfo;
-use rave_core::error::Result;
+use rave_core::error::{EngineError, Result};
 use serde::Serialize;
 
 use crate::{color, input, sys};
@@ -111,6 +111,24 @@ fn kind_name(t: Type) -> &'static str {
         Type::Attachment => "attachment",
         Type::Data => "data",
         Type::Unknown => "unknown",
+    }
+}
+
+impl MediaInfo {
+    /// The main video stream's width and height; an input error when FFmpeg could read
+    /// none (0x0: the stream's headers are missing, as in a truncated or damaged file), so
+    /// that no model or encoder is blamed for it.
+    pub fn frame_size(&self) -> Result<(u32, u32)> {
+        match (self.video.width, self.video.height) {
+            (0, _) | (_, 0) => Err(EngineError::NotAVideo {
+                path: self.path.clone(),
+                reason: format!(
+                    "the {} video stream #{} has no frame size FFmpeg can read (its headers are missing or damaged: a truncated or damaged file)",
+                    self.video.codec, self.video.stream_index
+                ),
+            }),
+            size => Ok(size),
+        }
     }
 }
 

@@ -321,7 +321,7 @@ impl VideoReader {
             return Ok(());
         }
         self.stats.packets += 1;
-        self.ledger.on_sent();
+        self.ledger.on_sent(sys::packet_is_discarded(&packet));
         match self.decoder.send_packet(&packet) {
             Ok(()) => {}
             Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {

@@ -420,8 +420,10 @@ pub fn index_entries(input: &Input, index: usize) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// The input's start time in microseconds (FFmpeg's AV_NOPTS_VALUE, i64::MIN, if unknown).
-pub fn format_start_time(input: &Input) -> i64 {
-    // SAFETY: the input context is valid for the borrow; the field is a plain integer.
-    unsafe { (*input.as_ptr()).start_time }
+/// Whether a demuxed packet carries FFmpeg's discard flag: it is decoded only to rebuild the
+/// pictures after it (an MP4 edit list starting between keyframes) and yields no frame.
+pub fn packet_is_discarded(packet: &ffmpeg_next::Packet) -> bool {
+    use ffmpeg_next::packet::Ref;
+    // SAFETY: the packet wraps a valid AVPacket for the borrow; `flags` is a plain integer.
+    unsafe { (*packet.as_ptr()).flags & ffi::AV_PKT_FLAG_DISCARD != 0 }
 }

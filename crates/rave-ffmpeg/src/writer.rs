@@ -51,7 +51,7 @@ pub struct WriterSummary {
     /// The encoder used.
     pub encoder: String,
     /// What the output could not keep of the input (rotation in Matroska, interlacing),
-    /// one sentence each; also logged as warnings when the writer is created.
+    /// one sentence each; the caller shows them to the user.
     pub warnings: Vec<String>,
 }
 
@@ -100,9 +100,6 @@ impl MediaWriter {
         stream_plan::check_video(container, planned, shown_as)?;
         let plan = stream_plan::plan_streams(input, vidx, container, shown_as)?;
         let carried = CarriedMetadata::of(input, vidx, container);
-        for warning in &carried.warnings {
-            tracing::warn!("{warning}");
-        }
 
         let mut output = ffmpeg_next::format::output_as(&path, container.muxer())
             .map_err(|e| unwritable(e.to_string()))?;

@@ -166,8 +166,7 @@ fn first_frame(config: &UpscaleConfig) -> Result<(HostYuvFrame, rave_core::color
 
 /// Run the model `repeats` times on the clip's first frame, after warm-up.
 pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<InferenceOnly> {
-    let info = probe(&config.input)?;
-    let chosen = choose_backend(config, (info.video.width, info.video.height), 2)?;
+    let chosen = choose_backend(config, probe(&config.input)?.frame_size()?, 2)?;
     let (frame, color) = first_frame(config)?;
     match chosen.engine {
         Engine::Cpu(mut backend) => {

@@ -72,7 +72,8 @@ impl OutputTarget {
             ReserveError::Busy => EngineError::OutputInUse(target.to_path_buf()),
             ReserveError::Io(e) => EngineError::OutputUnwritable {
                 path: target.to_path_buf(),
-                reason: format!("cannot create its temporary file {}: {e}", temp.display()),
+                // The hidden temporary file is RAVE's business: name the folder.
+                reason: format!("cannot create a file in {}: {e}", dir.display()),
             },
         })?;
         // Only now, holding the reservation: a run that finished just before sees its

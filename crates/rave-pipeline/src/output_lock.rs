@@ -1,7 +1,8 @@
 //! Reserving an output: the hidden temporary file beside the target is opened and held under
 //! an exclusive lock for the whole run, so a second run on the same target finds it taken, and
 //! a temporary file whose lock is free belongs to a dead run (swept). Reserved paths are listed
-//! so an abort (a second Ctrl+C) can remove them before the process exits.
+//! so an abort (a second Ctrl+C) can remove them before the process exits; from then on no new
+//! one can be created.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
@@ -46,20 +47,25 @@ pub enum ReserveError {
 }
 
 /// Temporary files reserved by this process (path and identity), for [`remove_in_flight`].
+/// A file is created and listed under this lock, so an abort sees every file there is.
 static IN_FLIGHT: Mutex<Vec<(PathBuf, FileId)>> = Mutex::new(Vec::new());
 
 fn in_flight() -> std::sync::MutexGuard<'static, Vec<(PathBuf, FileId)>> {
     IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Remove every temporary file this process still has reserved (when it is about to exit
-/// without settling its output). A path is removed only while it is still the reserved file.
+/// Remove every temporary file this process still has reserved, when it is about to exit
+/// without settling its output. The list stays locked afterwards, so no other thread (they run
+/// on until the process is gone) can create another: call this only right before exiting. A
+/// path is removed only while it is still the reserved file.
 pub fn remove_in_flight() {
-    remove_in_flight_under(None);
+    std::mem::forget(remove_in_flight_under(None));
 }
 
-/// [`remove_in_flight`] for the reserved paths under `dir` only (all with `None`).
-fn remove_in_flight_under(dir: Option<&Path>) {
+/// Remove the reserved paths under `dir` (all with `None`); the list's lock is returned.
+fn remove_in_flight_under(
+    dir: Option<&Path>,
+) -> std::sync::MutexGuard<'static, Vec<(PathBuf, FileId)>> {
     let mut list = in_flight();
     list.retain(|(path, id)| {
         if dir.is_some_and(|d| !path.starts_with(d)) {
@@ -70,6 +76,7 @@ fn remove_in_flight_under(dir: Option<&Path>) {
         }
         false
     });
+    list
 }
 
 /// A reserved temporary file: locked until dropped.
@@ -94,6 +101,7 @@ impl Reservation {
     pub fn take(path: &Path) -> Result<Self, ReserveError> {
         let mut busy = 0;
         for _ in 0..MAX_ATTEMPTS {
+            let mut list = in_flight();
             let file = OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -105,6 +113,7 @@ impl Reservation {
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => {
+                    drop(list);
                     busy += 1;
                     if busy > BUSY_RETRIES {
                         return Err(ReserveError::Busy);
@@ -117,7 +126,7 @@ impl Reservation {
             if FileId::of_path(path) != Some(id) {
                 continue;
             }
-            in_flight().push((path.to_path_buf(), id));
+            list.push((path.to_path_buf(), id));
             return Ok(Self {
                 path: path.to_path_buf(),
                 id,
@@ -272,7 +281,7 @@ mod tests {
         // `b` was moved into place and its name reused by something else.
         std::fs::rename(&b, d.path().join("b.mp4")).unwrap();
         std::fs::write(&b, b"not ours").unwrap();
-        remove_in_flight_under(Some(d.path()));
+        drop(remove_in_flight_under(Some(d.path())));
         assert!(!a.exists());
         assert_eq!(std::fs::read(&b).unwrap(), b"not ours");
         drop((ra, rb));

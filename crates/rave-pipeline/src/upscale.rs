@@ -35,6 +35,7 @@ pub fn run_upscale(
     let started = Instant::now();
     let container = Container::from_path(&config.output)?;
     let info = probe(&config.input)?;
+    let (w, h) = info.frame_size()?;
     // Damage the file shows up front (a truncated file, a CRC mismatch, headers FFmpeg could
     // not parse) is refused before the model loads or any output exists.
     let mut reader = VideoReader::open(&config.input)?;
@@ -54,7 +55,6 @@ pub fn run_upscale(
             t.discard();
         }
     };
-    let (w, h) = (info.video.width, info.video.height);
     let caps = config.channels;
     // Frames the stages after inference may hold: the channel, plus one being converted.
     let downstream = caps.inferred.max(1) + 1;
@@ -112,6 +112,9 @@ pub fn run_upscale(
         }
         None => None,
     };
+    for warning in writer.iter().flat_map(|w| &w.summary().warnings) {
+        progress.warning(warning);
+    }
 
     let color = reader.color();
     let (post_tx, post_rx) = bounded(caps.inferred.max(1));

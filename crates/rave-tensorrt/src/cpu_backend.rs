@@ -30,9 +30,16 @@ impl Interrupt for RunTerminator {
 }
 
 impl CpuBackend {
-    /// Load `model` and check it is a usable image-to-image model.
+    /// Load `model` and check it is a usable image-to-image model that takes one frame at a
+    /// time (a batch axis fixed above 1 could only fail at the first frame).
     pub fn new(runtime: &OrtRuntime, model: &Path, options: &ModelOptions) -> Result<Self> {
         let loaded = LoadedModel::load_cpu(runtime, model, options)?;
+        if let Some(fixed) = loaded.metadata.fixed_batch.filter(|b| *b != 1) {
+            return Err(EngineError::ModelMetadata(format!(
+                "{}: the model's batch size is fixed at {fixed}; the CPU backend runs one frame at a time (use a model with batch 1 or a dynamic batch axis, or the GPU with --max-batch {fixed})",
+                model.display()
+            )));
+        }
         let run_options = RunOptions::new().map_err(|e| EngineError::Inference(e.to_string()))?;
         Ok(Self {
             session: loaded.session,

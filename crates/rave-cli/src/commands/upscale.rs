@@ -175,16 +175,24 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
 }
 
 /// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: remove the temporary
-/// output file and leave at once.
+/// output file and leave at once. A file-size limit (`ulimit -f`) makes writes fail with
+/// EFBIG instead of killing the process with SIGXFSZ, so the run ends with a write error
+/// (exit 4) and removes its temporary file.
 pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code; nothing in
+    // RAVE relies on SIGXFSZ's default action.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let cancel = CancelToken::new();
     let handler_token = cancel.clone();
     let asked = AtomicBool::new(false);
     ctrlc::set_handler(move || {
         if asked.swap(true, Ordering::SeqCst) {
-            rave_pipeline::output_file::remove_in_flight();
             errln!("\nrave: aborted; the unfinished output was removed");
-            std::process::exit(130);
+            rave_pipeline::output_file::remove_in_flight();
+            // SAFETY: _exit ends the process at once. `exit` would run atexit handlers and
+            // library destructors (ONNX Runtime's) while the other threads still use them,
+            // and let those threads go on creating files and printing errors meanwhile.
+            unsafe { libc::_exit(130) };
         }
         errln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
         handler_token.cancel(StopReason::User);

@@ -1,5 +1,5 @@
 //! The damage corpus: small clips with audio in every container RAVE reads (MP4, faststart
-//! MP4, fragmented MP4, Matroska, WebM, MPEG-TS), and mutations of them with fixed seeds:
+//! MP4, fragmented MP4, Matroska, WebM, MPEG-TS, AVI, FLV), and mutations of them with fixed seeds:
 //! truncations, zeroed, cut, duplicated and garbage regions, garbage after a valid header,
 //! bit flips in the header and in the data, and targeted MP4 sample-table damage.
 
@@ -26,7 +26,7 @@ pub struct Container {
 const H264_AAC: [&str; 8] = ["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"];
 
 /// Every container of the corpus.
-pub const CONTAINERS: [Container; 6] = [
+pub const CONTAINERS: [Container; 8] = [
     Container {
         name: "mp4",
         ext: "mp4",
@@ -76,6 +76,18 @@ pub const CONTAINERS: [Container; 6] = [
         name: "ts",
         ext: "ts",
         args: &[],
+    },
+    // No B-frames: AVI stores decode times only, and the last frames of a B-frame stream
+    // have none (clean_inputs_e2e remuxes a B-frame stream into AVI).
+    Container {
+        name: "avi",
+        ext: "avi",
+        args: &["-c:v", "libx264", "-bf", "0", "-g", "10", "-c:a", "aac"],
+    },
+    Container {
+        name: "flv",
+        ext: "flv",
+        args: &["-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac"],
     },
 ];
 

@@ -1,0 +1,175 @@
+//! Clean inputs of the kinds users actually have must never be refused as damaged: files
+//! whose timestamps start after zero, FLV (whose muxer shifts everything past zero, and
+//! which declares one duration for the whole file), audio ending or starting apart from the
+//! video, MP4 cut with `ffmpeg -ss ... -c copy` (an edit list whose first packets are only
+//! decoded to rebuild the picture, then discarded), a stream-copy remux into AVI. Each one is upscaled completely: every frame and
+//! every audio packet of the source is in the output.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// Frames and audio packets of `path`, as ffprobe counts them.
+fn counts(path: &Path) -> (usize, usize) {
+    let frames = frame_times(path).len();
+    let audio = ffprobe(
+        path,
+        &[
+            "-select_streams",
+            "a:0",
+            "-show_entries",
+            "packet=pts_time",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .lines()
+    .filter(|l| !l.trim().is_empty())
+    .count();
+    (frames, audio)
+}
+
+/// `rave upscale` of `input` into `.mkv` must succeed with every frame and audio packet.
+fn assert_complete(input: &Path) {
+    let output = PathBuf::from(format!("{}.out.mkv", input.display()));
+    let o = upscale(
+        input,
+        &output,
+        &fixture("nearest_x2.onnx"),
+        &["--device", "cpu"],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(
+        counts(&output),
+        counts(input),
+        "{}: frames and audio packets",
+        input.display()
+    );
+}
+
+/// A 2 s clip with B-frames and AAC, made with `extra` output options into `name`.
+fn clip(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    clip_of(dir, name, 2.0, &[], 2.0, extra)
+}
+
+/// `video_s` of video and `audio_s` of audio (with `audio_in` input options, such as an
+/// offset) with B-frames and AAC, made with `extra` output options into `name`.
+fn clip_of(
+    dir: &Path,
+    name: &str,
+    video_s: f64,
+    audio_in: &[&str],
+    audio_s: f64,
+    extra: &[&str],
+) -> PathBuf {
+    let path = dir.join(name);
+    let video = format!("testsrc2=size=64x48:rate=25:duration={video_s}");
+    let audio = format!("sine=frequency=440:sample_rate=48000:duration={audio_s}");
+    let mut args = vec!["-f", "lavfi", "-i", &video];
+    args.extend_from_slice(audio_in);
+    args.extend_from_slice(&[
+        "-f", "lavfi", "-i", &audio, "-c:v", "libx264", "-bf", "2", "-g", "10", "-c:a", "aac",
+    ]);
+    args.extend_from_slice(extra);
+    args.push(path.to_str().unwrap());
+    ffmpeg(&args);
+    path
+}
+
+#[test]
+fn clips_whose_timestamps_start_after_zero_are_complete() {
+    let dir = scratch();
+    for name in ["offset.mkv", "offset.mp4", "offset.mov", "offset.flv"] {
+        let input = clip(dir.path(), name, &["-output_ts_offset", "1.5"]);
+        assert_complete(&input);
+    }
+}
+
+#[test]
+fn a_plain_flv_is_complete() {
+    let dir = scratch();
+    assert_complete(&clip(dir.path(), "plain.flv", &[]));
+}
+
+#[test]
+fn audio_that_ends_or_starts_apart_from_the_video_is_not_missing() {
+    let dir = scratch();
+    for ext in ["flv", "mkv", "mp4"] {
+        let d = dir.path();
+        assert_complete(&clip_of(
+            d,
+            &format!("short-audio.{ext}"),
+            2.0,
+            &[],
+            1.0,
+            &[],
+        ));
+        let late = ["-itsoffset", "0.5"];
+        assert_complete(&clip_of(
+            d,
+            &format!("late-audio.{ext}"),
+            2.0,
+            &late,
+            1.0,
+            &[],
+        ));
+        assert_complete(&clip_of(
+            d,
+            &format!("short-video.{ext}"),
+            0.5,
+            &[],
+            2.0,
+            &[],
+        ));
+    }
+}
+
+#[test]
+fn a_stream_copy_remux_into_avi_is_complete() {
+    let dir = scratch();
+    let source = clip(dir.path(), "source.mp4", &[]);
+    let avi = dir.path().join("remux.avi");
+    ffmpeg(&[
+        "-i",
+        source.to_str().unwrap(),
+        "-c",
+        "copy",
+        avi.to_str().unwrap(),
+    ]);
+    assert_complete(&avi);
+}
+
+#[test]
+fn an_mp4_cut_with_stream_copy_is_complete() {
+    let dir = scratch();
+    let source = clip(dir.path(), "source.mp4", &[]);
+    let cut = dir.path().join("cut.mp4");
+    ffmpeg(&[
+        "-ss",
+        "0.5",
+        "-i",
+        source.to_str().unwrap(),
+        "-c",
+        "copy",
+        cut.to_str().unwrap(),
+    ]);
+    assert_complete(&cut);
+
+    // Cut after the input is opened, with a length: the AAC track then starts at 0.02 s
+    // and its duration is where it ends, not how long it lasts.
+    let trimmed = dir.path().join("trimmed.mp4");
+    ffmpeg(&[
+        "-i",
+        source.to_str().unwrap(),
+        "-ss",
+        "0.3",
+        "-t",
+        "1.0",
+        "-c",
+        "copy",
+        trimmed.to_str().unwrap(),
+    ]);
+    assert_complete(&trimmed);
+}
