@@ -173,3 +173,36 @@ fn an_mp4_cut_with_stream_copy_is_complete() {
     ]);
     assert_complete(&trimmed);
 }
+
+#[test]
+fn a_concatenation_into_matroska_is_complete_in_matroska_and_mp4() {
+    let dir = scratch();
+    let source = clip(dir.path(), "source.mp4", &[]);
+    let list = dir.path().join("list.txt");
+    let line = format!("file '{}'\n", source.display());
+    std::fs::write(&list, line.repeat(2)).unwrap();
+    // The join puts two AAC packets on the same millisecond: not damage.
+    let joined = dir.path().join("joined.mkv");
+    ffmpeg(&[
+        "-f",
+        "concat",
+        "-safe",
+        "0",
+        "-i",
+        list.to_str().unwrap(),
+        "-c",
+        "copy",
+        joined.to_str().unwrap(),
+    ]);
+    assert_complete(&joined);
+    // MP4 needs strictly increasing timestamps: the second packet moves by one tick.
+    let mp4 = dir.path().join("joined.out.mp4");
+    let o = upscale(
+        &joined,
+        &mp4,
+        &fixture("nearest_x2.onnx"),
+        &["--device", "cpu"],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(counts(&mp4), counts(&joined));
+}

@@ -624,3 +624,52 @@ fn a_truncated_flv_starting_after_zero_is_refused() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
+    let dir = scratch();
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let part = corpus::make_clean(dir.path(), ts);
+    let (frames, audio) = (frame_times(&part).len(), packet_count(&part, "a:0"));
+    let mut joined = std::fs::read(&part).unwrap();
+    joined.extend(std::fs::read(&part).unwrap());
+    let input = dir.path().join("joined.ts");
+    std::fs::write(&input, joined).unwrap();
+    let out = dir.path().join("out.mkv");
+    // The seam breaks the transport stream's continuity counters: damage the user accepts.
+    let o = upscale(
+        &input,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--json", "--allow-corrupt"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["decode"]["timestamp_resets"].as_array().unwrap().len(),
+        1,
+        "{v}"
+    );
+    assert_eq!(v["input_damage"]["frames_dropped"], 0, "{v}");
+    assert_eq!(v["input_damage"]["packets_dropped"], 0, "{v}");
+    let times: Vec<f64> = frame_times(&out)
+        .iter()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert_eq!(times.len(), 2 * frames, "every frame of both parts");
+    assert!(
+        times.windows(2).all(|w| w[0] < w[1]),
+        "one increasing timeline: {times:?}"
+    );
+    assert_eq!(
+        packet_count(&out, "a:0"),
+        2 * audio,
+        "every audio packet of both parts"
+    );
+    assert!(
+        v["mux"]["warnings"]
+            .to_string()
+            .contains("timestamps restart"),
+        "{v}"
+    );
+}

@@ -135,6 +135,16 @@ fn ctrl_c_stops_promptly_and_leaves_a_finalized_partial_file() {
         !packets(&partial, "a").is_empty(),
         "partial file keeps its audio"
     );
+    // ...up to its last frame, not beyond (the reader runs ahead of the encoder).
+    let last_frame: f64 = frame_times(&partial).last().unwrap().parse().unwrap();
+    let last_audio: f64 = packets(&partial, "a")
+        .iter()
+        .filter_map(|l| l.split(',').next()?.parse().ok())
+        .fold(f64::MIN, f64::max);
+    assert!(
+        last_audio <= last_frame + 0.1,
+        "audio runs to {last_audio} s, the video to {last_frame} s"
+    );
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
 

@@ -44,6 +44,9 @@ struct StreamTally {
     /// The latest `pts + duration` seen.
     end: Option<i64>,
     last_dts: Option<i64>,
+    /// CRC-32 of the last admitted packet's data (to tell a repeated packet from one that
+    /// only shares its timestamp).
+    last_data: u32,
     /// The last nonzero packet duration.
     typical: i64,
     /// Where the previous packet ended (`pts + duration`), for gaps between packets.
@@ -65,6 +68,7 @@ impl StreamTally {
             packets: 0,
             end: None,
             last_dts: None,
+            last_data: 0,
             typical: 0,
             last_end: None,
             gaps: 0,
@@ -246,14 +250,17 @@ impl IntegrityLedger {
         if role != Role::Video
             && let Some(dts) = packet.dts()
         {
-            let backwards = t
-                .last_dts
-                .is_some_and(|last| dts < last || (dts == last && role == Role::Audio));
+            // Two audio packets may share a rounded timestamp (a join in millisecond
+            // Matroska); the same packet twice is duplicated data.
+            let data = packet.data().map_or(0, crc32fast::hash);
+            let repeated = t.last_dts == Some(dts) && role == Role::Audio && t.last_data == data;
+            let backwards = t.last_dts.is_some_and(|last| dts < last) || repeated;
             let inverted = packet.pts().is_some_and(|pts| pts < dts);
             if backwards || inverted {
                 admitted = false;
             } else {
                 t.last_dts = Some(dts);
+                t.last_data = data;
             }
         }
         if corrupt {

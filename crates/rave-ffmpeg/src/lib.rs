@@ -18,6 +18,7 @@ pub mod integrity;
 pub mod nvdec;
 pub mod probe;
 pub mod reader;
+pub mod splice;
 pub mod stream_plan;
 pub mod structure_check;
 pub mod timeline;

@@ -22,6 +22,7 @@ use crate::frame_convert::{FrameImporter, pixel_from_raw};
 use crate::integrity::IntegrityLedger;
 use crate::log_watch::LogWatch;
 use crate::nvdec::{CudaDevice, CudaFrame};
+use crate::splice::TimestampSplicer;
 use crate::timeline::{Placement, VideoTimeline};
 use crate::{color, input, sys};
 
@@ -37,7 +38,7 @@ pub struct CopiedPacket {
 }
 
 /// What decoding saw (damage is counted in `InputDamage`).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct DecodeStats {
     /// Video packets read.
     pub packets: u64,
@@ -49,6 +50,9 @@ pub struct DecodeStats {
     pub copied_packets: u64,
     /// Frames NVDEC decoded into device memory (the rest came from the software decoder).
     pub nvdec_frames: u64,
+    /// Where (seconds into the output) the input's timestamps restarted and the timeline
+    /// was continued across them (joined or spliced MPEG-TS/PS).
+    pub timestamp_resets: Vec<f64>,
 }
 
 /// A decoded picture: in host memory (software decoder) or on the GPU (NVDEC).
@@ -77,6 +81,9 @@ pub struct VideoReader {
     color: ColorInfo,
     time_base: Rational,
     ledger: IntegrityLedger,
+    splicer: TimestampSplicer,
+    /// Time base of each input stream.
+    time_bases: Vec<Rational>,
     copy_sink: Option<Sender<CopiedPacket>>,
     pending: VecDeque<DecodedFrame>,
     decoded: VideoFrame,
@@ -162,6 +169,18 @@ impl VideoReader {
         let mut ledger = IntegrityLedger::new(&input, path, video_index, timeline, structure);
         ledger.watch_decoder(decoder_log);
         ledger.on_open_errors(open_errors);
+        let time_bases: Vec<Rational> = input.streams().map(|s| s.time_base()).collect();
+        let watched = input
+            .streams()
+            .map(|s| {
+                use ffmpeg_next::media::Type;
+                matches!(
+                    s.parameters().medium(),
+                    Type::Video | Type::Audio | Type::Subtitle
+                )
+            })
+            .collect();
+        let splicer = TimestampSplicer::new(watched, sys::timestamps_may_restart(&input));
         Ok(Self {
             path: path.to_path_buf(),
             video_index,
@@ -169,6 +188,8 @@ impl VideoReader {
             color,
             time_base,
             ledger,
+            splicer,
+            time_bases,
             decoder,
             input,
             copy_sink: None,
@@ -260,6 +281,7 @@ impl VideoReader {
             match packet.read(&mut self.input) {
                 Ok(()) => {
                     errors = 0;
+                    self.splice(&mut packet);
                     if packet.stream() == self.video_index {
                         self.stats.packets += 1;
                     }
@@ -288,7 +310,10 @@ impl VideoReader {
         loop {
             let mut packet = Packet::empty();
             match packet.read(&mut self.input) {
-                Ok(()) => return self.route(packet),
+                Ok(()) => {
+                    self.splice(&mut packet);
+                    return self.route(packet);
+                }
                 Err(ffmpeg_next::Error::Eof) => {
                     self.start_draining();
                     return Ok(());
@@ -303,6 +328,18 @@ impl VideoReader {
                     }
                 }
             }
+        }
+    }
+
+    /// Move a packet's timestamps across restarts of the input's timeline.
+    fn splice(&mut self, packet: &mut Packet) {
+        let Some(&tb) = self.time_bases.get(packet.stream()) else {
+            return;
+        };
+        let before = self.splicer.resets.len();
+        self.splicer.place(packet, tb);
+        if self.splicer.resets.len() > before {
+            self.stats.timestamp_resets = self.splicer.resets.clone();
         }
     }
 

@@ -427,3 +427,17 @@ pub fn packet_is_discarded(packet: &ffmpeg_next::Packet) -> bool {
     // SAFETY: the packet wraps a valid AVPacket for the borrow; `flags` is a plain integer.
     unsafe { (*packet.as_ptr()).flags & ffi::AV_PKT_FLAG_DISCARD != 0 }
 }
+
+/// Whether the input's format allows its timestamps to restart (AVFMT_TS_DISCONT: MPEG-TS,
+/// MPEG-PS).
+pub fn timestamps_may_restart(input: &Input) -> bool {
+    // SAFETY: the input context and its iformat are valid for the borrow.
+    unsafe { ((*(*input.as_ptr()).iformat).flags & ffi::AVFMT_TS_DISCONT) != 0 }
+}
+
+/// Whether the output's muxer needs strictly increasing decode timestamps per stream (it does
+/// unless its format sets AVFMT_TS_NONSTRICT, as Matroska does).
+pub fn muxer_wants_strict_dts(output: &Output) -> bool {
+    // SAFETY: oformat is set for every output context.
+    unsafe { ((*(*output.as_ptr()).oformat).flags & ffi::AVFMT_TS_NONSTRICT) == 0 }
+}

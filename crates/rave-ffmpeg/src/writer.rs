@@ -28,6 +28,8 @@ struct StreamRoute {
     output_tb: Rational,
     /// Added to timestamps after rescaling (output time base); see `codec_delay_offset`.
     offset: i64,
+    /// The last decode timestamp written (output time base).
+    last_dts: Option<i64>,
 }
 
 /// What the writer did.
@@ -44,6 +46,9 @@ pub struct WriterSummary {
     /// Why the first of them was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_refusal: Option<String>,
+    /// Packets of other streams left out of an interrupted run's file because they start
+    /// after its last video frame ends.
+    pub trimmed_packets: u64,
     /// Input streams copied, by index.
     pub copied_streams: Vec<usize>,
     /// Input streams left out, with the reason.
@@ -63,6 +68,13 @@ pub struct MediaWriter {
     encoder: VideoEncoder,
     video_tb: Rational,
     routes: Vec<Option<StreamRoute>>,
+    /// The muxer needs strictly increasing decode timestamps (MP4/MOV; Matroska takes equal
+    /// ones).
+    strict_dts: bool,
+    /// Where the last encoded frame ends, in seconds of the input's timeline.
+    video_end_s: f64,
+    /// The video's nominal frame rate (for the length of the last frame).
+    frame_rate: Rational,
     summary: WriterSummary,
     finished: bool,
 }
@@ -176,6 +188,7 @@ impl MediaWriter {
                 input_tb: ist.time_base(),
                 output_tb: ist.time_base(),
                 offset: 0,
+                last_dts: None,
             });
             summary.copied_streams.push(idx);
         }
@@ -209,12 +222,16 @@ impl MediaWriter {
                 route.offset = codec_delay_offset(input, idx, container, tb);
             }
         }
+        let strict_dts = sys::muxer_wants_strict_dts(&output);
         Ok(Self {
             shown_as: shown_as.to_path_buf(),
             output,
             encoder,
             video_tb,
             routes,
+            strict_dts,
+            video_end_s: f64::NEG_INFINITY,
+            frame_rate: rate,
             summary,
             finished: false,
         })
@@ -235,10 +252,23 @@ impl MediaWriter {
             packet.set_pts(packet.pts().map(|t| t + route.offset));
             packet.set_dts(packet.dts().map(|t| t + route.offset));
         }
+        // Two packets sharing a rounded timestamp: one tick later for a muxer that needs
+        // them strictly increasing.
+        if let (Some(dts), Some(last)) = (packet.dts(), route.last_dts)
+            && self.strict_dts
+            && dts <= last
+        {
+            packet.set_dts(Some(last + 1));
+            packet.set_pts(packet.pts().map(|p| p.max(last + 1)));
+        }
         packet.set_stream(route.output);
         packet.set_position(-1);
+        let dts = packet.dts();
         match packet.write_interleaved(&mut self.output) {
             Ok(()) => {
+                if let Some(Some(r)) = self.routes.get_mut(copied.input_stream) {
+                    r.last_dts = dts.or(r.last_dts);
+                }
                 self.summary.copied_packets += 1;
                 Ok(CopyOutcome::Written)
             }
@@ -255,6 +285,28 @@ impl MediaWriter {
             }
             Err(e) => Err(self.mux_error(e)),
         }
+    }
+
+    /// Where the frames sent to the encoder so far end, in seconds of the input's timeline
+    /// (minus infinity before the first).
+    pub fn video_end_s(&self) -> f64 {
+        self.video_end_s
+    }
+
+    /// Where a copied packet starts, in seconds of the input's timeline (minus infinity when
+    /// it has no timestamp or its stream is not copied).
+    pub fn packet_start_s(&self, copied: &CopiedPacket) -> f64 {
+        let route = self.routes.get(copied.input_stream).copied().flatten();
+        match (route, copied.packet.pts().or(copied.packet.dts())) {
+            (Some(r), Some(t)) => t as f64 * f64::from(r.input_tb),
+            _ => f64::NEG_INFINITY,
+        }
+    }
+
+    /// `n` copied packets were left out of an interrupted run's file (they start after its
+    /// last frame).
+    pub fn count_trimmed(&mut self, n: u64) {
+        self.summary.trimmed_packets += n;
     }
 
     /// What was written so far.
@@ -317,6 +369,10 @@ fn fourcc(tag: &[u8; 4]) -> u32 {
 
 impl FrameSink for MediaWriter {
     fn write_frame(&mut self, frame: HostYuvFrame) -> Result<()> {
+        let tb = f64::from(self.encoder.time_base());
+        let rate = f64::from(self.frame_rate);
+        let end = frame.meta.pts as f64 * tb + if rate > 0.0 { 1.0 / rate } else { 0.0 };
+        self.video_end_s = self.video_end_s.max(end);
         self.encoder.send(&frame)?;
         self.summary.frames_encoded += 1;
         self.write_encoded()

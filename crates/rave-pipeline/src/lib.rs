@@ -7,6 +7,7 @@ pub mod benchmark;
 pub mod cancel;
 pub mod channel;
 pub mod config;
+pub mod copied_streams;
 pub mod gpu_convert;
 pub mod gpu_stages;
 pub mod no_replace;

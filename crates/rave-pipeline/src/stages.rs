@@ -2,7 +2,6 @@
 //! job, times it, and passes the frame on in order; each stops promptly on cancellation.
 
 use std::sync::Mutex;
-use std::sync::mpsc::Receiver as PacketReceiver;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -13,7 +12,9 @@ use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{HostRgbFrame, HostYuvFrame};
 use rave_core::metrics::StageMetrics;
-use rave_ffmpeg::{CopiedPacket, CopyOutcome, MediaWriter, VideoReader};
+use rave_ffmpeg::{MediaWriter, VideoReader};
+
+pub use crate::copied_streams::CopiedStreams;
 
 use crate::cancel::{CancelToken, StopReason};
 use crate::channel::{recv, send};
@@ -254,7 +255,7 @@ pub fn infer(
 pub fn encode(
     writer: &mut MediaWriter,
     rx: Receiver<HostYuvFrame>,
-    copied: CopiedStreams,
+    mut copied: CopiedStreams,
     progress: &dyn ProgressSink,
     frames_total: Option<u64>,
     cancel: &CancelToken,
@@ -263,8 +264,8 @@ pub fn encode(
     let start = Instant::now();
     while let Some(frame) = recv(&rx, cancel) {
         let t = Instant::now();
-        copied.drain_into(writer)?;
         writer.write_frame(frame)?;
+        copied.write_up_to_video(writer)?;
         metrics.record(t.elapsed());
         progress.frame_written(&Progress::new(
             metrics.frames(),
@@ -272,38 +273,17 @@ pub fn encode(
             start.elapsed(),
         ));
     }
-    if cancel.reason() == Some(StopReason::Failure) {
-        return Ok(false);
+    match cancel.reason() {
+        Some(StopReason::Failure) => return Ok(false),
+        // A partial file: its audio ends with its last frame.
+        Some(StopReason::User) => copied.leave_out_the_rest(writer)?,
+        None => {}
     }
     let t = Instant::now();
-    copied.drain_into(writer)?;
+    copied.write_all(writer)?;
     writer.finish()?;
     metrics.add_busy(t.elapsed());
     Ok(true)
-}
-
-/// The packets of the copied streams on their way to the writer, and what to do with one the
-/// muxer refuses as invalid: leave it out (the writer counts it) with `allow_corrupt`, else
-/// stop the run as damaged input.
-pub struct CopiedStreams {
-    /// The reader's packets.
-    pub packets: PacketReceiver<CopiedPacket>,
-    /// Whether damaged input is accepted.
-    pub allow_corrupt: bool,
-}
-
-impl CopiedStreams {
-    /// Write every packet queued so far.
-    fn drain_into(&self, writer: &mut MediaWriter) -> Result<()> {
-        for packet in self.packets.try_iter() {
-            match writer.copy_packet(packet)? {
-                CopyOutcome::Written => {}
-                CopyOutcome::Refused(_) if self.allow_corrupt => {}
-                CopyOutcome::Refused(why) => return Err(EngineError::PacketRefused(why)),
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The encode stage of a benchmark's null run: take every frame, write nothing. Returns

@@ -157,10 +157,7 @@ pub fn run_upscale(
                 Some(w) => stages::encode(
                     w,
                     post_rx,
-                    stages::CopiedStreams {
-                        packets: packet_rx,
-                        allow_corrupt: config.allow_corrupt,
-                    },
+                    stages::CopiedStreams::new(packet_rx, config.allow_corrupt),
                     progress,
                     frames_total,
                     cancel,
@@ -239,6 +236,14 @@ pub fn run_upscale(
     // Interlaced frames in a stream that does not declare its field order.
     if reader.saw_interlaced() && !mux.warnings.iter().any(|w| w.contains("interlaced")) {
         let warning = rave_ffmpeg::carried_metadata::interlace_warning("seen in its frames");
+        progress.warning(&warning);
+        mux.warnings.push(warning);
+    }
+    if let Some(at) = reader.stats().timestamp_resets.first() {
+        let warning = format!(
+            "the input's timestamps restart {} time(s), first at {at:.3} s (a joined or spliced stream); the timeline was continued across them, every frame and packet kept",
+            reader.stats().timestamp_resets.len()
+        );
         progress.warning(&warning);
         mux.warnings.push(warning);
     }

@@ -1,0 +1,232 @@
+//! `TimestampSplicer`: continues the timeline where the timestamps of a transport or program
+//! stream restart (`cat a.ts b.ts`, a broadcast capture across a splice). Such formats carry
+//! no promise that timestamps keep increasing; where they jump back by more than a second or
+//! forward by more than ten, every stream's later timestamps are moved so the file plays on
+//! from where it was, and the reset is counted. Every frame and packet is kept.
+
+use ffmpeg_next::{Packet, Rational};
+
+/// A backwards jump longer than this (microseconds) is a reset, not reordering or damage.
+const BACKWARDS_US: i64 = 1_000_000;
+/// A forward jump longer than this (microseconds) is a reset too (FFmpeg's own threshold).
+const FORWARDS_US: i64 = 10_000_000;
+
+/// One stream's place on the spliced timeline.
+#[derive(Debug, Clone, Copy, Default)]
+struct StreamPlace {
+    /// Where its last packet ended, on the spliced timeline (microseconds).
+    end_us: Option<i64>,
+    /// Extra shift of this stream after a reset, so its first packet does not overlap its
+    /// last one (microseconds).
+    extra_us: i64,
+    /// Whether its next packet is its first since the last reset.
+    after_reset: bool,
+}
+
+/// Where the timestamps of one input restart, and the shift that continues them.
+#[derive(Debug, Clone)]
+pub struct TimestampSplicer {
+    enabled: bool,
+    offset_us: i64,
+    streams: Vec<StreamPlace>,
+    /// Which streams' timestamps can reveal a reset (video, audio, subtitles: not data
+    /// streams, whose timestamps follow their own rules).
+    watched: Vec<bool>,
+    /// Resets found, each with where the timeline was (seconds) when it happened.
+    pub resets: Vec<f64>,
+}
+
+fn to_us(t: i64, tb: Rational) -> i64 {
+    let (num, den) = (
+        i128::from(tb.numerator()),
+        i128::from(tb.denominator().max(1)),
+    );
+    (i128::from(t) * num * 1_000_000 / den) as i64
+}
+
+fn from_us(us: i64, tb: Rational) -> i64 {
+    let (num, den) = (
+        i128::from(tb.numerator().max(1)),
+        i128::from(tb.denominator()),
+    );
+    (i128::from(us) * den / (num * 1_000_000)) as i64
+}
+
+impl TimestampSplicer {
+    /// A splicer for an input whose streams are `watched` or not (see the field); `enabled`
+    /// for formats whose timestamps may restart (FFmpeg's AVFMT_TS_DISCONT: MPEG-TS and
+    /// MPEG-PS), else it changes nothing.
+    pub fn new(watched: Vec<bool>, enabled: bool) -> Self {
+        Self {
+            enabled,
+            offset_us: 0,
+            streams: vec![StreamPlace::default(); watched.len()],
+            watched,
+            resets: Vec::new(),
+        }
+    }
+
+    fn file_end_us(&self) -> Option<i64> {
+        self.streams
+            .iter()
+            .zip(&self.watched)
+            .filter(|(_, w)| **w)
+            .filter_map(|(s, _)| s.end_us)
+            .max()
+    }
+
+    /// Move `packet`'s timestamps (in `tb`) onto the spliced timeline.
+    pub fn place(&mut self, packet: &mut Packet, tb: Rational) {
+        if !self.enabled {
+            return;
+        }
+        // Presentation times: where one part ends and the next begins on screen (decode
+        // times of B-frame video run ahead of them).
+        let Some(at) = packet.pts().or(packet.dts()) else {
+            return;
+        };
+        let index = packet.stream();
+        let Some(&place) = self.streams.get(index) else {
+            return;
+        };
+        let mut shift = self.offset_us + place.extra_us;
+        let at_us = to_us(at, tb) + shift;
+        if self.watched[index]
+            && let Some(file_end) = self.file_end_us()
+        {
+            let stream_end = place.end_us.unwrap_or(file_end);
+            if at_us < stream_end - BACKWARDS_US || at_us > file_end + FORWARDS_US {
+                // The timestamps restart: continue from where the whole file had got to.
+                self.resets.push(file_end as f64 / 1e6);
+                self.offset_us += file_end - at_us;
+                for s in &mut self.streams {
+                    s.extra_us = 0;
+                    s.after_reset = true;
+                }
+                shift = self.offset_us;
+            }
+        }
+        let place = &mut self.streams[index];
+        if place.after_reset {
+            place.after_reset = false;
+            let at_us = to_us(at, tb) + shift;
+            if let Some(end) = place.end_us.filter(|&end| at_us < end) {
+                // This stream started the new part a little earlier than the one that
+                // showed the reset: keep it after its own last packet.
+                place.extra_us = end - at_us;
+                shift += place.extra_us;
+            }
+        }
+        if shift != 0 {
+            let by = from_us(shift, tb);
+            packet.set_pts(packet.pts().map(|t| t + by));
+            packet.set_dts(packet.dts().map(|t| t + by));
+        }
+        let start = packet.pts().or(packet.dts()).unwrap_or(at);
+        let end_us = to_us(start + packet.duration().max(0), tb);
+        place.end_us = Some(place.end_us.map_or(end_us, |e| e.max(end_us)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(stream: usize, dts: i64, duration: i64) -> Packet {
+        let mut p = Packet::empty();
+        p.set_stream(stream);
+        p.set_dts(Some(dts));
+        p.set_pts(Some(dts));
+        p.set_duration(duration);
+        p
+    }
+
+    /// Place packets (stream, timestamp in ms, duration in ms); their timestamp afterwards.
+    fn run(s: &mut TimestampSplicer, packets: &[(usize, i64, i64)]) -> Vec<i64> {
+        let tb = Rational::new(1, 1000);
+        packets
+            .iter()
+            .map(|&(stream, dts, dur)| {
+                let mut p = packet(stream, dts, dur);
+                s.place(&mut p, tb);
+                p.dts().unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_restart_continues_every_stream_from_where_the_file_was() {
+        let mut s = TimestampSplicer::new(vec![true, true], true);
+        // Two 2-second recordings joined: video (0) every 40 ms, audio (1) every 20 ms.
+        let got = run(
+            &mut s,
+            &[
+                (0, 1400, 40),
+                (1, 1400, 20),
+                (0, 3360, 40),
+                (1, 3380, 20),
+                (0, 1400, 40),
+                (1, 1380, 20),
+                (0, 1440, 40),
+            ],
+        );
+        assert_eq!(s.resets, vec![3.4]);
+        assert_eq!(got[..4], [1400, 1400, 3360, 3380]);
+        assert_eq!(got[4], 3400, "the new part starts where the file ended");
+        assert_eq!(
+            got[5], 3400,
+            "audio that starts earlier stays after its own last packet"
+        );
+        assert_eq!(got[6], 3440);
+    }
+
+    #[test]
+    fn b_frame_video_is_joined_on_presentation_times() {
+        let mut s = TimestampSplicer::new(vec![true], true);
+        let tb = Rational::new(1, 1000);
+        // Part one ends with a frame shown at 2640 ms; part two's first packet is decoded at
+        // 1400 ms and shown at 1480 ms.
+        let mut last = packet(0, 2560, 40);
+        last.set_pts(Some(2640));
+        s.place(&mut last, tb);
+        let mut first = packet(0, 1400, 40);
+        first.set_pts(Some(1480));
+        s.place(&mut first, tb);
+        assert_eq!(first.pts(), Some(2680), "shown right after the last frame");
+        assert_eq!(first.dts(), Some(2600));
+    }
+
+    #[test]
+    fn reordering_and_small_steps_are_left_alone() {
+        let mut s = TimestampSplicer::new(vec![true, false], true);
+        let got = run(
+            &mut s,
+            &[
+                (0, 0, 40),
+                (0, 40, 40),
+                (0, 10, 40),
+                (0, 5000, 40),
+                (1, 90_000, 0),
+            ],
+        );
+        assert_eq!(
+            got,
+            [0, 40, 10, 5000, 90_000],
+            "a data stream's timestamps reveal nothing"
+        );
+        assert!(s.resets.is_empty());
+        let mut off = TimestampSplicer::new(vec![true], false);
+        assert_eq!(run(&mut off, &[(0, 5000, 40), (0, 0, 40)]), [5000, 0]);
+    }
+
+    #[test]
+    fn a_jump_forward_of_more_than_ten_seconds_is_a_restart() {
+        let mut s = TimestampSplicer::new(vec![true], true);
+        let got = run(
+            &mut s,
+            &[(0, 0, 40), (0, 40, 40), (0, 60_000, 40), (0, 60_040, 40)],
+        );
+        assert_eq!(got, [0, 40, 80, 120]);
+        assert_eq!(s.resets.len(), 1);
+    }
+}
