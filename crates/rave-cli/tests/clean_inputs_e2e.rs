@@ -206,3 +206,32 @@ fn a_concatenation_into_matroska_is_complete_in_matroska_and_mp4() {
     assert_exit(&o, 0);
     assert_eq!(counts(&mp4), counts(&joined));
 }
+
+#[test]
+fn an_input_in_a_container_without_checks_is_upscaled_with_a_warning() {
+    let dir = scratch();
+    let vob = dir.path().join("clip.vob");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=25:duration=0.4",
+        "-c:v",
+        "mpeg2video",
+        "-f",
+        "vob",
+        vob.to_str().unwrap(),
+    ]);
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&vob, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "rave: warning: the input's container (mpeg) has no structure or length RAVE can check"
+        ),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["mux"]["warnings"].to_string().contains("(mpeg)"), "{v}");
+}

@@ -179,15 +179,25 @@ fn argument_errors_are_one_line_with_a_pointer_to_help() {
 }
 
 #[test]
-fn a_negative_preset_is_worded_like_any_other_bad_preset() {
-    for (codec, needle) in [
+fn a_negative_or_empty_preset_is_worded_like_any_other_bad_preset() {
+    for (codec, preset, needle) in [
         (
             "av1",
-            "--preset -1 is not a libsvtav1 preset: use 0 (slowest) to 13 (fastest)",
+            "-1",
+            r#"--preset "-1" is not a libsvtav1 preset: use 0 (slowest) to 13 (fastest)"#,
         ),
-        ("h264", "--preset -1 is not a libx264 preset: use ultrafast"),
+        (
+            "h264",
+            "-1",
+            r#"--preset "-1" is not a libx264 preset: use ultrafast"#,
+        ),
+        (
+            "h264",
+            "",
+            r#"--preset "" is not a libx264 preset: use ultrafast"#,
+        ),
     ] {
-        let o = upscale_args(&["--codec", codec, "--preset", "-1"]);
+        let o = upscale_args(&["--codec", codec, "--preset", preset]);
         assert_exit(&o, 2);
         let err = stderr(&o);
         assert_eq!(err.lines().count(), 1, "{err}");

@@ -123,7 +123,8 @@ impl EncoderSettings {
                 _ => X26X_PRESETS.join(", "),
             };
             return Err(EngineError::Config(format!(
-                "--preset {preset} is not a {} preset: use {allowed}",
+                "--preset {:?} is not a {} preset: use {allowed}",
+                preset,
                 codec.encoder_name()
             )));
         }

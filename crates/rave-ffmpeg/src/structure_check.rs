@@ -42,6 +42,9 @@ impl StructureProblem {
 /// Check `path`, demuxed by FFmpeg's `format` (its short name, e.g. "matroska,webm").
 /// I/O errors are not reported here: the demuxer will meet and report them itself.
 pub fn check(path: &Path, format: &str) -> Option<StructureProblem> {
+    if !is_checked(format) {
+        return None;
+    }
     let mut file = File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     let names: Vec<&str> = format.split(',').collect();
@@ -58,6 +61,14 @@ pub fn check(path: &Path, format: &str) -> Option<StructureProblem> {
     } else {
         None
     }
+}
+
+/// Whether FFmpeg's demuxer `format` is one whose structure RAVE checks (MP4/MOV, Matroska/
+/// WebM, MPEG-TS, AVI, FLV). In others (MPEG-PS, Ogg, raw streams...) damage is seen only
+/// where the demuxer or the decoder reports it.
+pub fn is_checked(format: &str) -> bool {
+    const CHECKED: [&str; 7] = ["mov", "mp4", "matroska", "webm", "mpegts", "avi", "flv"];
+    format.split(',').any(|f| CHECKED.contains(&f))
 }
 
 /// MP4/MOV: every top-level box must fit in the file and the boxes must end exactly at its
@@ -686,6 +697,16 @@ mod tests {
         let n = garbage.len();
         garbage[n - 60..n - 40].fill(0x77);
         assert!(check_flv_bytes(&garbage).is_some());
+    }
+
+    #[test]
+    fn the_checked_formats_are_known_by_ffmpegs_names() {
+        assert!(is_checked("mov,mp4,m4a,3gp,3g2,mj2"));
+        assert!(is_checked("matroska,webm"));
+        assert!(is_checked("mpegts"));
+        assert!(!is_checked("mpeg"));
+        assert!(!is_checked("ogg"));
+        assert!(!is_checked("h264"));
     }
 
     #[test]

@@ -42,6 +42,15 @@ pub fn run_upscale(
     if !config.allow_corrupt && reader.damage_seen() {
         return Err(stages::refuse_damaged(&mut reader, cancel));
     }
+    let mut input_warnings = Vec::new();
+    if !rave_ffmpeg::structure_check::is_checked(&info.container) {
+        let warning = format!(
+            "the input's container ({}) has no structure or length RAVE can check: damage in it is found only where FFmpeg's demuxer or decoder reports it",
+            info.container
+        );
+        progress.warning(&warning);
+        input_warnings.push(warning);
+    }
     let target = match config.null_output {
         true => None,
         false => Some(OutputTarget::prepare(
@@ -233,6 +242,7 @@ pub fn run_upscale(
         .as_ref()
         .map(|w| w.summary().clone())
         .unwrap_or_default();
+    mux.warnings.extend(input_warnings);
     // Interlaced frames in a stream that does not declare its field order.
     if reader.saw_interlaced() && !mux.warnings.iter().any(|w| w.contains("interlaced")) {
         let warning = rave_ffmpeg::carried_metadata::interlace_warning("seen in its frames");

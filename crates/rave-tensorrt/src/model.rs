@@ -222,11 +222,19 @@ fn scale_from(path: &Path, input_hw: (u32, u32), output_hw: (u32, u32)) -> Resul
     let (oh, ow) = output_hw;
     let exact = oh % ih == 0 && ow % iw == 0 && oh / ih == ow / iw;
     let scale = oh / ih;
-    if !exact || scale == 0 || scale > MAX_SCALE {
+    if !exact || scale == 0 {
         return Err(not_image_model(
             path,
             format!(
                 "input {iw}x{ih} gives output {ow}x{oh}, not a whole upscale factor of 1..={MAX_SCALE}"
+            ),
+        ));
+    }
+    if scale > MAX_SCALE {
+        return Err(not_image_model(
+            path,
+            format!(
+                "input {iw}x{ih} gives output {ow}x{oh}, an upscale factor of {scale}; RAVE runs factors up to {MAX_SCALE}"
             ),
         ));
     }
@@ -292,6 +300,11 @@ mod tests {
         assert!(scale_from(p, (16, 16), (24, 24)).is_err());
         assert!(scale_from(p, (16, 16), (32, 64)).is_err());
         assert!(scale_from(p, (16, 16), (8, 8)).is_err());
+        let big = scale_from(p, (4, 4), (68, 68)).unwrap_err().to_string();
+        assert!(
+            big.contains("an upscale factor of 17; RAVE runs factors up to"),
+            "{big}"
+        );
     }
 
     #[test]
