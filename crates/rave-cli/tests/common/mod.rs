@@ -263,3 +263,21 @@ pub fn upscale(input: &Path, output: &Path, model: &Path, extra: &[&str]) -> Out
     args.extend_from_slice(extra);
     run(&args)
 }
+
+/// Packets of the selected stream, however damaged (ffprobe may not read their timestamps).
+pub fn packet_count(path: &Path, select: &str) -> usize {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            select,
+            "-show_entries",
+            "packet=size",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .lines()
+    .filter(|l| !l.trim_matches(',').is_empty())
+    .count()
+}

@@ -1,0 +1,252 @@
+//! Targeted damage, beside the corpus run (damage_corpus.rs): whole clusters lost in HEVC
+//! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, a
+//! truncated FLV that starts after zero, and joined transport streams (not damage: one
+//! timeline, every frame and packet kept).
+
+mod common;
+mod corpus;
+
+use common::*;
+use corpus::FRAMES;
+
+#[test]
+fn damage_in_the_middle_of_hevc_10bit_matroska_is_counted() {
+    let dir = scratch();
+    let clean = dir.path().join("hevc10.mkv");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=320x176:rate=24:duration=5.5",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=duration=5.5",
+        "-c:v",
+        "libx265",
+        "-pix_fmt",
+        "yuv420p10le",
+        "-preset",
+        "ultrafast",
+        "-x265-params",
+        "log-level=error:keyint=24",
+        "-c:a",
+        "aac",
+        "-shortest",
+        clean.to_str().unwrap(),
+    ]);
+    // Garbage over 8 KiB at 30% of the file: the demuxer loses whole clusters.
+    let mut data = std::fs::read(&clean).unwrap();
+    let at = data.len() * 3 / 10;
+    corpus::fill_garbage(&mut data[at..at + 8192], 0x1234_5678);
+    let damaged = dir.path().join("damaged.mkv");
+    std::fs::write(&damaged, data).unwrap();
+    let readable = frame_times(&damaged).len() as u64;
+    assert!(
+        readable < 132,
+        "the damage must lose frames for this test ({readable})"
+    );
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let d = &v["error"]["damage"];
+    let missing = d["frames_missing"].as_u64().unwrap();
+    assert!(
+        missing >= 132 - readable,
+        "{missing} counted, {readable} of 132 readable: {v}"
+    );
+    assert!(d["demux_errors"].as_u64().unwrap() > 0, "{v}");
+    assert!(
+        d["audio_missing_s"].as_f64().unwrap() > 0.5,
+        "whole clusters of audio: {v}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn audio_timestamps_going_backwards_are_input_damage_and_dropped_when_allowed() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.mkv");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=25:duration=1.2",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=sample_rate=48000:duration=1.2",
+        "-c:v",
+        "libx264",
+        "-c:a",
+        "aac",
+        "-write_crc32",
+        "0",
+        "-shortest",
+        clean.to_str().unwrap(),
+    ]);
+    let original = packet_count(&clean, "a:0");
+    let damaged = dir.path().join("back.mkv");
+    std::fs::write(
+        &damaged,
+        corpus::with_audio_going_back(&std::fs::read(&clean).unwrap(), 30),
+    )
+    .unwrap();
+    for out_name in ["out.mp4", "out.mkv"] {
+        let out = dir.path().join(out_name);
+        let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+        assert_exit(&o, 3);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert!(
+            v["error"]["damage"]["packets_dropped"].as_u64().unwrap() >= 1,
+            "{v}"
+        );
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("timestamps go backwards"),
+            "{v}"
+        );
+        assert!(!out.exists());
+
+        let o = upscale(
+            &damaged,
+            &out,
+            &fixture("nearest_x2.onnx"),
+            &["--json", "--allow-corrupt"],
+        );
+        assert_exit(&o, 0);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let dropped = v["input_damage"]["packets_dropped"].as_u64().unwrap() as usize;
+        assert!(dropped >= 1, "{v}");
+        assert_eq!(packet_count(&out, "a:0"), original - dropped, "{out_name}");
+        assert_eq!(frame_times(&out).len(), 30, "{out_name}");
+    }
+}
+
+#[test]
+fn a_copied_packet_no_muxer_can_store_is_input_damage() {
+    let dir = scratch();
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let clean = corpus::make_clean(dir.path(), ts);
+    let original = packet_count(&clean, "a:0");
+    let damaged = dir.path().join("adts.ts");
+    std::fs::write(
+        &damaged,
+        corpus::with_broken_adts_header(&std::fs::read(&clean).unwrap()),
+    )
+    .unwrap();
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["error"]["kind"], "corrupt_stream", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be stored"),
+        "{v}"
+    );
+    assert!(!out.exists());
+    let o = upscale(
+        &damaged,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--json", "--allow-corrupt"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["packets_dropped"], 1, "{v}");
+    assert_eq!(packet_count(&out, "a:0"), original - 1);
+    assert_eq!(frame_times(&out).len(), FRAMES as usize);
+}
+
+/// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a
+/// timeline end (FFmpeg's FLV muxer writes the span, its Matroska muxer the end), so the
+/// duration alone misses a cut at 90%: the chain of FLV tags, each followed by its length,
+/// is what shows it, wherever the file ends.
+#[test]
+fn a_truncated_flv_starting_after_zero_is_refused() {
+    let dir = scratch();
+    let clean = dir.path().join("offset.flv");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=25:duration=2",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=duration=2",
+        "-c:v",
+        "libx264",
+        "-c:a",
+        "aac",
+        "-output_ts_offset",
+        "1.5",
+        clean.to_str().unwrap(),
+    ]);
+    let data = std::fs::read(&clean).unwrap();
+    for pct in [50, 80, 90, 97] {
+        let cut = dir.path().join(format!("cut{pct}.flv"));
+        std::fs::write(&cut, &data[..data.len() * pct / 100]).unwrap();
+        let out = dir.path().join(format!("cut{pct}.mkv"));
+        let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+        assert_exit(&o, 3);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["error"]["damage"]["truncated"], true, "{pct}%: {v}");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
+    let dir = scratch();
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let part = corpus::make_clean(dir.path(), ts);
+    let (frames, audio) = (frame_times(&part).len(), packet_count(&part, "a:0"));
+    let mut joined = std::fs::read(&part).unwrap();
+    joined.extend(std::fs::read(&part).unwrap());
+    let input = dir.path().join("joined.ts");
+    std::fs::write(&input, joined).unwrap();
+    let out = dir.path().join("out.mkv");
+    // The seam breaks the transport stream's continuity counters: damage the user accepts.
+    let o = upscale(
+        &input,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--json", "--allow-corrupt"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["decode"]["timestamp_resets"].as_array().unwrap().len(),
+        1,
+        "{v}"
+    );
+    assert_eq!(v["input_damage"]["frames_dropped"], 0, "{v}");
+    assert_eq!(v["input_damage"]["packets_dropped"], 0, "{v}");
+    let times: Vec<f64> = frame_times(&out)
+        .iter()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert_eq!(times.len(), 2 * frames, "every frame of both parts");
+    assert!(
+        times.windows(2).all(|w| w[0] < w[1]),
+        "one increasing timeline: {times:?}"
+    );
+    assert_eq!(
+        packet_count(&out, "a:0"),
+        2 * audio,
+        "every audio packet of both parts"
+    );
+    assert!(
+        v["mux"]["warnings"]
+            .to_string()
+            .contains("timestamps restart"),
+        "{v}"
+    );
+}

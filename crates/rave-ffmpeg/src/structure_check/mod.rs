@@ -1,0 +1,124 @@
+//! Up-front checks of a container's own structure against the file, before any frame is
+//! decoded: MP4/MOV top-level boxes must chain to the end of the file; a Matroska segment
+//! must fit in the file, its top-level elements must chain, and each one's CRC-32 (which
+//! FFmpeg writes and does not verify) must match; an MPEG-TS file must end on a whole
+//! transport packet; AVI RIFF chunks, and the chunks of its `movi` list, must chain to the
+//! end of the file; FLV tags must chain to the end of the file, each followed by its own
+//! size. FFmpeg reads such files without complaint and skips or stops early.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+mod flv;
+mod isobmff;
+mod matroska;
+mod riff;
+mod transport;
+
+pub use flv::check_flv;
+pub use isobmff::check_boxes;
+pub use matroska::check_matroska;
+pub use riff::check_riff;
+pub use transport::check_transport_stream;
+
+/// Something wrong with the file's structure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructureProblem {
+    /// The file ends before its structure says it does.
+    pub truncated: bool,
+    /// What is wrong (the first problem), in words.
+    pub text: String,
+    /// How many problems were found (damaged elements).
+    pub count: u64,
+}
+
+impl StructureProblem {
+    fn truncated(text: String) -> Self {
+        Self {
+            truncated: true,
+            text,
+            count: 1,
+        }
+    }
+
+    fn broken(text: String) -> Self {
+        Self {
+            truncated: false,
+            text,
+            count: 1,
+        }
+    }
+}
+
+/// Check `path`, demuxed by FFmpeg's `format` (its short name, e.g. "matroska,webm").
+/// I/O errors are not reported here: the demuxer will meet and report them itself.
+pub fn check(path: &Path, format: &str) -> Option<StructureProblem> {
+    if !is_checked(format) {
+        return None;
+    }
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let names: Vec<&str> = format.split(',').collect();
+    if names.contains(&"mov") || names.contains(&"mp4") {
+        check_boxes(&mut file, len)
+    } else if names.contains(&"matroska") || names.contains(&"webm") {
+        check_matroska(&mut file, len)
+    } else if names.contains(&"mpegts") {
+        check_transport_stream(&mut file, len)
+    } else if names.contains(&"avi") {
+        check_riff(&mut file, len)
+    } else if names.contains(&"flv") {
+        check_flv(&mut file, len)
+    } else {
+        None
+    }
+}
+
+/// Whether FFmpeg's demuxer `format` is one whose structure RAVE checks (MP4/MOV, Matroska/
+/// WebM, MPEG-TS, AVI, FLV). In others (MPEG-PS, Ogg, raw streams...) damage is seen only
+/// where the demuxer or the decoder reports it.
+pub fn is_checked(format: &str) -> bool {
+    const CHECKED: [&str; 7] = ["mov", "mp4", "matroska", "webm", "mpegts", "avi", "flv"];
+    format.split(',').any(|f| CHECKED.contains(&f))
+}
+
+/// Read until `buf` is full or the input ends; the bytes read.
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> Option<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(got)
+}
+
+/// Whether every byte from `pos` to `len` is zero (up to 1 MiB is checked).
+fn zeros_to_end(r: &mut (impl Read + Seek), pos: u64, len: u64) -> Option<bool> {
+    if len - pos > 1 << 20 {
+        return Some(false);
+    }
+    r.seek(SeekFrom::Start(pos)).ok()?;
+    let mut rest = vec![0u8; (len - pos) as usize];
+    let got = read_up_to(r, &mut rest)?;
+    Some(rest[..got].iter().all(|&b| b == 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checked_formats_are_known_by_ffmpegs_names() {
+        assert!(is_checked("mov,mp4,m4a,3gp,3g2,mj2"));
+        assert!(is_checked("matroska,webm"));
+        assert!(is_checked("mpegts"));
+        assert!(!is_checked("mpeg"));
+        assert!(!is_checked("ogg"));
+        assert!(!is_checked("h264"));
+    }
+}
