@@ -275,27 +275,14 @@ impl VideoReader {
             self.pending.clear();
         }
         self.finished = true;
-        let mut errors = 0;
         while keep_going() {
-            let mut packet = Packet::empty();
-            match packet.read(&mut self.input) {
-                Ok(()) => {
-                    errors = 0;
-                    self.splice(&mut packet);
-                    if packet.stream() == self.video_index {
-                        self.stats.packets += 1;
-                    }
-                    self.ledger.admit(&packet);
-                }
-                Err(ffmpeg_next::Error::Eof) => break,
-                Err(e) => {
-                    self.ledger.on_read_error(&e);
-                    errors += 1;
-                    if errors >= MAX_CONSECUTIVE_READ_ERRORS {
-                        break;
-                    }
-                }
+            let Some(packet) = self.next_packet() else {
+                break;
+            };
+            if packet.stream() == self.video_index {
+                self.stats.packets += 1;
             }
+            self.ledger.admit(&packet);
         }
         Ok(())
     }
@@ -305,28 +292,35 @@ impl VideoReader {
         self.copy_sink = None;
     }
 
-    fn read_packet(&mut self) -> Result<()> {
+    /// The next packet, on the spliced timeline; `None` at the end of the file, or where the
+    /// rest of it cannot be read (every read error counted).
+    fn next_packet(&mut self) -> Option<Packet> {
         let mut errors = 0;
         loop {
             let mut packet = Packet::empty();
             match packet.read(&mut self.input) {
                 Ok(()) => {
                     self.splice(&mut packet);
-                    return self.route(packet);
+                    return Some(packet);
                 }
-                Err(ffmpeg_next::Error::Eof) => {
-                    self.start_draining();
-                    return Ok(());
-                }
+                Err(ffmpeg_next::Error::Eof) => return None,
                 Err(e) => {
                     self.ledger.on_read_error(&e);
                     errors += 1;
                     if errors >= MAX_CONSECUTIVE_READ_ERRORS {
-                        // The rest of the file is unreadable: keep what decoded.
-                        self.start_draining();
-                        return Ok(());
+                        return None;
                     }
                 }
+            }
+        }
+    }
+
+    fn read_packet(&mut self) -> Result<()> {
+        match self.next_packet() {
+            Some(packet) => self.route(packet),
+            None => {
+                self.start_draining();
+                Ok(())
             }
         }
     }
