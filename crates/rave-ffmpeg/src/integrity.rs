@@ -218,6 +218,10 @@ impl IntegrityLedger {
         let Some(t) = self.streams.get_mut(index) else {
             return false;
         };
+        if t.role == Role::Ignored {
+            // Not copied (data streams): their packets' flags and timestamps lose nothing.
+            return false;
+        }
         t.packets += 1;
         if packet.duration() > 0 {
             t.typical = packet.duration();
