@@ -328,11 +328,6 @@ impl IntegrityLedger {
         self.interlaced
     }
 
-    /// The frame step of the video timeline.
-    pub fn frame_step(&self) -> i64 {
-        self.timeline.step()
-    }
-
     fn demux_errors(&self) -> u64 {
         self.read_errors
             + self.corrupt_packets

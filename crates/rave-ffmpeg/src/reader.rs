@@ -330,10 +330,8 @@ impl VideoReader {
         let Some(&tb) = self.time_bases.get(packet.stream()) else {
             return;
         };
-        let before = self.splicer.resets.len();
-        self.splicer.place(packet, tb);
-        if self.splicer.resets.len() > before {
-            self.stats.timestamp_resets = self.splicer.resets.clone();
+        if let Some(at) = self.splicer.place(packet, tb) {
+            self.stats.timestamp_resets.push(at);
         }
     }
 

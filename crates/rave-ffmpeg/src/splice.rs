@@ -32,8 +32,6 @@ pub struct TimestampSplicer {
     /// Which streams' timestamps can reveal a reset (video, audio, subtitles: not data
     /// streams, whose timestamps follow their own rules).
     watched: Vec<bool>,
-    /// Resets found, each with where the timeline was (seconds) when it happened.
-    pub resets: Vec<f64>,
 }
 
 fn to_us(t: i64, tb: Rational) -> i64 {
@@ -62,7 +60,6 @@ impl TimestampSplicer {
             offset_us: 0,
             streams: vec![StreamPlace::default(); watched.len()],
             watched,
-            resets: Vec::new(),
         }
     }
 
@@ -75,20 +72,18 @@ impl TimestampSplicer {
             .max()
     }
 
-    /// Move `packet`'s timestamps (in `tb`) onto the spliced timeline.
-    pub fn place(&mut self, packet: &mut Packet, tb: Rational) {
+    /// Move `packet`'s timestamps (in `tb`) onto the spliced timeline; where this packet
+    /// shows a reset, where the timeline was when it happened (seconds).
+    pub fn place(&mut self, packet: &mut Packet, tb: Rational) -> Option<f64> {
         if !self.enabled {
-            return;
+            return None;
         }
         // Presentation times: where one part ends and the next begins on screen (decode
         // times of B-frame video run ahead of them).
-        let Some(at) = packet.pts().or(packet.dts()) else {
-            return;
-        };
+        let at = packet.pts().or(packet.dts())?;
         let index = packet.stream();
-        let Some(&place) = self.streams.get(index) else {
-            return;
-        };
+        let place = *self.streams.get(index)?;
+        let mut reset = None;
         let mut shift = self.offset_us + place.extra_us;
         let at_us = to_us(at, tb) + shift;
         if self.watched[index]
@@ -97,7 +92,7 @@ impl TimestampSplicer {
             let stream_end = place.end_us.unwrap_or(file_end);
             if at_us < stream_end - BACKWARDS_US || at_us > file_end + FORWARDS_US {
                 // The timestamps restart: continue from where the whole file had got to.
-                self.resets.push(file_end as f64 / 1e6);
+                reset = Some(file_end as f64 / 1e6);
                 self.offset_us += file_end - at_us;
                 for s in &mut self.streams {
                     s.extra_us = 0;
@@ -125,6 +120,7 @@ impl TimestampSplicer {
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
         let end_us = to_us(start + packet.duration().max(0), tb);
         place.end_us = Some(place.end_us.map_or(end_us, |e| e.max(end_us)));
+        reset
     }
 }
 
@@ -141,24 +137,27 @@ mod tests {
         p
     }
 
-    /// Place packets (stream, timestamp in ms, duration in ms); their timestamp afterwards.
-    fn run(s: &mut TimestampSplicer, packets: &[(usize, i64, i64)]) -> Vec<i64> {
+    /// Place packets (stream, timestamp in ms, duration in ms); their timestamp afterwards,
+    /// and the resets found.
+    fn run(s: &mut TimestampSplicer, packets: &[(usize, i64, i64)]) -> (Vec<i64>, Vec<f64>) {
         let tb = Rational::new(1, 1000);
-        packets
+        let mut resets = Vec::new();
+        let placed = packets
             .iter()
             .map(|&(stream, dts, dur)| {
                 let mut p = packet(stream, dts, dur);
-                s.place(&mut p, tb);
+                resets.extend(s.place(&mut p, tb));
                 p.dts().unwrap()
             })
-            .collect()
+            .collect();
+        (placed, resets)
     }
 
     #[test]
     fn a_restart_continues_every_stream_from_where_the_file_was() {
         let mut s = TimestampSplicer::new(vec![true, true], true);
         // Two 2-second recordings joined: video (0) every 40 ms, audio (1) every 20 ms.
-        let got = run(
+        let (got, resets) = run(
             &mut s,
             &[
                 (0, 1400, 40),
@@ -170,7 +169,7 @@ mod tests {
                 (0, 1440, 40),
             ],
         );
-        assert_eq!(s.resets, vec![3.4]);
+        assert_eq!(resets, vec![3.4]);
         assert_eq!(got[..4], [1400, 1400, 3360, 3380]);
         assert_eq!(got[4], 3400, "the new part starts where the file ended");
         assert_eq!(
@@ -199,7 +198,7 @@ mod tests {
     #[test]
     fn reordering_and_small_steps_are_left_alone() {
         let mut s = TimestampSplicer::new(vec![true, false], true);
-        let got = run(
+        let (got, resets) = run(
             &mut s,
             &[
                 (0, 0, 40),
@@ -214,19 +213,19 @@ mod tests {
             [0, 40, 10, 5000, 90_000],
             "a data stream's timestamps reveal nothing"
         );
-        assert!(s.resets.is_empty());
+        assert!(resets.is_empty());
         let mut off = TimestampSplicer::new(vec![true], false);
-        assert_eq!(run(&mut off, &[(0, 5000, 40), (0, 0, 40)]), [5000, 0]);
+        assert_eq!(run(&mut off, &[(0, 5000, 40), (0, 0, 40)]).0, [5000, 0]);
     }
 
     #[test]
     fn a_jump_forward_of_more_than_ten_seconds_is_a_restart() {
         let mut s = TimestampSplicer::new(vec![true], true);
-        let got = run(
+        let (got, resets) = run(
             &mut s,
             &[(0, 0, 40), (0, 40, 40), (0, 60_000, 40), (0, 60_040, 40)],
         );
         assert_eq!(got, [0, 40, 80, 120]);
-        assert_eq!(s.resets.len(), 1);
+        assert_eq!(resets.len(), 1);
     }
 }

@@ -245,8 +245,10 @@ impl MediaWriter {
         let Some(route) = self.routes.get(copied.input_stream).copied().flatten() else {
             return Ok(CopyOutcome::Written);
         };
+        let at_s = Some(self.packet_start_s(&copied))
+            .filter(|t| t.is_finite())
+            .unwrap_or(0.0);
         let mut packet = copied.packet;
-        let at_s = packet.pts().or(packet.dts()).unwrap_or(0) as f64 * f64::from(route.input_tb);
         packet.rescale_ts(route.input_tb, route.output_tb);
         if route.offset != 0 {
             packet.set_pts(packet.pts().map(|t| t + route.offset));

@@ -42,14 +42,17 @@ pub fn run_upscale(
     if !config.allow_corrupt && reader.damage_seen() {
         return Err(stages::refuse_damaged(&mut reader, cancel));
     }
+    // What the input cannot give the output, said at once and kept for the report.
     let mut input_warnings = Vec::new();
-    if !rave_ffmpeg::structure_check::is_checked(&info.container) {
-        let warning = format!(
-            "the input's container ({}) has no structure or length RAVE can check: damage in it is found only where FFmpeg's demuxer or decoder reports it",
-            info.container
-        );
+    let mut warn = |warning: String| {
         progress.warning(&warning);
         input_warnings.push(warning);
+    };
+    if !rave_ffmpeg::structure_check::is_checked(&info.container) {
+        warn(format!(
+            "the input's container ({}) has no structure or length RAVE can check: damage in it is found only where FFmpeg's demuxer or decoder reports it",
+            info.container
+        ));
     }
     let target = match config.null_output {
         true => None,
@@ -242,21 +245,19 @@ pub fn run_upscale(
         .as_ref()
         .map(|w| w.summary().clone())
         .unwrap_or_default();
-    mux.warnings.extend(input_warnings);
     // Interlaced frames in a stream that does not declare its field order.
     if reader.saw_interlaced() && !mux.warnings.iter().any(|w| w.contains("interlaced")) {
-        let warning = rave_ffmpeg::carried_metadata::interlace_warning("seen in its frames");
-        progress.warning(&warning);
-        mux.warnings.push(warning);
+        warn(rave_ffmpeg::carried_metadata::interlace_warning(
+            "seen in its frames",
+        ));
     }
     if let Some(at) = reader.stats().timestamp_resets.first() {
-        let warning = format!(
+        warn(format!(
             "the input's timestamps restart {} time(s), first at {at:.3} s (a joined or spliced stream); the timeline was continued across them, every frame and packet kept",
             reader.stats().timestamp_resets.len()
-        );
-        progress.warning(&warning);
-        mux.warnings.push(warning);
+        ));
     }
+    mux.warnings.extend(input_warnings);
     let frames_out = match &writer {
         Some(_) => mux.frames_encoded,
         None => metrics.encode.frames(),
