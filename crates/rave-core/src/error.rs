@@ -174,6 +174,54 @@ pub enum EngineError {
     /// (turned into a `CorruptStream` with the whole file's counts before it is reported).
     #[error("damaged input: {0}")]
     PacketRefused(String),
+    /// Seeking to a segment's first keyframe landed after it (the container's index is
+    /// wrong); the segment is decoded from the start of the file instead.
+    #[error("{path}: seeking to the frame at timestamp {wanted} landed at {got}, after it")]
+    SeekMissed {
+        /// The input file.
+        path: PathBuf,
+        /// The timestamp sought.
+        wanted: i64,
+        /// The first timestamp decoded after the seek.
+        got: i64,
+    },
+    /// A work folder belongs to another job: its input or an output-affecting setting
+    /// changed since it was planned, or it is not a RAVE work folder.
+    #[error("{work}: {reason}")]
+    WorkFolderMismatch {
+        /// The work folder.
+        work: PathBuf,
+        /// What differs, and what to do.
+        reason: String,
+    },
+    /// Segments of the job are not done yet, so the output cannot be assembled.
+    #[error(
+        "{work}: {} of {total} segments are not done ({}); run `rave segment --work {work} --index I` for each, or the same `rave upscale` command again",
+        missing.len(), list_segments(missing)
+    )]
+    SegmentsMissing {
+        /// The work folder.
+        work: PathBuf,
+        /// The indices not done.
+        missing: Vec<usize>,
+        /// Segments in the job.
+        total: usize,
+    },
+}
+
+/// The first few segment indices of a list, in words ("0, 3, 7 and 5 more").
+fn list_segments(indices: &[usize]) -> String {
+    const SHOWN: usize = 8;
+    let mut words: Vec<String> = indices.iter().take(SHOWN).map(|i| i.to_string()).collect();
+    if indices.len() > SHOWN {
+        words.push(format!("and {} more", indices.len() - SHOWN));
+    }
+    let noun = if indices.len() == 1 {
+        "segment"
+    } else {
+        "segments"
+    };
+    format!("{noun} {}", words.join(", "))
 }
 
 /// Error families: each maps to one documented exit code of the `rave` command.
@@ -192,6 +240,8 @@ pub enum ErrorFamily {
     Model,
     /// A runtime library or the GPU is missing or failed: exit 6.
     Runtime,
+    /// The job's segments are not all done (assemble cannot write the output yet): exit 7.
+    Incomplete,
     /// The user interrupted the run: exit 130.
     Cancelled,
 }
@@ -206,6 +256,7 @@ impl ErrorFamily {
             ErrorFamily::Output => 4,
             ErrorFamily::Model => 5,
             ErrorFamily::Runtime => 6,
+            ErrorFamily::Incomplete => 7,
             ErrorFamily::Cancelled => 130,
         }
     }
@@ -246,6 +297,9 @@ impl EngineError {
             CancelledBeforeOutput => 601,
             OutputSizeUnsupported { .. } => 307,
             PacketRefused(_) => 308,
+            SeekMissed { .. } => 309,
+            WorkFolderMismatch { .. } => 506,
+            SegmentsMissing { .. } => 700,
         }
     }
 
@@ -283,6 +337,9 @@ impl EngineError {
             CancelledBeforeOutput => "cancelled_before_output",
             OutputSizeUnsupported { .. } => "output_size_unsupported",
             PacketRefused(_) => "packet_refused",
+            SeekMissed { .. } => "seek_missed",
+            WorkFolderMismatch { .. } => "work_folder_mismatch",
+            SegmentsMissing { .. } => "segments_missing",
         }
     }
 
@@ -313,7 +370,9 @@ impl EngineError {
             OutputInUse(_) => ErrorFamily::Output,
             CancelledBeforeOutput => ErrorFamily::Cancelled,
             OutputSizeUnsupported { .. } => ErrorFamily::Output,
-            PacketRefused(_) => ErrorFamily::Input,
+            PacketRefused(_) | SeekMissed { .. } => ErrorFamily::Input,
+            WorkFolderMismatch { .. } => ErrorFamily::Usage,
+            SegmentsMissing { .. } => ErrorFamily::Incomplete,
         }
     }
 }
@@ -352,6 +411,20 @@ mod tests {
                 advice: String::new(),
             },
             EngineError::PacketRefused(String::new()),
+            EngineError::SeekMissed {
+                path: PathBuf::new(),
+                wanted: 0,
+                got: 1,
+            },
+            EngineError::WorkFolderMismatch {
+                work: PathBuf::new(),
+                reason: String::new(),
+            },
+            EngineError::SegmentsMissing {
+                work: PathBuf::new(),
+                missing: vec![1],
+                total: 2,
+            },
         ];
         let mut codes: Vec<u16> = samples.iter().map(EngineError::code).collect();
         codes.sort_unstable();
@@ -389,6 +462,18 @@ mod tests {
             hint: String::new(),
         };
         assert_eq!(corrupt.family().exit_code(), 3);
+        let missing = EngineError::SegmentsMissing {
+            work: "w".into(),
+            missing: (0..10).collect(),
+            total: 12,
+        };
+        assert_eq!(missing.family().exit_code(), 7);
+        assert!(
+            missing.to_string().starts_with(
+                "w: 10 of 12 segments are not done (segments 0, 1, 2, 3, 4, 5, 6, 7, and 2 more)"
+            ),
+            "{missing}"
+        );
         assert!(
             corrupt
                 .to_string()

@@ -301,6 +301,15 @@ impl IntegrityLedger {
         }
     }
 
+    /// Errors the decoder logged or reported so far are not counted (they were about
+    /// references decoded before a segment's first frame).
+    pub fn forget_decoder_errors(&mut self) {
+        self.rejected_packets = 0;
+        if let Some(watch) = &self.decoder_log {
+            watch.tally().reset();
+        }
+    }
+
     /// The decoder refused a video packet.
     pub fn on_rejected(&mut self, error: &ffmpeg_next::Error) {
         self.rejected_packets += 1;

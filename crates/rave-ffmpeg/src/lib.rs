@@ -9,12 +9,15 @@ mod sys;
 pub mod carried_metadata;
 pub mod codec_choice;
 pub mod color;
+pub mod demuxer;
 pub mod encoder;
 pub mod encoder_limits;
 pub mod frame_convert;
 pub mod hw_caps;
 pub mod input;
 pub mod integrity;
+pub mod keyframe_index;
+pub mod muxer;
 pub mod nvdec;
 pub mod probe;
 pub mod reader;
@@ -22,12 +25,15 @@ pub mod splice;
 pub mod stream_plan;
 pub mod structure_check;
 pub mod timeline;
+pub mod video_decoder;
 pub mod writer;
 
 pub use codec_choice::{Container, EncoderSettings, VideoCodec};
 pub use log_capture::capture_errors;
 pub use probe::{MediaInfo, StreamInfo, VideoInfo, probe};
-pub use reader::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, VideoReader};
+pub use reader::{
+    CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds, KeyframeIndex, VideoReader,
+};
 pub use writer::{CopyOutcome, MediaWriter, WriterSummary};
 
 use std::sync::Once;

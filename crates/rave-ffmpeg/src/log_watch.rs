@@ -45,6 +45,12 @@ impl LogTally {
         self.first.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Forget what was counted so far.
+    pub fn reset(&self) {
+        self.count.store(0, Ordering::Relaxed);
+        *self.first.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     fn record(&self, text: Option<&str>) {
         self.count.fetch_add(1, Ordering::Relaxed);
         let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());

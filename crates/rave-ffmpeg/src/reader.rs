@@ -1,14 +1,13 @@
-//! `VideoReader`: demuxes the input, decodes the main video stream in software into host
-//! YUV frames (or NVDEC surfaces), hands every other stream's packets to the writer
-//! untouched, and keeps the `IntegrityLedger` of what it read so damage is never hidden.
+//! `VideoReader`: a `Demuxer` and a `VideoDecoder` of one input: decodes the main video
+//! stream (all of it, or the frames within `FrameBounds`) into host YUV frames or NVDEC
+//! surfaces, hands every other stream's packets on untouched, and keeps the
+//! `IntegrityLedger` of what it read so damage is never hidden.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::Sender;
 
-use ffmpeg_next::codec::threading::{Config as Threading, Type as ThreadingType};
 use ffmpeg_next::format::context::Input;
-use ffmpeg_next::frame::Video as VideoFrame;
 use ffmpeg_next::util::error::EAGAIN;
 use ffmpeg_next::{Packet, Rational};
 use rave_core::codec::FrameSource;
@@ -18,16 +17,13 @@ use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
 use serde::Serialize;
 
-use crate::frame_convert::{FrameImporter, pixel_from_raw};
+use crate::demuxer::Demuxer;
 use crate::integrity::IntegrityLedger;
-use crate::log_watch::LogWatch;
+pub use crate::keyframe_index::KeyframeIndex;
 use crate::nvdec::{CudaDevice, CudaFrame};
-use crate::splice::TimestampSplicer;
+use crate::sys;
 use crate::timeline::{Placement, VideoTimeline};
-use crate::{color, input, sys};
-
-/// Consecutive demux errors after which the rest of the file is treated as unreadable.
-const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
+use crate::video_decoder::{Received, VideoDecoder};
 
 /// A packet of a non-video stream, on its way to the writer unchanged.
 pub struct CopiedPacket {
@@ -71,28 +67,35 @@ pub struct DecodedFrame {
     pub image: DecodedImage,
 }
 
-/// Demuxer plus software decoder for the main video stream of one file.
+/// Which frames of the video a reader passes on: those whose timestamps fall in
+/// `[start, end)`, decoding from the keyframe at or before `seek_to` (frames before `start`
+/// are decoded as references only). All `None`: the whole file from its start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameBounds {
+    /// Seek to the keyframe at or before this timestamp before reading.
+    pub seek_to: Option<i64>,
+    /// The first frame passed on has this timestamp.
+    pub start: Option<i64>,
+    /// Frames from this timestamp on are not passed on (reading stops there).
+    pub end: Option<i64>,
+    /// Index (in the whole video) of the first frame passed on.
+    pub first_index: u64,
+}
+
+/// Demuxer plus decoder for the main video stream of one file, with the ledger of what was
+/// read.
 pub struct VideoReader {
-    path: PathBuf,
-    input: Input,
-    video_index: usize,
-    decoder: ffmpeg_next::decoder::Video,
-    importer: FrameImporter,
-    color: ColorInfo,
-    time_base: Rational,
+    demuxer: Demuxer,
+    decoder: VideoDecoder,
     ledger: IntegrityLedger,
-    splicer: TimestampSplicer,
-    /// Time base of each input stream.
-    time_bases: Vec<Rational>,
+    bounds: FrameBounds,
+    /// A frame inside the bounds was passed on.
+    in_bounds: bool,
     copy_sink: Option<Sender<CopiedPacket>>,
     pending: VecDeque<DecodedFrame>,
-    decoded: VideoFrame,
     next_index: u64,
-    draining: bool,
     finished: bool,
     stats: DecodeStats,
-    /// The size every frame must have (the output has one size).
-    frame_size: (u32, u32),
 }
 
 impl VideoReader {
@@ -105,101 +108,71 @@ impl VideoReader {
     /// software for what NVDEC cannot take); up to `extra_frames` decoded surfaces may be held
     /// downstream at once.
     pub fn open_on(path: &Path, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
-        Self::open_checked(path, nvdec, None)
+        Self::open_checked(path, nvdec, None, FrameBounds::default())
     }
 
     /// Open this reader's file again, decoding on NVDEC through `nvdec` when given, without
     /// repeating the structure check (it reads a whole Matroska file).
     pub fn reopen_on(&self, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
-        Self::open_checked(&self.path, nvdec, Some(self.ledger.structure()))
+        self.reopen_within(nvdec, FrameBounds::default())
+    }
+
+    /// Open this reader's file again for the frames within `bounds` (one segment), decoding
+    /// on NVDEC through `nvdec` when given, without repeating the structure check.
+    pub fn reopen_within(
+        &self,
+        nvdec: Option<(&CudaDevice, i32)>,
+        bounds: FrameBounds,
+    ) -> Result<Self> {
+        Self::open_checked(self.path(), nvdec, Some(self.ledger.structure()), bounds)
+    }
+
+    /// Open `path` for the frames within `bounds` when its structure was already checked and
+    /// found to have `structure` (a segment worker of a planned job).
+    pub fn open_within(
+        path: &Path,
+        nvdec: Option<(&CudaDevice, i32)>,
+        bounds: FrameBounds,
+        structure: Option<crate::structure_check::StructureProblem>,
+    ) -> Result<Self> {
+        Self::open_checked(path, nvdec, Some(structure), bounds)
+    }
+
+    /// The verdict of the file's structure check (to open it again without repeating it).
+    pub fn structure_verdict(&self) -> Option<crate::structure_check::StructureProblem> {
+        self.ledger.structure()
     }
 
     fn open_checked(
         path: &Path,
         nvdec: Option<(&CudaDevice, i32)>,
         structure: Option<Option<crate::structure_check::StructureProblem>>,
+        bounds: FrameBounds,
     ) -> Result<Self> {
         // Errors FFmpeg logs while opening (a track it cannot parse, say) are damage too.
-        let (input, open_errors) = crate::capture_errors(|| input::open(path));
-        let input = input?;
-        let video_index = input::video_stream_index(&input, path)?;
-        let stream = input.stream(video_index).expect("valid stream index");
-        let params = stream.parameters();
-        let codec_name = params.id().name().to_owned();
-        let mut ctx = ffmpeg_next::codec::context::Context::from_parameters(params)
-            .map_err(|e| EngineError::Decode(e.to_string()))?;
-        // SAFETY: `ctx` owns a valid, not yet opened codec context whose `opaque` RAVE
-        // does not otherwise use.
-        let decoder_log = unsafe { LogWatch::decoder(ctx.as_mut_ptr()) };
-        match nvdec {
-            // SAFETY: `ctx` owns a valid, not yet opened codec context.
-            Some((device, extra)) => device.attach(unsafe { ctx.as_mut_ptr() }, extra)?,
-            None => ctx.set_threading(Threading {
-                kind: ThreadingType::Frame,
-                count: 0,
-                ..Default::default()
-            }),
-        }
-        let decoder = ctx
-            .decoder()
-            .video()
-            .map_err(|_| EngineError::UnsupportedCodec {
-                path: path.to_path_buf(),
-                reason: if codec_name == "none" {
-                    "its video codec is not one FFmpeg recognises; convert the file to H.264/HEVC/AV1 first".into()
-                } else {
-                    format!(
-                        "video codec '{codec_name}' has no decoder in this FFmpeg build; convert the file to H.264/HEVC/AV1 first"
-                    )
-                },
-            })?;
-        let raw = sys::stream_params(&input, video_index);
-        let pix = ffmpeg_next::format::Pixel::from(pixel_from_raw(raw.format));
-        let color = color::resolve(raw.color_space, raw.color_range, pix, raw.height as u32);
-        let time_base = stream.time_base();
-        let rate = stream.avg_frame_rate();
-        let rate = if rate.numerator() > 0 {
-            rate
-        } else {
-            stream.rate()
-        };
-        let frame_size = (decoder.width(), decoder.height());
-        let constant_rate = stream.avg_frame_rate() == stream.rate() && rate.numerator() > 0;
-        let timeline = VideoTimeline::new(frame_step(time_base, rate), constant_rate);
-        let mut ledger = IntegrityLedger::new(&input, path, video_index, timeline, structure);
+        let (mut demuxer, open_errors) = Demuxer::open(path)?;
+        let (decoder, decoder_log) = VideoDecoder::open(&demuxer, nvdec)?;
+        let (rate, constant_rate) = decoder.frame_rate();
+        let timeline = VideoTimeline::new(frame_step(decoder.time_base(), rate), constant_rate);
+        let video_index = demuxer.video_index();
+        let mut ledger =
+            IntegrityLedger::new(demuxer.input(), path, video_index, timeline, structure);
         ledger.watch_decoder(decoder_log);
         ledger.on_open_errors(open_errors);
-        let time_bases: Vec<Rational> = input.streams().map(|s| s.time_base()).collect();
-        let watched = input
-            .streams()
-            .map(|s| {
-                use ffmpeg_next::media::Type;
-                matches!(
-                    s.parameters().medium(),
-                    Type::Video | Type::Audio | Type::Subtitle
-                )
-            })
-            .collect();
-        let splicer = TimestampSplicer::new(watched, sys::timestamps_may_restart(&input));
+        if let Some(at) = bounds.seek_to {
+            demuxer.seek_video(at)?;
+        }
         Ok(Self {
-            path: path.to_path_buf(),
-            video_index,
-            importer: FrameImporter::new(color),
-            color,
-            time_base,
-            ledger,
-            splicer,
-            time_bases,
+            demuxer,
             decoder,
-            input,
+            ledger,
+            bounds,
+            in_bounds: false,
             copy_sink: None,
             pending: VecDeque::new(),
-            decoded: VideoFrame::empty(),
-            next_index: 0,
-            draining: false,
+            next_index: bounds.first_index,
             finished: false,
             stats: DecodeStats::default(),
-            frame_size,
         })
     }
 
@@ -210,27 +183,32 @@ impl VideoReader {
 
     /// The demuxer (for the writer to mirror streams, chapters and metadata).
     pub fn input(&self) -> &Input {
-        &self.input
+        self.demuxer.input()
     }
 
     /// Index of the decoded video stream.
     pub fn video_index(&self) -> usize {
-        self.video_index
+        self.demuxer.video_index()
     }
 
     /// The conversion colour description of the video.
     pub fn color(&self) -> ColorInfo {
-        self.color
+        self.decoder.color()
     }
 
     /// Time base of the video stream's timestamps.
     pub fn time_base(&self) -> Rational {
-        self.time_base
+        self.decoder.time_base()
+    }
+
+    /// The video's nominal frame rate.
+    pub fn frame_rate(&self) -> Rational {
+        self.decoder.frame_rate().0
     }
 
     /// Coded size of the video.
     pub fn size(&self) -> (u32, u32) {
-        (self.decoder.width(), self.decoder.height())
+        self.decoder.size()
     }
 
     /// Counters so far.
@@ -246,7 +224,8 @@ impl VideoReader {
     /// What was lost or damaged. Once the input was read to its end (decoded, or scanned
     /// by `scan_to_end`), this includes what its container declares but was not there.
     pub fn damage(&self) -> InputDamage {
-        self.ledger.damage(self.finished)
+        self.ledger
+            .damage(self.finished && self.bounds == FrameBounds::default())
     }
 
     /// Count `n` packets the writer refused as invalid (damaged data); `first` says why.
@@ -261,15 +240,41 @@ impl VideoReader {
 
     /// The input's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.demuxer.path()
     }
 
     /// Stop decoding and read the rest of the file's packets only, counting them, so that
     /// the damage report covers the whole file; stops early when `keep_going` says so.
     /// Frames already in the decoder are drained and counted, not passed on.
     pub fn scan_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<()> {
+        self.scan_packets(keep_going, |_| {})
+    }
+
+    /// Read every packet of the file without decoding (the reader must be fresh), counting
+    /// them like `scan_to_end`, and return the index of its video frames and keyframes.
+    pub fn index_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<KeyframeIndex> {
+        let mut index = KeyframeIndex::new(self.time_base(), self.frame_rate());
+        let video = self.video_index();
+        self.scan_packets(keep_going, |packet| {
+            if packet.stream() == video {
+                index.add(
+                    packet.pts(),
+                    packet.is_key(),
+                    sys::packet_is_discarded(packet),
+                );
+            }
+        })?;
+        index.finish(self.demuxer.timestamp_resets().len());
+        Ok(index)
+    }
+
+    fn scan_packets(
+        &mut self,
+        keep_going: impl Fn() -> bool,
+        mut on_packet: impl FnMut(&Packet),
+    ) -> Result<()> {
         self.ledger.on_scan();
-        self.start_draining();
+        self.decoder.send_eof();
         while !self.finished && keep_going() {
             self.receive_frames()?;
             self.pending.clear();
@@ -279,12 +284,34 @@ impl VideoReader {
             let Some(packet) = self.next_packet() else {
                 break;
             };
-            if packet.stream() == self.video_index {
+            if packet.stream() == self.video_index() {
                 self.stats.packets += 1;
             }
             self.ledger.admit(&packet);
+            on_packet(&packet);
         }
         Ok(())
+    }
+
+    /// The next packet of a copied stream (audio, subtitles, attachments), reading past the
+    /// video without decoding it; `None` at the end of the file. Each packet is counted in
+    /// the ledger, and one no muxer could store (its timestamps go backwards) is skipped.
+    pub fn next_copied_packet(&mut self) -> Option<CopiedPacket> {
+        loop {
+            let packet = self.next_packet()?;
+            let admitted = self.ledger.admit(&packet);
+            if packet.stream() == self.video_index() {
+                self.stats.packets += 1;
+                continue;
+            }
+            if admitted {
+                self.stats.copied_packets += 1;
+                return Some(CopiedPacket {
+                    input_stream: packet.stream(),
+                    packet,
+                });
+            }
+        }
     }
 
     /// Stop forwarding packets (the writer is gone); decoding may go on.
@@ -292,52 +319,32 @@ impl VideoReader {
         self.copy_sink = None;
     }
 
-    /// The next packet, on the spliced timeline; `None` at the end of the file, or where the
-    /// rest of it cannot be read (every read error counted).
     fn next_packet(&mut self) -> Option<Packet> {
-        let mut errors = 0;
-        loop {
-            let mut packet = Packet::empty();
-            match packet.read(&mut self.input) {
-                Ok(()) => {
-                    self.splice(&mut packet);
-                    return Some(packet);
-                }
-                Err(ffmpeg_next::Error::Eof) => return None,
-                Err(e) => {
-                    self.ledger.on_read_error(&e);
-                    errors += 1;
-                    if errors >= MAX_CONSECUTIVE_READ_ERRORS {
-                        return None;
-                    }
-                }
-            }
+        let ledger = &mut self.ledger;
+        let packet = self.demuxer.next_packet(|e| ledger.on_read_error(e));
+        if self.demuxer.timestamp_resets().len() != self.stats.timestamp_resets.len() {
+            self.note_resets();
         }
+        packet
+    }
+
+    fn note_resets(&mut self) {
+        self.stats.timestamp_resets = self.demuxer.timestamp_resets().to_vec();
     }
 
     fn read_packet(&mut self) -> Result<()> {
         match self.next_packet() {
             Some(packet) => self.route(packet),
             None => {
-                self.start_draining();
+                self.decoder.send_eof();
                 Ok(())
             }
         }
     }
 
-    /// Move a packet's timestamps across restarts of the input's timeline.
-    fn splice(&mut self, packet: &mut Packet) {
-        let Some(&tb) = self.time_bases.get(packet.stream()) else {
-            return;
-        };
-        if let Some(at) = self.splicer.place(packet, tb) {
-            self.stats.timestamp_resets.push(at);
-        }
-    }
-
     fn route(&mut self, packet: Packet) -> Result<()> {
         let admitted = self.ledger.admit(&packet);
-        if packet.stream() != self.video_index {
+        if packet.stream() != self.video_index() {
             if admitted && let Some(sink) = &self.copy_sink {
                 let copied = CopiedPacket {
                     input_stream: packet.stream(),
@@ -351,11 +358,11 @@ impl VideoReader {
         }
         self.stats.packets += 1;
         self.ledger.on_sent(sys::packet_is_discarded(&packet));
-        match self.decoder.send_packet(&packet) {
+        match self.decoder.send(&packet) {
             Ok(()) => {}
             Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {
                 self.receive_frames()?;
-                if let Err(e) = self.decoder.send_packet(&packet) {
+                if let Err(e) = self.decoder.send(&packet) {
                     self.ledger.on_rejected(&e);
                 }
             }
@@ -364,70 +371,92 @@ impl VideoReader {
         self.receive_frames()
     }
 
-    fn start_draining(&mut self) {
-        if !self.draining {
-            self.draining = true;
-            // An error here means the decoder was already flushed.
-            let _ = self.decoder.send_eof();
+    /// Whether the frame at `pts` is outside the bounds: before their start (a reference
+    /// decoded on the way, dropped uncounted) or at their end (reading stops).
+    fn outside_bounds(&mut self, pts: Option<i64>) -> Result<bool> {
+        let b = self.bounds;
+        if let (Some(end), Some(t)) = (b.end, pts)
+            && t >= end
+        {
+            self.finished = true;
+            return Ok(true);
+        }
+        let Some(start) = b.start else {
+            return Ok(false);
+        };
+        if self.in_bounds {
+            return Ok(false);
+        }
+        match pts {
+            Some(t) if t == start => {
+                // Errors the decoder logged on the references before the segment are not
+                // the segment's.
+                self.ledger.forget_decoder_errors();
+                self.in_bounds = true;
+                Ok(false)
+            }
+            Some(t) if t > start && self.bounds.seek_to.is_some() => {
+                // The container's index sent the seek past the segment's first frame: decode
+                // from the start of the file instead (slower, never wrong).
+                self.demuxer.seek_video(i64::MIN)?;
+                self.decoder.flush();
+                self.bounds.seek_to = None;
+                self.pending.clear();
+                Ok(true)
+            }
+            Some(t) if t > start => Err(EngineError::SeekMissed {
+                path: self.path().to_path_buf(),
+                wanted: start,
+                got: t,
+            }),
+            _ => Ok(true),
         }
     }
 
     fn receive_frames(&mut self) -> Result<()> {
         loop {
-            match self.decoder.receive_frame(&mut self.decoded) {
-                Ok(()) => {
-                    let size = (self.decoded.width(), self.decoded.height());
-                    if size != self.frame_size {
-                        return Err(EngineError::Decode(format!(
-                            "{}: the video changes size mid-stream at frame {} ({}x{} -> {}x{}); RAVE writes one size per file: split the input where it changes (e.g. with ffmpeg -ss/-t) and upscale the parts",
-                            self.path.display(),
-                            self.next_index,
-                            self.frame_size.0,
-                            self.frame_size.1,
-                            size.0,
-                            size.1
-                        )));
+            if self.finished {
+                return Ok(());
+            }
+            match self.decoder.receive(self.next_index)? {
+                Received::Frame => {
+                    let raw_pts = self.decoder.frame().timestamp();
+                    if self.outside_bounds(raw_pts)? {
+                        continue;
                     }
-                    // SAFETY: `decoded` wraps a valid AVFrame just filled by the decoder.
-                    let damaged = sys::frame_is_damaged(unsafe { self.decoded.as_ptr() });
                     let placed = self.ledger.place_frame(
-                        self.decoded.timestamp(),
-                        damaged,
-                        self.decoded.is_interlaced(),
+                        raw_pts,
+                        self.decoder.frame_is_damaged(),
+                        self.decoder.frame().is_interlaced(),
                     );
                     let Placement::At(pts) = placed else {
                         continue; // a duplicated frame: counted, not passed on
                     };
-                    if self.decoded.timestamp() != Some(pts) {
+                    if raw_pts != Some(pts) {
                         self.stats.timestamp_fixes += 1;
                     }
-                    // SAFETY: as above.
-                    let image = match unsafe { CudaFrame::reference(self.decoded.as_ptr()) } {
-                        Some(surface) => {
-                            self.stats.nvdec_frames += 1;
-                            DecodedImage::Cuda(surface)
-                        }
-                        None => DecodedImage::Host(self.importer.import(&self.decoded)?),
-                    };
+                    let keyframe = self.decoder.frame().is_key();
+                    let image = self.decoder.take_image()?;
+                    if matches!(image, DecodedImage::Cuda(_)) {
+                        self.stats.nvdec_frames += 1;
+                    }
                     let meta = FrameMeta {
                         index: self.next_index,
                         pts,
-                        keyframe: self.decoded.is_key(),
+                        keyframe,
                     };
                     self.next_index += 1;
                     self.stats.frames += 1;
                     self.pending.push_back(DecodedFrame { meta, image });
                 }
-                Err(ffmpeg_next::Error::Eof) => {
+                Received::Eof => {
                     self.finished = true;
                     return Ok(());
                 }
-                Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {
-                    return Ok(());
-                }
-                Err(e) => {
+                Received::Again => return Ok(()),
+                Received::Error(e) => {
                     self.ledger.on_rejected(&e);
-                    if self.draining {
+                    if self.decoder.draining() {
                         self.finished = true;
                     }
                     return Ok(());
@@ -472,7 +501,7 @@ impl VideoReader {
             if self.finished {
                 return Ok(None);
             }
-            if self.draining {
+            if self.decoder.draining() {
                 self.receive_frames()?;
                 if self.pending.is_empty() {
                     self.finished = true;

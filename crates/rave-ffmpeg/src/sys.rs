@@ -264,12 +264,6 @@ pub fn planned_video_params(
     params
 }
 
-/// Whether the output format wants codec extradata in the container (MP4, MKV).
-pub fn wants_global_header(output: &Output) -> bool {
-    // SAFETY: oformat is set for every output context.
-    unsafe { ((*(*output.as_ptr()).oformat).flags & ffi::AVFMT_GLOBALHEADER) != 0 }
-}
-
 /// Colour fields copied from the source to the encoder so the output is tagged like the input.
 #[derive(Debug, Clone, Copy)]
 pub struct RawColor {
@@ -440,4 +434,28 @@ pub fn timestamps_may_restart(input: &Input) -> bool {
 pub fn muxer_wants_strict_dts(output: &Output) -> bool {
     // SAFETY: oformat is set for every output context.
     unsafe { ((*(*output.as_ptr()).oformat).flags & ffi::AVFMT_TS_NONSTRICT) == 0 }
+}
+
+/// Seek `input` so its next packets start at the keyframe of stream `index` at or before
+/// `pts` (that stream's time base).
+pub fn seek_to_keyframe(
+    input: &mut Input,
+    index: usize,
+    pts: i64,
+) -> Result<(), ffmpeg_next::Error> {
+    let stream = i32::try_from(index).map_err(|_| ffmpeg_next::Error::StreamNotFound)?;
+    // SAFETY: the input context is valid and exclusively borrowed; `stream` is one of its
+    // streams.
+    let ret = unsafe {
+        ffi::av_seek_frame(
+            input.as_mut_ptr(),
+            stream,
+            pts,
+            ffi::AVSEEK_FLAG_BACKWARD as i32,
+        )
+    };
+    if ret < 0 {
+        return Err(ffmpeg_next::Error::from(ret));
+    }
+    Ok(())
 }

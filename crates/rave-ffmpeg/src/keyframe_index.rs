@@ -1,0 +1,161 @@
+//! `KeyframeIndex`: the presentation timestamps of every video frame of an input and of the
+//! keyframes where decoding can start, read from its packets without decoding; what a job is
+//! planned on (segments begin at keyframes).
+
+use ffmpeg_next::Rational;
+
+/// The video frames and keyframes of one input, in presentation order.
+#[derive(Debug, Clone)]
+pub struct KeyframeIndex {
+    time_base: Rational,
+    frame_rate: Rational,
+    frame_pts: Vec<i64>,
+    keyframe_pts: Vec<i64>,
+    /// Video packets without a presentation timestamp.
+    untimed: u64,
+    /// Times the input's timestamps restarted (joined transport streams).
+    resets: usize,
+}
+
+impl KeyframeIndex {
+    /// An empty index of a video stream with this time base and nominal rate.
+    pub fn new(time_base: Rational, frame_rate: Rational) -> Self {
+        Self {
+            time_base,
+            frame_rate,
+            frame_pts: Vec::new(),
+            keyframe_pts: Vec::new(),
+            untimed: 0,
+            resets: 0,
+        }
+    }
+
+    /// Count one video packet; a `discarded` one (decoded as a reference only, before an
+    /// edit list's start) yields no frame.
+    pub fn add(&mut self, pts: Option<i64>, keyframe: bool, discarded: bool) {
+        if discarded {
+            return;
+        }
+        match pts {
+            Some(t) => {
+                self.frame_pts.push(t);
+                if keyframe {
+                    self.keyframe_pts.push(t);
+                }
+            }
+            None => self.untimed += 1,
+        }
+    }
+
+    /// Put the timestamps in presentation order; the input's timestamps restarted `resets`
+    /// times while it was read.
+    pub fn finish(&mut self, resets: usize) {
+        self.frame_pts.sort_unstable();
+        self.keyframe_pts.sort_unstable();
+        self.keyframe_pts.dedup();
+        self.resets = resets;
+    }
+
+    /// Frames the video holds (one per packet).
+    pub fn frames(&self) -> u64 {
+        self.frame_pts.len() as u64 + self.untimed
+    }
+
+    /// Presentation timestamps of every frame, in order.
+    pub fn frame_pts(&self) -> &[i64] {
+        &self.frame_pts
+    }
+
+    /// Presentation timestamps of the keyframes, in order.
+    pub fn keyframes(&self) -> &[i64] {
+        &self.keyframe_pts
+    }
+
+    /// Time base of the timestamps.
+    pub fn time_base(&self) -> Rational {
+        self.time_base
+    }
+
+    /// The video's nominal frame rate.
+    pub fn frame_rate(&self) -> Rational {
+        self.frame_rate
+    }
+
+    /// Why the video cannot be cut at its keyframes (each part decoded on its own, found by
+    /// its timestamps), or `None` when it can.
+    pub fn why_not_cuttable(&self) -> Option<String> {
+        if self.untimed > 0 {
+            return Some(format!("{} video packets carry no timestamp", self.untimed));
+        }
+        if self.resets > 0 {
+            return Some("its timestamps restart (a joined stream)".into());
+        }
+        if self.frame_pts.windows(2).any(|w| w[0] == w[1]) {
+            return Some("two video frames share a timestamp".into());
+        }
+        if self.keyframe_pts.len() < 2 {
+            return Some("it has fewer than two keyframes".into());
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index(packets: &[(Option<i64>, bool)]) -> KeyframeIndex {
+        let mut i = KeyframeIndex::new(Rational::new(1, 25), Rational::new(25, 1));
+        for &(pts, key) in packets {
+            i.add(pts, key, false);
+        }
+        i.finish(0);
+        i
+    }
+
+    #[test]
+    fn frames_and_keyframes_come_out_in_presentation_order() {
+        // Decode order I0 P3 B1 B2 I4 P6 B5.
+        let i = index(&[
+            (Some(0), true),
+            (Some(3), false),
+            (Some(1), false),
+            (Some(2), false),
+            (Some(4), true),
+            (Some(6), false),
+            (Some(5), false),
+        ]);
+        assert_eq!(i.frame_pts(), &[0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(i.keyframes(), &[0, 4]);
+        assert_eq!(i.frames(), 7);
+        assert_eq!(i.why_not_cuttable(), None);
+    }
+
+    #[test]
+    fn untimed_repeated_or_single_keyframe_videos_are_not_cut() {
+        let untimed = index(&[(Some(0), true), (None, false), (Some(2), true)]);
+        assert!(untimed.why_not_cuttable().unwrap().contains("no timestamp"));
+        let repeated = index(&[(Some(0), true), (Some(1), false), (Some(1), true)]);
+        assert!(repeated.why_not_cuttable().unwrap().contains("share"));
+        let single = index(&[(Some(0), true), (Some(1), false)]);
+        assert!(
+            single
+                .why_not_cuttable()
+                .unwrap()
+                .contains("fewer than two")
+        );
+        let mut restarted = index(&[(Some(0), true), (Some(1), true)]);
+        restarted.finish(1);
+        assert!(restarted.why_not_cuttable().unwrap().contains("restart"));
+    }
+
+    #[test]
+    fn discarded_packets_are_not_frames() {
+        let mut i = KeyframeIndex::new(Rational::new(1, 25), Rational::new(25, 1));
+        i.add(Some(-2), true, true);
+        i.add(Some(0), true, false);
+        i.finish(0);
+        assert_eq!(i.frame_pts(), &[0]);
+        assert_eq!(i.keyframes(), &[0]);
+    }
+}

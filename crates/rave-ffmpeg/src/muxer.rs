@@ -1,0 +1,384 @@
+//! `Muxer`: an output file built from an `OutputDescription`: the upscaled video stream (its
+//! packets come from an encoder, or from finished segment files) and, when the description
+//! names a source, every audio, subtitle and attachment stream of it copied untouched, plus
+//! chapters, metadata, rotation, HDR10 and colour tags. Timestamps pass through unchanged.
+
+use std::path::{Path, PathBuf};
+
+use ffmpeg_next::format::context::{Input, Output};
+use ffmpeg_next::{Packet, Rational, Rescale};
+use rave_core::error::{EngineError, Result};
+
+use crate::carried_metadata::CarriedMetadata;
+use crate::codec_choice::{Container, VideoCodec};
+use crate::reader::CopiedPacket;
+use crate::stream_plan;
+use crate::sys;
+use crate::writer::{CopyOutcome, WriterSummary};
+
+/// FFmpeg's muxer for segment files: video only, any time base kept exactly, extradata
+/// stored, B-frame decode timestamps kept.
+pub const SEGMENT_MUXER: &str = "nut";
+
+/// The video stream an output holds.
+pub struct VideoStreamSpec {
+    /// Codec parameters (from the opened encoder, or from a segment file's stream).
+    pub parameters: ffmpeg_next::codec::Parameters,
+    /// The codec (for the container's tags).
+    pub codec: VideoCodec,
+    /// Time base of the packets' timestamps.
+    pub time_base: Rational,
+    /// Nominal frame rate.
+    pub frame_rate: Rational,
+}
+
+/// The input whose other streams, chapters, metadata and video tags an output carries.
+#[derive(Clone, Copy)]
+pub struct SourceStreams<'a> {
+    /// The demuxed input.
+    pub input: &'a Input,
+    /// Its main video stream (replaced by the upscaled one).
+    pub video_index: usize,
+}
+
+/// What an output file is made of.
+pub struct OutputDescription<'a> {
+    /// The user's container, or `None` for a video-only segment file.
+    pub container: Option<Container>,
+    /// The video stream.
+    pub video: VideoStreamSpec,
+    /// The source copied from (user outputs), or `None` (segment files).
+    pub source: Option<SourceStreams<'a>>,
+}
+
+/// Where each copied input stream goes: output index and both time bases.
+#[derive(Debug, Clone, Copy)]
+struct StreamRoute {
+    output: usize,
+    input_tb: Rational,
+    output_tb: Rational,
+    /// Added to timestamps after rescaling (output time base); see `codec_delay_offset`.
+    offset: i64,
+    /// The last decode timestamp written (output time base).
+    last_dts: Option<i64>,
+}
+
+/// An output file being written.
+pub struct Muxer {
+    /// The path messages name (the user's, not the temporary file's).
+    shown_as: PathBuf,
+    output: Output,
+    video_tb: Rational,
+    last_video_dts: Option<i64>,
+    routes: Vec<Option<StreamRoute>>,
+    /// The muxer needs strictly increasing decode timestamps (MP4/MOV; Matroska takes equal
+    /// ones).
+    strict_dts: bool,
+    /// Where the video written so far ends, in seconds of the input's timeline.
+    video_end_s: f64,
+    frame_rate: Rational,
+    summary: WriterSummary,
+    finished: bool,
+}
+
+impl Muxer {
+    /// Create `path` as `description` says and write its header. Messages name `shown_as`
+    /// (the path the user asked for; `path` may be a temporary file beside it). Everything
+    /// the container cannot hold is refused before anything is written.
+    pub fn create(
+        path: &Path,
+        shown_as: &Path,
+        description: &OutputDescription<'_>,
+    ) -> Result<Self> {
+        crate::init();
+        let unwritable = |reason: String| EngineError::OutputUnwritable {
+            path: shown_as.to_path_buf(),
+            reason,
+        };
+        let video = &description.video;
+        let muxer = description
+            .container
+            .map_or(SEGMENT_MUXER, Container::muxer);
+        let source = description
+            .source
+            .filter(|_| description.container.is_some());
+        let plan = match (source, description.container) {
+            (Some(src), Some(container)) => Some((
+                stream_plan::plan_streams(src.input, src.video_index, container, shown_as)?,
+                CarriedMetadata::of(src.input, src.video_index, container),
+            )),
+            _ => None,
+        };
+        let mut output =
+            ffmpeg_next::format::output_as(&path, muxer).map_err(|e| unwritable(e.to_string()))?;
+        // Stream 0: the upscaled video.
+        {
+            let mut ost = output
+                .add_stream(ffmpeg_next::encoder::find_by_name(
+                    video.codec.encoder_name(),
+                ))
+                .map_err(|e| unwritable(e.to_string()))?;
+            ost.set_parameters(video.parameters.clone());
+            ost.set_time_base(video.time_base);
+            ost.set_avg_frame_rate(video.frame_rate);
+            if let Some(src) = source {
+                let in_video = src.input.stream(src.video_index).expect("source video");
+                ost.set_metadata(in_video.metadata().to_owned());
+            }
+        }
+        let hevc_in_mp4 = video.codec == VideoCodec::Hevc
+            && description
+                .container
+                .is_some_and(|c| c != Container::Matroska);
+        sys::set_codec_tag(
+            &mut output,
+            0,
+            if hevc_in_mp4 { fourcc(b"hvc1") } else { 0 },
+        );
+        let mut routes = Vec::new();
+        let mut summary = WriterSummary {
+            encoder: video.codec.encoder_name().into(),
+            ..Default::default()
+        };
+        if let (Some(src), Some((plan, carried))) = (source, plan) {
+            let input = src.input;
+            sys::copy_disposition(input, src.video_index, &mut output, 0);
+            carried.apply(&mut output, 0);
+            summary.skipped_streams = plan.skipped;
+            summary.warnings = carried.warnings;
+            routes = vec![None; input.nb_streams() as usize];
+            for &idx in &plan.copied {
+                let ist = input.stream(idx).expect("planned stream");
+                let out_index = {
+                    let mut ost = output
+                        .add_stream(ffmpeg_next::encoder::find(ffmpeg_next::codec::Id::None))
+                        .map_err(|e| unwritable(e.to_string()))?;
+                    ost.set_parameters(ist.parameters());
+                    ost.set_time_base(ist.time_base());
+                    ost.set_metadata(ist.metadata().to_owned());
+                    ost.index()
+                };
+                sys::set_codec_tag(&mut output, out_index, 0);
+                sys::copy_disposition(input, idx, &mut output, out_index);
+                routes[idx] = Some(StreamRoute {
+                    output: out_index,
+                    input_tb: ist.time_base(),
+                    output_tb: ist.time_base(),
+                    offset: 0,
+                    last_dts: None,
+                });
+                summary.copied_streams.push(idx);
+            }
+            for ch in input.chapters() {
+                let title = ch.metadata().get("title").unwrap_or("").to_owned();
+                output
+                    .add_chapter(ch.id(), ch.time_base(), ch.start(), ch.end(), &title)
+                    .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
+            }
+            output.set_metadata(input.metadata().to_owned());
+        }
+        let mut header_options = ffmpeg_next::Dictionary::new();
+        if description.container == Some(Container::Matroska) {
+            // Matroska stores codec delay (Opus pre-skip) itself; FFmpeg's default shift to
+            // non-negative timestamps would move the video by that delay on every pass.
+            header_options.set("avoid_negative_ts", "disabled");
+        }
+        output
+            .write_header_with(header_options)
+            .map_err(|e| unwritable(format!("cannot write the container header: {e}")))?;
+
+        // The muxer may have picked its own time bases.
+        let video_tb = output.stream(0).expect("stream 0").time_base();
+        if let (Some(src), Some(container)) = (source, description.container) {
+            for (idx, slot) in routes.iter_mut().enumerate() {
+                if let Some(route) = slot {
+                    let tb = output
+                        .stream(route.output)
+                        .expect("added stream")
+                        .time_base();
+                    route.output_tb = tb;
+                    route.offset = codec_delay_offset(src.input, idx, container, tb);
+                }
+            }
+        }
+        let strict_dts = sys::muxer_wants_strict_dts(&output);
+        Ok(Self {
+            shown_as: shown_as.to_path_buf(),
+            output,
+            video_tb,
+            last_video_dts: None,
+            routes,
+            strict_dts,
+            video_end_s: f64::NEG_INFINITY,
+            frame_rate: video.frame_rate,
+            summary,
+            finished: false,
+        })
+    }
+
+    /// Write a video packet whose timestamps are in `time_base`. Decode timestamps are kept
+    /// increasing across the joins of segments (a later segment's first decode timestamp,
+    /// moved back by its B-frame delay, may not pass the last one written); presentation
+    /// timestamps are never changed.
+    pub fn write_video(&mut self, mut packet: Packet, time_base: Rational) -> Result<()> {
+        let end = packet.pts().map(|p| {
+            let rate = f64::from(self.frame_rate);
+            p as f64 * f64::from(time_base) + if rate > 0.0 { 1.0 / rate } else { 0.0 }
+        });
+        packet.set_stream(0);
+        packet.set_position(-1);
+        packet.rescale_ts(time_base, self.video_tb);
+        if let (Some(dts), Some(last)) = (packet.dts(), self.last_video_dts)
+            && dts <= last
+        {
+            let moved = last + 1;
+            if packet.pts().is_some_and(|p| p < moved) {
+                return Err(EngineError::Mux(format!(
+                    "{}: a video packet's decode time cannot follow the one before it (pts {:?}, dts {dts}, previous dts {last}); the segments do not join",
+                    self.shown_as.display(),
+                    packet.pts()
+                )));
+            }
+            packet.set_dts(Some(moved));
+        }
+        self.last_video_dts = packet.dts().or(self.last_video_dts);
+        if let Some(end) = end {
+            self.video_end_s = self.video_end_s.max(end);
+        }
+        packet
+            .write_interleaved(&mut self.output)
+            .map_err(|e| self.mux_error(e))?;
+        self.summary.video_packets += 1;
+        Ok(())
+    }
+
+    /// Count `n` frames encoded into this file.
+    pub fn count_frames(&mut self, n: u64) {
+        self.summary.frames_encoded += n;
+    }
+
+    /// Note that the video reaches `end_s` (seconds of the input's timeline) before its
+    /// packets are out of the encoder.
+    pub fn extend_video_end(&mut self, end_s: f64) {
+        self.video_end_s = self.video_end_s.max(end_s);
+    }
+
+    /// The nominal frame rate of the video.
+    pub fn frame_rate(&self) -> Rational {
+        self.frame_rate
+    }
+
+    /// Write a packet of a copied stream, unchanged but for its timestamps' time base. A
+    /// packet the muxer refuses as invalid (damaged data: a broken header a bitstream filter
+    /// cannot parse, timestamps it cannot store) is left out and reported as `Refused`;
+    /// other failures are output errors.
+    pub fn copy_packet(&mut self, copied: CopiedPacket) -> Result<CopyOutcome> {
+        let Some(route) = self.routes.get(copied.input_stream).copied().flatten() else {
+            return Ok(CopyOutcome::Written);
+        };
+        let at_s = Some(self.packet_start_s(&copied))
+            .filter(|t| t.is_finite())
+            .unwrap_or(0.0);
+        let mut packet = copied.packet;
+        packet.rescale_ts(route.input_tb, route.output_tb);
+        if route.offset != 0 {
+            packet.set_pts(packet.pts().map(|t| t + route.offset));
+            packet.set_dts(packet.dts().map(|t| t + route.offset));
+        }
+        // Two packets sharing a rounded timestamp: one tick later for a muxer that needs
+        // them strictly increasing.
+        if let (Some(dts), Some(last)) = (packet.dts(), route.last_dts)
+            && self.strict_dts
+            && dts <= last
+        {
+            packet.set_dts(Some(last + 1));
+            packet.set_pts(packet.pts().map(|p| p.max(last + 1)));
+        }
+        packet.set_stream(route.output);
+        packet.set_position(-1);
+        let dts = packet.dts();
+        match packet.write_interleaved(&mut self.output) {
+            Ok(()) => {
+                if let Some(Some(r)) = self.routes.get_mut(copied.input_stream) {
+                    r.last_dts = dts.or(r.last_dts);
+                }
+                self.summary.copied_packets += 1;
+                Ok(CopyOutcome::Written)
+            }
+            Err(e) if is_invalid_data(&e) => {
+                let why = format!(
+                    "stream #{}: the packet at {at_s:.3} s cannot be stored ({e})",
+                    copied.input_stream
+                );
+                self.summary.refused_packets += 1;
+                self.summary
+                    .first_refusal
+                    .get_or_insert_with(|| why.clone());
+                Ok(CopyOutcome::Refused(why))
+            }
+            Err(e) => Err(self.mux_error(e)),
+        }
+    }
+
+    /// Where the video written so far ends, in seconds of the input's timeline (minus
+    /// infinity before the first frame).
+    pub fn video_end_s(&self) -> f64 {
+        self.video_end_s
+    }
+
+    /// Where a copied packet starts, in seconds of the input's timeline (minus infinity when
+    /// it has no timestamp or its stream is not copied).
+    pub fn packet_start_s(&self, copied: &CopiedPacket) -> f64 {
+        let route = self.routes.get(copied.input_stream).copied().flatten();
+        match (route, copied.packet.pts().or(copied.packet.dts())) {
+            (Some(r), Some(t)) => t as f64 * f64::from(r.input_tb),
+            _ => f64::NEG_INFINITY,
+        }
+    }
+
+    /// `n` copied packets were left out of an interrupted run's file (they start after its
+    /// last frame).
+    pub fn count_trimmed(&mut self, n: u64) {
+        self.summary.trimmed_packets += n;
+    }
+
+    /// What was written so far.
+    pub fn summary(&self) -> &WriterSummary {
+        &self.summary
+    }
+
+    /// Write the trailer (once): the file is complete and plays.
+    pub fn finish(&mut self) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        self.output.write_trailer().map_err(|e| self.mux_error(e))
+    }
+
+    fn mux_error(&self, e: ffmpeg_next::Error) -> EngineError {
+        EngineError::Mux(format!("{}: writing failed: {e}", self.shown_as.display()))
+    }
+}
+
+/// Whether a muxer error is about the packet's data or timestamps (not the output file).
+fn is_invalid_data(e: &ffmpeg_next::Error) -> bool {
+    matches!(e, ffmpeg_next::Error::InvalidData)
+        || matches!(e, ffmpeg_next::Error::Other { errno } if *errno == ffmpeg_next::util::error::EINVAL)
+}
+
+/// Matroska's demuxer subtracts an Opus track's codec delay from its timestamps, but the
+/// muxer does not add it back; add it here so copied Opus keeps its exact timestamps.
+fn codec_delay_offset(input: &Input, index: usize, container: Container, tb: Rational) -> i64 {
+    let is_opus = input
+        .stream(index)
+        .is_some_and(|s| s.parameters().id() == ffmpeg_next::codec::Id::OPUS);
+    if container != Container::Matroska || !is_opus {
+        return 0;
+    }
+    sys::opus_pre_skip(input, index).rescale(Rational::new(1, 48_000), tb)
+}
+
+fn fourcc(tag: &[u8; 4]) -> u32 {
+    u32::from_le_bytes(*tag)
+}

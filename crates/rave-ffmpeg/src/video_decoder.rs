@@ -1,0 +1,206 @@
+//! `VideoDecoder`: the decoder of an input's main video stream, in software (frame threads)
+//! or on NVDEC, turning packets into host frames or device surfaces of one fixed size.
+
+use std::path::{Path, PathBuf};
+
+use ffmpeg_next::codec::threading::{Config as Threading, Type as ThreadingType};
+use ffmpeg_next::frame::Video as VideoFrame;
+use ffmpeg_next::util::error::EAGAIN;
+use ffmpeg_next::{Packet, Rational};
+use rave_core::color::ColorInfo;
+use rave_core::error::{EngineError, Result};
+
+use crate::demuxer::Demuxer;
+use crate::frame_convert::{FrameImporter, pixel_from_raw};
+use crate::log_watch::LogWatch;
+use crate::nvdec::{CudaDevice, CudaFrame};
+use crate::reader::DecodedImage;
+use crate::{color, sys};
+
+/// What asking the decoder for a frame gave.
+pub enum Received {
+    /// A frame is ready in `VideoDecoder::frame`.
+    Frame,
+    /// The decoder needs more packets.
+    Again,
+    /// The decoder is drained.
+    Eof,
+    /// The decoder failed on what it was given.
+    Error(ffmpeg_next::Error),
+}
+
+/// The opened decoder of one video stream.
+pub struct VideoDecoder {
+    path: PathBuf,
+    decoder: ffmpeg_next::decoder::Video,
+    importer: FrameImporter,
+    color: ColorInfo,
+    time_base: Rational,
+    frame_rate: Rational,
+    constant_rate: bool,
+    decoded: VideoFrame,
+    draining: bool,
+    /// The size every frame must have (the output has one size).
+    frame_size: (u32, u32),
+}
+
+impl VideoDecoder {
+    /// Open the decoder of `demuxer`'s video stream, on NVDEC through `nvdec` when given
+    /// (FFmpeg falls back to software for what NVDEC cannot take; up to `extra` decoded
+    /// surfaces may be held downstream). Also returns the watch on the decoder's log.
+    pub fn open(demuxer: &Demuxer, nvdec: Option<(&CudaDevice, i32)>) -> Result<(Self, LogWatch)> {
+        let path = demuxer.path();
+        let input = demuxer.input();
+        let video_index = demuxer.video_index();
+        let stream = input.stream(video_index).expect("valid stream index");
+        let params = stream.parameters();
+        let codec_name = params.id().name().to_owned();
+        let mut ctx = ffmpeg_next::codec::context::Context::from_parameters(params)
+            .map_err(|e| EngineError::Decode(e.to_string()))?;
+        // SAFETY: `ctx` owns a valid, not yet opened codec context whose `opaque` RAVE
+        // does not otherwise use.
+        let log = unsafe { LogWatch::decoder(ctx.as_mut_ptr()) };
+        match nvdec {
+            // SAFETY: `ctx` owns a valid, not yet opened codec context.
+            Some((device, extra)) => device.attach(unsafe { ctx.as_mut_ptr() }, extra)?,
+            None => ctx.set_threading(Threading {
+                kind: ThreadingType::Frame,
+                count: 0,
+                ..Default::default()
+            }),
+        }
+        let decoder = ctx
+            .decoder()
+            .video()
+            .map_err(|_| EngineError::UnsupportedCodec {
+                path: path.to_path_buf(),
+                reason: if codec_name == "none" {
+                    "its video codec is not one FFmpeg recognises; convert the file to H.264/HEVC/AV1 first".into()
+                } else {
+                    format!(
+                        "video codec '{codec_name}' has no decoder in this FFmpeg build; convert the file to H.264/HEVC/AV1 first"
+                    )
+                },
+            })?;
+        let raw = sys::stream_params(input, video_index);
+        let pix = ffmpeg_next::format::Pixel::from(pixel_from_raw(raw.format));
+        let color = color::resolve(raw.color_space, raw.color_range, pix, raw.height as u32);
+        let rate = stream.avg_frame_rate();
+        let frame_rate = if rate.numerator() > 0 {
+            rate
+        } else {
+            stream.rate()
+        };
+        let constant_rate = stream.avg_frame_rate() == stream.rate() && frame_rate.numerator() > 0;
+        let frame_size = (decoder.width(), decoder.height());
+        let decoder = Self {
+            path: path.to_path_buf(),
+            decoder,
+            importer: FrameImporter::new(color),
+            color,
+            time_base: stream.time_base(),
+            frame_rate,
+            constant_rate,
+            decoded: VideoFrame::empty(),
+            draining: false,
+            frame_size,
+        };
+        Ok((decoder, log))
+    }
+
+    /// The conversion colour description of the video.
+    pub fn color(&self) -> ColorInfo {
+        self.color
+    }
+
+    /// Time base of the frames' timestamps (the stream's).
+    pub fn time_base(&self) -> Rational {
+        self.time_base
+    }
+
+    /// The stream's nominal frame rate, and whether it is constant.
+    pub fn frame_rate(&self) -> (Rational, bool) {
+        (self.frame_rate, self.constant_rate)
+    }
+
+    /// Coded size of the video.
+    pub fn size(&self) -> (u32, u32) {
+        self.frame_size
+    }
+
+    /// Whether end of stream was sent.
+    pub fn draining(&self) -> bool {
+        self.draining
+    }
+
+    /// Send one packet; `Again` when the decoder's output must be taken first.
+    pub fn send(&mut self, packet: &Packet) -> std::result::Result<(), ffmpeg_next::Error> {
+        self.decoder.send_packet(packet)
+    }
+
+    /// Signal the end of the stream (once).
+    pub fn send_eof(&mut self) {
+        if !self.draining {
+            self.draining = true;
+            // An error here means the decoder was already flushed.
+            let _ = self.decoder.send_eof();
+        }
+    }
+
+    /// Drop every frame and reference the decoder holds (after a seek).
+    pub fn flush(&mut self) {
+        self.decoder.flush();
+        self.draining = false;
+    }
+
+    /// Ask for the next frame; a frame of another size than the first is an error.
+    pub fn receive(&mut self, index: u64) -> Result<Received> {
+        match self.decoder.receive_frame(&mut self.decoded) {
+            Ok(()) => {
+                let size = (self.decoded.width(), self.decoded.height());
+                if size != self.frame_size {
+                    return Err(EngineError::Decode(format!(
+                        "{}: the video changes size mid-stream at frame {index} ({}x{} -> {}x{}); RAVE writes one size per file: split the input where it changes (e.g. with ffmpeg -ss/-t) and upscale the parts",
+                        self.path.display(),
+                        self.frame_size.0,
+                        self.frame_size.1,
+                        size.0,
+                        size.1
+                    )));
+                }
+                Ok(Received::Frame)
+            }
+            Err(ffmpeg_next::Error::Eof) => Ok(Received::Eof),
+            Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => Ok(Received::Again),
+            Err(e) => Ok(Received::Error(e)),
+        }
+    }
+
+    /// The frame `receive` just produced.
+    pub fn frame(&self) -> &VideoFrame {
+        &self.decoded
+    }
+
+    /// Whether the decoder flagged the frame just produced as damaged.
+    pub fn frame_is_damaged(&self) -> bool {
+        // SAFETY: `decoded` wraps a valid AVFrame just filled by the decoder.
+        sys::frame_is_damaged(unsafe { self.decoded.as_ptr() })
+    }
+
+    /// The pixels of the frame just produced: a reference to its NVDEC surface, or a host
+    /// copy; says which through the variant.
+    pub fn take_image(&mut self) -> Result<DecodedImage> {
+        // SAFETY: `decoded` wraps a valid AVFrame just filled by the decoder.
+        Ok(
+            match unsafe { CudaFrame::reference(self.decoded.as_ptr()) } {
+                Some(surface) => DecodedImage::Cuda(surface),
+                None => DecodedImage::Host(self.importer.import(&self.decoded)?),
+            },
+        )
+    }
+
+    /// The file being decoded.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
