@@ -310,9 +310,39 @@ pub struct UpscaleArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub max_frames: Option<u64>,
+    /// Segments, parallel workers and the work folder.
+    #[command(flatten)]
+    pub segments: SegmentArgs,
     /// Shared pipeline options.
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// How a job is cut into segments, run and resumed.
+#[derive(Debug, Args, Clone)]
+pub struct SegmentArgs {
+    /// Target segment length in frames, 1 to 1000000000 (default: about a minute of video);
+    /// each segment ends at the next keyframe after it. A shorter clip is one segment.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
+    pub segment_frames: Option<u64>,
+    /// Segments upscaled at once, 1 to 64, each with its own decoder, model session and
+    /// encoder (default: 2 where a GPU runs the model, 1 on the CPU). More helps where the
+    /// software encoder is the bottleneck (slow presets, x265, many cores).
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(1, 64))]
+    pub jobs: Option<usize>,
+    /// Work folder for the segments and the job's manifest (default: .OUT.rave-work beside
+    /// the output). It is removed after a complete run; an interrupted run keeps it, and
+    /// the same command resumes from its finished segments.
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
+    /// Keep the work folder after a complete run.
+    #[arg(long)]
+    pub keep_work: bool,
+    /// Discard a work folder planned with other settings (or another input) and start over.
+    #[arg(long)]
+    pub restart: bool,
 }
 
 /// `rave benchmark`.

@@ -179,9 +179,21 @@ fn two_runs_on_one_output_cannot_both_succeed() {
     let (code, _, err) = first.finish();
     assert_eq!(code, Some(130), "{err}");
 
-    // Free again: the next run succeeds, and the one after it finds the result.
+    // Free again, but the interrupted job's work folder is kept for its resume: a run with
+    // other settings is refused until it asks to start over; then it succeeds, and the one
+    // after it finds the result.
     let m = fixture("nearest_x2.onnx");
-    assert_exit(&upscale(&input, &output, &m, &["--max-frames", "2"]), 0);
+    let o = upscale(&input, &output, &m, &["--max-frames", "2"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("cannot be resumed") && stderr(&o).contains("--restart"),
+        "{}",
+        stderr(&o)
+    );
+    assert_exit(
+        &upscale(&input, &output, &m, &["--max-frames", "2", "--restart"]),
+        0,
+    );
     let o = upscale(&input, &output, &m, &["--max-frames", "2"]);
     assert_exit(&o, 4);
     assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
@@ -209,7 +221,8 @@ fn the_temp_file_of_a_killed_run_is_removed_by_the_next_run() {
     );
     assert_exit(&o, 0);
     assert_eq!(temp_files_left(d), Vec::<String>::new());
-    assert_eq!(files_in(d), ["in.mp4", "next.mp4"]);
+    // The killed job's work folder stays for its resume.
+    assert_eq!(files_in(d), [".killed.mp4.rave-work", "in.mp4", "next.mp4"]);
 }
 
 #[test]
@@ -233,7 +246,11 @@ fn a_second_ctrl_c_removes_the_temp_file_before_leaving() {
     assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("aborted"), "the second Ctrl+C aborted: {err}");
     assert_eq!(temp_files_left(d), Vec::<String>::new());
-    assert_eq!(files_in(d), ["in.mp4"], "nothing is left but the input");
+    assert_eq!(
+        files_in(d),
+        [".out.mp4.rave-work", "in.mp4"],
+        "nothing is left but the input and the job's work folder (for the resume)"
+    );
 }
 
 #[test]

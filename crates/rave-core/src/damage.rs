@@ -1,10 +1,11 @@
 //! `InputDamage`: what reading an input lost or found damaged, compared against what its
 //! container declares. The reader fills it; the run refuses (or, when allowed, reports) it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How much of an input was missing or damaged. All zero (and no problem) means clean.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct InputDamage {
     /// Video frames the container declares (sample count, frame-count tag), when it does.
     pub frames_declared: Option<u64>,

@@ -21,6 +21,7 @@ pub mod muxer;
 pub mod nvdec;
 pub mod probe;
 pub mod reader;
+pub mod segment_file;
 pub mod splice;
 pub mod stream_plan;
 pub mod structure_check;

@@ -16,9 +16,11 @@ use crate::stream_plan;
 use crate::sys;
 use crate::writer::{CopyOutcome, WriterSummary};
 
-/// FFmpeg's muxer for segment files: video only, any time base kept exactly, extradata
-/// stored, B-frame decode timestamps kept.
-pub const SEGMENT_MUXER: &str = "nut";
+/// FFmpeg's muxer for segment files: MP4 stores every packet's decode and
+/// presentation timestamps explicitly in the stream's own time scale and the codec headers
+/// out of band. It may shift a segment's timestamps as a whole (to start its decode times at
+/// zero); the assembler moves them back by the segment's known first timestamp.
+pub const SEGMENT_MUXER: &str = "mp4";
 
 /// The video stream an output holds.
 pub struct VideoStreamSpec {
@@ -178,6 +180,13 @@ impl Muxer {
             output.set_metadata(input.metadata().to_owned());
         }
         let mut header_options = ffmpeg_next::Dictionary::new();
+        if description.container.is_none() && video.time_base.numerator() == 1 {
+            // Keep the source's time base as the track's time scale: no rounding.
+            header_options.set(
+                "video_track_timescale",
+                &video.time_base.denominator().to_string(),
+            );
+        }
         if description.container == Some(Container::Matroska) {
             // Matroska stores codec delay (Opus pre-skip) itself; FFmpeg's default shift to
             // non-negative timestamps would move the video by that delay on every pass.

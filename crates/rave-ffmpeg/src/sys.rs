@@ -446,14 +446,8 @@ pub fn seek_to_keyframe(
     let stream = i32::try_from(index).map_err(|_| ffmpeg_next::Error::StreamNotFound)?;
     // SAFETY: the input context is valid and exclusively borrowed; `stream` is one of its
     // streams.
-    let ret = unsafe {
-        ffi::av_seek_frame(
-            input.as_mut_ptr(),
-            stream,
-            pts,
-            ffi::AVSEEK_FLAG_BACKWARD as i32,
-        )
-    };
+    let ret =
+        unsafe { ffi::av_seek_frame(input.as_mut_ptr(), stream, pts, ffi::AVSEEK_FLAG_BACKWARD) };
     if ret < 0 {
         return Err(ffmpeg_next::Error::from(ret));
     }

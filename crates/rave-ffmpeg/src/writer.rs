@@ -52,6 +52,8 @@ pub struct MediaWriter {
     encoder: VideoEncoder,
     muxer: Muxer,
     finished: bool,
+    /// The earliest timestamp of the frames sent.
+    first_pts: Option<i64>,
 }
 
 /// Open the encoder for `reader`'s video upscaled to `width` x `height`, as `container`
@@ -76,12 +78,8 @@ fn open_encoder(
     };
     stream_plan::check_video(container, planned, shown_as)?;
     let carried = CarriedMetadata::of(input, vidx, container);
-    let in_video = input.stream(vidx).expect("reader's video stream");
     let raw = sys::stream_params(input, vidx);
-    let rate = [in_video.avg_frame_rate(), in_video.rate()]
-        .into_iter()
-        .find(|r| r.numerator() > 0 && r.denominator() > 0)
-        .unwrap_or(Rational::new(25, 1));
+    let rate = nominal_frame_rate(reader);
     let geometry = EncoderGeometry {
         width,
         height,
@@ -103,6 +101,19 @@ fn open_encoder(
         &carried.encoder_params(settings.codec),
     )?;
     Ok((encoder, rate))
+}
+
+/// The nominal frame rate the output's video is tagged with: the source's average rate, else
+/// its base rate, else 25.
+pub fn nominal_frame_rate(reader: &VideoReader) -> Rational {
+    let in_video = reader
+        .input()
+        .stream(reader.video_index())
+        .expect("reader's video stream");
+    [in_video.avg_frame_rate(), in_video.rate()]
+        .into_iter()
+        .find(|r| r.numerator() > 0 && r.denominator() > 0)
+        .unwrap_or(Rational::new(25, 1))
 }
 
 impl MediaWriter {
@@ -131,9 +142,11 @@ impl MediaWriter {
     }
 
     /// Create the segment file `path`: `reader`'s video upscaled to `width` x `height`,
-    /// encoded as the final output in `container` needs it, with no other stream.
+    /// encoded as the final output in `container` needs it, with no other stream. Messages
+    /// name `shown_as` (the user's output).
     pub fn create_segment(
         path: &Path,
+        shown_as: &Path,
         container: Container,
         reader: &VideoReader,
         settings: &EncoderSettings,
@@ -142,7 +155,7 @@ impl MediaWriter {
     ) -> Result<Self> {
         Self::open(
             path,
-            path,
+            shown_as,
             container,
             reader,
             settings,
@@ -180,6 +193,7 @@ impl MediaWriter {
             encoder,
             muxer,
             finished: false,
+            first_pts: None,
         })
     }
 
@@ -209,6 +223,11 @@ impl MediaWriter {
         self.muxer.summary()
     }
 
+    /// The earliest timestamp of the frames written (the encoder's time base).
+    pub fn first_pts(&self) -> Option<i64> {
+        self.first_pts
+    }
+
     fn write_encoded(&mut self) -> Result<()> {
         let tb = self.encoder.time_base();
         while let Some(packet) = self.encoder.receive()? {
@@ -233,6 +252,10 @@ impl FrameSink for MediaWriter {
         let rate = f64::from(self.muxer.frame_rate());
         let end = frame.meta.pts as f64 * tb + if rate > 0.0 { 1.0 / rate } else { 0.0 };
         self.muxer.extend_video_end(end);
+        self.first_pts = Some(
+            self.first_pts
+                .map_or(frame.meta.pts, |p| p.min(frame.meta.pts)),
+        );
         self.encoder.send(&frame)?;
         self.muxer.count_frames(1);
         self.write_encoded()

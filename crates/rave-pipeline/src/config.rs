@@ -122,6 +122,25 @@ impl Default for ChannelCapacities {
     }
 }
 
+/// How a job is cut into segments, how many run at once, and where they are kept.
+#[derive(Debug, Clone, Default)]
+pub struct SegmentOptions {
+    /// Target segment length in frames (cut at the next keyframe); default about a minute.
+    pub segment_frames: Option<u64>,
+    /// Segments processed at once, each with its own decoder, model session and encoder;
+    /// default: see `default_jobs`.
+    pub jobs: Option<usize>,
+    /// The work folder (default `.NAME.rave-work` beside the output).
+    pub work: Option<PathBuf>,
+    /// Keep the work folder after a complete run.
+    pub keep_work: bool,
+    /// Start over instead of resuming a job planned with other settings.
+    pub restart: bool,
+    /// The `rave upscale` options of the run, recorded in the manifest so `rave segment`
+    /// runs the same settings anywhere.
+    pub options: Vec<String>,
+}
+
 /// Everything one `rave upscale` needs.
 #[derive(Debug, Clone)]
 pub struct UpscaleConfig {
@@ -152,4 +171,6 @@ pub struct UpscaleConfig {
     /// Replace the encode stage by a sink that drops the frames (benchmarks): no file is
     /// written and no other stream is copied.
     pub null_output: bool,
+    /// Segmenting, parallel workers and the work folder.
+    pub segments: SegmentOptions,
 }

@@ -15,11 +15,15 @@ pub mod output_file;
 pub mod output_lock;
 pub mod progress;
 pub mod report;
+pub mod segments;
+pub mod stage_run;
 pub mod stages;
 pub mod upscale;
 
 pub use cancel::CancelToken;
-pub use config::{ChannelCapacities, Device, GpuOptions, PrecisionChoice, UpscaleConfig};
+pub use config::{
+    ChannelCapacities, Device, GpuOptions, PrecisionChoice, SegmentOptions, UpscaleConfig,
+};
 pub use progress::{Progress, ProgressSink};
 pub use report::RunReport;
 pub use upscale::run_upscale;

@@ -89,6 +89,31 @@ pub struct RunReport {
     pub mux: WriterSummary,
     /// The GPU path's own report, when the GPU ran the model.
     pub gpu: Option<GpuRunReport>,
+    /// How the job was cut into segments and how many were reused.
+    pub segments: SegmentsReport,
+}
+
+/// How a job was segmented and run.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentsReport {
+    /// Segments in the job.
+    pub total: usize,
+    /// Segments processed by this run.
+    pub processed: usize,
+    /// Segments reused from an earlier, interrupted run.
+    pub reused: usize,
+    /// Segments processed at once.
+    pub jobs: usize,
+    /// Target segment length in frames.
+    pub segment_frames: u64,
+    /// Why the video is one segment, when it is for a reason other than its length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub single_reason: Option<String>,
+    /// The work folder (`None` for a null sink); kept after a partial or failed run, or
+    /// with `--keep-work`.
+    pub work: Option<PathBuf>,
+    /// Whether the work folder is still there.
+    pub work_kept: bool,
 }
 
 /// What the GPU path did: backend metrics, how frames entered and left the GPU, VRAM and pool.

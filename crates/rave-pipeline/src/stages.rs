@@ -12,9 +12,7 @@ use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{HostRgbFrame, HostYuvFrame};
 use rave_core::metrics::StageMetrics;
-use rave_ffmpeg::{MediaWriter, VideoReader};
-
-pub use crate::copied_streams::CopiedStreams;
+use rave_ffmpeg::VideoReader;
 
 use crate::cancel::{CancelToken, StopReason};
 use crate::channel::{recv, send};
@@ -250,12 +248,11 @@ pub fn infer(
     Ok(())
 }
 
-/// Encode and mux frames (with the copied streams' packets interleaved), then finalize the
-/// file unless the run failed. Returns whether the file was finalized.
-pub fn encode(
-    writer: &mut MediaWriter,
+/// Encode and write frames into `sink`, then finalize its file unless the run failed (an
+/// interrupted run's file keeps the frames done). Returns whether the file was finalized.
+pub fn encode<S: FrameSink + ?Sized>(
+    sink: &mut S,
     rx: Receiver<HostYuvFrame>,
-    mut copied: CopiedStreams,
     progress: &dyn ProgressSink,
     frames_total: Option<u64>,
     cancel: &CancelToken,
@@ -264,8 +261,7 @@ pub fn encode(
     let start = Instant::now();
     while let Some(frame) = recv(&rx, cancel) {
         let t = Instant::now();
-        writer.write_frame(frame)?;
-        copied.write_up_to_video(writer)?;
+        sink.write_frame(frame)?;
         metrics.record(t.elapsed());
         progress.frame_written(&Progress::new(
             metrics.frames(),
@@ -273,15 +269,11 @@ pub fn encode(
             start.elapsed(),
         ));
     }
-    match cancel.reason() {
-        Some(StopReason::Failure) => return Ok(false),
-        // A partial file: its audio ends with its last frame.
-        Some(StopReason::User) => copied.leave_out_the_rest(writer)?,
-        None => {}
+    if cancel.reason() == Some(StopReason::Failure) {
+        return Ok(false);
     }
     let t = Instant::now();
-    copied.write_all(writer)?;
-    writer.finish()?;
+    sink.finish()?;
     metrics.add_busy(t.elapsed());
     Ok(true)
 }

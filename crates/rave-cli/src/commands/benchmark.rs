@@ -22,6 +22,14 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         preset: Some(args.preset.clone()),
         overwrite: true,
         max_frames: args.frames,
+        // One worker: the benchmark measures one pipeline's stages.
+        segments: crate::args::SegmentArgs {
+            segment_frames: None,
+            jobs: Some(1),
+            work: None,
+            keep_work: false,
+            restart: false,
+        },
         run: args.run.clone(),
     };
     let config = pipeline_config(global, &args.run, &as_upscale, encoder)?;

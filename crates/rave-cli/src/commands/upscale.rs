@@ -115,6 +115,14 @@ pub fn pipeline_config(
         runtime_candidates: locate::runtime_candidates(global),
         max_frames: args.max_frames,
         null_output: false,
+        segments: rave_pipeline::SegmentOptions {
+            segment_frames: args.segments.segment_frames,
+            jobs: args.segments.jobs,
+            work: args.segments.work.clone(),
+            keep_work: args.segments.keep_work,
+            restart: args.segments.restart,
+            options: Vec::new(),
+        },
     })
 }
 

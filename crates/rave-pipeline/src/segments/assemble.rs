@@ -1,0 +1,116 @@
+//! Assembling the output: the finished segments' packets in order, remuxed without
+//! re-encoding, with every audio, subtitle and attachment stream, chapters, metadata,
+//! rotation and colour tags copied from the source once. Video timestamps are the source's;
+//! decode timestamps stay increasing across the joins.
+
+use std::path::{Path, PathBuf};
+
+use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::muxer::{Muxer, OutputDescription, SourceStreams, VideoStreamSpec};
+use rave_ffmpeg::segment_file::SegmentFile;
+use rave_ffmpeg::writer::nominal_frame_rate;
+use rave_ffmpeg::{Container, DecodeStats, FrameBounds, VideoCodec, VideoReader, WriterSummary};
+
+use crate::cancel::{CancelToken, StopReason};
+use crate::copied_streams::CopiedStreams;
+
+/// What to assemble.
+pub struct AssemblyInput<'a> {
+    /// The source (for its other streams, chapters and metadata).
+    pub source: &'a Path,
+    /// The segment files in order, each with the timestamp of its first frame.
+    pub segments: Vec<(PathBuf, Option<i64>)>,
+    /// Frames they hold in all.
+    pub frames: u64,
+    /// The video codec they were encoded with.
+    pub codec: VideoCodec,
+    /// The output container.
+    pub container: Container,
+    /// Leave out refused packets of damaged copied streams instead of failing.
+    pub allow_corrupt: bool,
+    /// The video ends before the source's (an interrupted run): copied streams end with it.
+    pub partial: bool,
+}
+
+/// What assembling wrote and read.
+pub struct Assembled {
+    /// The muxer's account.
+    pub summary: WriterSummary,
+    /// The source reader's counters (copied packets).
+    pub source_stats: DecodeStats,
+    /// Packets of copied streams the source reader dropped or the muxer refused, with the
+    /// first reason.
+    pub refused: (u64, Option<String>),
+}
+
+/// Write the output into `path` (messages name `shown_as`).
+pub fn assemble(
+    input: &AssemblyInput<'_>,
+    path: &Path,
+    shown_as: &Path,
+    cancel: &CancelToken,
+) -> Result<Assembled> {
+    let Some((first_path, _)) = input.segments.first() else {
+        return Err(EngineError::InvariantViolation(
+            "assembling an output from no segment".into(),
+        ));
+    };
+    let first = SegmentFile::open(first_path)?;
+    let headers = first.extradata();
+    let mut source = VideoReader::open_within(input.source, None, FrameBounds::default(), None)?;
+    let mut muxer = {
+        let description = OutputDescription {
+            container: Some(input.container),
+            video: VideoStreamSpec {
+                parameters: first.parameters(),
+                codec: input.codec,
+                time_base: first.time_base(),
+                frame_rate: nominal_frame_rate(&source),
+            },
+            source: Some(SourceStreams {
+                input: source.input(),
+                video_index: source.video_index(),
+            }),
+        };
+        Muxer::create(path, shown_as, &description)?
+    };
+    drop(first);
+    {
+        let mut copied =
+            CopiedStreams::new(|| Ok(source.next_copied_packet()), input.allow_corrupt);
+        for (seg_path, first_pts) in &input.segments {
+            if cancel.reason() == Some(StopReason::Failure) {
+                return Err(EngineError::Cancelled);
+            }
+            let mut seg = SegmentFile::open(seg_path)?;
+            if let Some(first) = first_pts {
+                seg.restore_first_pts(*first);
+            }
+            if seg.extradata() != headers {
+                return Err(EngineError::Mux(format!(
+                    "{}: this segment was encoded with other codec headers than the first; its settings differ (redo it: remove the file and run the job again)",
+                    seg_path.display()
+                )));
+            }
+            let tb = seg.time_base();
+            while let Some(packet) = seg.next_packet()? {
+                muxer.write_video(packet, tb)?;
+                copied.write_up_to_video(&mut muxer)?;
+            }
+        }
+        muxer.count_frames(input.frames);
+        if input.partial {
+            copied.leave_out_the_rest(&mut muxer)?;
+        } else {
+            copied.write_all(&mut muxer)?;
+        }
+    }
+    muxer.finish()?;
+    let summary = muxer.summary().clone();
+    let refused = (summary.refused_packets, summary.first_refusal.clone());
+    Ok(Assembled {
+        summary,
+        source_stats: source.stats().clone(),
+        refused,
+    })
+}

@@ -1,0 +1,293 @@
+//! Preparing a job: check the input (damage is refused before the model loads), read its
+//! keyframe index, plan the segments, and create the work folder and manifest, or resume
+//! the job a manifest describes after checking that its input and settings are unchanged.
+
+use std::path::{Path, PathBuf};
+
+use rave_core::damage::InputDamage;
+use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::{Container, DecodeStats, VideoReader, probe};
+
+use super::fingerprint::{InputFingerprint, OutputSettings, file_sha256};
+use super::manifest::{MANIFEST_VERSION, Manifest, SegmentEntry, SegmentState};
+use super::plan::{SegmentPlan, default_segment_frames, plan_segments};
+use super::work_folder::WorkFolder;
+use super::worker::JobSpec;
+use crate::cancel::{CancelToken, StopReason};
+use crate::config::UpscaleConfig;
+use crate::progress::ProgressSink;
+use crate::stages;
+
+/// A job ready to run: its spec, manifest and work folder.
+pub struct PreparedJob {
+    /// What every segment shares.
+    pub spec: JobSpec,
+    /// The manifest (also on disk when there is a work folder).
+    pub manifest: Manifest,
+    /// The work folder, `None` for a null sink.
+    pub work: Option<WorkFolder>,
+    /// The work folder was created by this run (removed again if it fails with nothing
+    /// done).
+    pub created_work: bool,
+    /// Segments already done when the job started.
+    pub reused: usize,
+    /// The plan reader's counters (packets, timestamp restarts), when it read the input.
+    pub plan_stats: DecodeStats,
+    /// What the input cannot give the output, said once and kept for the report.
+    pub warnings: Vec<String>,
+}
+
+/// The absolute form of `path` (relative to the current folder).
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The output-affecting settings of `config` for an input of `bit_depth`.
+fn settings_of(
+    config: &UpscaleConfig,
+    bit_depth: u8,
+    segment_frames: u64,
+) -> Result<OutputSettings> {
+    let model_sha256 = file_sha256(&config.model)
+        .map_err(|e| EngineError::ModelNotFound(format!("{}: {e}", config.model.display())))?;
+    let container = Container::from_path(&config.output)?;
+    Ok(OutputSettings {
+        model_sha256,
+        device: format!("{:?}", config.device).to_lowercase(),
+        precision: format!("{:?}", config.gpu.precision).to_lowercase(),
+        codec: format!("{:?}", config.encoder.codec).to_lowercase(),
+        crf: config.encoder.crf,
+        preset: config.encoder.preset.clone(),
+        bit_depth,
+        container: container.muxer().into(),
+        max_frames: config.max_frames,
+        segment_frames,
+    })
+}
+
+/// Prepare the job of `config`: plan it (or resume the one its work folder holds).
+/// `after_input_checks` runs once the input is known to be usable (the output's checks
+/// come next, before the long read of the whole input).
+pub fn prepare(
+    config: &UpscaleConfig,
+    progress: &dyn ProgressSink,
+    cancel: &CancelToken,
+    after_input_checks: &mut dyn FnMut() -> Result<()>,
+) -> Result<PreparedJob> {
+    let container = Container::from_path(&config.output)?;
+    let info = probe(&config.input)?;
+    let in_size = info.frame_size()?;
+    // Damage the file shows up front (a truncated file, a CRC mismatch, headers FFmpeg could
+    // not parse) is refused before the model loads or any output exists.
+    let mut reader = VideoReader::open(&config.input)?;
+    if !config.allow_corrupt && reader.damage_seen() {
+        return Err(stages::refuse_damaged(&mut reader, cancel));
+    }
+    let mut warnings = Vec::new();
+    if !rave_ffmpeg::structure_check::is_checked(&info.container) {
+        let w = format!(
+            "the input's container ({}) has no structure or length RAVE can check: damage in it is found only where FFmpeg's demuxer or decoder reports it",
+            info.container
+        );
+        progress.warning(&w);
+        warnings.push(w);
+    }
+    // What the output's container cannot keep of the input (rotation in Matroska, field
+    // order), said before the work starts.
+    let carried = rave_ffmpeg::carried_metadata::CarriedMetadata::of(
+        reader.input(),
+        reader.video_index(),
+        container,
+    );
+    after_input_checks()?;
+    // Every stream the output must copy is checked against its container now, not after the
+    // upscale.
+    rave_ffmpeg::stream_plan::plan_streams(
+        reader.input(),
+        reader.video_index(),
+        container,
+        &config.output,
+    )?;
+    for w in &carried.warnings {
+        progress.warning(w);
+    }
+    let spec = JobSpec {
+        config: config.clone(),
+        container,
+        in_size,
+        structure: reader.structure_verdict(),
+    };
+    let bit_depth = reader.color().bit_depth;
+    let opts = &config.segments;
+    let work = (!config.null_output).then(|| match &opts.work {
+        Some(dir) => WorkFolder::at(dir),
+        None => WorkFolder::beside(&config.output),
+    });
+    if let Some(work) = &work
+        && work.has_manifest()
+    {
+        if opts.restart {
+            work.remove()?;
+        } else {
+            let manifest = work.read()?;
+            check_same_job(&manifest, config, work, bit_depth)?;
+            work.sweep_leftovers();
+            let reused = verify_done(work)?;
+            let manifest = work.read()?;
+            return Ok(PreparedJob {
+                spec,
+                manifest,
+                work: Some(work.clone()),
+                created_work: false,
+                reused,
+                plan_stats: DecodeStats::default(),
+                warnings,
+            });
+        }
+    }
+    // Read every packet once: the keyframe index, and the whole file's container-level
+    // damage before any model loads.
+    let index = reader.index_to_end(|| cancel.reason() != Some(StopReason::User))?;
+    if cancel.reason() == Some(StopReason::User) {
+        return Err(EngineError::CancelledBeforeOutput);
+    }
+    if !config.allow_corrupt && reader.damage_seen() {
+        return Err(stages::refuse_damaged(&mut reader, cancel));
+    }
+    let input_damage = reader.damage();
+    let fps = f64::from(index.frame_rate());
+    let segment_frames = opts
+        .segment_frames
+        .unwrap_or_else(|| default_segment_frames(fps));
+    let plan = if input_damage.is_clean() {
+        plan_segments(&index, segment_frames, config.max_frames)
+    } else {
+        let mut one = plan_segments(&index, u64::MAX, config.max_frames);
+        one.single_reason = Some("the input is damaged; it is read as one segment".into());
+        one
+    };
+    let manifest = new_manifest(config, &plan, bit_depth, segment_frames, input_damage)?;
+    let mut created_work = false;
+    if let Some(work) = &work {
+        created_work = !work.path().exists();
+        work.create()?;
+        manifest.write(&work.manifest_path())?;
+    }
+    Ok(PreparedJob {
+        spec,
+        manifest,
+        work,
+        created_work,
+        reused: 0,
+        plan_stats: reader.stats().clone(),
+        warnings,
+    })
+}
+
+fn new_manifest(
+    config: &UpscaleConfig,
+    plan: &SegmentPlan,
+    bit_depth: u8,
+    segment_frames: u64,
+    input_damage: InputDamage,
+) -> Result<Manifest> {
+    Ok(Manifest {
+        version: MANIFEST_VERSION,
+        planned_by: format!("rave {}", env!("CARGO_PKG_VERSION")),
+        input: absolute(&config.input),
+        output: absolute(&config.output),
+        model: absolute(&config.model),
+        fingerprint: InputFingerprint::of(&config.input)?,
+        settings: settings_of(config, bit_depth, segment_frames)?,
+        options: config.segments.options.clone(),
+        overwrite: config.overwrite,
+        frames_total: plan.frames,
+        segment_frames,
+        single_reason: plan.single_reason.clone(),
+        input_damage,
+        segments: plan
+            .segments
+            .iter()
+            .cloned()
+            .map(SegmentEntry::pending)
+            .collect(),
+    })
+}
+
+/// Refuse to resume a job whose input, output or output-affecting settings changed.
+fn check_same_job(
+    manifest: &Manifest,
+    config: &UpscaleConfig,
+    work: &WorkFolder,
+    bit_depth: u8,
+) -> Result<()> {
+    let refuse = |what: String| EngineError::WorkFolderMismatch {
+        work: work.path().to_path_buf(),
+        reason: format!(
+            "the job planned here cannot be resumed: {what}; pass --restart to start it over (its finished segments are discarded), or --work DIR for a separate job"
+        ),
+    };
+    if manifest.input != absolute(&config.input) {
+        return Err(refuse(format!(
+            "it upscales {}, not {}",
+            manifest.input.display(),
+            config.input.display()
+        )));
+    }
+    if manifest.output != absolute(&config.output) {
+        return Err(refuse(format!(
+            "it writes {}, not {}",
+            manifest.output.display(),
+            config.output.display()
+        )));
+    }
+    if manifest.fingerprint != InputFingerprint::of(&config.input)? {
+        return Err(refuse(format!(
+            "the input {} changed since it was planned (size, modification time or content)",
+            config.input.display()
+        )));
+    }
+    let segment_frames = config
+        .segments
+        .segment_frames
+        .unwrap_or(manifest.settings.segment_frames);
+    let now = settings_of(config, bit_depth, segment_frames)?;
+    let differences = manifest.settings.differences(&now);
+    if !differences.is_empty() {
+        return Err(refuse(format!(
+            "settings changed since it was planned: {}",
+            differences.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Check every segment marked done: its file must be there with its size and checksum;
+/// one that is not is marked pending again (redone). Returns the segments done.
+pub fn verify_done(work: &WorkFolder) -> Result<usize> {
+    let mut locked = work.lock()?;
+    let mut done = 0;
+    let mut changed = false;
+    for seg in &mut locked.manifest.segments {
+        if seg.state != SegmentState::Done {
+            continue;
+        }
+        let intact = seg.file.as_ref().is_some_and(|name| {
+            let path = work.file(name);
+            let size_ok = std::fs::metadata(&path)
+                .map(|m| Some(m.len()) == seg.bytes)
+                .unwrap_or(false);
+            size_ok && file_sha256(&path).ok() == seg.sha256
+        });
+        if intact {
+            done += 1;
+        } else {
+            seg.state = SegmentState::Pending;
+            changed = true;
+        }
+    }
+    if changed {
+        locked.save()?;
+    }
+    Ok(done)
+}

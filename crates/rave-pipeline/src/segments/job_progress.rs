@@ -1,0 +1,58 @@
+//! Progress of a whole job: every worker's frames counted into one total (with the frames
+//! of segments reused from an earlier run), shown as one bar with fps and ETA, plus the
+//! segments done.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::progress::{Progress, ProgressSink};
+
+/// Counts the frames written by all workers and reports the job's progress to `inner`.
+pub struct JobProgress<'a> {
+    inner: &'a dyn ProgressSink,
+    started: Instant,
+    total: Option<u64>,
+    /// Frames of segments done before this run (not counted in its rate).
+    reused: u64,
+    written: AtomicU64,
+}
+
+impl<'a> JobProgress<'a> {
+    /// Progress of a job of `total` frames of which `reused` are already done.
+    pub fn new(inner: &'a dyn ProgressSink, total: Option<u64>, reused: u64) -> Self {
+        Self {
+            inner,
+            started: Instant::now(),
+            total,
+            reused,
+            written: AtomicU64::new(0),
+        }
+    }
+
+    /// Frames written in this run.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+}
+
+impl ProgressSink for JobProgress<'_> {
+    fn started(&self, _: Option<u64>) {}
+
+    fn frame_written(&self, _: &Progress) {
+        let done = self.written.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut p = Progress::new(
+            done,
+            self.total.map(|t| t - self.reused.min(t)),
+            self.started.elapsed(),
+        );
+        p.frames_done += self.reused;
+        p.frames_total = self.total;
+        self.inner.frame_written(&p);
+    }
+
+    fn finished(&self) {}
+
+    fn warning(&self, message: &str) {
+        self.inner.warning(message);
+    }
+}

@@ -1,0 +1,200 @@
+//! The job manifest (`manifest.json` in the work folder, versioned): the input's
+//! fingerprint, the output-affecting settings, the options to run a segment anywhere, and per
+//! segment its frames, state, file, checksum and what decoding it saw. Every change is a
+//! read-modify-write under the work folder's lock, written atomically.
+
+use std::path::{Path, PathBuf};
+
+use rave_core::damage::InputDamage;
+use rave_core::error::{EngineError, Result};
+use serde::{Deserialize, Serialize};
+
+use super::fingerprint::{InputFingerprint, OutputSettings};
+use super::plan::PlannedSegment;
+
+/// The manifest format this RAVE writes and reads.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// Where a segment is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SegmentState {
+    /// Not started, or started by a worker that has not finished it.
+    Pending,
+    /// A worker is on it (or was, and stopped without finishing).
+    Running,
+    /// Its file is complete, synced and in place.
+    Done,
+}
+
+/// What decoding a segment saw (summed into the job's report).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SegmentDecode {
+    /// Frames decoded within the segment.
+    pub frames: u64,
+    /// Of them, decoded on NVDEC.
+    pub nvdec_frames: u64,
+    /// Timestamps repaired.
+    pub timestamp_fixes: u64,
+    /// Frames the decoder flagged as damaged.
+    pub frames_damaged: u64,
+    /// Frames dropped as duplicates.
+    pub frames_dropped: u64,
+    /// Errors the decoder reported.
+    pub decoder_errors: u64,
+    /// The first problem, in words.
+    pub first_problem: Option<String>,
+    /// Whether a decoded frame was interlaced.
+    pub interlaced: bool,
+}
+
+impl SegmentDecode {
+    /// The decoding counts of a segment reader's damage.
+    pub fn of(damage: &InputDamage, stats: &rave_ffmpeg::DecodeStats, interlaced: bool) -> Self {
+        Self {
+            frames: stats.frames,
+            nvdec_frames: stats.nvdec_frames,
+            timestamp_fixes: stats.timestamp_fixes,
+            frames_damaged: damage.frames_damaged,
+            frames_dropped: damage.frames_dropped,
+            decoder_errors: damage.decoder_errors,
+            first_problem: damage.first_problem.clone(),
+            interlaced,
+        }
+    }
+}
+
+/// One segment of the job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SegmentEntry {
+    /// Its frames and where decoding starts.
+    #[serde(flatten)]
+    pub plan: PlannedSegment,
+    /// Where it is.
+    pub state: SegmentState,
+    /// Its file in the work folder, once done.
+    pub file: Option<String>,
+    /// SHA-256 of the file.
+    pub sha256: Option<String>,
+    /// Size of the file in bytes.
+    pub bytes: Option<u64>,
+    /// Frames the file holds.
+    pub frames_written: Option<u64>,
+    /// Timestamp of its first frame (video time base).
+    pub first_pts: Option<i64>,
+    /// Who is or was on it (host:pid), and since when (Unix seconds).
+    pub worker: Option<String>,
+    /// What decoding it saw.
+    pub decode: Option<SegmentDecode>,
+    /// The reader's whole account of damage, for a segment that is the whole file.
+    pub whole_file_damage: Option<InputDamage>,
+}
+
+impl SegmentEntry {
+    /// A pending segment of the plan.
+    pub fn pending(plan: PlannedSegment) -> Self {
+        Self {
+            plan,
+            state: SegmentState::Pending,
+            file: None,
+            sha256: None,
+            bytes: None,
+            frames_written: None,
+            first_pts: None,
+            worker: None,
+            decode: None,
+            whole_file_damage: None,
+        }
+    }
+}
+
+/// The manifest of one job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Format version (`MANIFEST_VERSION`).
+    pub version: u32,
+    /// The RAVE that planned the job.
+    pub planned_by: String,
+    /// The input file (absolute).
+    pub input: PathBuf,
+    /// The output file (absolute).
+    pub output: PathBuf,
+    /// The model file (absolute).
+    pub model: PathBuf,
+    /// The input's identity.
+    pub fingerprint: InputFingerprint,
+    /// Every output-affecting setting.
+    pub settings: OutputSettings,
+    /// The `rave upscale` options of the job (without -i/-o/-m), so any worker runs the
+    /// same settings.
+    pub options: Vec<String>,
+    /// Replace an existing output when assembling.
+    pub overwrite: bool,
+    /// Frames in the job.
+    pub frames_total: u64,
+    /// Target segment length in frames.
+    pub segment_frames: u64,
+    /// Why the video is one segment, when it is for a reason other than its length.
+    pub single_reason: Option<String>,
+    /// What the plan's reading of the whole input found (container-level damage).
+    pub input_damage: InputDamage,
+    /// The segments in order.
+    pub segments: Vec<SegmentEntry>,
+}
+
+impl Manifest {
+    /// Read the manifest at `path`; a missing, unreadable or foreign file is a clear error.
+    pub fn read(path: &Path, work: &Path) -> Result<Self> {
+        let invalid = |reason: String| EngineError::WorkFolderMismatch {
+            work: work.to_path_buf(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => invalid(
+                "is not a RAVE work folder (no manifest.json); plan the job first with `rave plan`"
+                    .into(),
+            ),
+            _ => invalid(format!("cannot read manifest.json: {e}")),
+        })?;
+        let version: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| invalid(format!("manifest.json is not valid JSON ({e}); it was damaged: plan the job again with --restart")))?;
+        let found = version.get("version").and_then(|v| v.as_u64());
+        if found != Some(u64::from(MANIFEST_VERSION)) {
+            return Err(invalid(format!(
+                "manifest.json has version {}, this RAVE reads version {MANIFEST_VERSION}; finish the job with the RAVE that planned it ({}), or plan it again with --restart",
+                found.map_or("none".into(), |v| v.to_string()),
+                version
+                    .get("planned_by")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("unknown")
+            )));
+        }
+        serde_json::from_value(version)
+            .map_err(|e| invalid(format!("manifest.json is not a RAVE job manifest ({e})")))
+    }
+
+    /// Write the manifest to `path` atomically (temporary file, synced, renamed).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| EngineError::InvariantViolation(format!("manifest: {e}")))?;
+        super::work_folder::write_atomically(path, text.as_bytes())
+    }
+
+    /// Indices of the segments not done.
+    pub fn missing(&self) -> Vec<usize> {
+        self.segments
+            .iter()
+            .filter(|s| s.state != SegmentState::Done)
+            .map(|s| s.plan.index)
+            .collect()
+    }
+
+    /// Frames in the segments done.
+    pub fn frames_done(&self) -> u64 {
+        self.segments
+            .iter()
+            .filter(|s| s.state == SegmentState::Done)
+            .map(|s| s.plan.frames)
+            .sum()
+    }
+}

@@ -1,0 +1,16 @@
+//! Segments: a job is planned as segments of whole frames cut at keyframes, each upscaled
+//! into a video-only file in a work folder with a manifest, then assembled into the output.
+//! A short clip is one segment; an interrupted job resumes from its finished segments;
+//! several segments run at once (`--jobs`) or on other machines (`rave segment`).
+
+pub mod assemble;
+pub mod commit;
+pub mod fingerprint;
+pub mod finish;
+pub mod job;
+pub mod job_progress;
+pub mod manifest;
+pub mod plan;
+pub mod run_job;
+pub mod work_folder;
+pub mod worker;

@@ -1,0 +1,408 @@
+//! Running a prepared job on this machine: `jobs` workers (each loads the model once) take
+//! the pending segments in order, each settled as it finishes; then the output is assembled
+//! from the segments (or, when interrupted, the segments done are assembled into a partial
+//! file and the work folder is kept for the resume).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rave_core::error::{EngineError, Result};
+use rave_core::gpu::HealthSnapshot;
+use rave_tensorrt::backend_report::GpuBackendReport;
+
+use super::assemble::{AssemblyInput, assemble};
+use super::commit::{commit_segment, mark_running};
+use super::finish::{done_prefix, job_damage, job_decode_stats, saw_interlaced};
+use super::job::PreparedJob;
+use super::job_progress::JobProgress;
+use super::manifest::{SegmentDecode, SegmentState};
+use super::worker::{BackendInfo, JobSpec, RunShared, Worker};
+use crate::backend_choice::Engine;
+use crate::cancel::{CancelToken, StopReason};
+use crate::config::{Device, UpscaleConfig};
+use crate::gpu_convert::HostCopies;
+use crate::gpu_stages;
+use crate::output_file::OutputTarget;
+use crate::progress::ProgressSink;
+use crate::report::{GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, ratio};
+use crate::stages::{self, FirstError, PipelineMetrics, guarded};
+
+/// Segments processed at once when `--jobs` is not given: two where a GPU can run the model
+/// (inference is faster than one software encoder, so a second segment keeps it busy), one
+/// on the CPU (inference already uses every core); never more than there are segments.
+pub fn default_jobs(config: &UpscaleConfig, pending: usize) -> usize {
+    let gpu_possible =
+        config.device != Device::Cpu && std::path::Path::new("/dev/nvidiactl").exists();
+    let wanted = config
+        .segments
+        .jobs
+        .unwrap_or(if gpu_possible { 2 } else { 1 });
+    wanted.clamp(1, pending.max(1))
+}
+
+/// An interrupted segment's finalized file: index, path, frames, first timestamp.
+type PartialSegment = (usize, PathBuf, u64, Option<i64>);
+
+/// What one worker leaves for the report.
+struct WorkerReport {
+    info: BackendInfo,
+    gpu: Option<(GpuBackendReport, HealthSnapshot)>,
+}
+
+/// Run `job` to its end into `target` (`None` for a null sink).
+pub fn run_job(
+    job: PreparedJob,
+    target: Option<&OutputTarget>,
+    progress: &dyn ProgressSink,
+    cancel: &CancelToken,
+    started: Instant,
+) -> Result<RunReport> {
+    let PreparedJob {
+        spec,
+        mut manifest,
+        work,
+        created_work,
+        reused,
+        plan_stats,
+        mut warnings,
+    } = job;
+    let jobs = default_jobs(
+        &spec.config,
+        manifest
+            .segments
+            .iter()
+            .filter(|s| s.state != SegmentState::Done)
+            .count(),
+    );
+    let spec = per_worker(spec, jobs);
+    let config = &spec.config;
+    let discard = || {
+        if let Some(t) = target {
+            t.discard();
+        }
+    };
+    let pending: VecDeque<usize> = manifest
+        .segments
+        .iter()
+        .filter(|s| s.state != SegmentState::Done)
+        .map(|s| s.plan.index)
+        .collect();
+    let queue = Mutex::new(pending);
+    let frames_total = manifest.frames_total;
+    progress.started(Some(frames_total));
+    let job_progress = JobProgress::new(progress, Some(frames_total), manifest.frames_done());
+    let metrics = PipelineMetrics::default();
+    let copies = Arc::new(HostCopies::default());
+    let errors = FirstError::default();
+    let partials: Mutex<Vec<PartialSegment>> = Mutex::new(Vec::new());
+    let null_outcomes: Mutex<Vec<(usize, SegmentDecode)>> = Mutex::new(Vec::new());
+    let reports: Mutex<Vec<WorkerReport>> = Mutex::new(Vec::new());
+    let warned = std::sync::Once::new();
+    let stages_started = Instant::now();
+    let strict = manifest.segments.len() > 1;
+    let shared = RunShared {
+        progress: &job_progress,
+        cancel,
+        metrics: &metrics,
+        copies: &copies,
+    };
+    let segments = manifest.segments.clone();
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                guarded(&errors, cancel, || {
+                    let mut worker = Worker::start(&spec, cancel)?;
+                    if let Some(w) = &worker.info.warning {
+                        warned.call_once(|| progress.warning(w));
+                    }
+                    let result = (|| -> Result<()> {
+                        loop {
+                            if cancel.is_cancelled() {
+                                return Ok(());
+                            }
+                            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                            let Some(i) = next else {
+                                return Ok(());
+                            };
+                            let seg = &segments[i].plan;
+                            let temp = work.as_ref().map(|w| w.segment_temp(i));
+                            if let Some(w) = &work {
+                                mark_running(w, i)?;
+                            }
+                            let outcome =
+                                match worker.run_segment(&spec, seg, temp.as_deref(), &shared) {
+                                    Ok(o) => o,
+                                    Err(e) => {
+                                        if let Some(t) = &temp {
+                                            let _ = std::fs::remove_file(t);
+                                        }
+                                        return Err(e);
+                                    }
+                                };
+                            match (cancel.reason(), &work, temp) {
+                                (None, Some(w), Some(t)) => {
+                                    commit_segment(w, seg, &t, &outcome, strict)?;
+                                }
+                                (None, _, _) => null_outcomes
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .push((i, outcome.decode)),
+                                (Some(StopReason::User), Some(w), Some(t))
+                                    if outcome.finalized && outcome.frames > 0 =>
+                                {
+                                    let kept = w.segment_partial(i);
+                                    std::fs::rename(&t, &kept)?;
+                                    partials.lock().unwrap_or_else(|e| e.into_inner()).push((
+                                        i,
+                                        kept,
+                                        outcome.frames,
+                                        outcome.first_pts,
+                                    ));
+                                }
+                                (_, _, Some(t)) => {
+                                    let _ = std::fs::remove_file(t);
+                                }
+                                _ => {}
+                            }
+                        }
+                    })();
+                    worker.shutdown();
+                    let gpu = match worker.engine() {
+                        Engine::Gpu(g) => Some((g.backend.report(), g.ctx.health())),
+                        Engine::Cpu(_) => None,
+                    };
+                    reports
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(WorkerReport {
+                            info: worker.info,
+                            gpu,
+                        });
+                    result
+                });
+            });
+        }
+    });
+    progress.finished();
+    let pipeline_s = stages_started.elapsed().as_secs_f64();
+    let written = job_progress.written();
+    let keep_or_remove_work = |nothing_done: bool| {
+        if let Some(w) = &work
+            && created_work
+            && nothing_done
+        {
+            let _ = w.remove();
+        }
+    };
+    if let Some(w) = &work {
+        manifest = w.read()?;
+    }
+    for (i, decode) in null_outcomes.into_inner().unwrap_or_default() {
+        manifest.segments[i].decode = Some(decode);
+    }
+    let nothing_done = manifest.frames_done() == 0;
+    // Stopped by the user before any frame reached an encoder: keep nothing.
+    if cancel.reason() == Some(StopReason::User) && written == 0 && reused == 0 {
+        discard();
+        keep_or_remove_work(nothing_done);
+        return Err(EngineError::CancelledBeforeOutput);
+    }
+    if let Some(err) = errors.take() {
+        discard();
+        keep_or_remove_work(nothing_done);
+        return Err(err);
+    }
+    let status = match cancel.reason() {
+        Some(StopReason::User) => RunStatus::Partial,
+        Some(_) => {
+            discard();
+            return Err(EngineError::Cancelled);
+        }
+        None => RunStatus::Complete,
+    };
+    let reports = reports.into_inner().unwrap_or_default();
+    let Some(first) = reports.first() else {
+        return Err(EngineError::InvariantViolation("no worker started".into()));
+    };
+    let mut damage = job_damage(&manifest);
+    let mut decode = job_decode_stats(&manifest, &plan_stats);
+    let mut mux = rave_ffmpeg::WriterSummary::default();
+    let mut frames_out = written;
+    let output = match (target, &work) {
+        (Some(target), Some(w)) => {
+            let (mut files, mut frames) = done_prefix(&manifest, w);
+            let partial = status == RunStatus::Partial;
+            if partial {
+                let next = files.len();
+                if let Some((_, path, n, first)) = partials
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .find(|(i, ..)| *i == next)
+                {
+                    files.push((path.clone(), *first));
+                    frames += n;
+                }
+                if files.is_empty() {
+                    discard();
+                    return Err(EngineError::CancelledBeforeOutput);
+                }
+            } else if files.len() != manifest.segments.len() {
+                discard();
+                return Err(EngineError::SegmentsMissing {
+                    work: w.path().to_path_buf(),
+                    missing: manifest.missing(),
+                    total: manifest.segments.len(),
+                });
+            }
+            // Damage that needs no assembly to be known (no frame decodable, frames
+            // missing) is refused before any output is written.
+            if status == RunStatus::Complete
+                && let Some(err) =
+                    stages::damage_refusal(&config.input, &damage, config.allow_corrupt)
+            {
+                discard();
+                return Err(err);
+            }
+            let input = AssemblyInput {
+                source: &config.input,
+                segments: files,
+                frames,
+                codec: config.encoder.codec,
+                container: spec.container,
+                allow_corrupt: config.allow_corrupt,
+                partial,
+            };
+            let assembled = match assemble(&input, target.temp_path(), &config.output, cancel) {
+                Ok(a) => a,
+                Err(EngineError::PacketRefused(why)) => {
+                    discard();
+                    damage.packets_dropped += 1;
+                    damage.note(why);
+                    return Err(stages::damage_refusal(&config.input, &damage, false)
+                        .unwrap_or(EngineError::Cancelled));
+                }
+                Err(e) => {
+                    discard();
+                    return Err(e);
+                }
+            };
+            damage.packets_dropped += assembled.refused.0;
+            if let Some(why) = assembled.refused.1 {
+                damage.note(why);
+            }
+            decode.copied_packets = assembled.source_stats.copied_packets;
+            mux = assembled.summary;
+            frames_out = frames;
+            if status == RunStatus::Complete
+                && let Some(err) =
+                    stages::damage_refusal(&config.input, &damage, config.allow_corrupt)
+            {
+                discard();
+                return Err(err);
+            }
+            match status {
+                RunStatus::Complete => target.commit()?,
+                RunStatus::Partial => target.keep_partial()?,
+            }
+        }
+        _ => PathBuf::from("(null sink)"),
+    };
+    let work_kept = match &work {
+        Some(w) if status == RunStatus::Complete && !config.segments.keep_work => {
+            w.remove().map(|_| false).unwrap_or(true)
+        }
+        Some(_) => true,
+        None => false,
+    };
+    if let Some(w) = &work
+        && work_kept
+        && status == RunStatus::Partial
+    {
+        let warning = format!(
+            "the work folder {} keeps the {} finished segment(s); run the same command again to resume",
+            w.path().display(),
+            manifest.segments.len() - manifest.missing().len()
+        );
+        progress.warning(&warning);
+        warnings.push(warning);
+    }
+    if saw_interlaced(&manifest) && !mux.warnings.iter().any(|w| w.contains("interlaced")) {
+        let w = rave_ffmpeg::carried_metadata::interlace_warning("seen in its frames");
+        progress.warning(&w);
+        warnings.push(w);
+    }
+    if let Some(at) = decode.timestamp_resets.first() {
+        let w = format!(
+            "the input's timestamps restart {} time(s), first at {at:.3} s (a joined or spliced stream); the timeline was continued across them, every frame and packet kept",
+            decode.timestamp_resets.len()
+        );
+        progress.warning(&w);
+        warnings.push(w);
+    }
+    mux.warnings.extend(warnings);
+    let elapsed = started.elapsed().as_secs_f64();
+    let (w, h) = spec.in_size;
+    let meta = first.info.metadata.clone();
+    let gpu = first.gpu.clone().map(|(backend, health)| GpuRunReport {
+        backend,
+        decoder: gpu_stages::describe_decoder(&decode, config.gpu.nvdec),
+        encoder: match config.null_output {
+            true => "none (null sink)".into(),
+            false => gpu_stages::describe_encoder(config.encoder.codec),
+        },
+        host_copies: copies.report(metrics.encode.frames()),
+        health,
+    });
+    Ok(RunReport {
+        status,
+        input: config.input.clone(),
+        output,
+        model: ModelReport {
+            metadata: meta.clone(),
+            path: first.info.model.clone(),
+        },
+        backend: first.info.report.clone(),
+        encoder: config.encoder.clone(),
+        input_size: [w, h],
+        output_size: [w * meta.scale, h * meta.scale],
+        frames_in: decode.frames,
+        frames_out,
+        elapsed_s: elapsed,
+        fps: ratio(written as f64, elapsed),
+        pipeline_s,
+        pipeline_fps: ratio(written as f64, pipeline_s),
+        stages: metrics.snapshots(),
+        decode,
+        input_damage: damage,
+        mux,
+        gpu,
+        segments: SegmentsReport {
+            total: manifest.segments.len(),
+            processed: manifest.segments.len()
+                - reused
+                - manifest
+                    .missing()
+                    .len()
+                    .min(manifest.segments.len() - reused),
+            reused,
+            jobs,
+            segment_frames: manifest.segment_frames,
+            single_reason: manifest.single_reason.clone(),
+            work: work.as_ref().map(|w| w.path().to_path_buf()),
+            work_kept,
+        },
+    })
+}
+
+/// The spec each of `jobs` workers runs with: the CPU's inference threads shared out
+/// between them unless `--threads` says otherwise.
+fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
+    if jobs > 1 && spec.config.threads == 0 {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        spec.config.threads = (cores / jobs).max(1);
+    }
+    spec
+}

@@ -1,0 +1,241 @@
+//! The work folder of a job: `manifest.json`, its lock, and one video-only file per finished
+//! segment (`seg-NNNNN.mp4`). A segment's file is written under a name of its own worker,
+//! synced, and renamed into place under the lock only if no other worker finished it first:
+//! two workers on the same segment leave one good file.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rave_core::error::{EngineError, Result};
+
+use super::manifest::Manifest;
+
+/// Name of the manifest in a work folder.
+pub const MANIFEST: &str = "manifest.json";
+const LOCK: &str = "manifest.lock";
+
+/// A job's work folder.
+#[derive(Debug, Clone)]
+pub struct WorkFolder {
+    dir: PathBuf,
+}
+
+/// The manifest, held under the work folder's lock until dropped.
+pub struct LockedManifest<'a> {
+    folder: &'a WorkFolder,
+    _lock: File,
+    /// The manifest as read under the lock.
+    pub manifest: Manifest,
+}
+
+impl LockedManifest<'_> {
+    /// Write the changed manifest back (still under the lock).
+    pub fn save(&self) -> Result<()> {
+        self.manifest.write(&self.folder.manifest_path())
+    }
+}
+
+impl WorkFolder {
+    /// The work folder at `dir` (not created).
+    pub fn at(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// The default work folder of `output`: `.NAME.rave-work` beside it.
+    pub fn beside(output: &Path) -> Self {
+        let name = output
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "output".into());
+        let dir = output
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Self::at(&dir.join(format!(".{name}.rave-work")))
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Path of the manifest.
+    pub fn manifest_path(&self) -> PathBuf {
+        self.dir.join(MANIFEST)
+    }
+
+    /// Whether a manifest exists (a job was planned here).
+    pub fn has_manifest(&self) -> bool {
+        self.manifest_path().is_file()
+    }
+
+    /// Create the folder (and its parents).
+    pub fn create(&self) -> Result<()> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| self.error(format!("cannot create it: {e}")))
+    }
+
+    /// Read the manifest without the lock (for status).
+    pub fn read(&self) -> Result<Manifest> {
+        Manifest::read(&self.manifest_path(), &self.dir)
+    }
+
+    /// Take the lock and read the manifest.
+    pub fn lock(&self) -> Result<LockedManifest<'_>> {
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join(LOCK))
+            .map_err(|e| self.error(format!("cannot open its lock file: {e}")))?;
+        lock.lock()
+            .map_err(|e| self.error(format!("cannot lock it: {e}")))?;
+        let manifest = self.read()?;
+        Ok(LockedManifest {
+            folder: self,
+            _lock: lock,
+            manifest,
+        })
+    }
+
+    /// The final name of segment `index`'s file.
+    pub fn segment_name(index: usize) -> String {
+        format!("seg-{index:05}.mp4")
+    }
+
+    /// The file a worker writes segment `index` into before it is renamed into place.
+    pub fn segment_temp(&self, index: usize) -> PathBuf {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        self.dir.join(format!(
+            ".seg-{index:05}.{}-{n}.tmp.mp4",
+            std::process::id()
+        ))
+    }
+
+    /// The file an interrupted run keeps segment `index`'s frames done in (for its partial
+    /// output; redone on resume).
+    pub fn segment_partial(&self, index: usize) -> PathBuf {
+        self.dir.join(format!("seg-{index:05}.partial.mp4"))
+    }
+
+    /// Path of a file in the folder.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Remove what interrupted workers left (temporary and partial segment files), except
+    /// files of workers still running (their names carry a live process id on this host).
+    pub fn sweep_leftovers(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let stale_temp =
+                name.starts_with(".seg-") && name.ends_with(".tmp.mp4") && !temp_owner_alive(&name);
+            if stale_temp || name.ends_with(".partial.mp4") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// Remove the whole folder (after the output is in place).
+    pub fn remove(&self) -> Result<()> {
+        std::fs::remove_dir_all(&self.dir).map_err(|e| self.error(format!("cannot remove it: {e}")))
+    }
+
+    fn error(&self, reason: String) -> EngineError {
+        EngineError::OutputUnwritable {
+            path: self.dir.clone(),
+            reason: format!("work folder: {reason}"),
+        }
+    }
+}
+
+/// Whether the process that named temporary file `name` (`.seg-NNNNN.PID-N.tmp.mp4`) still
+/// runs on this host.
+fn temp_owner_alive(name: &str) -> bool {
+    let pid = name
+        .split('.')
+        .nth(2)
+        .and_then(|p| p.split('-').next())
+        .and_then(|p| p.parse::<i32>().ok());
+    match pid {
+        // SAFETY: signal 0 only checks that the process exists.
+        Some(pid) if pid > 0 => unsafe { libc::kill(pid, 0) == 0 },
+        _ => false,
+    }
+}
+
+/// Write `bytes` to `path` atomically: a temporary file beside it, synced, renamed over it,
+/// and the folder synced.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let io = |e: std::io::Error| EngineError::OutputUnwritable {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let mut file = File::create(&tmp).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(io)?;
+    sync_parent(path);
+    Ok(())
+}
+
+/// Sync `path`'s file data, then rename it to `to` and sync the folder, so the new name
+/// survives a power loss with the data under it.
+pub fn sync_and_rename(path: &Path, to: &Path) -> Result<()> {
+    let io = |e: std::io::Error| EngineError::OutputUnwritable {
+        path: to.to_path_buf(),
+        reason: e.to_string(),
+    };
+    File::open(path).and_then(|f| f.sync_all()).map_err(io)?;
+    std::fs::rename(path, to).map_err(io)?;
+    sync_parent(to);
+    Ok(())
+}
+
+fn sync_parent(path: &Path) {
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Ok(d) = File::open(dir)
+    {
+        // Best effort: some file systems refuse to sync a folder.
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_work_folder_is_hidden_beside_the_output() {
+        let w = WorkFolder::beside(Path::new("/videos/film.mkv"));
+        assert_eq!(w.path(), Path::new("/videos/.film.mkv.rave-work"));
+        let here = WorkFolder::beside(Path::new("film.mp4"));
+        assert_eq!(here.path(), Path::new("./.film.mp4.rave-work"));
+    }
+
+    #[test]
+    fn leftovers_of_dead_workers_are_swept_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(dir.path());
+        let live = w.segment_temp(3);
+        std::fs::write(&live, b"x").unwrap();
+        let dead = dir.path().join(".seg-00004.999999999-0.tmp.mp4");
+        std::fs::write(&dead, b"x").unwrap();
+        let partial = w.segment_partial(5);
+        std::fs::write(&partial, b"x").unwrap();
+        let done = w.file(&WorkFolder::segment_name(1));
+        std::fs::write(&done, b"x").unwrap();
+        w.sweep_leftovers();
+        assert!(live.exists() && done.exists());
+        assert!(!dead.exists() && !partial.exists());
+    }
+}

@@ -1,0 +1,217 @@
+//! A segment worker: loads the model once (ONNX Runtime session, GPU context, kernels) and
+//! runs the five stages over each segment it is given, into that segment's file.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rave_core::backend::UpscaleBackend;
+use rave_core::damage::InputDamage;
+use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::nvdec::CudaDevice;
+use rave_ffmpeg::structure_check::StructureProblem;
+use rave_ffmpeg::{Container, DecodeStats, FrameBounds, MediaWriter, VideoReader};
+
+use super::manifest::SegmentDecode;
+use super::plan::PlannedSegment;
+use crate::backend_choice::{ChosenBackend, Engine, choose_backend};
+use crate::cancel::CancelToken;
+use crate::config::UpscaleConfig;
+use crate::gpu_convert::HostCopies;
+use crate::gpu_stages;
+use crate::progress::ProgressSink;
+use crate::stage_run::{StageRun, run_stages};
+use crate::stages::{DecodePolicy, PipelineMetrics};
+
+/// What every segment of a job shares.
+pub struct JobSpec {
+    /// The run's configuration.
+    pub config: UpscaleConfig,
+    /// The output container (segments are encoded as it needs).
+    pub container: Container,
+    /// Input frame size.
+    pub in_size: (u32, u32),
+    /// The verdict of the input's structure check (not repeated per segment).
+    pub structure: Option<StructureProblem>,
+}
+
+/// What the workers of one run share.
+pub struct RunShared<'a> {
+    /// Job progress.
+    pub progress: &'a dyn ProgressSink,
+    /// The job's cancellation.
+    pub cancel: &'a CancelToken,
+    /// Stage counters of the whole job.
+    pub metrics: &'a PipelineMetrics,
+    /// Host copies of the GPU path.
+    pub copies: &'a Arc<HostCopies>,
+}
+
+/// What processing one segment gave.
+pub struct SegmentOutcome {
+    /// Its file was finalized (complete, or the frames done of an interrupted run).
+    pub finalized: bool,
+    /// Frames written.
+    pub frames: u64,
+    /// What decoding saw.
+    pub decode: SegmentDecode,
+    /// The reader's account of damage (the whole file's, for a segment that is the whole
+    /// file).
+    pub damage: InputDamage,
+    /// The reader's counters.
+    pub stats: DecodeStats,
+    /// The earliest timestamp written (the segment's first frame).
+    pub first_pts: Option<i64>,
+}
+
+/// A loaded model and what feeds it.
+pub struct Worker {
+    engine: Engine,
+    nvdec: Option<CudaDevice>,
+    /// The model's scale.
+    pub scale: u32,
+    /// What `choose_backend` chose (for the report).
+    pub info: BackendInfo,
+}
+
+/// What was chosen to run the model, for the report.
+pub struct BackendInfo {
+    /// The model's description.
+    pub metadata: rave_core::backend::ModelMetadata,
+    /// The model file that runs.
+    pub model: std::path::PathBuf,
+    /// Report entry.
+    pub report: crate::report::BackendReport,
+    /// Something the user should be told.
+    pub warning: Option<String>,
+}
+
+impl Worker {
+    /// Load the model for frames of `job.in_size`; `cancel` interrupts a CPU inference.
+    pub fn start(job: &JobSpec, cancel: &CancelToken) -> Result<Self> {
+        let config = &job.config;
+        let (w, h) = job.in_size;
+        let downstream = config.channels.inferred.max(1) + 1;
+        let ChosenBackend {
+            engine,
+            metadata,
+            model,
+            report,
+            warning,
+        } = choose_backend(config, (w, h), downstream)?;
+        let meta = &metadata;
+        if !meta.accepts(w, h) {
+            return Err(EngineError::ModelMetadata(format!(
+                "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}",
+                model.display(),
+                meta.name,
+                meta.min_input_hw.1,
+                meta.min_input_hw.0
+            )));
+        }
+        let scale = meta.scale;
+        if let Engine::Cpu(backend) = &engine
+            && let Some(i) = backend.interrupter()
+        {
+            cancel.on_cancel(i);
+        }
+        let nvdec = match &engine {
+            Engine::Gpu(gpu) if config.gpu.nvdec => Some(gpu_stages::nvdec_device(&gpu.ctx)?),
+            _ => None,
+        };
+        Ok(Self {
+            engine,
+            nvdec,
+            scale,
+            info: BackendInfo {
+                metadata,
+                model,
+                report,
+                warning,
+            },
+        })
+    }
+
+    /// The engine (for the GPU report).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Upscale segment `seg` into the file `out` (`None`: a null sink); only the
+    /// segment's frames are decoded past its keyframe.
+    pub fn run_segment(
+        &mut self,
+        job: &JobSpec,
+        seg: &PlannedSegment,
+        out: Option<&Path>,
+        shared: &RunShared<'_>,
+    ) -> Result<SegmentOutcome> {
+        let config = &job.config;
+        let caps = config.channels;
+        let bounds = FrameBounds {
+            seek_to: seg.seek_pts,
+            start: seg.start_pts,
+            end: seg.end_pts,
+            first_index: seg.first_frame,
+        };
+        // Decoded surfaces may wait in the decode and preprocess channels, plus one in each
+        // stage.
+        let held = (caps.decoded + caps.preprocessed + 2) as i32;
+        let nvdec = self.nvdec.as_ref().map(|d| (d, held));
+        let mut reader =
+            VideoReader::open_within(&config.input, nvdec, bounds, job.structure.clone())?;
+        let (w, h) = job.in_size;
+        let (out_w, out_h) = (w * self.scale, h * self.scale);
+        let mut writer = match out {
+            Some(path) => Some(MediaWriter::create_segment(
+                path,
+                &config.output,
+                job.container,
+                &reader,
+                &config.encoder,
+                out_w,
+                out_h,
+            )?),
+            None => None,
+        };
+        let policy = DecodePolicy {
+            allow_corrupt: config.allow_corrupt,
+            max_frames: seg.end_pts.is_none().then_some(config.max_frames).flatten(),
+        };
+        let finalized = run_stages(
+            &mut self.engine,
+            StageRun {
+                reader: &mut reader,
+                sink: writer.as_mut(),
+                policy,
+                caps,
+                progress: shared.progress,
+                frames_total: None,
+                cancel: shared.cancel,
+                metrics: shared.metrics,
+                copies: shared.copies,
+            },
+        )?;
+        let frames = match &writer {
+            Some(w) => w.summary().frames_encoded,
+            None => reader.stats().frames,
+        };
+        let damage = reader.damage();
+        let stats = reader.stats().clone();
+        let first_pts = writer.as_ref().and_then(MediaWriter::first_pts);
+        Ok(SegmentOutcome {
+            first_pts,
+            finalized,
+            frames,
+            decode: SegmentDecode::of(&damage, &stats, reader.saw_interlaced()),
+            damage,
+            stats,
+        })
+    }
+
+    /// Shut the GPU backend down (its report stays readable).
+    pub fn shutdown(&self) {
+        if let Engine::Gpu(gpu) = &self.engine {
+            rave_core::block_on::block_on(gpu.backend.shutdown()).ok();
+        }
+    }
+}
