@@ -9,6 +9,7 @@ mod bounds;
 mod commands;
 mod console;
 mod failure;
+mod interrupt;
 mod locate;
 mod progress_view;
 mod summary;

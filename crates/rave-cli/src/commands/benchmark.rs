@@ -6,7 +6,8 @@ use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::benchmark::run_benchmark;
 
 use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
-use crate::commands::upscale::{interrupt_on_ctrl_c, pipeline_config};
+use crate::commands::upscale::pipeline_config;
+use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{progress_view, summary};
 
 /// Run `rave benchmark`.

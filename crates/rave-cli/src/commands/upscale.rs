@@ -1,14 +1,11 @@
 //! `rave upscale`: build the run configuration from the flags, stop cleanly on Ctrl+C, run
 //! the pipeline and print the report.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
-use rave_pipeline::cancel::StopReason;
 use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
-    CancelToken, ChannelCapacities, Device, GpuOptions, PrecisionChoice, UpscaleConfig, run_upscale,
+    ChannelCapacities, Device, GpuOptions, PrecisionChoice, UpscaleConfig, run_upscale,
 };
 use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
@@ -17,7 +14,7 @@ use crate::args::{
     BackendArg, CodecArg, DecoderArg, DeviceArg, EncoderArg, GlobalArgs, GpuArgs, PrecisionArg,
     RunArgs, UpscaleArgs,
 };
-use crate::console::errln;
+use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{locate, progress_view, summary};
 
 /// Run `rave upscale`; returns the exit code (0, or 130 for a partial run).
@@ -172,33 +169,4 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
         nvdec: args.decoder.unwrap_or(DecoderArg::Auto) == DecoderArg::Auto,
         provider_search: locate::provider_search(),
     })
-}
-
-/// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: remove the temporary
-/// output file and leave at once. A file-size limit (`ulimit -f`) makes writes fail with
-/// EFBIG instead of killing the process with SIGXFSZ, so the run ends with a write error
-/// (exit 4) and removes its temporary file.
-pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
-    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code; nothing in
-    // RAVE relies on SIGXFSZ's default action.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    let cancel = CancelToken::new();
-    let handler_token = cancel.clone();
-    let asked = AtomicBool::new(false);
-    ctrlc::set_handler(move || {
-        if asked.swap(true, Ordering::SeqCst) {
-            errln!("\nrave: aborted; the unfinished output was removed");
-            rave_pipeline::output_file::remove_in_flight();
-            // SAFETY: _exit ends the process at once. `exit` would run atexit handlers and
-            // library destructors (ONNX Runtime's) while the other threads still use them,
-            // and let those threads go on creating files and printing errors meanwhile.
-            unsafe { libc::_exit(130) };
-        }
-        errln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
-        handler_token.cancel(StopReason::User);
-    })
-    .map_err(|e| {
-        EngineError::InvariantViolation(format!("cannot install the Ctrl+C handler: {e}"))
-    })?;
-    Ok(cancel)
 }
