@@ -2,6 +2,7 @@
 //! and choosing the exit code of its family.
 
 use std::error::Error as _;
+use std::path::Path;
 
 use rave_core::error::{EngineError, ErrorFamily};
 
@@ -16,6 +17,21 @@ pub fn report(err: &EngineError, json: bool) -> i32 {
         print_line(err, &object.message);
     }
     object.exit_code
+}
+
+/// Print `err`, the failure of one input of a batch, as one line on stderr that names the
+/// input (unless the message already does).
+pub fn report_input(err: &EngineError, input: &Path) {
+    print_line(err, &naming(&message(err), input));
+}
+
+/// `message` about `input`, starting with the input's path unless it names it already.
+pub fn naming(message: &str, input: &Path) -> String {
+    let shown = input.display().to_string();
+    match message.contains(&shown) {
+        true => message.to_string(),
+        false => format!("{shown}: {message}"),
+    }
 }
 
 /// The one line `rave` prints for `err`.

@@ -5,6 +5,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod batch;
 mod bounds;
 mod commands;
 mod console;

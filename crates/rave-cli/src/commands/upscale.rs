@@ -1,5 +1,7 @@
 //! `rave upscale`: build the run configuration from the flags, stop cleanly on Ctrl+C, run
-//! the pipeline and print the report.
+//! the pipeline and print the report; several inputs or a folder are handed to `batch`.
+
+use std::path::Path;
 
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
@@ -14,14 +16,20 @@ use crate::args::{
     BackendArg, CodecArg, DecoderArg, DeviceArg, EncoderArg, GlobalArgs, GpuArgs, PrecisionArg,
     RunArgs, UpscaleArgs,
 };
+use crate::batch::{self, Plan};
 use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{locate, progress_view, summary};
 
-/// Run `rave upscale`; returns the exit code (0, or 130 for a partial run).
+/// Run `rave upscale`; returns the exit code (0, or 130 for a partial run; a batch's is
+/// described in `batch::BatchReport::new`).
 pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     let codec = choose_codec(args.codec, args.encoder)?;
     let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
-    let config = pipeline_config(global, &args.run, args, encoder)?;
+    let job = match batch::plan(&args.input, &args.output)? {
+        Plan::Single(job) => job,
+        Plan::Batch { folder, jobs } => return batch::run(global, args, encoder, &folder, &jobs),
+    };
+    let config = pipeline_config(global, &args.run, args, encoder, &job.input, &job.output)?;
     let cancel = interrupt_on_ctrl_c()?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_upscale(&config, progress.as_ref(), &cancel)?;
@@ -74,12 +82,15 @@ fn choose_codec(codec: Option<CodecArg>, encoder: EncoderArg) -> Result<VideoCod
     Ok(codec)
 }
 
-/// The run configuration for `rave upscale` (also used by `rave benchmark`).
+/// The run configuration for `rave upscale` of `input` into `output` (also used by
+/// `rave benchmark`).
 pub fn pipeline_config(
     global: &GlobalArgs,
     run: &RunArgs,
     args: &UpscaleArgs,
     encoder: EncoderSettings,
+    input: &Path,
+    output: &Path,
 ) -> Result<UpscaleConfig> {
     let given = run.gpu.given();
     if run.device == DeviceArg::Cpu && !given.is_empty() {
@@ -91,8 +102,8 @@ pub fn pipeline_config(
         )));
     }
     Ok(UpscaleConfig {
-        input: args.input.clone(),
-        output: args.output.clone(),
+        input: input.to_path_buf(),
+        output: output.to_path_buf(),
         model: locate::resolve_model(&run.model, &locate::model_dirs(global)?)?,
         encoder,
         device: match run.device {
