@@ -23,6 +23,12 @@ Exit codes:
   130  interrupted (Ctrl+C); a finalized NAME.partial.EXT (or NAME.partial-N.EXT when
        that name is taken) keeps the frames done; nothing is kept before the first frame
 
+  Several inputs or a folder (one run per input): 0 when every input was done; else the
+  code of the first input that failed (the others are still done); 130 when Ctrl+C
+  stopped the batch (the inputs after the current one are not started). Refused before
+  any work: -o naming a file (2), a folder with no video files (3), two inputs that would
+  be written to one output name, or an output that is one of the inputs (4).
+
 Environment:
   RAVE_HOME        install folder (default ~/.local/share/rave): models/ and lib/
   RAVE_MODELS_DIR  extra folder searched first for -m NAME (must exist)
@@ -282,10 +288,16 @@ impl GpuArgs {
 /// `rave upscale`.
 #[derive(Debug, Args)]
 pub struct UpscaleArgs {
-    /// Input video.
-    #[arg(short, long, value_name = "IN")]
-    pub input: PathBuf,
-    /// Output file: .mp4, .mkv or .mov (use .mkv for subtitles MP4 cannot hold).
+    /// Input video; or several (-i a.mkv -i b.mp4, or -i a.mkv b.mp4), or a folder: the
+    /// files directly in it with a video extension (.mp4 .mkv .mov .avi .webm .ts ...),
+    /// sorted by name, hidden files and RAVE's NAME.partial.EXT files left out. Each input
+    /// is upscaled in turn; one that fails is reported and the others are still done.
+    #[arg(short, long, value_name = "IN", num_args = 1.., required = true)]
+    pub input: Vec<PathBuf>,
+    /// Output file: .mp4, .mkv or .mov (use .mkv for subtitles MP4 cannot hold). With
+    /// several inputs, a folder input, or OUT an existing folder or ending in '/': the output
+    /// folder (created if missing), where each output takes its input's file name, and its
+    /// extension when RAVE writes that container (.mp4 .m4v .mov .mkv), else .mkv.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
     /// Output video codec [default: h264, or the one --encoder implies].

@@ -2,6 +2,7 @@
 //! and choosing the exit code of its family.
 
 use std::error::Error as _;
+use std::path::Path;
 
 use rave_core::error::{EngineError, ErrorFamily};
 
@@ -9,8 +10,43 @@ use crate::console::{errln, outln};
 
 /// Print `err` and return the exit code for it.
 pub fn report(err: &EngineError, json: bool) -> i32 {
-    let family = err.family();
-    let code = family.exit_code();
+    let object = ErrorObject::of(err);
+    if json {
+        outln!("{}", serde_json::json!({ "error": object }));
+    } else {
+        print_line(err, &object.message);
+    }
+    object.exit_code
+}
+
+/// Print `err`, the failure of one input of a batch, as one line on stderr that names the
+/// input (unless the message already does).
+pub fn report_input(err: &EngineError, input: &Path) {
+    print_line(err, &naming(&message(err), input));
+}
+
+/// `message` about `input`, starting with the input's path unless it names it already.
+pub fn naming(message: &str, input: &Path) -> String {
+    let shown = input.display().to_string();
+    match message.contains(&shown) {
+        true => message.to_string(),
+        false => format!("{shown}: {message}"),
+    }
+}
+
+/// The one line `rave` prints for `err`.
+fn print_line(err: &EngineError, message: &str) {
+    if matches!(err, EngineError::Cancelled) {
+        errln!("rave: interrupted");
+    } else if err.family() == ErrorFamily::Cancelled {
+        errln!("rave: {message}");
+    } else {
+        errln!("rave: error: {message}");
+    }
+}
+
+/// `err` with its causes, on one line.
+pub fn message(err: &EngineError) -> String {
     let mut message = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {
@@ -22,29 +58,44 @@ pub fn report(err: &EngineError, json: bool) -> i32 {
         source = s.source();
     }
     // Library messages (ONNX Runtime's above all) can run over several lines.
-    let message = one_line(&message);
-    if json {
-        let mut obj = serde_json::json!({
-            "error": {
-                "code": err.code(),
-                "kind": err.kind(),
-                "family": family,
-                "exit_code": code,
-                "message": message,
-            }
-        });
-        if let EngineError::CorruptStream { damage, .. } = err {
-            obj["error"]["damage"] = serde_json::to_value(damage).unwrap_or_default();
+    one_line(&message)
+}
+
+/// An error as `--json` shows it (the object under `"error"`).
+#[derive(Debug, serde::Serialize)]
+pub struct ErrorObject {
+    /// The stable numeric code (1xx GPU, 2xx model, 3xx media, ...).
+    pub code: u16,
+    /// The stable short name.
+    pub kind: &'static str,
+    /// The family, which decides the exit code.
+    pub family: ErrorFamily,
+    /// The exit code of the family.
+    pub exit_code: i32,
+    /// The message with its causes, on one line.
+    pub message: String,
+    /// What was lost or damaged, for a damaged input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damage: Option<serde_json::Value>,
+}
+
+impl ErrorObject {
+    /// The object for `err`.
+    pub fn of(err: &EngineError) -> Self {
+        Self {
+            code: err.code(),
+            kind: err.kind(),
+            family: err.family(),
+            exit_code: err.family().exit_code(),
+            message: message(err),
+            damage: match err {
+                EngineError::CorruptStream { damage, .. } => {
+                    Some(serde_json::to_value(damage).unwrap_or_default())
+                }
+                _ => None,
+            },
         }
-        outln!("{obj}");
-    } else if matches!(err, EngineError::Cancelled) {
-        errln!("rave: interrupted");
-    } else if family == ErrorFamily::Cancelled {
-        errln!("rave: {message}");
-    } else {
-        errln!("rave: error: {message}");
     }
-    code
 }
 
 /// Print a command-line parsing error (or the help/version text) and return the exit code:

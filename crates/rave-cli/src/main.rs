@@ -5,10 +5,12 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod batch;
 mod bounds;
 mod commands;
 mod console;
 mod failure;
+mod interrupt;
 mod locate;
 mod progress_view;
 mod summary;

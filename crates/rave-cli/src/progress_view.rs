@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rave_pipeline::{Progress, ProgressSink};
 
 use crate::args::ProgressArg;
+use crate::batch::InputJob;
 use crate::console::errln;
 
 /// Pick the progress display for `mode`.
@@ -133,5 +134,32 @@ impl ProgressSink for JsonLines {
                 serde_json::json!({"event": "warning", "message": message})
             );
         }
+    }
+}
+
+/// Say which input of a batch starts (`at` is its place and the batch's length): a line on
+/// stderr above the bar, a JSON event with `--progress jsonl`, nothing otherwise.
+pub fn announce_input(mode: ProgressArg, at: (usize, usize), job: &InputJob) {
+    let bar = match mode {
+        ProgressArg::Bar => true,
+        ProgressArg::Auto => std::io::stderr().is_terminal(),
+        ProgressArg::Jsonl | ProgressArg::Off => false,
+    };
+    if mode == ProgressArg::Jsonl {
+        errln!(
+            "{}",
+            serde_json::json!({
+                "event": "input", "index": at.0, "count": at.1,
+                "input": job.input, "output": job.output,
+            })
+        );
+    } else if bar {
+        errln!(
+            "rave: [{}/{}] {} -> {}",
+            at.0,
+            at.1,
+            job.input.display(),
+            job.output.display()
+        );
     }
 }

@@ -1,11 +1,13 @@
-//! Human-readable summaries of a run, a benchmark and a probe, printed on stdout.
+//! Human-readable summaries of a run, a batch, a benchmark and a probe, printed on stdout.
 
 use rave_ffmpeg::MediaInfo;
 use rave_pipeline::RunReport;
 use rave_pipeline::benchmark::BenchmarkReport;
 use rave_pipeline::report::RunStatus;
 
+use crate::batch::{BatchReport, InputStatus};
 use crate::console::outln;
+use crate::failure;
 
 /// After `rave upscale`.
 pub fn print_run(r: &RunReport) {
@@ -54,6 +56,47 @@ pub fn print_run(r: &RunReport) {
             "  warning: damaged input (kept with --allow-corrupt): {}",
             r.input_damage.describe()
         );
+    }
+}
+
+/// After a batch of inputs: the counts, then each input with its status and output, or its
+/// error.
+pub fn print_batch(b: &BatchReport) {
+    let counts: Vec<String> = [
+        (InputStatus::Done, "done"),
+        (InputStatus::Failed, "failed"),
+        (InputStatus::Partial, "partial"),
+        (InputStatus::Interrupted, "interrupted"),
+        (InputStatus::NotStarted, "not started"),
+    ]
+    .into_iter()
+    .map(|(status, name)| (b.count(status), name))
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, name)| format!("{n} {name}"))
+    .collect();
+    outln!(
+        "batch: {} input(s) into {}: {}",
+        b.results.len(),
+        b.output_folder.display(),
+        counts.join(", ")
+    );
+    for r in &b.results {
+        let (input, output) = (r.input.display(), r.output.display());
+        let frames = r.report.as_ref().map_or(0, |r| r.frames_out);
+        let reason = r.error.as_ref().map_or("", |e| e.message.as_str());
+        let about = failure::naming(reason, &r.input);
+        match r.status {
+            InputStatus::Done => outln!("  done         {input} -> {output} ({frames} frames)"),
+            InputStatus::Partial => {
+                outln!("  partial      {input} -> {output} ({frames} frames, interrupted)")
+            }
+            InputStatus::Failed => outln!(
+                "  failed       {about} (exit {})",
+                r.error.as_ref().map_or(1, |e| e.exit_code)
+            ),
+            InputStatus::Interrupted => outln!("  interrupted  {about}"),
+            InputStatus::NotStarted => outln!("  not started  {input}"),
+        }
     }
 }
 

@@ -6,7 +6,8 @@ use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::benchmark::run_benchmark;
 
 use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
-use crate::commands::upscale::{interrupt_on_ctrl_c, pipeline_config};
+use crate::commands::upscale::pipeline_config;
+use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{progress_view, summary};
 
 /// Run `rave benchmark`.
@@ -14,8 +15,8 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
     let scratch = std::env::temp_dir().join(format!("rave-benchmark-{}.mkv", std::process::id()));
     let encoder = EncoderSettings::new(VideoCodec::H264, None, Some(&args.preset))?;
     let as_upscale = UpscaleArgs {
-        input: args.input.clone(),
-        output: scratch,
+        input: vec![args.input.clone()],
+        output: scratch.clone(),
         codec: Some(crate::args::CodecArg::H264),
         encoder: crate::args::EncoderArg::Auto,
         crf: None,
@@ -32,7 +33,14 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         },
         run: args.run.clone(),
     };
-    let config = pipeline_config(global, &args.run, &as_upscale, encoder)?;
+    let config = pipeline_config(
+        global,
+        &args.run,
+        &as_upscale,
+        encoder,
+        &args.input,
+        &scratch,
+    )?;
     let cancel = interrupt_on_ctrl_c()?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;

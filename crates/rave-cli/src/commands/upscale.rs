@@ -1,14 +1,13 @@
 //! `rave upscale`: build the run configuration from the flags, stop cleanly on Ctrl+C, run
-//! the pipeline and print the report.
+//! the pipeline and print the report; several inputs or a folder are handed to `batch`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
 
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
-use rave_pipeline::cancel::StopReason;
 use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
-    CancelToken, ChannelCapacities, Device, GpuOptions, PrecisionChoice, UpscaleConfig, run_upscale,
+    ChannelCapacities, Device, GpuOptions, PrecisionChoice, UpscaleConfig, run_upscale,
 };
 use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
@@ -17,14 +16,20 @@ use crate::args::{
     BackendArg, CodecArg, DecoderArg, DeviceArg, EncoderArg, GlobalArgs, GpuArgs, PrecisionArg,
     RunArgs, UpscaleArgs,
 };
-use crate::console::errln;
+use crate::batch::{self, Plan};
+use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{locate, progress_view, summary};
 
-/// Run `rave upscale`; returns the exit code (0, or 130 for a partial run).
+/// Run `rave upscale`; returns the exit code (0, or 130 for a partial run; a batch's is
+/// described in `batch::BatchReport::new`).
 pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     let codec = choose_codec(args.codec, args.encoder)?;
     let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
-    let config = pipeline_config(global, &args.run, args, encoder)?;
+    let job = match batch::plan(&args.input, &args.output)? {
+        Plan::Single(job) => job,
+        Plan::Batch { folder, jobs } => return batch::run(global, args, encoder, &folder, &jobs),
+    };
+    let config = pipeline_config(global, &args.run, args, encoder, &job.input, &job.output)?;
     let cancel = interrupt_on_ctrl_c()?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_upscale(&config, progress.as_ref(), &cancel)?;
@@ -77,12 +82,15 @@ fn choose_codec(codec: Option<CodecArg>, encoder: EncoderArg) -> Result<VideoCod
     Ok(codec)
 }
 
-/// The run configuration for `rave upscale` (also used by `rave benchmark`).
+/// The run configuration for `rave upscale` of `input` into `output` (also used by
+/// `rave benchmark`).
 pub fn pipeline_config(
     global: &GlobalArgs,
     run: &RunArgs,
     args: &UpscaleArgs,
     encoder: EncoderSettings,
+    input: &Path,
+    output: &Path,
 ) -> Result<UpscaleConfig> {
     let given = run.gpu.given();
     if run.device == DeviceArg::Cpu && !given.is_empty() {
@@ -94,8 +102,8 @@ pub fn pipeline_config(
         )));
     }
     Ok(UpscaleConfig {
-        input: args.input.clone(),
-        output: args.output.clone(),
+        input: input.to_path_buf(),
+        output: output.to_path_buf(),
         model: locate::resolve_model(&run.model, &locate::model_dirs(global)?)?,
         encoder,
         device: match run.device {
@@ -180,33 +188,4 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
         nvdec: args.decoder.unwrap_or(DecoderArg::Auto) == DecoderArg::Auto,
         provider_search: locate::provider_search(),
     })
-}
-
-/// First Ctrl+C (or SIGTERM): stop and finalize what is done. Second: remove the temporary
-/// output file and leave at once. A file-size limit (`ulimit -f`) makes writes fail with
-/// EFBIG instead of killing the process with SIGXFSZ, so the run ends with a write error
-/// (exit 4) and removes its temporary file.
-pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
-    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code; nothing in
-    // RAVE relies on SIGXFSZ's default action.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    let cancel = CancelToken::new();
-    let handler_token = cancel.clone();
-    let asked = AtomicBool::new(false);
-    ctrlc::set_handler(move || {
-        if asked.swap(true, Ordering::SeqCst) {
-            errln!("\nrave: aborted; the unfinished output was removed");
-            rave_pipeline::output_file::remove_in_flight();
-            // SAFETY: _exit ends the process at once. `exit` would run atexit handlers and
-            // library destructors (ONNX Runtime's) while the other threads still use them,
-            // and let those threads go on creating files and printing errors meanwhile.
-            unsafe { libc::_exit(130) };
-        }
-        errln!("\nrave: stopping, finalizing the frames done so far (Ctrl+C again to abort)");
-        handler_token.cancel(StopReason::User);
-    })
-    .map_err(|e| {
-        EngineError::InvariantViolation(format!("cannot install the Ctrl+C handler: {e}"))
-    })?;
-    Ok(cancel)
 }

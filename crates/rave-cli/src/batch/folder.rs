@@ -1,0 +1,130 @@
+//! The videos of an input folder: the files directly in it with a video extension, sorted by
+//! name; hidden files and RAVE's own temporary and partial files are left out.
+
+use std::path::{Path, PathBuf};
+
+use rave_core::error::{EngineError, Result};
+
+/// The extensions (lower case) a folder's file must have to be taken as a video.
+pub const VIDEO_EXTENSIONS: &[&str] = &[
+    "264", "265", "3g2", "3gp", "asf", "avi", "dv", "flv", "h264", "h265", "hevc", "ivf", "m2ts",
+    "m4v", "mkv", "mov", "mp4", "mpeg", "mpg", "mts", "mxf", "ogv", "ts", "vob", "webm", "wmv",
+    "y4m",
+];
+
+/// Whether `path`'s extension is one of [`VIDEO_EXTENSIONS`] (in any case).
+pub fn has_video_extension(path: &Path) -> bool {
+    path.extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .is_some_and(|e| VIDEO_EXTENSIONS.contains(&e.as_str()))
+}
+
+/// Whether `name` is what a RAVE run leaves beside its output: `NAME.partial.EXT` or
+/// `NAME.partial-N.EXT` after Ctrl+C (the temporary `.NAME.rave.tmp` is hidden).
+fn is_rave_partial(path: &Path) -> bool {
+    let Some(stem) = path.file_stem().map(|s| s.to_string_lossy()) else {
+        return false;
+    };
+    match stem.rsplit_once(".partial") {
+        Some((name, "")) => !name.is_empty(),
+        Some((name, n)) => {
+            !name.is_empty()
+                && n.strip_prefix('-')
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        }
+        None => false,
+    }
+}
+
+/// The videos directly in `dir`, sorted by file name; an error (exit 3) when it holds none.
+pub fn videos_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let unreadable = |reason: String| EngineError::InputUnreadable {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| unreadable(format!("cannot list the folder: {e}")))?;
+    let mut videos = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| unreadable(format!("cannot list the folder: {e}")))?;
+        let path = entry.path();
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        // Subfolders are not entered; a link to a folder is a folder.
+        if hidden || path.is_dir() || !has_video_extension(&path) || is_rave_partial(&path) {
+            continue;
+        }
+        videos.push(path);
+    }
+    if videos.is_empty() {
+        return Err(unreadable(
+            "no video files in this folder (taken: the files directly in it with a video extension such as .mp4 .mkv .mov .avi .webm .ts; hidden files, RAVE's .partial files and subfolders are skipped); point -i at the folder that holds the videos"
+                .into(),
+        ));
+    }
+    videos.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    Ok(videos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_files_are_recognised_by_their_stem() {
+        for name in [
+            "clip.partial.mp4",
+            "clip.partial-2.mkv",
+            "a.b.partial-10.mov",
+        ] {
+            assert!(is_rave_partial(Path::new(name)), "{name}");
+        }
+        for name in [
+            "clip.mp4",
+            "clip.partial-.mp4",
+            "clip.partial-x.mp4",
+            ".partial.mp4",
+            "partial.mp4",
+            "clip.partially.mp4",
+        ] {
+            assert!(!is_rave_partial(Path::new(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_folder_lists_its_videos_by_name_and_skips_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for name in [
+            "b.MKV",
+            "a.mp4",
+            "c.avi",
+            "notes.txt",
+            "noext",
+            ".hidden.mp4",
+            ".a.mp4.rave.tmp",
+            "a.partial.mp4",
+            "a.partial-2.mp4",
+        ] {
+            std::fs::write(d.join(name), b"x").unwrap();
+        }
+        std::fs::create_dir(d.join("sub.mp4")).unwrap();
+        std::fs::write(d.join("sub.mp4/inner.mp4"), b"x").unwrap();
+        let names: Vec<String> = videos_in(d)
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.mp4", "b.MKV", "c.avi"]);
+    }
+
+    #[test]
+    fn a_folder_without_videos_is_an_input_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("readme.txt"), b"x").unwrap();
+        let err = videos_in(dir.path()).unwrap_err();
+        assert_eq!(err.family().exit_code(), 3);
+        assert!(err.to_string().contains("no video files"), "{err}");
+        let err = videos_in(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(err.family().exit_code(), 3);
+    }
+}

@@ -1,0 +1,261 @@
+//! What `-i` and `-o` ask for: one file into one file (the plain run), or a batch of inputs
+//! into an output folder, checked before any work: no two outputs alike, no output an input.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::Container;
+
+use super::folder;
+
+/// One input and the output it is written to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputJob {
+    /// The input file.
+    pub input: PathBuf,
+    /// Its output file, in the output folder.
+    pub output: PathBuf,
+}
+
+/// What `rave upscale` was asked to do.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// One input file into one output file: the run and report as they have always been.
+    Single(InputJob),
+    /// Each input into the output folder, one after another.
+    Batch {
+        /// The output folder (created when missing).
+        folder: PathBuf,
+        /// The inputs in order, with their outputs.
+        jobs: Vec<InputJob>,
+    },
+}
+
+/// The plan for `-i inputs -o output`, or the reason it cannot run.
+///
+/// A batch is several `-i` values, a folder among them, or `-o` naming a folder (an existing
+/// one, or a path ending in `/`). A batch's `-o` is a folder unless it is an existing file or
+/// ends in a video extension.
+pub fn plan(inputs: &[PathBuf], output: &Path) -> Result<Plan> {
+    let folders: Vec<&PathBuf> = inputs.iter().filter(|p| p.is_dir()).collect();
+    let output_is_folder = output.is_dir() || output.as_os_str().to_string_lossy().ends_with('/');
+    if let ([input], [], false) = (inputs, folders.as_slice(), output_is_folder) {
+        return Ok(Plan::Single(InputJob {
+            input: input.clone(),
+            output: output.to_path_buf(),
+        }));
+    }
+    if !output_is_folder && (output.exists() || folder::has_video_extension(output)) {
+        let why = match folders.first() {
+            Some(dir) => format!("a folder input (-i {}) needs", dir.display()),
+            None => format!("{} inputs need", inputs.len()),
+        };
+        return Err(EngineError::Config(format!(
+            "-o {} names a file, but {why} an output folder; name a folder (e.g. -o upscaled/), or upscale one input at a time",
+            output.display(),
+        )));
+    }
+    let mut jobs = Vec::new();
+    for input in inputs {
+        let files = match input.is_dir() {
+            true => folder::videos_in(input)?,
+            false => vec![input.clone()],
+        };
+        jobs.extend(files.into_iter().map(|input| InputJob {
+            output: output.join(output_name(&input)),
+            input,
+        }));
+    }
+    refuse_collisions(&jobs)?;
+    Ok(Plan::Batch {
+        folder: output.to_path_buf(),
+        jobs,
+    })
+}
+
+/// The output's file name for `input`: its own name when RAVE writes its container
+/// (.mp4, .m4v, .mov, .mkv), else the name with `.mkv`, the container that holds the most
+/// kinds of streams.
+pub fn output_name(input: &Path) -> PathBuf {
+    let name = PathBuf::from(input.file_name().unwrap_or(input.as_os_str()));
+    match Container::from_path(&name) {
+        Ok(_) => name,
+        Err(_) => name.with_extension(Container::Matroska.extension().trim_start_matches('.')),
+    }
+}
+
+/// Refuse (exit 4) two inputs written to the same output, and an output that is an input.
+fn refuse_collisions(jobs: &[InputJob]) -> Result<()> {
+    let clash = |path: &Path, reason: String| EngineError::OutputUnwritable {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut first_by_output: HashMap<&Path, &InputJob> = HashMap::new();
+    for job in jobs {
+        if let Some(earlier) = first_by_output.insert(&job.output, job) {
+            let same = file_id(&earlier.input).is_some_and(|a| Some(a) == file_id(&job.input));
+            let also = match earlier.input == job.input {
+                true => String::new(),
+                false => format!(" (also as {})", earlier.input.display()),
+            };
+            return Err(clash(
+                &job.output,
+                match same {
+                    true => format!(
+                        "{} is given twice{also}; list each input once",
+                        job.input.display(),
+                    ),
+                    false => format!(
+                        "both {} and {} would be written here; rename one of them or upscale them separately",
+                        earlier.input.display(),
+                        job.input.display()
+                    ),
+                },
+            ));
+        }
+    }
+    for job in jobs {
+        let Some(out) = file_id(&job.output) else {
+            continue;
+        };
+        if let Some(input) = jobs.iter().find(|j| file_id(&j.input) == Some(out)) {
+            let which = match input.input == job.output {
+                true => String::new(),
+                false => format!(" {}", input.input.display()),
+            };
+            return Err(clash(
+                &job.output,
+                format!(
+                    "it is the input file{which}; choose an output folder other than the input's"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The file `path` refers to (device and inode, so hard links compare equal), if it exists.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(dir: &Path, name: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, b"x").unwrap();
+        p
+    }
+
+    #[test]
+    fn outputs_keep_a_container_rave_writes_and_else_become_mkv() {
+        for (input, output) in [
+            ("in/a.mp4", "a.mp4"),
+            ("b.MOV", "b.MOV"),
+            ("c.m4v", "c.m4v"),
+            ("d.mkv", "d.mkv"),
+            ("e.avi", "e.mkv"),
+            ("f.webm", "f.mkv"),
+            ("g.tar.ts", "g.tar.mkv"),
+            ("noext", "noext.mkv"),
+        ] {
+            assert_eq!(output_name(Path::new(input)), Path::new(output), "{input}");
+        }
+    }
+
+    #[test]
+    fn one_file_into_one_file_is_the_plain_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = touch(dir.path(), "a.mp4");
+        let out = dir.path().join("o.mkv");
+        assert_eq!(
+            plan(std::slice::from_ref(&a), &out).unwrap(),
+            Plan::Single(InputJob {
+                input: a.clone(),
+                output: out
+            })
+        );
+        // A missing input or a file-like -o stays the plain run, with today's errors.
+        let missing = dir.path().join("missing.mp4");
+        assert!(matches!(
+            plan(&[missing], Path::new("x")).unwrap(),
+            Plan::Single(_)
+        ));
+        // An existing folder, or one spelt with a trailing slash, takes the input's name.
+        let to = format!("{}/new/", dir.path().display());
+        let Plan::Batch { jobs, .. } = plan(std::slice::from_ref(&a), Path::new(&to)).unwrap()
+        else {
+            panic!("a batch");
+        };
+        assert_eq!(jobs[0].output, dir.path().join("new/a.mp4"));
+    }
+
+    #[test]
+    fn several_inputs_need_an_output_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (touch(dir.path(), "a.mp4"), touch(dir.path(), "b.avi"));
+        let inputs = [a.clone(), b.clone()];
+        for out in ["out.mp4", "out.MKV"] {
+            let err = plan(&inputs, &dir.path().join(out)).unwrap_err();
+            assert_eq!(err.family().exit_code(), 2);
+            assert!(
+                err.to_string().contains("names a file, but 2 inputs need"),
+                "{err}"
+            );
+        }
+        let err = plan(&inputs, &a).unwrap_err();
+        assert!(err.to_string().contains("names a file"), "{err}");
+        let out = dir.path().join("upscaled");
+        let Plan::Batch { folder, jobs } = plan(&inputs, &out).unwrap() else {
+            panic!("a batch");
+        };
+        assert_eq!(folder, out);
+        let outputs: Vec<_> = jobs.iter().map(|j| j.output.clone()).collect();
+        assert_eq!(outputs, [out.join("a.mp4"), out.join("b.mkv")]);
+    }
+
+    #[test]
+    fn a_folder_input_needs_an_output_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in");
+        std::fs::create_dir(&input).unwrap();
+        touch(&input, "a.mp4");
+        let err = plan(std::slice::from_ref(&input), &dir.path().join("o.mp4")).unwrap_err();
+        assert!(err.to_string().contains("a folder input (-i "), "{err}");
+    }
+
+    #[test]
+    fn two_inputs_onto_one_output_or_an_output_onto_an_input_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("x")).unwrap();
+        let (a, a2) = (touch(d, "a.mp4"), touch(&d.join("x"), "a.mp4"));
+        let err = plan(&[a.clone(), a2.clone()], &d.join("out")).unwrap_err();
+        assert_eq!(err.family().exit_code(), 4);
+        assert!(err.to_string().contains("both"), "{err}");
+
+        // clip.avi and clip.mkv both become clip.mkv.
+        let (c1, c2) = (touch(d, "clip.avi"), touch(d, "clip.mkv"));
+        let err = plan(&[c1, c2], &d.join("out")).unwrap_err();
+        assert!(err.to_string().contains("out/clip.mkv"), "{err}");
+
+        let err = plan(&[a.clone(), d.join("./a.mp4")], &d.join("out")).unwrap_err();
+        assert!(err.to_string().contains("is given twice"), "{err}");
+
+        // Into its own folder: the output would be the input.
+        let err = plan(&[a.clone(), d.join("clip.avi")], d).unwrap_err();
+        assert_eq!(err.family().exit_code(), 4);
+        assert!(
+            err.to_string()
+                .contains("a.mp4: cannot write output: it is the input file;"),
+            "{err}"
+        );
+        // clip.avi -> clip.mkv next to it is fine when clip.mkv is not an input.
+        std::fs::remove_file(d.join("clip.mkv")).unwrap();
+        assert!(plan(&[d.join("clip.avi"), a2], d).is_ok());
+    }
+}

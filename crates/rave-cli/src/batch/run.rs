@@ -1,0 +1,68 @@
+//! Running a batch: every input's configuration built first (a bad flag or model stops it
+//! before any work), then each input in turn with its own cancel token; a failed input is
+//! reported and the next one started; Ctrl+C finishes the current input as a single run
+//! does and starts no other.
+
+use std::path::Path;
+
+use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::EncoderSettings;
+use rave_pipeline::run_upscale;
+
+use super::plan::InputJob;
+use super::report::{BatchReport, InputResult};
+use crate::args::{GlobalArgs, UpscaleArgs};
+use crate::commands::upscale::pipeline_config;
+use crate::interrupt::Interrupts;
+use crate::{failure, progress_view, summary};
+
+/// Upscale each of `jobs` into `folder`, print each run's summary (or error) as it ends and
+/// the batch's at the end; returns the exit code (see [`BatchReport::new`]).
+pub fn run(
+    global: &GlobalArgs,
+    args: &UpscaleArgs,
+    encoder: EncoderSettings,
+    folder: &Path,
+    jobs: &[InputJob],
+) -> Result<i32> {
+    let configs = jobs
+        .iter()
+        .map(|j| {
+            pipeline_config(
+                global,
+                &args.run,
+                args,
+                encoder.clone(),
+                &j.input,
+                &j.output,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    std::fs::create_dir_all(folder).map_err(|e| EngineError::OutputUnwritable {
+        path: folder.to_path_buf(),
+        reason: format!("cannot create the output folder: {e}"),
+    })?;
+    let json = args.run.json;
+    let interrupts = Interrupts::install(true)?;
+    let mut results = Vec::with_capacity(jobs.len());
+    for (i, (job, config)) in jobs.iter().zip(&configs).enumerate() {
+        if interrupts.asked() {
+            results.push(InputResult::not_started(job));
+            continue;
+        }
+        progress_view::announce_input(args.run.progress, (i + 1, jobs.len()), job);
+        // A fresh display too: each input's warnings are said once for that input.
+        let progress = progress_view::sink_for(args.run.progress);
+        let run = run_upscale(config, progress.as_ref(), &interrupts.next_run());
+        if !json {
+            match &run {
+                Ok(report) => summary::print_run(report),
+                Err(err) => failure::report_input(err, &job.input),
+            }
+        }
+        results.push(InputResult::of_run(job, run));
+    }
+    let batch = BatchReport::new(folder.to_path_buf(), results, interrupts.asked());
+    crate::commands::print_result(json, &batch, summary::print_batch);
+    Ok(batch.exit_code)
+}

@@ -1,0 +1,89 @@
+//! Ctrl+C and SIGTERM: the first stops the run in progress (and, in a batch, every input
+//! after it); the second removes the unfinished output and leaves at once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rave_core::error::{EngineError, Result};
+use rave_pipeline::CancelToken;
+use rave_pipeline::cancel::StopReason;
+
+use crate::console::errln;
+
+/// What the handler shares with the runs: whether Ctrl+C was pressed, and the token of the
+/// run in progress.
+#[derive(Default)]
+struct Shared {
+    asked: AtomicBool,
+    current: Mutex<CancelToken>,
+}
+
+/// The installed Ctrl+C handler. Each run gets a fresh token from [`Interrupts::next_run`]:
+/// a run that fails cancels its own token, which must not stop the runs after it.
+pub struct Interrupts(Arc<Shared>);
+
+impl Interrupts {
+    /// Install the handler (once per process). `batch` adds to the first Ctrl+C's message
+    /// that the remaining inputs will not be started.
+    ///
+    /// A file-size limit (`ulimit -f`) makes writes fail with EFBIG instead of killing the
+    /// process with SIGXFSZ, so the run ends with a write error (exit 4) and removes its
+    /// temporary file.
+    pub fn install(batch: bool) -> Result<Self> {
+        // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code;
+        // nothing in RAVE relies on SIGXFSZ's default action.
+        unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+        let shared = Arc::new(Shared::default());
+        let handler = Arc::clone(&shared);
+        let rest = if batch {
+            "; the inputs after it will not be started"
+        } else {
+            ""
+        };
+        ctrlc::set_handler(move || {
+            if handler.asked.swap(true, Ordering::SeqCst) {
+                errln!("\nrave: aborted; the unfinished output was removed");
+                rave_pipeline::output_file::remove_in_flight();
+                // SAFETY: _exit ends the process at once. `exit` would run atexit handlers
+                // and library destructors (ONNX Runtime's) while the other threads still
+                // use them, and let those threads go on creating files and printing errors
+                // meanwhile.
+                unsafe { libc::_exit(130) };
+            }
+            errln!(
+                "\nrave: stopping, finalizing the frames done so far{rest} (Ctrl+C again to abort)"
+            );
+            lock(&handler.current).cancel(StopReason::User);
+        })
+        .map_err(|e| {
+            EngineError::InvariantViolation(format!("cannot install the Ctrl+C handler: {e}"))
+        })?;
+        Ok(Self(shared))
+    }
+
+    /// A fresh token for the next run, already cancelled when Ctrl+C was pressed before.
+    pub fn next_run(&self) -> CancelToken {
+        let token = CancelToken::new();
+        let mut current = lock(&self.0.current);
+        *current = token.clone();
+        // Checked under the lock: a Ctrl+C after this point finds the new token in place.
+        if self.asked() {
+            token.cancel(StopReason::User);
+        }
+        token
+    }
+
+    /// Whether Ctrl+C (or SIGTERM) was received.
+    pub fn asked(&self) -> bool {
+        self.0.asked.load(Ordering::SeqCst)
+    }
+}
+
+fn lock(m: &Mutex<CancelToken>) -> std::sync::MutexGuard<'_, CancelToken> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The token of a command that makes one run (`rave upscale` of one file, `rave benchmark`).
+pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
+    Ok(Interrupts::install(false)?.next_run())
+}

@@ -1,0 +1,383 @@
+//! Several inputs and folder input: every input its own run into the output folder, a bad
+//! one reported while the others are done, the refusals made before any work, Ctrl+C
+//! stopping the batch.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use common::*;
+
+/// Frames in each generated clip.
+const FRAMES: usize = 3;
+
+/// `rave upscale` with the fast test model on the CPU, then `args`.
+fn upscale_with(args: &[&str]) -> Output {
+    let m = fixture("nearest_x2.onnx");
+    let mut all = vec!["upscale", "-m", m.to_str().unwrap(), "--device", "cpu"];
+    all.extend_from_slice(args);
+    run(&all)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A clip of `FRAMES` frames; `.mkv`/`.avi` are remuxed from an MP4 made beside them.
+fn clip(dir: &Path, name: &str) -> PathBuf {
+    if name.ends_with(".mp4") {
+        return make_clip(dir, name, "32x32", FRAMES as u32);
+    }
+    let scratch = scratch();
+    let mp4 = make_clip(scratch.path(), "src.mp4", "32x32", FRAMES as u32);
+    let path = dir.join(name);
+    ffmpeg(&["-i", s(&mp4), "-c", "copy", s(&path)]);
+    path
+}
+
+/// The first half of a clip: not a file FFmpeg can read (the MP4 index is at its end).
+fn truncated(dir: &Path, name: &str) -> PathBuf {
+    let scratch = scratch();
+    let bytes = std::fs::read(clip(scratch.path(), "whole.mp4")).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    path
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The batch document printed with --json.
+fn document(o: &Output) -> serde_json::Value {
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+/// A refusal: the exit code, one line on stderr containing `needle`, nothing on stdout.
+fn assert_refused(o: &Output, code: i32, needle: &str) {
+    assert_exit(o, code);
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{needle:?} in {err}");
+    assert!(stdout(o).is_empty(), "{}", stdout(o));
+}
+
+#[test]
+fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
+    let dir = scratch();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    clip(&input, "a.mp4");
+    truncated(&input, "b.mp4");
+    clip(&input, "c.mkv");
+    // Not taken: not a video, hidden, RAVE's own leftovers, a subfolder.
+    std::fs::write(input.join("notes.txt"), b"not a video").unwrap();
+    for skipped in [".hidden.mp4", "a.partial.mp4", ".a.mp4.rave.tmp"] {
+        std::fs::copy(input.join("a.mp4"), input.join(skipped)).unwrap();
+    }
+    std::fs::create_dir(input.join("sub")).unwrap();
+    clip(&input.join("sub"), "deep.mp4");
+
+    let out = dir.path().join("out");
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out)]);
+    assert_exit(&o, 3);
+    assert_eq!(
+        names_in(&out),
+        ["a.mp4", "c.mkv"],
+        "the good ones, nothing else"
+    );
+    for name in ["a.mp4", "c.mkv"] {
+        assert_eq!(frame_times(&out.join(name)).len(), FRAMES, "{name}");
+        assert_eq!(video_field(&out.join(name), "width"), "64", "{name}");
+    }
+    let err = stderr(&o);
+    let bad = input.join("b.mp4");
+    assert!(
+        err.lines().any(|l| l.starts_with("rave: error: ")
+            && l.contains(s(&bad))
+            && l.contains("not a media file")),
+        "{err}"
+    );
+    let text = stdout(&o);
+    assert!(text.contains("batch: 3 input(s)"), "{text}");
+    assert!(text.contains("2 done, 1 failed"), "{text}");
+    let (a, c) = (input.join("a.mp4"), input.join("c.mkv"));
+    for (status, path, then) in [
+        ("done", &a, format!("-> {}", s(&out.join("a.mp4")))),
+        ("failed", &bad, "not a media file".to_string()),
+        ("done", &c, format!("-> {}", s(&out.join("c.mkv")))),
+    ] {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(status)
+                && l.contains(s(path))
+                && l.contains(&then)),
+            "{status} {path:?} {then} in\n{text}"
+        );
+    }
+
+    let out = dir.path().join("json-out");
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--json"]);
+    assert_exit(&o, 3);
+    let v = document(&o);
+    assert_eq!(v["exit_code"], 3);
+    assert_eq!(v["output_folder"], s(&out));
+    let results = v["results"].as_array().unwrap();
+    let summary: Vec<(&str, &str)> = results
+        .iter()
+        .map(|r| (r["input"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        summary,
+        [(s(&a), "done"), (s(&bad), "failed"), (s(&c), "done")]
+    );
+    for r in [&results[0], &results[2]] {
+        assert_eq!(r["report"]["frames_out"], FRAMES);
+        assert_eq!(r["report"]["status"], "complete");
+        assert!(Path::new(r["output"].as_str().unwrap()).is_file(), "{r}");
+    }
+    let e = &results[1]["error"];
+    assert_eq!(e["exit_code"], 3);
+    assert_eq!(e["family"], "input");
+    assert!(
+        e["message"].as_str().unwrap().contains("not a media file"),
+        "{e}"
+    );
+    assert_eq!(results[1]["output"], s(&out.join("b.mp4")));
+    assert!(!out.join("b.mp4").exists());
+    assert_eq!(temp_files_left(&out), Vec::<String>::new());
+}
+
+#[test]
+fn the_exit_code_is_that_of_the_first_input_that_failed() {
+    let dir = scratch();
+    let d = dir.path();
+    let (bad, good) = (truncated(d, "bad.mp4"), clip(d, "good.mp4"));
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("good.mp4"), b"an earlier result").unwrap();
+    // bad.mp4 fails as an input (3), good.mp4 because its output exists (4).
+    let o = upscale_with(&["-i", s(&bad), s(&good), "-o", s(&out)]);
+    assert_exit(&o, 3);
+    let o = upscale_with(&["-i", s(&good), s(&bad), "-o", s(&out), "--json"]);
+    assert_exit(&o, 4);
+    let v = document(&o);
+    assert_eq!(v["results"][0]["error"]["kind"], "output_exists");
+    assert_eq!(v["results"][1]["error"]["family"], "input");
+    assert_eq!(
+        std::fs::read(out.join("good.mp4")).unwrap(),
+        b"an earlier result"
+    );
+}
+
+#[test]
+fn several_files_go_into_an_output_folder_under_their_own_names() {
+    let dir = scratch();
+    let d = dir.path();
+    let (a, b, c) = (clip(d, "a.mp4"), clip(d, "b.mov"), clip(d, "c.avi"));
+    // -i listing several values; the folder is created, parents too.
+    let out = d.join("up/x2");
+    let o = upscale_with(&["-i", s(&a), s(&b), s(&c), "-o", s(&out)]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("3 done"), "{}", stdout(&o));
+    // An AVI is written as Matroska: RAVE does not write AVI.
+    assert_eq!(names_in(&out), ["a.mp4", "b.mov", "c.mkv"]);
+    for (name, format) in [("a.mp4", "mp4"), ("b.mov", "mov"), ("c.mkv", "matroska")] {
+        let path = out.join(name);
+        assert_eq!(frame_times(&path).len(), FRAMES, "{name}");
+        let f = ffprobe(
+            &path,
+            &["-show_entries", "format=format_name", "-of", "csv=p=0"],
+        );
+        assert!(f.contains(format), "{name}: {f}");
+    }
+
+    // -i repeated, into an existing folder, with --json.
+    let out = d.join("again");
+    std::fs::create_dir(&out).unwrap();
+    let o = upscale_with(&["-i", s(&b), "-i", s(&a), "-o", s(&out), "--json"]);
+    assert_exit(&o, 0);
+    let v = document(&o);
+    assert_eq!(v["exit_code"], 0);
+    let outputs: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["output"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outputs,
+        [s(&out.join("b.mov")), s(&out.join("a.mp4"))],
+        "in the order given"
+    );
+
+    // One file into a folder (an existing one, or a path ending in '/').
+    let into = format!("{}/", s(&d.join("one")));
+    let o = upscale_with(&["-i", s(&a), "-o", &into, "--json"]);
+    assert_exit(&o, 0);
+    assert_eq!(document(&o)["results"][0]["status"], "done");
+    assert_eq!(frame_times(&d.join("one/a.mp4")).len(), FRAMES);
+}
+
+#[test]
+fn inputs_that_would_share_an_output_or_be_overwritten_are_refused_before_any_work() {
+    let dir = scratch();
+    let d = dir.path();
+    for sub in ["x", "y"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+    }
+    let (x, y) = (
+        clip(&d.join("x"), "clip.mp4"),
+        clip(&d.join("y"), "clip.mp4"),
+    );
+    let out = d.join("out");
+    let o = upscale_with(&["-i", s(&x), s(&y), "-o", s(&out)]);
+    assert_refused(&o, 4, "would be written here");
+    assert!(
+        stderr(&o).contains(s(&out.join("clip.mp4"))),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "nothing was done, not even the folder");
+
+    // clip.avi and clip.mkv both become clip.mkv.
+    let z = d.join("z");
+    std::fs::create_dir(&z).unwrap();
+    clip(&z, "clip.avi");
+    clip(&z, "clip.mkv");
+    let o = upscale_with(&["-i", s(&z), "-o", s(&out), "--json"]);
+    assert_exit(&o, 4);
+    let v = document(&o);
+    assert_eq!(v["error"]["kind"], "output_unwritable");
+    assert!(!out.exists());
+
+    // The same file twice.
+    let o = upscale_with(&["-i", s(&x), s(&x), "-o", s(&out)]);
+    assert_refused(&o, 4, "is given twice");
+
+    // The input folder as the output folder: its videos would be their own outputs.
+    let before = std::fs::read(&x).unwrap();
+    let o = upscale_with(&["-i", s(&d.join("x")), "-o", s(&d.join("x")), "--overwrite"]);
+    assert_refused(&o, 4, "it is the input file");
+    assert_eq!(std::fs::read(&x).unwrap(), before, "the input is untouched");
+    assert_eq!(names_in(&d.join("x")), ["clip.mp4"]);
+}
+
+#[test]
+fn several_inputs_with_an_output_file_are_refused() {
+    let dir = scratch();
+    let d = dir.path();
+    let (a, b) = (clip(d, "a.mp4"), clip(d, "b.mp4"));
+    let o = upscale_with(&["-i", s(&a), s(&b), "-o", s(&d.join("out.mp4"))]);
+    assert_refused(&o, 2, "names a file, but 2 inputs need an output folder");
+    // An existing file is a file, whatever its name.
+    let before = std::fs::read(&b).unwrap();
+    let o = upscale_with(&["-i", s(&a), "-i", s(&d.join("a.mp4")), "-o", s(&b)]);
+    assert_refused(&o, 2, "names a file");
+    assert_eq!(std::fs::read(&b).unwrap(), before);
+    // A folder input needs an output folder too.
+    let input = d.join("in");
+    std::fs::create_dir(&input).unwrap();
+    clip(&input, "c.mp4");
+    let o = upscale_with(&["-i", s(&input), "-o", s(&d.join("c.mkv")), "--json"]);
+    assert_exit(&o, 2);
+    let v = document(&o);
+    assert_eq!(v["error"]["family"], "usage");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a folder input"),
+        "{v}"
+    );
+    assert_eq!(names_in(d), ["a.mp4", "b.mp4", "in"]);
+}
+
+#[test]
+fn a_folder_without_videos_is_refused() {
+    let dir = scratch();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = dir.path().join("out");
+    let o = upscale_with(&["-i", s(&empty), "-o", s(&out)]);
+    assert_refused(&o, 3, "no video files in this folder");
+    assert!(stderr(&o).contains(s(&empty)), "{}", stderr(&o));
+    // What the listing skips does not count.
+    std::fs::write(empty.join("notes.txt"), b"x").unwrap();
+    clip(&empty, ".hidden.mp4");
+    clip(&empty, "x.partial.mp4");
+    let o = upscale_with(&["-i", s(&empty), "-o", s(&out), "--json"]);
+    assert_exit(&o, 3);
+    assert_eq!(document(&o)["error"]["kind"], "input_unreadable");
+    assert!(!out.exists());
+}
+
+#[test]
+fn ctrl_c_stops_the_batch_and_lists_the_inputs_not_started() {
+    let dir = scratch();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    // The installed model on one thread takes long enough per frame to interrupt.
+    make_photo_clip(&input, "a_slow.mp4", 160, 96, 150);
+    clip(&input, "b.mp4");
+    let out = dir.path().join("out");
+    let mut child = rave()
+        .args(["upscale", "-i", s(&input), "-o", s(&out)])
+        .args(["--threads", "1", "--json", "--progress", "jsonl"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut progress = 0;
+    while progress < 2 {
+        let line = lines.next().expect("the run ended early").unwrap();
+        progress += usize::from(line.contains("\"progress\""));
+        seen.push(line);
+    }
+    assert!(seen[0].contains("\"event\":\"input\""), "{seen:?}");
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let mut text = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("the inputs after it will not be started")),
+        "{rest:?}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&text).expect("the batch document");
+    assert_eq!(v["exit_code"], 130);
+    let (first, second) = (&v["results"][0], &v["results"][1]);
+    assert_eq!(first["status"], "partial", "{first}");
+    let partial = out.join("a_slow.partial.mp4");
+    assert_eq!(first["output"], s(&partial));
+    assert_eq!(
+        frame_times(&partial).len() as u64,
+        first["report"]["frames_out"].as_u64().unwrap()
+    );
+    assert_eq!(second["status"], "not_started");
+    assert_eq!(second["input"], s(&input.join("b.mp4")));
+    assert_eq!(
+        names_in(&out),
+        ["a_slow.partial.mp4"],
+        "nothing else was started"
+    );
+}
