@@ -82,6 +82,48 @@ pub enum Command {
     /// Show the GPUs, what NVDEC decodes, whether NVENC opens, and which ONNX Runtime GPU
     /// providers load (and why not).
     Devices(DevicesArgs),
+    /// Plan an upscale as segments for several machines: write the job's manifest into the
+    /// work folder (--work, on storage every worker shares) and print the segment count.
+    /// Takes every `rave upscale` option; then run `rave segment` for each index and
+    /// `rave assemble` (see deploy/ for Slurm and Kubernetes).
+    Plan(UpscaleArgs),
+    /// Upscale one segment of a planned job. Done already: exits 0 at once; two workers
+    /// on one segment leave one good result.
+    Segment(SegmentCmdArgs),
+    /// Write the output of a planned job from its finished segments (exit 7 naming the
+    /// segments not done yet).
+    Assemble(WorkArgs),
+    /// List the segments of a planned job and their states.
+    Status(WorkArgs),
+}
+
+/// `rave segment`.
+#[derive(Debug, Args)]
+pub struct SegmentCmdArgs {
+    /// The job's work folder (as given to `rave plan --work`).
+    #[arg(long, value_name = "DIR")]
+    pub work: PathBuf,
+    /// The segment, from 0 (default: SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or
+    /// AWS_BATCH_JOB_ARRAY_INDEX, the first one set).
+    #[arg(long, value_name = "I")]
+    pub index: Option<usize>,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rave assemble` and `rave status`.
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    /// The job's work folder (as given to `rave plan --work`).
+    #[arg(long, value_name = "DIR")]
+    pub work: PathBuf,
+    /// Keep the work folder after assembling.
+    #[arg(long)]
+    pub keep_work: bool,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl Command {
@@ -93,6 +135,9 @@ impl Command {
             Command::Probe(a) => a.json,
             Command::Models(a) => a.json,
             Command::Devices(a) => a.json,
+            Command::Plan(a) => a.run.json,
+            Command::Segment(a) => a.json,
+            Command::Assemble(a) | Command::Status(a) => a.json,
         }
     }
 }

@@ -35,6 +35,10 @@ fn main() {
         Command::Probe(a) => commands::probe::run(a),
         Command::Models(a) => commands::models::run(&cli.global, a),
         Command::Devices(a) => commands::devices::run(&cli.global, a),
+        Command::Plan(a) => commands::distributed::plan(&cli.global, a, &raw),
+        Command::Segment(a) => commands::distributed::segment(a),
+        Command::Assemble(a) => commands::distributed::assemble(a),
+        Command::Status(a) => commands::distributed::status(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

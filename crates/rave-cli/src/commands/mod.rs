@@ -2,6 +2,7 @@
 
 pub mod benchmark;
 pub mod devices;
+pub mod distributed;
 pub mod models;
 pub mod probe;
 pub mod upscale;

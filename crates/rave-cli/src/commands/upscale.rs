@@ -40,6 +40,18 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     })
 }
 
+/// The configuration of one `rave upscale` of `input` into `output` with `args`' settings.
+pub fn config_for(
+    global: &GlobalArgs,
+    args: &UpscaleArgs,
+    input: &Path,
+    output: &Path,
+) -> Result<UpscaleConfig> {
+    let codec = choose_codec(args.codec, args.encoder)?;
+    let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
+    pipeline_config(global, &args.run, args, encoder, input, output)
+}
+
 /// The codec from `--codec` and `--encoder` (which must agree); `nvenc` is refused with the
 /// reason: where the GPU has no NVENC, FFmpeg's own answer; where it has one, that RAVE's
 /// NVENC path is not implemented yet.

@@ -4,10 +4,117 @@
 use std::path::PathBuf;
 
 use rave_core::damage::InputDamage;
-use rave_ffmpeg::DecodeStats;
+use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::{Container, DecodeStats, WriterSummary};
 
+use super::assemble::{AssemblyInput, assemble};
 use super::manifest::{Manifest, SegmentState};
 use super::work_folder::WorkFolder;
+use crate::cancel::CancelToken;
+use crate::config::UpscaleConfig;
+use crate::output_file::OutputTarget;
+use crate::stages;
+
+/// What goes into the output file.
+pub struct OutputJob<'a> {
+    /// The job.
+    pub manifest: &'a Manifest,
+    /// Its work folder.
+    pub work: &'a WorkFolder,
+    /// The run's configuration.
+    pub config: &'a UpscaleConfig,
+    /// The output container.
+    pub container: Container,
+    /// The segment files in order, each with its first frame's timestamp.
+    pub files: Vec<(PathBuf, Option<i64>)>,
+    /// Frames they hold.
+    pub frames: u64,
+    /// Only the start of the video is there (an interrupted run).
+    pub partial: bool,
+}
+
+/// What writing the output gave.
+pub struct WrittenOutput {
+    /// Where the output is (the partial name for an interrupted run).
+    pub path: PathBuf,
+    /// The muxer's account.
+    pub summary: WriterSummary,
+    /// Packets of other streams copied from the source.
+    pub copied_packets: u64,
+}
+
+/// Assemble `job` into `target`'s temporary file and settle it: a complete output is
+/// refused when the input's `damage` (updated with the packets the muxer refused) is not
+/// allowed, else moved into place; a partial one is kept under its partial name.
+pub fn write_output(
+    job: OutputJob<'_>,
+    target: &OutputTarget,
+    damage: &mut InputDamage,
+    cancel: &CancelToken,
+) -> Result<WrittenOutput> {
+    let config = job.config;
+    let fail = |e: EngineError| {
+        target.discard();
+        Err(e)
+    };
+    if job.partial && job.files.is_empty() {
+        return fail(EngineError::CancelledBeforeOutput);
+    }
+    if !job.partial && job.files.len() != job.manifest.segments.len() {
+        return fail(EngineError::SegmentsMissing {
+            work: job.work.path().to_path_buf(),
+            missing: job.manifest.missing(),
+            total: job.manifest.segments.len(),
+        });
+    }
+    // Damage that needs no assembly to be known (no frame decodable, frames missing) is
+    // refused before any output is written.
+    let refusal = |d: &InputDamage| {
+        (!job.partial)
+            .then(|| stages::damage_refusal(&config.input, d, config.allow_corrupt))
+            .flatten()
+    };
+    if let Some(err) = refusal(damage) {
+        return fail(err);
+    }
+    let input = AssemblyInput {
+        source: &config.input,
+        segments: job.files,
+        frames: job.frames,
+        codec: config.encoder.codec,
+        container: job.container,
+        allow_corrupt: config.allow_corrupt,
+        partial: job.partial,
+    };
+    let assembled = match assemble(&input, target.temp_path(), &config.output, cancel) {
+        Ok(a) => a,
+        Err(EngineError::PacketRefused(why)) => {
+            damage.packets_dropped += 1;
+            damage.note(why);
+            return fail(
+                stages::damage_refusal(&config.input, damage, false)
+                    .unwrap_or(EngineError::Cancelled),
+            );
+        }
+        Err(e) => return fail(e),
+    };
+    damage.packets_dropped += assembled.refused.0;
+    if let Some(why) = assembled.refused.1 {
+        damage.note(why);
+    }
+    if let Some(err) = refusal(damage) {
+        return fail(err);
+    }
+    let path = match job.partial {
+        false => target.commit()?,
+        true => target.keep_partial()?,
+    };
+    Ok(WrittenOutput {
+        path,
+        summary: assembled.summary,
+        copied_packets: assembled.source_stats.copied_packets,
+    })
+}
 
 /// The damage of the whole input: a segment that was the whole file has its reader's full
 /// account; otherwise the plan's reading of every packet, with the decoding counts of the

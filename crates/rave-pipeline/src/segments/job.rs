@@ -200,6 +200,7 @@ fn new_manifest(
         fingerprint: InputFingerprint::of(&config.input)?,
         settings: settings_of(config, bit_depth, segment_frames)?,
         options: config.segments.options.clone(),
+        invocation_dir: std::env::current_dir().unwrap_or_default(),
         overwrite: config.overwrite,
         frames_total: plan.frames,
         segment_frames,
@@ -214,8 +215,9 @@ fn new_manifest(
     })
 }
 
-/// Refuse to resume a job whose input, output or output-affecting settings changed.
-fn check_same_job(
+/// Refuse to resume (or work on) a job whose input, output or output-affecting settings
+/// changed.
+pub fn check_same_job(
     manifest: &Manifest,
     config: &UpscaleConfig,
     work: &WorkFolder,

@@ -128,6 +128,9 @@ pub struct Manifest {
     /// The `rave upscale` options of the job (without -i/-o/-m), so any worker runs the
     /// same settings.
     pub options: Vec<String>,
+    /// The folder the job was planned from (relative paths in `options` are relative to it).
+    #[serde(default)]
+    pub invocation_dir: PathBuf,
     /// Replace an existing output when assembling.
     pub overwrite: bool,
     /// Frames in the job.

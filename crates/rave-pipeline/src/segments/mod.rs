@@ -5,6 +5,7 @@
 
 pub mod assemble;
 pub mod commit;
+pub mod distributed;
 pub mod fingerprint;
 pub mod finish;
 pub mod job;

@@ -12,9 +12,10 @@ use rave_core::error::{EngineError, Result};
 use rave_core::gpu::HealthSnapshot;
 use rave_tensorrt::backend_report::GpuBackendReport;
 
-use super::assemble::{AssemblyInput, assemble};
 use super::commit::{commit_segment, mark_running};
-use super::finish::{done_prefix, job_damage, job_decode_stats, saw_interlaced};
+use super::finish::{
+    OutputJob, done_prefix, job_damage, job_decode_stats, saw_interlaced, write_output,
+};
 use super::job::PreparedJob;
 use super::job_progress::JobProgress;
 use super::manifest::{SegmentDecode, SegmentState};
@@ -27,7 +28,7 @@ use crate::gpu_stages;
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
 use crate::report::{GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, ratio};
-use crate::stages::{self, FirstError, PipelineMetrics, guarded};
+use crate::stages::{FirstError, PipelineMetrics, guarded};
 
 /// Segments processed at once when `--jobs` is not given: two where a GPU can run the model
 /// (inference is faster than one software encoder, so a second segment keeps it busy), one
@@ -245,68 +246,25 @@ pub fn run_job(
                     files.push((path.clone(), *first));
                     frames += n;
                 }
-                if files.is_empty() {
-                    discard();
-                    return Err(EngineError::CancelledBeforeOutput);
-                }
-            } else if files.len() != manifest.segments.len() {
-                discard();
-                return Err(EngineError::SegmentsMissing {
-                    work: w.path().to_path_buf(),
-                    missing: manifest.missing(),
-                    total: manifest.segments.len(),
-                });
             }
-            // Damage that needs no assembly to be known (no frame decodable, frames
-            // missing) is refused before any output is written.
-            if status == RunStatus::Complete
-                && let Some(err) =
-                    stages::damage_refusal(&config.input, &damage, config.allow_corrupt)
-            {
-                discard();
-                return Err(err);
-            }
-            let input = AssemblyInput {
-                source: &config.input,
-                segments: files,
-                frames,
-                codec: config.encoder.codec,
-                container: spec.container,
-                allow_corrupt: config.allow_corrupt,
-                partial,
-            };
-            let assembled = match assemble(&input, target.temp_path(), &config.output, cancel) {
-                Ok(a) => a,
-                Err(EngineError::PacketRefused(why)) => {
-                    discard();
-                    damage.packets_dropped += 1;
-                    damage.note(why);
-                    return Err(stages::damage_refusal(&config.input, &damage, false)
-                        .unwrap_or(EngineError::Cancelled));
-                }
-                Err(e) => {
-                    discard();
-                    return Err(e);
-                }
-            };
-            damage.packets_dropped += assembled.refused.0;
-            if let Some(why) = assembled.refused.1 {
-                damage.note(why);
-            }
-            decode.copied_packets = assembled.source_stats.copied_packets;
-            mux = assembled.summary;
+            let written = write_output(
+                OutputJob {
+                    manifest: &manifest,
+                    work: w,
+                    config,
+                    container: spec.container,
+                    files,
+                    frames,
+                    partial,
+                },
+                target,
+                &mut damage,
+                cancel,
+            )?;
+            decode.copied_packets = written.copied_packets;
+            mux = written.summary;
             frames_out = frames;
-            if status == RunStatus::Complete
-                && let Some(err) =
-                    stages::damage_refusal(&config.input, &damage, config.allow_corrupt)
-            {
-                discard();
-                return Err(err);
-            }
-            match status {
-                RunStatus::Complete => target.commit()?,
-                RunStatus::Partial => target.keep_partial()?,
-            }
+            written.path
         }
         _ => PathBuf::from("(null sink)"),
     };

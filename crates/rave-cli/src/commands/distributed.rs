@@ -1,0 +1,223 @@
+//! `rave plan`, `rave segment`, `rave assemble`, `rave status`: one job split over many
+//! workers through a shared work folder. The plan records the `rave upscale` options; every
+//! later command rebuilds the same configuration from them.
+
+use std::path::Path;
+
+use clap::Parser;
+use rave_core::error::{EngineError, Result};
+use rave_pipeline::UpscaleConfig;
+use rave_pipeline::segments::distributed;
+use rave_pipeline::segments::manifest::{Manifest, SegmentState};
+use rave_pipeline::segments::work_folder::WorkFolder;
+
+use crate::args::{Cli, Command, GlobalArgs, SegmentCmdArgs, UpscaleArgs, WorkArgs};
+use crate::console::outln;
+use crate::interrupt::interrupt_on_ctrl_c;
+use crate::progress_view;
+
+/// Where the segment index comes from when `--index` is absent, in order.
+const INDEX_VARIABLES: [&str; 3] = [
+    "SLURM_ARRAY_TASK_ID",
+    "JOB_COMPLETION_INDEX",
+    "AWS_BATCH_JOB_ARRAY_INDEX",
+];
+
+/// `rave plan`: write the manifest and print the segment count.
+pub fn plan(global: &GlobalArgs, args: &UpscaleArgs, raw: &[String]) -> Result<i32> {
+    let [input] = args.input.as_slice() else {
+        return Err(EngineError::Config(
+            "rave plan takes one input (-i FILE); plan each file of a folder as its own job".into(),
+        ));
+    };
+    let mut config = super::upscale::config_for(global, args, input, &args.output)?;
+    config.segments.options = options_after(raw, "plan");
+    let cancel = interrupt_on_ctrl_c()?;
+    let progress = progress_view::sink_for(args.run.progress);
+    let manifest = distributed::plan(&config, progress.as_ref(), &cancel)?;
+    let work = distributed::work_of(&config);
+    let summary = serde_json::json!({
+        "segments": manifest.segments.len(),
+        "frames": manifest.frames_total,
+        "work": rave_pipeline::segments::job::absolute(work.path()),
+        "output": manifest.output,
+        "done": manifest.segments.len() - manifest.missing().len(),
+        "single_reason": manifest.single_reason,
+    });
+    super::print_result(args.run.json, &summary, |_| {
+        outln!(
+            "planned {} segment(s), {} frames, in {}; run `rave segment --work {} --index I` for I in 0..{}, then `rave assemble --work {}`",
+            manifest.segments.len(),
+            manifest.frames_total,
+            work.path().display(),
+            work.path().display(),
+            manifest.segments.len(),
+            work.path().display()
+        );
+    });
+    Ok(0)
+}
+
+/// `rave segment`: process one segment.
+pub fn segment(args: &SegmentCmdArgs) -> Result<i32> {
+    let index = match args.index {
+        Some(i) => i,
+        None => index_from_environment()?,
+    };
+    let (config, _) = job_config(&args.work, false)?;
+    let cancel = interrupt_on_ctrl_c()?;
+    let progress = progress_view::sink_for(crate::args::ProgressArg::Auto);
+    let report = distributed::run_segment(&config, index, progress.as_ref(), &cancel)?;
+    super::print_result(args.json, &report, |r| {
+        if r.already_done {
+            outln!("segment {} of {}: already done", r.index, r.total);
+        } else {
+            outln!(
+                "segment {} of {}: {} frames in {:.1} s ({:.2} fps){}",
+                r.index,
+                r.total,
+                r.frames,
+                r.elapsed_s,
+                r.fps,
+                if r.kept {
+                    ""
+                } else {
+                    "; another worker finished it first, its file is kept"
+                }
+            );
+        }
+    });
+    Ok(0)
+}
+
+/// `rave assemble`: write the output.
+pub fn assemble(args: &WorkArgs) -> Result<i32> {
+    let (config, _) = job_config(&args.work, args.keep_work)?;
+    let cancel = interrupt_on_ctrl_c()?;
+    let report = distributed::assemble(&config, &cancel)?;
+    super::print_result(args.json, &report, |r| {
+        outln!(
+            "assembled {} ({} frames from {} segments) in {:.1} s",
+            r.output.display(),
+            r.frames,
+            r.segments,
+            r.elapsed_s
+        );
+    });
+    Ok(0)
+}
+
+/// `rave status`: list the segments.
+pub fn status(args: &WorkArgs) -> Result<i32> {
+    let manifest = WorkFolder::at(&args.work).read()?;
+    let done = manifest.segments.len() - manifest.missing().len();
+    let value = serde_json::json!({
+        "input": manifest.input,
+        "output": manifest.output,
+        "frames": manifest.frames_total,
+        "total": manifest.segments.len(),
+        "done": done,
+        "segments": manifest.segments,
+    });
+    super::print_result(args.json, &value, |_| print_status(&manifest, done));
+    Ok(0)
+}
+
+fn print_status(manifest: &Manifest, done: usize) {
+    outln!(
+        "{} -> {}: {done} of {} segments done",
+        manifest.input.display(),
+        manifest.output.display(),
+        manifest.segments.len()
+    );
+    for s in &manifest.segments {
+        let state = match s.state {
+            SegmentState::Done => "done",
+            SegmentState::Running => "running (or stopped)",
+            SegmentState::Pending => "pending",
+        };
+        outln!(
+            "  {:>5}  frames {:>8}-{:<8} {state}{}",
+            s.plan.index,
+            s.plan.first_frame,
+            s.plan.first_frame + s.plan.frames.saturating_sub(1),
+            s.worker
+                .as_ref()
+                .filter(|_| s.state == SegmentState::Running)
+                .map(|w| format!(" by {w}"))
+                .unwrap_or_default()
+        );
+    }
+}
+
+/// The arguments after the subcommand `name` (what `rave upscale` would take).
+fn options_after(raw: &[String], name: &str) -> Vec<String> {
+    match raw.iter().position(|a| a == name) {
+        Some(at) => raw[..at]
+            .iter()
+            .skip(1)
+            .chain(&raw[at + 1..])
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The configuration the job in `work` was planned with, rebuilt from its options (relative
+/// paths as seen from where it was planned), using `work` as its work folder.
+fn job_config(work: &Path, keep_work: bool) -> Result<(UpscaleConfig, Manifest)> {
+    let manifest = WorkFolder::at(work).read()?;
+    let work = rave_pipeline::segments::job::absolute(work);
+    if manifest.invocation_dir.is_dir() {
+        std::env::set_current_dir(&manifest.invocation_dir)?;
+    }
+    let mut argv = vec!["rave".to_string(), "upscale".to_string()];
+    argv.extend(manifest.options.iter().cloned());
+    let cli = Cli::try_parse_from(&argv).map_err(|e| EngineError::WorkFolderMismatch {
+        work: work.clone(),
+        reason: format!(
+            "its manifest's options cannot be read by this RAVE ({}); plan the job again",
+            e.kind()
+        ),
+    })?;
+    let Command::Upscale(args) = cli.command else {
+        unreachable!("parsed as upscale");
+    };
+    let mut config =
+        super::upscale::config_for(&cli.global, &args, &manifest.input, &manifest.output)?;
+    config.segments.work = Some(work);
+    config.segments.keep_work |= keep_work;
+    Ok((config, manifest))
+}
+
+fn index_from_environment() -> Result<usize> {
+    for name in INDEX_VARIABLES {
+        if let Ok(value) = std::env::var(name) {
+            return value.trim().parse().map_err(|_| {
+                EngineError::Config(format!(
+                    "{name}={value:?} is not a segment index (a whole number from 0)"
+                ))
+            });
+        }
+    }
+    Err(EngineError::Config(format!(
+        "no segment index: pass --index I, or run as an array task ({})",
+        INDEX_VARIABLES.join(", ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_options_are_what_upscale_takes() {
+        let raw: Vec<String> = ["rave", "-v", "plan", "-i", "a.mkv", "-o", "b.mkv"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            options_after(&raw, "plan"),
+            ["-v", "-i", "a.mkv", "-o", "b.mkv"]
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! The job split across machines: `plan` writes the manifest, `segment` processes one
+//! segment (idempotent: a done one returns at once; two workers on one segment leave one
+//! result), `assemble` writes the output once every segment is done, `status` lists them.
+//! Each works on the shared work folder only.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rave_core::damage::InputDamage;
+use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::{Container, WriterSummary, probe};
+use serde::Serialize;
+
+use super::commit::{commit_segment, mark_running};
+use super::finish::{OutputJob, done_prefix, job_damage, write_output};
+use super::job::{self, check_same_job, verify_done};
+use super::manifest::{Manifest, SegmentState};
+use super::work_folder::WorkFolder;
+use super::worker::{JobSpec, RunShared, Worker};
+use crate::cancel::{CancelToken, StopReason};
+use crate::config::UpscaleConfig;
+use crate::gpu_convert::HostCopies;
+use crate::output_file::OutputTarget;
+use crate::progress::ProgressSink;
+use crate::report::ratio;
+use crate::stages::PipelineMetrics;
+
+/// The work folder of `config`'s job.
+pub fn work_of(config: &UpscaleConfig) -> WorkFolder {
+    match &config.segments.work {
+        Some(dir) => WorkFolder::at(dir),
+        None => WorkFolder::beside(&config.output),
+    }
+}
+
+/// Plan `config`'s job into its work folder (a job already planned there with the same
+/// input and settings is kept as it is). Returns its manifest.
+pub fn plan(
+    config: &UpscaleConfig,
+    progress: &dyn ProgressSink,
+    cancel: &CancelToken,
+) -> Result<Manifest> {
+    let job = job::prepare(config, progress, cancel, &mut || Ok(()))?;
+    Ok(job.manifest)
+}
+
+/// What `rave segment` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentRunReport {
+    /// The segment.
+    pub index: usize,
+    /// Segments in the job.
+    pub total: usize,
+    /// It was done before this run (nothing was processed).
+    pub already_done: bool,
+    /// This run's file is the one kept (another worker may have finished it first).
+    pub kept: bool,
+    /// Frames processed.
+    pub frames: u64,
+    /// Wall-clock seconds.
+    pub elapsed_s: f64,
+    /// Frames per second.
+    pub fps: f64,
+}
+
+/// Process segment `index` of the job planned in `config`'s work folder.
+pub fn run_segment(
+    config: &UpscaleConfig,
+    index: usize,
+    progress: &dyn ProgressSink,
+    cancel: &CancelToken,
+) -> Result<SegmentRunReport> {
+    let started = Instant::now();
+    let work = work_of(config);
+    let manifest = work.read()?;
+    let total = manifest.segments.len();
+    let Some(entry) = manifest.segments.get(index) else {
+        return Err(EngineError::Config(format!(
+            "segment index {index} is out of range: the job in {} has {total} segments (0 to {})",
+            work.path().display(),
+            total.saturating_sub(1)
+        )));
+    };
+    let mut report = SegmentRunReport {
+        index,
+        total,
+        already_done: entry.state == SegmentState::Done,
+        kept: false,
+        frames: 0,
+        elapsed_s: 0.0,
+        fps: 0.0,
+    };
+    if report.already_done {
+        return Ok(report);
+    }
+    let bit_depth = manifest.settings.bit_depth;
+    check_same_job(&manifest, config, &work, bit_depth)?;
+    let spec = JobSpec {
+        config: config.clone(),
+        container: Container::from_path(&config.output)?,
+        in_size: probe(&config.input)?.frame_size()?,
+        structure: None,
+    };
+    let mut worker = Worker::start(&spec, cancel)?;
+    mark_running(&work, index)?;
+    let temp = work.segment_temp(index);
+    let metrics = PipelineMetrics::default();
+    let copies = Arc::new(HostCopies::default());
+    progress.started(Some(entry.plan.frames));
+    let shared = RunShared {
+        progress,
+        cancel,
+        metrics: &metrics,
+        copies: &copies,
+    };
+    let outcome = worker.run_segment(&spec, &entry.plan, Some(&temp), &shared);
+    progress.finished();
+    worker.shutdown();
+    let outcome = match outcome {
+        Ok(o) if cancel.reason().is_none() => o,
+        other => {
+            let _ = std::fs::remove_file(&temp);
+            return Err(match (other, cancel.reason()) {
+                (Err(e), Some(StopReason::Failure) | None) => e,
+                _ => EngineError::Cancelled,
+            });
+        }
+    };
+    report.kept = commit_segment(&work, &entry.plan, &temp, &outcome, total > 1)?;
+    report.frames = outcome.frames;
+    report.elapsed_s = started.elapsed().as_secs_f64();
+    report.fps = ratio(outcome.frames as f64, report.elapsed_s);
+    Ok(report)
+}
+
+/// What `rave assemble` wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct AssembleReport {
+    /// The output file.
+    pub output: PathBuf,
+    /// Frames in it.
+    pub frames: u64,
+    /// Segments joined.
+    pub segments: usize,
+    /// What the input lacked (all zero for a clean one).
+    pub input_damage: InputDamage,
+    /// The muxer's account (streams copied).
+    pub mux: WriterSummary,
+    /// The work folder, when it is kept (`--keep-work`).
+    pub work_kept: Option<PathBuf>,
+    /// Wall-clock seconds.
+    pub elapsed_s: f64,
+}
+
+/// Write the output of the job in `config`'s work folder; fails naming the segments that
+/// are not done.
+pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<AssembleReport> {
+    let started = Instant::now();
+    let work = work_of(config);
+    let planned = work.read()?;
+    check_same_job(&planned, config, &work, planned.settings.bit_depth)?;
+    verify_done(&work)?;
+    let manifest = work.read()?;
+    let missing = manifest.missing();
+    if !missing.is_empty() {
+        return Err(EngineError::SegmentsMissing {
+            work: work.path().to_path_buf(),
+            missing,
+            total: manifest.segments.len(),
+        });
+    }
+    let target = OutputTarget::prepare(
+        &config.output,
+        &config.input,
+        config.overwrite || manifest.overwrite,
+    )?;
+    let (files, frames) = done_prefix(&manifest, &work);
+    let mut damage = job_damage(&manifest);
+    let written = write_output(
+        OutputJob {
+            manifest: &manifest,
+            work: &work,
+            config,
+            container: Container::from_path(&config.output)?,
+            files,
+            frames,
+            partial: false,
+        },
+        &target,
+        &mut damage,
+        cancel,
+    )?;
+    let work_kept = match config.segments.keep_work {
+        true => Some(work.path().to_path_buf()),
+        false => work.remove().err().map(|_| work.path().to_path_buf()),
+    };
+    Ok(AssembleReport {
+        output: written.path,
+        frames,
+        segments: manifest.segments.len(),
+        input_damage: damage,
+        mux: written.summary,
+        work_kept,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
