@@ -8,7 +8,17 @@ bash "$root/scripts/setup.sh"
 cd "$root"
 RAVE_HOME="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}"
 export RAVE_HOME
-log="$(mktemp)"; trap 'rm -f "$log"' EXIT
+log="$(mktemp)"
+
+# The Slurm end-to-end test (crates/rave-cli/tests/slurm_e2e.rs) needs a cluster: a one-node
+# one on this machine, stopped at the end unless it was already running. RAVE_REQUIRE_SLURM=1
+# makes that test fail, not skip, where Slurm does not answer.
+slurm_was_up=0
+bash scripts/slurm_local.sh status >/dev/null 2>&1 && slurm_was_up=1
+echo "test: starting a one-node Slurm cluster (scripts/slurm_local.sh)"
+bash scripts/slurm_local.sh start
+export RAVE_REQUIRE_SLURM=1
+trap 'rm -f "$log"; ((slurm_was_up)) || bash scripts/slurm_local.sh stop >/dev/null' EXIT
 
 echo "test: cargo test"
 set +e
