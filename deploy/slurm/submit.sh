@@ -12,20 +12,22 @@
 #   2. `sbatch --array=0-(N-1)%K rave-array.sbatch WORK RAVE`: N tasks, at most K at once,
 #      each running `rave segment --work WORK --index $SLURM_ARRAY_TASK_ID`.
 #   3. `sbatch --dependency=afterok:ARRAY rave-assemble.sbatch WORK RAVE`: starts when every
-#      task succeeded and writes the output. If a task fails, Slurm cancels this job
-#      (--kill-on-invalid-dep) instead of leaving it pending for ever.
+#      task succeeded, writes the output and removes WORK (unless --keep-work). If a task
+#      fails, Slurm cancels this job (--kill-on-invalid-dep) instead of leaving it pending
+#      for ever.
 #
 # Requirements: WORK, the input and the output folder on storage that this host and every
 # compute node see at the same paths; the rave binary (--rave) at the same path everywhere,
 # with its runtime (FFmpeg libraries, ONNX Runtime, models in RAVE_HOME). Jobs inherit this
 # shell's environment (sbatch's default --export=ALL), RAVE_HOME included.
 #
-# Resuming: run the same command again. The plan is kept (the same input and settings give
-# the same segments), finished segments exit 0 at once, only the missing ones do work.
+# Resuming an unfinished job: run the same command again. The plan is kept (the same input
+# and settings; changed ones are refused), finished segments exit 0 at once, only the
+# missing ones do work.
 #
 # Prints the two job ids; with --wait, waits for the assemble job and exits with its status
 # (0: the output is written). Logs go to LOGS/segment-ARRAYID_INDEX.out and
-# LOGS/assemble-JOBID.out.
+# LOGS/assemble-JOBID.out; LOGS is beside WORK, not in it, as assembling removes WORK.
 set -euo pipefail
 
 usage() {
@@ -38,7 +40,8 @@ usage: submit.sh --work DIR [options] -- RAVE_PLAN_ARGS...
   --gpus N           GPUs per segment task, as --gres=gpu:N (default: 0, none)
   --cpus N           CPUs per segment task, as --cpus-per-task (default: Slurm's, 1)
   --time LIMIT       time limit per segment task, as sbatch --time (default: the partition's)
-  --logs DIR         folder for the job logs (default: WORK/slurm-logs)
+  --logs DIR         folder for the job logs (default: WORK.slurm-logs, beside WORK)
+  --keep-work        keep WORK after assembling (rave assemble --keep-work)
   --sbatch OPTION    one more sbatch option for both jobs, e.g. --sbatch --account=vid
                      (repeatable)
   --wait             wait until the assemble job ends; exit 0 only when it succeeded
@@ -59,7 +62,7 @@ job_state() {
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 work="" rave="rave" max_parallel=0 partition="" gpus=0 cpus="" time_limit="" logs="" wait=0
-extra=()
+extra=() assemble_options=()
 while (($#)); do
   case "$1" in
     --work) work="${2:?--work needs a folder}"; shift 2 ;;
@@ -71,6 +74,7 @@ while (($#)); do
     --time) time_limit="${2:?--time needs a limit}"; shift 2 ;;
     --logs) logs="${2:?--logs needs a folder}"; shift 2 ;;
     --sbatch) extra+=("${2:?--sbatch needs an option}"); shift 2 ;;
+    --keep-work) assemble_options+=(--keep-work); shift ;;
     --wait) wait=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
@@ -89,7 +93,7 @@ rave_path="$(command -v "$rave")" || die "rave binary '$rave' not found (--rave 
 # binary on the compute nodes.
 rave_path="$(realpath "$rave_path")"
 work="$(realpath -m "$work")"
-logs="$(realpath -m "${logs:-$work/slurm-logs}")"
+logs="$(realpath -m "${logs:-$work.slurm-logs}")"
 
 # 1. Plan. rave prints its own error (and exits non-zero) on a bad input or option.
 plan_json="$("$rave_path" plan --work "$work" --json "${plan_args[@]}")"
@@ -123,7 +127,8 @@ echo "submit.sh: segments job $array_id (array $range)"
 # 3. Assemble once every task succeeded; cancelled by Slurm if one failed.
 assemble=(--dependency "afterok:$array_id" --kill-on-invalid-dep=yes
   --job-name rave-assemble --output "$logs/assemble-%j.out")
-assemble_id="$(sbatch "${common[@]}" "${assemble[@]}" "$here/rave-assemble.sbatch" "$work" "$rave_path")"
+assemble_id="$(sbatch "${common[@]}" "${assemble[@]}" "$here/rave-assemble.sbatch" "$work" "$rave_path" \
+  "${assemble_options[@]}")"
 assemble_id="${assemble_id%%;*}"
 echo "submit.sh: assemble job $assemble_id (after $array_id succeeds); logs in $logs"
 ((wait)) || exit 0

@@ -358,22 +358,27 @@ fn array_script_runs_the_segment_of_its_task_index() {
 }
 
 #[test]
-fn assemble_script_runs_assemble_on_the_work_folder() {
+fn assemble_script_runs_assemble_on_the_work_folder_with_its_options() {
     let stubs = Stubs::new();
     let rave = stubs.path().join("rave");
-    let o = stubs.bash(
-        &deploy("slurm/rave-assemble.sbatch"),
-        &["/shared/job", rave.to_str().unwrap()],
-        &[],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    let script = deploy("slurm/rave-assemble.sbatch");
+    for extra in [&[][..], &["--keep-work"][..]] {
+        let mut args = vec!["/shared/job", rave.to_str().unwrap()];
+        args.extend(extra);
+        let o = stubs.bash(&script, &args, &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
     assert_eq!(
         stubs.calls(),
-        [words(&["rave", "assemble", "--work", "/shared/job"])]
+        [
+            words(&["rave", "assemble", "--work", "/shared/job"]),
+            words(&["rave", "assemble", "--work", "/shared/job", "--keep-work"])
+        ]
     );
 }
 
-/// `submit.sh` with the stubs: 4 segments, at most 2 at once, 1 GPU each, `--wait`.
+/// `submit.sh` with the stubs: 4 segments, at most 2 at once, 1 GPU each, the work folder
+/// kept, `--wait`.
 fn submit(stubs: &Stubs, work: &Path, max_array: &str, state: &str) -> Output {
     let rave = stubs.path().join("rave");
     stubs.bash(
@@ -391,6 +396,7 @@ fn submit(stubs: &Stubs, work: &Path, max_array: &str, state: &str) -> Output {
             "gpu",
             "--sbatch",
             "--account=vid",
+            "--keep-work",
             "--wait",
             "--",
             "-i",
@@ -418,7 +424,7 @@ fn submit_plans_then_submits_the_array_and_an_assemble_job_after_it() {
     let slurm = deploy("slurm").canonicalize().unwrap();
     let array_script = slurm.join("rave-array.sbatch");
     let assemble_script = slurm.join("rave-assemble.sbatch");
-    let logs = format!("{w}/slurm-logs");
+    let logs = format!("{w}.slurm-logs");
     let calls = stubs.calls();
     let sbatch: Vec<&Vec<String>> = calls.iter().filter(|c| c[0] == "sbatch").collect();
     assert_eq!(
@@ -468,9 +474,11 @@ fn submit_plans_then_submits_the_array_and_an_assemble_job_after_it() {
             assemble_script.to_str().unwrap(),
             w,
             rave,
+            "--keep-work",
         ])
     );
-    assert!(Path::new(&logs).is_dir(), "Slurm does not make log folders");
+    // Slurm does not make log folders; assembling removes the work folder, so not in it.
+    assert!(Path::new(&logs).is_dir());
     assert!(
         stdout(&o).contains("assemble job 101 COMPLETED"),
         "{}",

@@ -125,14 +125,15 @@ fn job_ids(submit_stdout: &str) -> Vec<String> {
         .collect()
 }
 
-/// Run deploy/slurm/submit.sh with `--wait` for at most SLURM_TIMEOUT; on a timeout, cancel
-/// the jobs it submitted and fail with what Slurm shows.
+/// Run deploy/slurm/submit.sh with `--wait` for at most SLURM_TIMEOUT, keeping the work
+/// folder (for `rave status` afterwards); on a timeout, cancel the jobs it submitted and fail
+/// with what Slurm shows.
 fn submit_and_wait(work: &Path, plan_args: &[&str]) -> (bool, String, String) {
     let mut child = Command::new("bash")
         .arg(repo().join("deploy/slurm/submit.sh"))
         .args(["--work", work.to_str().unwrap()])
         .args(["--rave", env!("CARGO_BIN_EXE_rave")])
-        .args(["--max-parallel", "2", "--wait", "--"])
+        .args(["--max-parallel", "2", "--keep-work", "--wait", "--"])
         .args(plan_args)
         .env_remove("RAVE_LOG")
         .stdout(Stdio::piped())
@@ -180,8 +181,23 @@ fn submit_and_wait(work: &Path, plan_args: &[&str]) -> (bool, String, String) {
 /// Names of the files in `dir`.
 fn file_names(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every job log in `dir`, with its name, for a failure message.
+fn logs_text(dir: &Path) -> String {
+    let mut names = file_names(dir);
+    names.sort();
+    names
+        .iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(n)).unwrap_or_default();
+            format!("--- {n}\n{text}")
+        })
         .collect()
 }
 
@@ -243,11 +259,11 @@ fn segments_run_as_a_slurm_array_and_assemble_into_the_one_pass_upscale() {
     // submit.sh plans again (the same plan is kept), runs the array and the assemble job.
     let t0 = Instant::now();
     let (ok, out, err) = submit_and_wait(&work, &plan_args);
-    let logs = work.join("slurm-logs");
+    let logs = dir.path().join("work.slurm-logs");
     assert!(
         ok,
-        "submit.sh failed\nstdout:\n{out}\nstderr:\n{err}\nlogs: {:?}",
-        std::fs::read_dir(&logs).map(|d| d.count())
+        "submit.sh failed\nstdout:\n{out}\nstderr:\n{err}\n{}",
+        logs_text(&logs)
     );
     eprintln!("slurm: array and assemble done in {:?}", t0.elapsed());
 
