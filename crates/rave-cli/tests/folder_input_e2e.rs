@@ -375,9 +375,10 @@ fn ctrl_c_stops_the_batch_and_lists_the_inputs_not_started() {
     );
     assert_eq!(second["status"], "not_started");
     assert_eq!(second["input"], s(&input.join("b.mp4")));
+    // The interrupted input keeps its work folder for the resume.
     assert_eq!(
         names_in(&out),
-        ["a_slow.partial.mp4"],
+        [".a_slow.mp4.rave-work", "a_slow.partial.mp4"],
         "nothing else was started"
     );
 }

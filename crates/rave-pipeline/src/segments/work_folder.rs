@@ -143,9 +143,29 @@ impl WorkFolder {
         }
     }
 
-    /// Remove the whole folder (after the output is in place).
+    /// Remove what RAVE keeps in the folder (manifest, lock, segment files), then the folder
+    /// itself when nothing else is in it (a scheduler's logs written there are kept).
     pub fn remove(&self) -> Result<()> {
-        std::fs::remove_dir_all(&self.dir).map_err(|e| self.error(format!("cannot remove it: {e}")))
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(self.error(format!("cannot read it: {e}"))),
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = name == MANIFEST
+                || name == LOCK
+                || name.starts_with("manifest.tmp-")
+                || ((name.starts_with("seg-") || name.starts_with(".seg-"))
+                    && name.ends_with(".mp4"));
+            if ours {
+                std::fs::remove_file(entry.path())
+                    .map_err(|e| self.error(format!("cannot remove {name}: {e}")))?;
+            }
+        }
+        // Not empty: files of others stay, and so does the folder.
+        let _ = std::fs::remove_dir(&self.dir);
+        Ok(())
     }
 
     fn error(&self, reason: String) -> EngineError {
