@@ -12,9 +12,9 @@
 #   2. `sbatch --array=0-(N-1)%K rave-array.sbatch WORK RAVE`: N tasks, at most K at once,
 #      each running `rave segment --work WORK --index $SLURM_ARRAY_TASK_ID`.
 #   3. `sbatch --dependency=afterok:ARRAY rave-assemble.sbatch WORK RAVE`: starts when every
-#      task succeeded, writes the output and removes WORK (unless --keep-work). If a task
-#      fails, Slurm cancels this job (--kill-on-invalid-dep) instead of leaving it pending
-#      for ever.
+#      task succeeded, writes the output and removes rave's files from WORK (unless
+#      --keep-work; the logs stay). If a task fails, Slurm cancels this job
+#      (--kill-on-invalid-dep) instead of leaving it pending for ever.
 #
 # Requirements: WORK, the input and the output folder on storage that this host and every
 # compute node see at the same paths; the rave binary (--rave) at the same path everywhere,
@@ -27,7 +27,7 @@
 #
 # Prints the two job ids; with --wait, waits for the assemble job and exits with its status
 # (0: the output is written). Logs go to LOGS/segment-ARRAYID_INDEX.out and
-# LOGS/assemble-JOBID.out; LOGS is beside WORK, not in it, as assembling removes WORK.
+# LOGS/assemble-JOBID.out (LOGS: WORK/slurm-logs unless --logs).
 set -euo pipefail
 
 usage() {
@@ -40,7 +40,7 @@ usage: submit.sh --work DIR [options] -- RAVE_PLAN_ARGS...
   --gpus N           GPUs per segment task, as --gres=gpu:N (default: 0, none)
   --cpus N           CPUs per segment task, as --cpus-per-task (default: Slurm's, 1)
   --time LIMIT       time limit per segment task, as sbatch --time (default: the partition's)
-  --logs DIR         folder for the job logs (default: WORK.slurm-logs, beside WORK)
+  --logs DIR         folder for the job logs (default: WORK/slurm-logs)
   --keep-work        keep WORK after assembling (rave assemble --keep-work)
   --sbatch OPTION    one more sbatch option for both jobs, e.g. --sbatch --account=vid
                      (repeatable)
@@ -93,7 +93,7 @@ rave_path="$(command -v "$rave")" || die "rave binary '$rave' not found (--rave 
 # binary on the compute nodes.
 rave_path="$(realpath "$rave_path")"
 work="$(realpath -m "$work")"
-logs="$(realpath -m "${logs:-$work.slurm-logs}")"
+logs="$(realpath -m "${logs:-$work/slurm-logs}")"
 
 # 1. Plan. rave prints its own error (and exits non-zero) on a bad input or option.
 plan_json="$("$rave_path" plan --work "$work" --json "${plan_args[@]}")"

@@ -424,7 +424,7 @@ fn submit_plans_then_submits_the_array_and_an_assemble_job_after_it() {
     let slurm = deploy("slurm").canonicalize().unwrap();
     let array_script = slurm.join("rave-array.sbatch");
     let assemble_script = slurm.join("rave-assemble.sbatch");
-    let logs = format!("{w}.slurm-logs");
+    let logs = format!("{w}/slurm-logs");
     let calls = stubs.calls();
     let sbatch: Vec<&Vec<String>> = calls.iter().filter(|c| c[0] == "sbatch").collect();
     assert_eq!(
@@ -477,8 +477,7 @@ fn submit_plans_then_submits_the_array_and_an_assemble_job_after_it() {
             "--keep-work",
         ])
     );
-    // Slurm does not make log folders; assembling removes the work folder, so not in it.
-    assert!(Path::new(&logs).is_dir());
+    assert!(Path::new(&logs).is_dir(), "Slurm does not make log folders");
     assert!(
         stdout(&o).contains("assemble job 101 COMPLETED"),
         "{}",

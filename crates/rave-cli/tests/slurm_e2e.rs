@@ -1,6 +1,7 @@
 //! Segments on a real Slurm cluster (`bash scripts/slurm_local.sh start` runs one here):
 //! a clip planned into four segments, run as an array job by deploy/slurm/submit.sh,
-//! assembled, and checked against a one-pass `rave upscale` of the same clip.
+//! assembled and checked against a one-pass `rave upscale` of the same clip; then submitted
+//! again, as a resume is, to see every task find its segment done.
 //!
 //! Without a cluster the test prints why and passes, unless RAVE_REQUIRE_SLURM=1 (as
 //! scripts/test.sh sets it), where a missing cluster is a failure.
@@ -125,15 +126,17 @@ fn job_ids(submit_stdout: &str) -> Vec<String> {
         .collect()
 }
 
-/// Run deploy/slurm/submit.sh with `--wait` for at most SLURM_TIMEOUT, keeping the work
-/// folder (for `rave status` afterwards); on a timeout, cancel the jobs it submitted and fail
-/// with what Slurm shows.
-fn submit_and_wait(work: &Path, plan_args: &[&str]) -> (bool, String, String) {
+/// Run deploy/slurm/submit.sh with `--wait` and `options` for at most SLURM_TIMEOUT and
+/// fail unless it succeeds; on a timeout, cancel the jobs it submitted and fail with what
+/// Slurm shows. Returns its stdout.
+fn submit_and_wait(work: &Path, options: &[&str], plan_args: &[&str]) -> String {
     let mut child = Command::new("bash")
         .arg(repo().join("deploy/slurm/submit.sh"))
         .args(["--work", work.to_str().unwrap()])
         .args(["--rave", env!("CARGO_BIN_EXE_rave")])
-        .args(["--max-parallel", "2", "--keep-work", "--wait", "--"])
+        .args(["--max-parallel", "2", "--wait"])
+        .args(options)
+        .arg("--")
         .args(plan_args)
         .env_remove("RAVE_LOG")
         .stdout(Stdio::piped())
@@ -175,7 +178,22 @@ fn submit_and_wait(work: &Path, plan_args: &[&str]) -> (bool, String, String) {
             queue.unwrap_or_default()
         );
     }
-    (status.unwrap().success(), out, err)
+    assert!(
+        status.unwrap().success(),
+        "submit.sh failed\nstdout:\n{out}\nstderr:\n{err}\n{}",
+        logs_text(&work.join("slurm-logs"))
+    );
+    out
+}
+
+/// The log of array task `index` of the array job submit.sh printed first.
+fn task_log(logs: &Path, submit_stdout: &str, index: u64) -> String {
+    let array = job_ids(submit_stdout)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no job id in {submit_stdout}"));
+    let path = logs.join(format!("segment-{array}_{index}.out"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Names of the files in `dir`.
@@ -229,8 +247,10 @@ fn segments_run_as_a_slurm_array_and_assemble_into_the_one_pass_upscale() {
     assert_eq!(counted_frames(&input), u64::from(FRAMES));
     let output = dir.path().join("out.mp4");
     let work = dir.path().join("work");
+    let logs = work.join("slurm-logs");
     let model = fixture("nearest_x2.onnx");
     // --crf 0 is lossless: the segmented result must decode to the one-pass frames exactly.
+    // --overwrite lets the resubmission below assemble again.
     let plan_args = [
         "-i",
         input.to_str().unwrap(),
@@ -242,6 +262,7 @@ fn segments_run_as_a_slurm_array_and_assemble_into_the_one_pass_upscale() {
         "cpu",
         "--crf",
         "0",
+        "--overwrite",
         "--segment-frames",
         &KEYINT.to_string(),
     ]
@@ -254,50 +275,31 @@ fn segments_run_as_a_slurm_array_and_assemble_into_the_one_pass_upscale() {
     assert_exit(&o, 0);
     let plan: Value = serde_json::from_str(&stdout(&o)).expect("plan --json is JSON");
     assert_eq!(plan["segments"], SEGMENTS, "{plan:#}");
-    assert_eq!(segment_states(&work).len() as u64, SEGMENTS);
+    assert_eq!(segment_states(&work), vec!["pending"; SEGMENTS as usize]);
 
-    // submit.sh plans again (the same plan is kept), runs the array and the assemble job.
+    // submit.sh plans again (the same plan is kept), runs the array and the assemble job,
+    // which keeps the work folder here so that its state can be read.
     let t0 = Instant::now();
-    let (ok, out, err) = submit_and_wait(&work, &plan_args);
-    let logs = dir.path().join("work.slurm-logs");
-    assert!(
-        ok,
-        "submit.sh failed\nstdout:\n{out}\nstderr:\n{err}\n{}",
-        logs_text(&logs)
-    );
+    let out = submit_and_wait(&work, &["--keep-work"], &plan_args);
     eprintln!("slurm: array and assemble done in {:?}", t0.elapsed());
 
     // Each segment ran as its own array task, and the assemble job ran.
-    let names = file_names(&logs);
     for i in 0..SEGMENTS {
-        assert!(
-            names
-                .iter()
-                .any(|n| n.starts_with("segment-") && n.ends_with(&format!("_{i}.out"))),
-            "no log of array task {i}: {names:?}"
-        );
+        let log = task_log(&logs, &out, i);
+        assert!(log.contains(&format!("segment {i} of {SEGMENTS}")), "{log}");
     }
+    let names = file_names(&logs);
     assert!(
         names.iter().any(|n| n.starts_with("assemble-")),
         "{names:?}"
     );
+    assert_eq!(segment_states(&work), vec!["done"; SEGMENTS as usize]);
 
     assert!(output.is_file(), "no output; stdout:\n{out}");
     assert_eq!(counted_frames(&output), u64::from(FRAMES));
     assert_eq!(video_field(&output, "width"), "128");
     assert_eq!(video_field(&output, "height"), "96");
     assert_eq!(packet_count(&output, "a:0"), packet_count(&input, "a:0"));
-    // Assembled: RAVE's files are gone from the work folder, the scheduler's logs stay.
-    assert!(
-        !work.join("manifest.json").exists(),
-        "the manifest is removed after assembling"
-    );
-    assert!(
-        file_names(&work).iter().all(|n| n == "slurm-logs"),
-        "{:?}",
-        file_names(&work)
-    );
-
     let one_pass = dir.path().join("one_pass.mp4");
     let o = upscale(
         &input,
@@ -306,8 +308,25 @@ fn segments_run_as_a_slurm_array_and_assemble_into_the_one_pass_upscale() {
         &["--device", "cpu", "--crf", "0"],
     );
     assert_exit(&o, 0);
+    let one_pass_frames = decode_yuv420(&one_pass);
     assert!(
-        decode_yuv420(&output) == decode_yuv420(&one_pass),
+        decode_yuv420(&output) == one_pass_frames,
         "the assembled frames differ from the one-pass upscale"
+    );
+
+    // The same command again, as one resumes a job: every task finds its segment done, and
+    // this assemble removes RAVE's files from the work folder and keeps the logs.
+    let out = submit_and_wait(&work, &[], &plan_args);
+    for i in 0..SEGMENTS {
+        let log = task_log(&logs, &out, i);
+        assert!(
+            log.contains("already done"),
+            "task {i} redid its segment: {log}"
+        );
+    }
+    assert_eq!(file_names(&work), ["slurm-logs"]);
+    assert!(
+        decode_yuv420(&output) == one_pass_frames,
+        "the output assembled again differs from the one-pass upscale"
     );
 }
