@@ -266,17 +266,6 @@ impl Muxer {
         self.summary.frames_encoded += n;
     }
 
-    /// Note that the video reaches `end_s` (seconds of the input's timeline) before its
-    /// packets are out of the encoder.
-    pub fn extend_video_end(&mut self, end_s: f64) {
-        self.video_end_s = self.video_end_s.max(end_s);
-    }
-
-    /// The nominal frame rate of the video.
-    pub fn frame_rate(&self) -> Rational {
-        self.frame_rate
-    }
-
     /// Write a packet of a copied stream, unchanged but for its timestamps' time base. A
     /// packet the muxer refuses as invalid (damaged data: a broken header a bitstream filter
     /// cannot parse, timestamps it cannot store) is left out and reported as `Refused`;

@@ -5,7 +5,6 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::mpsc::Sender;
 
 use ffmpeg_next::format::context::Input;
 use ffmpeg_next::util::error::EAGAIN;
@@ -25,7 +24,7 @@ use crate::sys;
 use crate::timeline::{Placement, VideoTimeline};
 use crate::video_decoder::{Received, VideoDecoder};
 
-/// A packet of a non-video stream, on its way to the writer unchanged.
+/// A packet of a non-video stream, on its way to the assembled output unchanged.
 pub struct CopiedPacket {
     /// Index of the stream in the input.
     pub input_stream: usize,
@@ -42,7 +41,7 @@ pub struct DecodeStats {
     pub frames: u64,
     /// Frames whose timestamp was missing or went backwards and was repaired.
     pub timestamp_fixes: u64,
-    /// Packets of other streams passed to the writer.
+    /// Packets of other streams passed on to be copied.
     pub copied_packets: u64,
     /// Frames NVDEC decoded into device memory (the rest came from the software decoder).
     pub nvdec_frames: u64,
@@ -91,7 +90,6 @@ pub struct VideoReader {
     bounds: FrameBounds,
     /// A frame inside the bounds was passed on.
     in_bounds: bool,
-    copy_sink: Option<Sender<CopiedPacket>>,
     pending: VecDeque<DecodedFrame>,
     next_index: u64,
     finished: bool,
@@ -168,17 +166,11 @@ impl VideoReader {
             ledger,
             bounds,
             in_bounds: false,
-            copy_sink: None,
             pending: VecDeque::new(),
             next_index: bounds.first_index,
             finished: false,
             stats: DecodeStats::default(),
         })
-    }
-
-    /// Send packets of every other stream to `sink` as they are demuxed.
-    pub fn set_copy_sink(&mut self, sink: Sender<CopiedPacket>) {
-        self.copy_sink = Some(sink);
     }
 
     /// The demuxer (for the writer to mirror streams, chapters and metadata).
@@ -314,11 +306,6 @@ impl VideoReader {
         }
     }
 
-    /// Stop forwarding packets (the writer is gone); decoding may go on.
-    pub fn close_copy_sink(&mut self) {
-        self.copy_sink = None;
-    }
-
     fn next_packet(&mut self) -> Option<Packet> {
         let ledger = &mut self.ledger;
         let packet = self.demuxer.next_packet(|e| ledger.on_read_error(e));
@@ -342,18 +329,11 @@ impl VideoReader {
         }
     }
 
+    /// Decode a video packet; a packet of another stream is only counted (the other streams
+    /// are copied when the segments are assembled, by `next_copied_packet`).
     fn route(&mut self, packet: Packet) -> Result<()> {
-        let admitted = self.ledger.admit(&packet);
+        self.ledger.admit(&packet);
         if packet.stream() != self.video_index() {
-            if admitted && let Some(sink) = &self.copy_sink {
-                let copied = CopiedPacket {
-                    input_stream: packet.stream(),
-                    packet,
-                };
-                if sink.send(copied).is_ok() {
-                    self.stats.copied_packets += 1;
-                }
-            }
             return Ok(());
         }
         self.stats.packets += 1;

@@ -1,6 +1,5 @@
-//! `MediaWriter`: a `VideoEncoder` feeding a `Muxer`. For a user's output the muxer also
-//! copies every other stream of the source; for a segment file it holds the video alone,
-//! encoded exactly as the final file needs it (so segments join without re-encoding).
+//! `MediaWriter`: a `VideoEncoder` feeding a `Muxer` that writes one segment file: the video
+//! alone, encoded exactly as the final file needs it (so segments join without re-encoding).
 
 use std::path::Path;
 
@@ -14,8 +13,8 @@ use crate::carried_metadata::CarriedMetadata;
 use crate::codec_choice::{Container, EncoderSettings};
 use crate::encoder::{EncoderGeometry, VideoEncoder};
 use crate::encoder_limits;
-use crate::muxer::{Muxer, OutputDescription, SourceStreams, VideoStreamSpec};
-use crate::reader::{CopiedPacket, VideoReader};
+use crate::muxer::{Muxer, OutputDescription, VideoStreamSpec};
+use crate::reader::VideoReader;
 use crate::stream_plan::{self, PlannedVideo};
 use crate::sys;
 
@@ -117,33 +116,10 @@ pub fn nominal_frame_rate(reader: &VideoReader) -> Rational {
 }
 
 impl MediaWriter {
-    /// Create `path` as `container`, mirroring `reader`'s streams, and open the encoder for
-    /// frames of `width` x `height`. Messages name `shown_as` (the path the user asked for;
-    /// `path` may be a temporary file beside it). Everything the container cannot hold is
-    /// refused before the encoder is opened or anything is written.
-    pub fn create(
-        path: &Path,
-        shown_as: &Path,
-        container: Container,
-        reader: &VideoReader,
-        settings: &EncoderSettings,
-        width: u32,
-        height: u32,
-    ) -> Result<Self> {
-        Self::open(
-            path,
-            shown_as,
-            container,
-            reader,
-            settings,
-            (width, height),
-            true,
-        )
-    }
-
     /// Create the segment file `path`: `reader`'s video upscaled to `width` x `height`,
-    /// encoded as the final output in `container` needs it, with no other stream. Messages
-    /// name `shown_as` (the user's output).
+    /// encoded as the final output in `container` needs it, with no other stream (those are
+    /// copied when the segments are assembled). Messages name `shown_as` (the user's output).
+    /// What the encoder or the container cannot take is refused before anything is written.
     pub fn create_segment(
         path: &Path,
         shown_as: &Path,
@@ -153,40 +129,18 @@ impl MediaWriter {
         width: u32,
         height: u32,
     ) -> Result<Self> {
-        Self::open(
-            path,
-            shown_as,
-            container,
-            reader,
-            settings,
-            (width, height),
-            false,
-        )
-    }
-
-    fn open(
-        path: &Path,
-        shown_as: &Path,
-        container: Container,
-        reader: &VideoReader,
-        settings: &EncoderSettings,
-        size: (u32, u32),
-        with_source: bool,
-    ) -> Result<Self> {
         crate::init();
-        let (encoder, frame_rate) = open_encoder(container, reader, settings, size, shown_as)?;
+        let (encoder, frame_rate) =
+            open_encoder(container, reader, settings, (width, height), shown_as)?;
         let description = OutputDescription {
-            container: with_source.then_some(container),
+            container: None,
             video: VideoStreamSpec {
                 parameters: ffmpeg_next::codec::Parameters::from(encoder.context()),
                 codec: settings.codec,
                 time_base: encoder.time_base(),
                 frame_rate,
             },
-            source: with_source.then(|| SourceStreams {
-                input: reader.input(),
-                video_index: reader.video_index(),
-            }),
+            source: None,
         };
         let muxer = Muxer::create(path, shown_as, &description)?;
         Ok(Self {
@@ -195,27 +149,6 @@ impl MediaWriter {
             finished: false,
             first_pts: None,
         })
-    }
-
-    /// Write a packet of a copied stream (see `Muxer::copy_packet`).
-    pub fn copy_packet(&mut self, copied: CopiedPacket) -> Result<CopyOutcome> {
-        self.muxer.copy_packet(copied)
-    }
-
-    /// Where the frames sent to the encoder so far end, in seconds of the input's timeline
-    /// (minus infinity before the first).
-    pub fn video_end_s(&self) -> f64 {
-        self.muxer.video_end_s()
-    }
-
-    /// Where a copied packet starts, in seconds of the input's timeline.
-    pub fn packet_start_s(&self, copied: &CopiedPacket) -> f64 {
-        self.muxer.packet_start_s(copied)
-    }
-
-    /// `n` copied packets were left out of an interrupted run's file.
-    pub fn count_trimmed(&mut self, n: u64) {
-        self.muxer.count_trimmed(n);
     }
 
     /// What was written so far.
@@ -248,10 +181,6 @@ pub enum CopyOutcome {
 
 impl FrameSink for MediaWriter {
     fn write_frame(&mut self, frame: HostYuvFrame) -> Result<()> {
-        let tb = f64::from(self.encoder.time_base());
-        let rate = f64::from(self.muxer.frame_rate());
-        let end = frame.meta.pts as f64 * tb + if rate > 0.0 { 1.0 / rate } else { 0.0 };
-        self.muxer.extend_video_end(end);
         self.first_pts = Some(
             self.first_pts
                 .map_or(frame.meta.pts, |p| p.min(frame.meta.pts)),

@@ -126,7 +126,9 @@ pub struct DecodePolicy {
 }
 
 /// Decode frames with `pull` (host frames, or NVDEC surfaces on the GPU path) and send them
-/// on; returns when the input ends or the run stops.
+/// on; returns when the input ends, `policy.max_frames` of this reader's frames were sent,
+/// or the run stops. (`metrics` is shared by every segment of the job, so the limit counts
+/// this reader's own frames.)
 pub fn decode<T>(
     reader: &mut VideoReader,
     tx: Sender<T>,
@@ -135,23 +137,9 @@ pub fn decode<T>(
     metrics: &StageMetrics,
     mut pull: impl FnMut(&mut VideoReader) -> Result<Option<T>>,
 ) -> Result<()> {
-    let result = decode_frames(reader, &tx, policy, cancel, metrics, &mut pull);
-    // Every copied packet is queued before the frame channel closes, so the writer can
-    // drain them all once it sees the end of the video.
-    reader.close_copy_sink();
-    result
-}
-
-fn decode_frames<T>(
-    reader: &mut VideoReader,
-    tx: &Sender<T>,
-    policy: DecodePolicy,
-    cancel: &CancelToken,
-    metrics: &StageMetrics,
-    pull: &mut impl FnMut(&mut VideoReader) -> Result<Option<T>>,
-) -> Result<()> {
+    let mut sent = 0u64;
     loop {
-        if policy.max_frames.is_some_and(|m| metrics.frames() >= m) {
+        if policy.max_frames.is_some_and(|m| sent >= m) {
             return Ok(());
         }
         let t = Instant::now();
@@ -163,9 +151,10 @@ fn decode_frames<T>(
             cancel.cancel(StopReason::Failure);
             return Err(refuse_damaged(reader, cancel));
         }
-        if !send(tx, frame, cancel) {
+        if !send(&tx, frame, cancel) {
             return Ok(());
         }
+        sent += 1;
     }
 }
 
