@@ -160,8 +160,7 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
     let work = work_of(config);
     let planned = work.read()?;
     check_same_job(&planned, config, &work, planned.settings.bit_depth)?;
-    verify_done(&work)?;
-    let manifest = work.read()?;
+    let manifest = verify_done(&work)?;
     let missing = manifest.missing();
     if !missing.is_empty() {
         return Err(EngineError::SegmentsMissing {

@@ -132,8 +132,8 @@ pub fn prepare(
             let manifest = work.read()?;
             check_same_job(&manifest, config, work, bit_depth)?;
             work.sweep_leftovers();
-            let reused = verify_done(work)?;
-            let manifest = work.read()?;
+            let manifest = verify_done(work)?;
+            let reused = manifest.segments.len() - manifest.missing().len();
             return Ok(PreparedJob {
                 spec,
                 manifest,
@@ -265,10 +265,9 @@ pub fn check_same_job(
 }
 
 /// Check every segment marked done: its file must be there with its size and checksum;
-/// one that is not is marked pending again (redone). Returns the segments done.
-pub fn verify_done(work: &WorkFolder) -> Result<usize> {
+/// one that is not is marked pending again (redone). Returns the manifest as checked.
+pub fn verify_done(work: &WorkFolder) -> Result<Manifest> {
     let mut locked = work.lock()?;
-    let mut done = 0;
     let mut changed = false;
     for seg in &mut locked.manifest.segments {
         if seg.state != SegmentState::Done {
@@ -281,9 +280,7 @@ pub fn verify_done(work: &WorkFolder) -> Result<usize> {
                 .unwrap_or(false);
             size_ok && file_sha256(&path).ok() == seg.sha256
         });
-        if intact {
-            done += 1;
-        } else {
+        if !intact {
             seg.state = SegmentState::Pending;
             changed = true;
         }
@@ -291,5 +288,5 @@ pub fn verify_done(work: &WorkFolder) -> Result<usize> {
     if changed {
         locked.save()?;
     }
-    Ok(done)
+    Ok(locked.manifest)
 }
