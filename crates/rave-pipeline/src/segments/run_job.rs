@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -101,6 +102,8 @@ pub fn run_job(
     let null_outcomes: Mutex<Vec<(usize, SegmentDecode)>> = Mutex::new(Vec::new());
     let reports: Mutex<Vec<WorkerReport>> = Mutex::new(Vec::new());
     let warned = std::sync::Once::new();
+    // Segments finished by this run (a null sink's are not marked done in a manifest).
+    let processed = AtomicUsize::new(0);
     let stages_started = Instant::now();
     let strict = manifest.segments.len() > 1;
     let shared = RunShared {
@@ -145,11 +148,15 @@ pub fn run_job(
                             match (cancel.reason(), &work, temp) {
                                 (None, Some(w), Some(t)) => {
                                     commit_segment(w, seg, &t, &outcome, strict)?;
+                                    processed.fetch_add(1, Ordering::Relaxed);
                                 }
-                                (None, _, _) => null_outcomes
-                                    .lock()
-                                    .unwrap_or_else(|e| e.into_inner())
-                                    .push((i, outcome.decode)),
+                                (None, _, _) => {
+                                    null_outcomes
+                                        .lock()
+                                        .unwrap_or_else(|e| e.into_inner())
+                                        .push((i, outcome.decode));
+                                    processed.fetch_add(1, Ordering::Relaxed);
+                                }
                                 (Some(StopReason::User), Some(w), Some(t))
                                     if outcome.finalized && outcome.frames > 0 =>
                                 {
@@ -339,12 +346,7 @@ pub fn run_job(
         gpu,
         segments: SegmentsReport {
             total: manifest.segments.len(),
-            processed: manifest.segments.len()
-                - reused
-                - manifest
-                    .missing()
-                    .len()
-                    .min(manifest.segments.len() - reused),
+            processed: processed.into_inner(),
             reused,
             jobs,
             segment_frames: manifest.segment_frames,
