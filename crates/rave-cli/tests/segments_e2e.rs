@@ -101,89 +101,53 @@ fn frame_entries(path: &Path, entry: &str) -> Vec<String> {
     .collect()
 }
 
+/// One CSV row per packet of `stream` (`a:0`, `v:0`) with ffprobe's packet `fields`, and the
+/// MD5 of the payload last when `hashed`.
+fn packet_rows(path: &Path, stream: &str, fields: &str, hashed: bool) -> Vec<String> {
+    let entries = format!("packet={fields}");
+    let mut args = vec!["-select_streams", stream, "-show_entries", &entries];
+    if hashed {
+        args.extend(["-show_data_hash", "MD5"]);
+    }
+    args.extend(["-of", "csv=p=0"]);
+    ffprobe(path, &args)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// (pts, size, MD5 of the payload) of every packet of the first audio stream.
 fn audio_packets(path: &Path) -> Vec<String> {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "a:0",
-            "-show_entries",
-            "packet=pts,size,data_hash",
-            "-show_data_hash",
-            "MD5",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .map(str::to_string)
-    .collect()
+    packet_rows(path, "a:0", "pts,size,data_hash", true)
 }
 
 /// (pts, dts, size, MD5 of the payload) of every video packet.
 fn video_packets(path: &Path) -> Vec<String> {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "packet=pts,dts,size,data_hash",
-            "-show_data_hash",
-            "MD5",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .map(str::to_string)
-    .collect()
+    packet_rows(path, "v:0", "pts,dts,size,data_hash", true)
 }
 
 /// The decode timestamps of every video packet (each must be there).
 fn video_dts(path: &Path) -> Vec<i64> {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "packet=dts",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .filter(|l| !l.is_empty())
-    .map(|l| {
-        l.trim_end_matches(',')
-            .parse()
-            .unwrap_or_else(|_| panic!("{}: a packet without a DTS: {l:?}", path.display()))
-    })
-    .collect()
+    packet_rows(path, "v:0", "dts", false)
+        .iter()
+        .map(|l| {
+            l.trim_end_matches(',')
+                .parse()
+                .unwrap_or_else(|_| panic!("{}: a packet without a DTS: {l:?}", path.display()))
+        })
+        .collect()
 }
 
 /// (pts, is a keyframe) of every video packet, in decode order.
 fn video_packets_flags(path: &Path) -> Vec<(i64, bool)> {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "packet=pts,flags",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .filter(|l| !l.is_empty())
-    .map(|l| {
-        let (pts, flags) = l.split_once(',').expect("pts,flags");
-        (pts.parse().expect("pts"), flags.starts_with('K'))
-    })
-    .collect()
+    packet_rows(path, "v:0", "pts,flags", false)
+        .iter()
+        .map(|l| {
+            let (pts, flags) = l.split_once(',').expect("pts,flags");
+            (pts.parse().expect("pts"), flags.starts_with('K'))
+        })
+        .collect()
 }
 
 /// MD5 of every decoded video frame with its timestamp (no frame dropped or duplicated).
