@@ -32,6 +32,8 @@ stage() {
   mkdir -p .gpu-bin/models   # found by `rave` as <executable dir>/models
   cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/models/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
   cp "$models/realesr-animevideov3-x2-fp16.onnx" .gpu-bin/models/
+  # The photographs of scripts/make_sample_clip.sh, for the real-content clips of gpu_segments.sh.
+  mkdir -p .gpu-bin/photos && cp "$models/../photos/"*.png .gpu-bin/photos/
   # The x2 model as ncnn builds it (x4 network, then a cubic halving through 8K), for the
   # before/after of tools/fold_tail.py and for the PyTorch reference.
   py="$models/../venv/bin/python"

@@ -415,6 +415,11 @@ pub struct BenchmarkArgs {
     /// Encoder preset used for the encode stage.
     #[arg(long, default_value = "veryfast")]
     pub preset: String,
+    /// Segment length for the two pipeline runs, as `rave upscale --segment-frames` (default:
+    /// about a minute of video); compare with a large value to see what segmenting costs.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
+    pub segment_frames: Option<u64>,
     /// Shared pipeline options.
     #[command(flatten)]
     pub run: RunArgs,

@@ -120,10 +120,12 @@ pub fn print_benchmark(r: &BenchmarkReport) {
     );
     for (label, run) in [("null encode", &r.null_encode), ("full pipeline", &r.full)] {
         outln!(
-            "  {label:<16}  {:8.2} fps ({} frames in {:.2} s); bottleneck: {}",
+            "  {label:<16}  {:8.2} fps ({} frames in {:.2} s, {} segment{}); bottleneck: {}",
             run.fps,
             run.frames,
             run.elapsed_s,
+            run.segments,
+            if run.segments == 1 { "" } else { "s" },
             run.bottleneck
         );
     }

@@ -52,6 +52,8 @@ pub struct PipelineRun {
     pub stages: Vec<StageSnapshot>,
     /// The stage with the lowest capacity.
     pub bottleneck: String,
+    /// Segments the run was cut into (one worker processes them in turn).
+    pub segments: usize,
 }
 
 impl PipelineRun {
@@ -69,6 +71,7 @@ impl PipelineRun {
             fps: report.pipeline_fps,
             stages: report.stages.clone(),
             bottleneck,
+            segments: report.segments.total,
         }
     }
 

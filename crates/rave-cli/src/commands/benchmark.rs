@@ -25,7 +25,7 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         max_frames: args.frames,
         // One worker: the benchmark measures one pipeline's stages.
         segments: crate::args::SegmentArgs {
-            segment_frames: None,
+            segment_frames: args.segment_frames,
             jobs: Some(1),
             work: None,
             keep_work: false,

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use rave_core::error::{EngineError, Result};
@@ -104,7 +104,9 @@ pub fn run_job(
     let warned = std::sync::Once::new();
     // Segments finished by this run (a null sink's are not marked done in a manifest).
     let processed = AtomicUsize::new(0);
-    let stages_started = Instant::now();
+    // The stages' clock starts when the first worker has its model loaded (as the report's
+    // `pipeline_s` says: model loading and warm-up excluded).
+    let stages_started: OnceLock<Instant> = OnceLock::new();
     let strict = manifest.segments.len() > 1;
     let shared = RunShared {
         progress: &job_progress,
@@ -118,6 +120,7 @@ pub fn run_job(
             s.spawn(|| {
                 guarded(&errors, cancel, || {
                     let mut worker = Worker::start(&spec, cancel)?;
+                    stages_started.get_or_init(Instant::now);
                     if let Some(w) = &worker.info.warning {
                         warned.call_once(|| progress.warning(w));
                     }
@@ -194,7 +197,9 @@ pub fn run_job(
         }
     });
     progress.finished();
-    let pipeline_s = stages_started.elapsed().as_secs_f64();
+    let pipeline_s = stages_started
+        .get()
+        .map_or(0.0, |t| t.elapsed().as_secs_f64());
     let written = job_progress.written();
     let keep_or_remove_work = |nothing_done: bool| {
         if let Some(w) = &work
