@@ -15,6 +15,7 @@ pub mod output_file;
 pub mod output_lock;
 pub mod progress;
 pub mod report;
+pub mod segment_sink;
 pub mod segments;
 pub mod stage_run;
 pub mod stages;

@@ -1,10 +1,13 @@
-//! The five stages of one segment on their own threads: decode (the frames within the
-//! segment's bounds), preprocess, infer, postprocess on the CPU (host frames) or on the GPU
-//! (device frames), and encode into the segment's file (or a null sink).
+//! The five stages of a worker on their own threads, over the segments it is given one after
+//! another: decode (each segment's frames within its bounds), preprocess, infer, postprocess
+//! on the CPU (host frames) or on the GPU (device frames), and encode into each segment's
+//! file (or a null sink). The stages run on from one segment into the next; a segment's
+//! file is finished beside them (see `segment_sink`).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use crossbeam_channel::{Receiver, Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use rave_core::backend::UpscaleBackend;
 use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
@@ -18,16 +21,37 @@ use crate::config::ChannelCapacities;
 use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::gpu_stages;
 use crate::progress::ProgressSink;
+use crate::segment_sink::{
+    Control, EncodeReporting, SegmentEnd, SegmentOutcome, encode_segments, finish_segments,
+};
 use crate::stages::{self, DecodePolicy, FirstError, PipelineMetrics, guarded};
+
+/// A segment opened for the stages.
+pub struct OpenSegment {
+    /// Its index in the job.
+    pub index: usize,
+    /// Its frames.
+    pub reader: VideoReader,
+    /// Its file's path and the open file (`None`: a null sink).
+    pub sink: Option<(PathBuf, MediaWriter)>,
+    /// What decoding does with damage, and where it stops.
+    pub policy: DecodePolicy,
+}
+
+/// Opens a worker's next segment (on the decode thread); `None` when there is none left.
+pub type NextSegment<'a> = dyn FnMut() -> Result<Option<OpenSegment>> + Send + 'a;
+
+/// Takes each segment's outcome once its file is finalized (on the finisher thread).
+pub type Settle<'a> = dyn Fn(SegmentOutcome) -> Result<()> + Sync + 'a;
 
 /// What one run of the stages reads, writes and reports to.
 pub struct StageRun<'a> {
-    /// The frames to upscale.
-    pub reader: &'a mut VideoReader,
-    /// The segment's file, or `None` for a null sink.
-    pub sink: Option<&'a mut MediaWriter>,
-    /// What decoding does with damage, and where it stops.
-    pub policy: DecodePolicy,
+    /// The first segment.
+    pub first: OpenSegment,
+    /// The ones after it.
+    pub next: &'a mut NextSegment<'a>,
+    /// Where each segment's outcome goes.
+    pub settle: &'a Settle<'a>,
     /// Channel capacities between the stages.
     pub caps: ChannelCapacities,
     /// Progress of the frames written.
@@ -42,14 +66,13 @@ pub struct StageRun<'a> {
     pub copies: &'a Arc<HostCopies>,
 }
 
-/// Run the stages over `run.reader`'s frames with `engine`. Returns whether the sink's file
-/// was finalized (complete, or an interrupted run's frames done); the first error of any
-/// stage is the result.
-pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<bool> {
+/// Run the stages over `run.first` and the segments `run.next` opens, with `engine`. Every
+/// segment opened is settled once; the first error of any stage is the result.
+pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<()> {
     let StageRun {
-        reader,
-        sink,
-        policy,
+        first,
+        next,
+        settle,
         caps,
         progress,
         frames_total,
@@ -57,14 +80,20 @@ pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<bool> {
         metrics,
         copies,
     } = run;
-    let color = reader.color();
+    // Every segment is of the same input stream.
+    let color = first.reader.color();
     let (post_tx, post_rx) = bounded(caps.inferred.max(1));
+    let (control_tx, control_rx) = unbounded();
+    // One file may drain while the next is encoded.
+    let (finish_tx, finish_rx) = bounded(1);
     let errors = FirstError::default();
-    let mut finalized = false;
     std::thread::scope(|s| {
         let middle = Middle {
-            reader,
-            policy,
+            segments: Segments {
+                first,
+                next,
+                control: control_tx,
+            },
             decoded: caps.decoded.max(1),
             post_tx,
             shared: Shared {
@@ -76,21 +105,71 @@ pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<bool> {
             },
         };
         match engine {
-            Engine::Cpu(backend) => middle.spawn_cpu(s, backend.as_mut()),
+            Engine::Cpu(backend) => middle.spawn_cpu(s, backend.as_mut(), caps.inferred.max(1)),
             Engine::Gpu(gpu) => middle.spawn_gpu(s, gpu, copies, caps.inferred.max(1)),
         }
-        guarded(&errors, cancel, || {
-            let m = &metrics.encode;
-            finalized = match sink {
-                Some(w) => stages::encode(w, post_rx, progress, frames_total, cancel, m)?,
-                None => stages::null_sink(post_rx, progress, frames_total, cancel, m),
+        let errors = &errors;
+        s.spawn(move || {
+            guarded(errors, cancel, || {
+                finish_segments(finish_rx, settle, cancel, &metrics.encode)
+            })
+        });
+        guarded(errors, cancel, || {
+            let report = EncodeReporting {
+                progress,
+                frames_total,
+                metrics: &metrics.encode,
             };
-            Ok(())
+            encode_segments(post_rx, control_rx, finish_tx, report, cancel)
         });
     });
     match errors.take() {
         Some(e) => Err(e),
-        None => Ok(finalized),
+        None => Ok(()),
+    }
+}
+
+/// The segments the decode thread reads, and where it announces them.
+struct Segments<'a> {
+    first: OpenSegment,
+    next: &'a mut NextSegment<'a>,
+    control: Sender<Control<MediaWriter>>,
+}
+
+impl Segments<'_> {
+    /// Decode every segment in turn with `pull`, announcing each one's start and end.
+    fn decode<T>(
+        self,
+        tx: &Sender<T>,
+        cancel: &CancelToken,
+        metrics: &rave_core::metrics::StageMetrics,
+        mut pull: impl FnMut(&mut VideoReader) -> Result<Option<T>>,
+    ) -> Result<()> {
+        let Self {
+            first,
+            next,
+            control,
+        } = self;
+        let mut seg = first;
+        loop {
+            let (file, sink) = seg.sink.take().unzip();
+            // The encoder holds the receiver until this thread has ended.
+            let _ = control.send(Control::Start {
+                index: seg.index,
+                file,
+                sink,
+            });
+            let sent = stages::decode(&mut seg.reader, tx, seg.policy, cancel, metrics, &mut pull)?;
+            let _ = control.send(Control::End(Box::new(SegmentEnd::of(&seg.reader, sent))));
+            if sent.is_none() || cancel.is_cancelled() {
+                return Ok(());
+            }
+            drop(seg);
+            match next()? {
+                Some(s) => seg = s,
+                None => return Ok(()),
+            }
+        }
     }
 }
 
@@ -106,8 +185,7 @@ struct Shared<'a> {
 
 /// The decode thread and the channels of the three middle stages.
 struct Middle<'a> {
-    reader: &'a mut VideoReader,
-    policy: DecodePolicy,
+    segments: Segments<'a>,
     decoded: usize,
     post_tx: Sender<HostYuvFrame>,
     shared: Shared<'a>,
@@ -125,10 +203,10 @@ impl<'a> Middle<'a> {
         'a: 's,
     {
         let (tx, rx) = bounded(self.decoded);
-        let (reader, policy, sh) = (self.reader, self.policy, self.shared);
+        let (segments, sh) = (self.segments, self.shared);
         s.spawn(move || {
             guarded(sh.errors, sh.cancel, || {
-                stages::decode(reader, tx, policy, sh.cancel, &sh.metrics.decode, pull)
+                segments.decode(&tx, sh.cancel, &sh.metrics.decode, pull)
             })
         });
         (rx, self.post_tx, sh)
@@ -139,12 +217,13 @@ impl<'a> Middle<'a> {
         self,
         s: &'s std::thread::Scope<'s, '_>,
         backend: &'s mut dyn rave_core::backend::HostUpscaleBackend,
+        inferred: usize,
     ) where
         'a: 's,
     {
         let (dec_rx, post_tx, sh) = self.start(s, |r| r.next_frame());
         let (pre_tx, pre_rx) = bounded(sh.capacity);
-        let (inf_tx, inf_rx) = bounded(sh.capacity);
+        let (inf_tx, inf_rx) = bounded(inferred);
         let m = sh.metrics;
         s.spawn(move || {
             guarded(sh.errors, sh.cancel, || {

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use rave_core::backend::HostUpscaleBackend;
-use rave_core::codec::FrameSink;
 use rave_core::color::ColorInfo;
 use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
@@ -16,7 +15,6 @@ use rave_ffmpeg::VideoReader;
 
 use crate::cancel::{CancelToken, StopReason};
 use crate::channel::{recv, send};
-use crate::progress::{Progress, ProgressSink};
 
 /// Live counters of the five stages.
 #[derive(Debug, Default)]
@@ -126,33 +124,34 @@ pub struct DecodePolicy {
 }
 
 /// Decode frames with `pull` (host frames, or NVDEC surfaces on the GPU path) and send them
-/// on; returns when the input ends, `policy.max_frames` of this reader's frames were sent,
-/// or the run stops. (`metrics` is shared by every segment of the job, so the limit counts
-/// this reader's own frames.)
+/// on. Returns the frames sent when the reader reached its end (the input's, its segment's
+/// bound, or `policy.max_frames` of this reader's frames), `None` when the run stopped first.
+/// (`metrics` is shared by every segment of the job, so the limit counts this reader's own
+/// frames.)
 pub fn decode<T>(
     reader: &mut VideoReader,
-    tx: Sender<T>,
+    tx: &Sender<T>,
     policy: DecodePolicy,
     cancel: &CancelToken,
     metrics: &StageMetrics,
     mut pull: impl FnMut(&mut VideoReader) -> Result<Option<T>>,
-) -> Result<()> {
+) -> Result<Option<u64>> {
     let mut sent = 0u64;
     loop {
         if policy.max_frames.is_some_and(|m| sent >= m) {
-            return Ok(());
+            return Ok(Some(sent));
         }
         let t = Instant::now();
         let Some(frame) = pull(reader)? else {
-            return Ok(());
+            return Ok(Some(sent));
         };
         metrics.record(t.elapsed());
         if !policy.allow_corrupt && reader.damage_seen() {
             cancel.cancel(StopReason::Failure);
             return Err(refuse_damaged(reader, cancel));
         }
-        if !send(&tx, frame, cancel) {
-            return Ok(());
+        if !send(tx, frame, cancel) {
+            return Ok(None);
         }
         sent += 1;
     }
@@ -235,59 +234,6 @@ pub fn infer(
         }
     }
     Ok(())
-}
-
-/// Encode and write frames into `sink`, then finalize its file unless the run failed (an
-/// interrupted run's file keeps the frames done). Returns whether the file was finalized.
-pub fn encode<S: FrameSink + ?Sized>(
-    sink: &mut S,
-    rx: Receiver<HostYuvFrame>,
-    progress: &dyn ProgressSink,
-    frames_total: Option<u64>,
-    cancel: &CancelToken,
-    metrics: &StageMetrics,
-) -> Result<bool> {
-    let start = Instant::now();
-    while let Some(frame) = recv(&rx, cancel) {
-        let t = Instant::now();
-        sink.write_frame(frame)?;
-        metrics.record(t.elapsed());
-        progress.frame_written(&Progress::new(
-            metrics.frames(),
-            frames_total,
-            start.elapsed(),
-        ));
-    }
-    if cancel.reason() == Some(StopReason::Failure) {
-        return Ok(false);
-    }
-    let t = Instant::now();
-    sink.finish()?;
-    metrics.add_busy(t.elapsed());
-    Ok(true)
-}
-
-/// The encode stage of a benchmark's null run: take every frame, write nothing. Returns
-/// whether the run ended normally (there is no file to finalize).
-pub fn null_sink(
-    rx: Receiver<HostYuvFrame>,
-    progress: &dyn ProgressSink,
-    frames_total: Option<u64>,
-    cancel: &CancelToken,
-    metrics: &StageMetrics,
-) -> bool {
-    let start = Instant::now();
-    while let Some(frame) = recv(&rx, cancel) {
-        let t = Instant::now();
-        drop(frame);
-        metrics.record(t.elapsed());
-        progress.frame_written(&Progress::new(
-            metrics.frames(),
-            frames_total,
-            start.elapsed(),
-        ));
-    }
-    cancel.reason() != Some(StopReason::Failure)
 }
 
 #[cfg(test)]

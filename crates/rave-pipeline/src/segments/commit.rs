@@ -10,7 +10,7 @@ use super::fingerprint::file_sha256;
 use super::manifest::SegmentState;
 use super::plan::PlannedSegment;
 use super::work_folder::{WorkFolder, sync_and_rename};
-use super::worker::SegmentOutcome;
+use crate::segment_sink::SegmentOutcome;
 
 /// Who a worker is, for the manifest: `host:pid`.
 pub fn worker_name() -> String {

@@ -4,7 +4,7 @@
 //! Each works on the shared work folder only.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rave_core::damage::InputDamage;
@@ -24,6 +24,7 @@ use crate::gpu_convert::HostCopies;
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
 use crate::report::ratio;
+use crate::segment_sink::SegmentOutcome;
 use crate::stages::PipelineMetrics;
 
 /// The work folder of `config`'s job.
@@ -114,15 +115,26 @@ pub fn run_segment(
         metrics: &metrics,
         copies: &copies,
     };
-    let outcome = worker.run_segment(&spec, &entry.plan, Some(&temp), &shared);
+    let mut given = Some((entry.plan.clone(), Some(temp.clone())));
+    let mut next = || Ok(given.take());
+    let settled: Mutex<Option<SegmentOutcome>> = Mutex::new(None);
+    let settle = |o: SegmentOutcome| {
+        *settled.lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
+        Ok(())
+    };
+    let run = worker.run_segments(&spec, &mut next, &settle, &shared);
     progress.finished();
     worker.shutdown();
-    let outcome = match outcome {
-        Ok(o) if cancel.reason().is_none() => o,
-        other => {
+    let settled = settled.into_inner().unwrap_or_else(|e| e.into_inner());
+    let outcome = match (run, settled) {
+        (Ok(()), Some(o)) if o.complete => o,
+        (run, _) => {
             let _ = std::fs::remove_file(&temp);
-            return Err(match (other, cancel.reason()) {
+            return Err(match (run, cancel.reason()) {
                 (Err(e), Some(StopReason::Failure) | None) => e,
+                (Ok(()), None) => EngineError::InvariantViolation(format!(
+                    "segment {index} ended without all its frames"
+                )),
                 _ => EngineError::Cancelled,
             });
         }

@@ -20,6 +20,7 @@ use super::finish::{
 use super::job::PreparedJob;
 use super::job_progress::JobProgress;
 use super::manifest::{SegmentDecode, SegmentState};
+use super::plan::PlannedSegment;
 use super::worker::{BackendInfo, JobSpec, RunShared, Worker};
 use crate::backend_choice::Engine;
 use crate::cancel::{CancelToken, StopReason};
@@ -29,6 +30,7 @@ use crate::gpu_stages;
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
 use crate::report::{GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, ratio};
+use crate::segment_sink::SegmentOutcome;
 use crate::stages::{FirstError, PipelineMetrics, guarded};
 
 /// Segments processed at once when `--jobs` is not given: two where a GPU can run the model
@@ -124,61 +126,56 @@ pub fn run_job(
                     if let Some(w) = &worker.info.warning {
                         warned.call_once(|| progress.warning(w));
                     }
-                    let result = (|| -> Result<()> {
-                        loop {
-                            if cancel.is_cancelled() {
-                                return Ok(());
-                            }
-                            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-                            let Some(i) = next else {
-                                return Ok(());
-                            };
-                            let seg = &segments[i].plan;
-                            let temp = work.as_ref().map(|w| w.segment_temp(i));
-                            if let Some(w) = &work {
-                                mark_running(w, i)?;
-                            }
-                            let outcome =
-                                match worker.run_segment(&spec, seg, temp.as_deref(), &shared) {
-                                    Ok(o) => o,
-                                    Err(e) => {
-                                        if let Some(t) = &temp {
-                                            let _ = std::fs::remove_file(t);
-                                        }
-                                        return Err(e);
-                                    }
-                                };
-                            match (cancel.reason(), &work, temp) {
-                                (None, Some(w), Some(t)) => {
-                                    commit_segment(w, seg, &t, &outcome, strict)?;
-                                    processed.fetch_add(1, Ordering::Relaxed);
-                                }
-                                (None, _, _) => {
-                                    null_outcomes
-                                        .lock()
-                                        .unwrap_or_else(|e| e.into_inner())
-                                        .push((i, outcome.decode));
-                                    processed.fetch_add(1, Ordering::Relaxed);
-                                }
-                                (Some(StopReason::User), Some(w), Some(t))
-                                    if outcome.finalized && outcome.frames > 0 =>
-                                {
-                                    let kept = w.segment_partial(i);
-                                    std::fs::rename(&t, &kept)?;
-                                    partials.lock().unwrap_or_else(|e| e.into_inner()).push((
-                                        i,
-                                        kept,
-                                        outcome.frames,
-                                        outcome.first_pts,
-                                    ));
-                                }
-                                (_, _, Some(t)) => {
-                                    let _ = std::fs::remove_file(t);
-                                }
-                                _ => {}
-                            }
+                    let mut next = || -> Result<Option<(PlannedSegment, Option<PathBuf>)>> {
+                        if cancel.is_cancelled() {
+                            return Ok(None);
                         }
-                    })();
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                        let Some(i) = next else {
+                            return Ok(None);
+                        };
+                        if let Some(w) = &work {
+                            mark_running(w, i)?;
+                        }
+                        let temp = work.as_ref().map(|w| w.segment_temp(i));
+                        Ok(Some((segments[i].plan.clone(), temp)))
+                    };
+                    let settle = |o: SegmentOutcome| -> Result<()> {
+                        let i = o.index;
+                        match (&work, &o.file) {
+                            (Some(w), Some(t)) if o.complete => {
+                                commit_segment(w, &segments[i].plan, t, &o, strict)?;
+                                processed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            (None, _) if o.complete => {
+                                null_outcomes
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .push((i, o.decode));
+                                processed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            (Some(w), Some(t))
+                                if o.finalized
+                                    && o.frames > 0
+                                    && cancel.reason() == Some(StopReason::User) =>
+                            {
+                                let kept = w.segment_partial(i);
+                                std::fs::rename(t, &kept)?;
+                                partials.lock().unwrap_or_else(|e| e.into_inner()).push((
+                                    i,
+                                    kept,
+                                    o.frames,
+                                    o.first_pts,
+                                ));
+                            }
+                            (_, Some(t)) => {
+                                let _ = std::fs::remove_file(t);
+                            }
+                            _ => {}
+                        }
+                        Ok(())
+                    };
+                    let result = worker.run_segments(&spec, &mut next, &settle, &shared);
                     worker.shutdown();
                     let gpu = match worker.engine() {
                         Engine::Gpu(g) => Some((g.backend.report(), g.ctx.health())),

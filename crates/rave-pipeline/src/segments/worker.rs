@@ -1,17 +1,15 @@
 //! A segment worker: loads the model once (ONNX Runtime session, GPU context, kernels) and
-//! runs the five stages over each segment it is given, into that segment's file.
+//! runs one set of the five stages over the segments it is given, each into its own file.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rave_core::backend::UpscaleBackend;
-use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::structure_check::StructureProblem;
-use rave_ffmpeg::{Container, DecodeStats, FrameBounds, MediaWriter, VideoReader};
+use rave_ffmpeg::{Container, FrameBounds, MediaWriter, VideoReader};
 
-use super::manifest::SegmentDecode;
 use super::plan::PlannedSegment;
 use crate::backend_choice::{ChosenBackend, Engine, choose_backend};
 use crate::cancel::CancelToken;
@@ -19,7 +17,7 @@ use crate::config::UpscaleConfig;
 use crate::gpu_convert::HostCopies;
 use crate::gpu_stages;
 use crate::progress::ProgressSink;
-use crate::stage_run::{StageRun, run_stages};
+use crate::stage_run::{OpenSegment, Settle, StageRun, run_stages};
 use crate::stages::{DecodePolicy, PipelineMetrics};
 
 /// What every segment of a job shares.
@@ -44,23 +42,6 @@ pub struct RunShared<'a> {
     pub metrics: &'a PipelineMetrics,
     /// Host copies of the GPU path.
     pub copies: &'a Arc<HostCopies>,
-}
-
-/// What processing one segment gave.
-pub struct SegmentOutcome {
-    /// Its file was finalized (complete, or the frames done of an interrupted run).
-    pub finalized: bool,
-    /// Frames written.
-    pub frames: u64,
-    /// What decoding saw.
-    pub decode: SegmentDecode,
-    /// The reader's account of damage (the whole file's, for a segment that is the whole
-    /// file).
-    pub damage: InputDamage,
-    /// The reader's counters.
-    pub stats: DecodeStats,
-    /// The earliest timestamp written (the segment's first frame).
-    pub first_pts: Option<i64>,
 }
 
 /// A loaded model and what feeds it.
@@ -136,53 +117,38 @@ impl Worker {
         &self.engine
     }
 
-    /// Upscale segment `seg` into the file `out` (`None`: a null sink); only the
-    /// segment's frames are decoded past its keyframe.
-    pub fn run_segment(
+    /// Upscale the segments `next` hands out (each with its file, `None`: a null sink) one
+    /// after another through one set of stages; `settle` gets each one's outcome once its
+    /// file is finalized. Only a segment's frames are decoded past its keyframe.
+    pub fn run_segments(
         &mut self,
         job: &JobSpec,
-        seg: &PlannedSegment,
-        out: Option<&Path>,
+        next: &mut (dyn FnMut() -> Result<Option<(PlannedSegment, Option<PathBuf>)>> + Send),
+        settle: &Settle<'_>,
         shared: &RunShared<'_>,
-    ) -> Result<SegmentOutcome> {
+    ) -> Result<()> {
         let config = &job.config;
         let caps = config.channels;
-        let bounds = FrameBounds {
-            seek_to: seg.seek_pts,
-            start: seg.start_pts,
-            end: seg.end_pts,
-            first_index: seg.first_frame,
-        };
         // Decoded surfaces may wait in the decode and preprocess channels, plus one in each
         // stage.
         let held = (caps.decoded + caps.preprocessed + 2) as i32;
         let nvdec = self.nvdec.as_ref().map(|d| (d, held));
-        let mut reader =
-            VideoReader::open_within(&config.input, nvdec, bounds, job.structure.clone())?;
-        let (w, h) = job.in_size;
-        let (out_w, out_h) = (w * self.scale, h * self.scale);
-        let mut writer = match out {
-            Some(path) => Some(MediaWriter::create_segment(
-                path,
-                &config.output,
-                job.container,
-                &reader,
-                &config.encoder,
-                out_w,
-                out_h,
-            )?),
-            None => None,
+        let scale = self.scale;
+        let mut open = || -> Result<Option<OpenSegment>> {
+            let Some((seg, out)) = next()? else {
+                return Ok(None);
+            };
+            open_segment(job, &seg, out, nvdec, scale).map(Some)
         };
-        let policy = DecodePolicy {
-            allow_corrupt: config.allow_corrupt,
-            max_frames: seg.end_pts.is_none().then_some(config.max_frames).flatten(),
+        let Some(first) = open()? else {
+            return Ok(());
         };
-        let finalized = run_stages(
+        run_stages(
             &mut self.engine,
             StageRun {
-                reader: &mut reader,
-                sink: writer.as_mut(),
-                policy,
+                first,
+                next: &mut open,
+                settle,
                 caps,
                 progress: shared.progress,
                 frames_total: None,
@@ -190,22 +156,7 @@ impl Worker {
                 metrics: shared.metrics,
                 copies: shared.copies,
             },
-        )?;
-        let frames = match &writer {
-            Some(w) => w.summary().frames_encoded,
-            None => reader.stats().frames,
-        };
-        let damage = reader.damage();
-        let stats = reader.stats().clone();
-        let first_pts = writer.as_ref().and_then(MediaWriter::first_pts);
-        Ok(SegmentOutcome {
-            first_pts,
-            finalized,
-            frames,
-            decode: SegmentDecode::of(&damage, &stats, reader.saw_interlaced()),
-            damage,
-            stats,
-        })
+        )
     }
 
     /// Shut the GPU backend down (its report stays readable).
@@ -214,4 +165,47 @@ impl Worker {
             rave_core::block_on::block_on(gpu.backend.shutdown()).ok();
         }
     }
+}
+
+/// Open segment `seg`'s reader and, for a file `out`, its encoder and muxer.
+fn open_segment(
+    job: &JobSpec,
+    seg: &PlannedSegment,
+    out: Option<PathBuf>,
+    nvdec: Option<(&CudaDevice, i32)>,
+    scale: u32,
+) -> Result<OpenSegment> {
+    let config = &job.config;
+    let bounds = FrameBounds {
+        seek_to: seg.seek_pts,
+        start: seg.start_pts,
+        end: seg.end_pts,
+        first_index: seg.first_frame,
+    };
+    let reader = VideoReader::open_within(&config.input, nvdec, bounds, job.structure.clone())?;
+    let (w, h) = job.in_size;
+    let sink = match out {
+        Some(path) => {
+            let writer = MediaWriter::create_segment(
+                &path,
+                &config.output,
+                job.container,
+                &reader,
+                &config.encoder,
+                w * scale,
+                h * scale,
+            )?;
+            Some((path, writer))
+        }
+        None => None,
+    };
+    Ok(OpenSegment {
+        index: seg.index,
+        reader,
+        sink,
+        policy: DecodePolicy {
+            allow_corrupt: config.allow_corrupt,
+            max_frames: seg.end_pts.is_none().then_some(config.max_frames).flatten(),
+        },
+    })
 }
