@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use rave_core::backend::UpscaleBackend;
@@ -36,6 +38,8 @@ pub struct OpenSegment {
     pub sink: Option<(PathBuf, MediaWriter)>,
     /// What decoding does with damage, and where it stops.
     pub policy: DecodePolicy,
+    /// Its planned frames (0: unknown), for opening the next segment in time.
+    pub frames: u64,
 }
 
 /// Opens a worker's next segment (on the decode thread); `None` when there is none left.
@@ -143,15 +147,14 @@ impl Segments<'_> {
         tx: &Sender<T>,
         cancel: &CancelToken,
         metrics: &rave_core::metrics::StageMetrics,
-        mut pull: impl FnMut(&mut VideoReader) -> Result<Option<T>>,
+        mut pull: impl FnMut(&mut VideoReader) -> Result<Option<T>> + Send,
     ) -> Result<()> {
         let Self {
             first,
             next,
             control,
         } = self;
-        let mut seg = first;
-        loop {
+        let announce = |seg: &mut OpenSegment| {
             let (file, sink) = seg.sink.take().unzip();
             // The encoder holds the receiver until this thread has ended.
             let _ = control.send(Control::Start {
@@ -159,19 +162,65 @@ impl Segments<'_> {
                 file,
                 sink,
             });
-            let sent = stages::decode(&mut seg.reader, tx, seg.policy, cancel, metrics, &mut pull)?;
+        };
+        let end = |seg: &OpenSegment, sent: Option<u64>| {
             let _ = control.send(Control::End(Box::new(SegmentEnd::of(&seg.reader, sent))));
-            if sent.is_none() || cancel.is_cancelled() {
-                return Ok(());
-            }
-            drop(seg);
-            match next()? {
-                Some(s) => seg = s,
-                None => return Ok(()),
+        };
+        let mut seg = first;
+        loop {
+            announce(&mut seg);
+            let sent_so_far = AtomicU64::new(0);
+            let decoding = AtomicBool::new(true);
+            let (decoded, upcoming) = std::thread::scope(|s| {
+                // The next segment is opened beside this one's last frames: a reader's seek
+                // and decoder start and an encoder's set-up would otherwise stall the stages
+                // at every seam.
+                let open_from = seg.frames.saturating_sub(OPEN_AHEAD_FRAMES);
+                let (decoding, sent_so_far, next) = (&decoding, &sent_so_far, &mut *next);
+                let opener = s.spawn(move || {
+                    while decoding.load(Ordering::Acquire)
+                        && sent_so_far.load(Ordering::Relaxed) < open_from
+                    {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    match cancel.is_cancelled() {
+                        true => Ok(None),
+                        false => next(),
+                    }
+                });
+                let counted = |r: &mut VideoReader| {
+                    let frame = pull(r);
+                    sent_so_far.fetch_add(1, Ordering::Relaxed);
+                    frame
+                };
+                let decoded =
+                    stages::decode(&mut seg.reader, tx, seg.policy, cancel, metrics, counted);
+                decoding.store(false, Ordering::Release);
+                let upcoming = opener
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (decoded, upcoming)
+            });
+            let sent = decoded.as_ref().ok().copied().flatten();
+            end(&seg, sent);
+            let go_on = sent.is_some() && !cancel.is_cancelled();
+            match upcoming {
+                Ok(Some(next_seg)) if go_on => seg = next_seg,
+                Ok(Some(mut opened)) => {
+                    // Opened, but the run stopped: announced unread, so it is settled.
+                    announce(&mut opened);
+                    end(&opened, None);
+                    return decoded.map(|_| ());
+                }
+                Ok(None) => return decoded.map(|_| ()),
+                Err(e) => return decoded.and(Err(e)),
             }
         }
     }
 }
+
+/// How many frames before a segment's planned end the next one is opened.
+const OPEN_AHEAD_FRAMES: u64 = 48;
 
 /// What every stage thread borrows.
 #[derive(Clone, Copy)]

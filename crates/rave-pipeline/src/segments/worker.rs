@@ -201,6 +201,7 @@ fn open_segment(
     };
     Ok(OpenSegment {
         index: seg.index,
+        frames: seg.frames,
         reader,
         sink,
         policy: DecodePolicy {
