@@ -20,6 +20,7 @@ use crate::cancel::{CancelToken, StopReason};
 use crate::channel::recv;
 use crate::progress::{Progress, ProgressSink};
 use crate::segments::manifest::SegmentDecode;
+use crate::stages::FirstError;
 
 /// A segment's output: a frame sink that knows the earliest timestamp written.
 pub trait SegmentSink: FrameSink {
@@ -117,9 +118,13 @@ impl<S> Finishing<S> {
             .is_some_and(|e| e.reached_end && e.frames == self.written)
     }
 
-    /// Every frame announced has been written: the next frame is another segment's.
+    /// Every frame of a segment whose reader reached its end has been written: the next
+    /// frame is another segment's. (After a stopped reader no frame of a later segment is
+    /// decoded, so the frames still coming are this one's.)
     fn all_written(&self) -> bool {
-        self.end.as_ref().is_some_and(|e| self.written >= e.frames)
+        self.end
+            .as_ref()
+            .is_some_and(|e| e.reached_end && self.written >= e.frames)
     }
 }
 
@@ -135,14 +140,17 @@ pub struct EncodeReporting<'a> {
 
 /// The encode stage: write each frame of `rx` into its segment's sink, as `control`
 /// announces them, and hand each segment to `finish` after its last frame (or when the run
-/// stops). Every segment announced is handed on exactly once.
+/// stops). Every segment announced is handed on exactly once, after a failure too: the
+/// failure is recorded in `errors` at once (stopping the other stages), then the rest of the
+/// announcements are drained.
 pub fn encode_segments<S: SegmentSink>(
     rx: Receiver<HostYuvFrame>,
     control: Receiver<Control<S>>,
     finish: Sender<Finishing<S>>,
     report: EncodeReporting<'_>,
+    errors: &FirstError,
     cancel: &CancelToken,
-) -> Result<()> {
+) {
     let start = Instant::now();
     let mut current: Option<Finishing<S>> = None;
     let hand_on = |seg: Finishing<S>| {
@@ -150,7 +158,7 @@ pub fn encode_segments<S: SegmentSink>(
         // it panicked, and the scope reports that.
         let _ = finish.send(seg);
     };
-    let result = (|| -> Result<()> {
+    let written = (|| -> Result<()> {
         while let Some(frame) = recv(&rx, cancel) {
             // Find the segment this frame belongs to.
             loop {
@@ -189,17 +197,20 @@ pub fn encode_segments<S: SegmentSink>(
         }
         Ok(())
     })();
+    if let Err(e) = written {
+        errors.record(e, cancel);
+    }
+    drop(rx);
     // The decode thread ends once the run stops or its segments are read: settle every
     // segment it announced.
     while let Ok(msg) = control.recv() {
         if let Err(e) = apply(msg, &mut current, &hand_on) {
-            return result.and(Err(e));
+            errors.record(e, cancel);
         }
     }
     if let Some(seg) = current {
         hand_on(seg);
     }
-    result
 }
 
 fn apply<S>(
@@ -232,25 +243,27 @@ fn apply<S>(
     Ok(())
 }
 
-/// The finisher: flush and finalize each segment's file (a complete one always; an
-/// incomplete one only when the user stopped the run, for the `.partial` file), then give
-/// its outcome to `settle`. After a failure the rest are settled unfinalized.
+/// The finisher: flush and finalize each segment's file (a complete one always; one with
+/// frames but incomplete only when the user stopped the run, for the `.partial` file), then
+/// give its outcome to `settle`. A failure is recorded in `errors` at once (stopping the
+/// run); the segments after it are still settled.
 pub fn finish_segments<S: SegmentSink>(
     rx: Receiver<Finishing<S>>,
     settle: &(dyn Fn(SegmentOutcome) -> Result<()> + Sync),
+    errors: &FirstError,
     cancel: &CancelToken,
     metrics: &StageMetrics,
-) -> Result<()> {
-    let mut failed: Option<EngineError> = None;
+) {
     for mut seg in rx {
         let complete = seg.complete();
-        let wanted = failed.is_none() && (complete || cancel.reason() == Some(StopReason::User));
+        let user_stop = cancel.reason() == Some(StopReason::User);
+        let wanted = complete || (user_stop && seg.written > 0);
         let mut finalized = false;
         if wanted {
             let t = Instant::now();
             match seg.sink.as_mut().map_or(Ok(()), |s| s.finish()) {
                 Ok(()) => finalized = true,
-                Err(e) => failed = Some(e),
+                Err(e) => errors.record(e, cancel),
             }
             metrics.add_busy(t.elapsed());
         }
@@ -267,13 +280,10 @@ pub fn finish_segments<S: SegmentSink>(
             stats: end.stats,
         };
         drop(seg.sink);
-        if let Err(e) = settle(outcome)
-            && failed.is_none()
-        {
-            failed = Some(e);
+        if let Err(e) = settle(outcome) {
+            errors.record(e, cancel);
         }
     }
-    failed.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
@@ -294,6 +304,7 @@ mod tests {
         pts: Vec<i64>,
         finished: bool,
         fail_finish: bool,
+        fail_write_at: Option<usize>,
         log: Log,
     }
 
@@ -303,6 +314,7 @@ mod tests {
                 pts: Vec::new(),
                 finished: false,
                 fail_finish: false,
+                fail_write_at: None,
                 log: log.clone(),
             }
         }
@@ -310,6 +322,9 @@ mod tests {
 
     impl FrameSink for Recorder {
         fn write_frame(&mut self, frame: HostYuvFrame) -> Result<()> {
+            if self.fail_write_at == Some(self.pts.len()) {
+                return Err(EngineError::Encode("write failed".into()));
+            }
             self.pts.push(frame.meta.pts);
             Ok(())
         }
@@ -368,7 +383,17 @@ mod tests {
     /// frames through a small channel, announcements beside them); `cancel_after` frames
     /// written the user stops the run. Returns the outcomes in the order settled.
     fn run(steps: Vec<Step>, cancel: &CancelToken) -> (Result<()>, Vec<SegmentOutcome>) {
-        let (frame_tx, frame_rx) = bounded(2);
+        run_with(steps, cancel, 2)
+    }
+
+    /// `run` with a frame channel of `capacity` (a large one lets the decode side send
+    /// everything before the encoder reads: the announcements are then all ahead of it).
+    fn run_with(
+        steps: Vec<Step>,
+        cancel: &CancelToken,
+        capacity: usize,
+    ) -> (Result<()>, Vec<SegmentOutcome>) {
+        let (frame_tx, frame_rx) = bounded(capacity);
         let (control_tx, control_rx) = unbounded();
         let (finish_tx, finish_rx) = bounded(1);
         let settled = Mutex::new(Vec::new());
@@ -377,8 +402,9 @@ mod tests {
             Ok(())
         };
         let metrics = StageMetrics::default();
+        let errors = FirstError::default();
         let written = &metrics;
-        let result = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             s.spawn(move || {
                 for step in steps {
                     match step {
@@ -407,15 +433,17 @@ mod tests {
                     }
                 }
             });
-            let finisher = s.spawn(|| finish_segments(finish_rx, &settle, cancel, &metrics));
+            let finisher =
+                s.spawn(|| finish_segments(finish_rx, &settle, &errors, cancel, &metrics));
             let report = EncodeReporting {
                 progress: &NoProgress,
                 frames_total: None,
                 metrics: &metrics,
             };
-            let encoded = encode_segments(frame_rx, control_rx, finish_tx, report, cancel);
-            encoded.and(finisher.join().unwrap())
+            encode_segments(frame_rx, control_rx, finish_tx, report, &errors, cancel);
+            finisher.join().unwrap();
         });
+        let result = errors.take().map_or(Ok(()), Err);
         (result, settled.into_inner().unwrap())
     }
 
@@ -476,7 +504,8 @@ mod tests {
         let cancel = CancelToken::new();
         let mut steps = segment(0, 0..4, &log);
         // Segment 1 is stopped by the user after its third frame: its reader does not reach
-        // the end; segment 2 was announced (opened) but gets no frame.
+        // the end, and its file keeps those frames; segment 2 was announced (opened) but
+        // gets no frame, so its file is not finalized (there is nothing to keep).
         steps.extend(segment(1, 4..7, &log));
         steps.pop();
         steps.push(Step::UserStopAfter(7));
@@ -491,7 +520,11 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            vec![(0, 4, true, true), (1, 3, false, true), (2, 0, false, true)]
+            vec![
+                (0, 4, true, true),
+                (1, 3, false, true),
+                (2, 0, false, false)
+            ]
         );
     }
 
@@ -509,7 +542,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_finish_is_the_error_and_later_segments_stay_unfinalized() {
+    fn a_failed_finish_is_the_error_and_its_segment_is_not_complete() {
         let log = Arc::new(Mutex::new(Vec::new()));
         let mut steps = segment(0, 0..2, &log);
         if let Step::Start(_, sink) = &mut steps[0] {
@@ -518,7 +551,7 @@ mod tests {
         steps.extend(segment(1, 2..4, &log));
         let (result, outcomes) = run(steps, &CancelToken::new());
         assert!(result.unwrap_err().to_string().contains("disk full"));
-        assert!(outcomes.iter().all(|o| !o.complete));
+        assert!(!outcomes[0].complete && !outcomes[0].finalized);
     }
 
     #[test]
@@ -528,5 +561,68 @@ mod tests {
             result.unwrap_err(),
             EngineError::InvariantViolation(_)
         ));
+    }
+
+    /// Run `f` on a thread; fail the test if it has not returned within 20 s (a hang).
+    fn within_20_s<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the stages hung")
+    }
+
+    #[test]
+    fn an_encoder_failure_stops_the_run_instead_of_hanging_it() {
+        let (result, outcomes, reason) = within_20_s(|| {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let mut steps = segment(0, 0..50, &log);
+            if let Step::Start(_, sink) = &mut steps[0] {
+                sink.fail_write_at = Some(3);
+            }
+            let cancel = CancelToken::new();
+            let (result, outcomes) = run(steps, &cancel);
+            (result, outcomes, cancel.reason())
+        });
+        assert!(result.unwrap_err().to_string().contains("write failed"));
+        assert_eq!(reason, Some(StopReason::Failure));
+        let got: Vec<_> = outcomes.iter().map(|o| (o.index, o.finalized)).collect();
+        assert_eq!(got, vec![(0, false)]);
+    }
+
+    #[test]
+    fn a_finish_failure_stops_the_run_at_once() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut steps = segment(0, 0..2, &log);
+        if let Step::Start(_, sink) = &mut steps[0] {
+            sink.fail_finish = true;
+        }
+        let cancel = CancelToken::new();
+        let (result, _) = run(steps, &cancel);
+        assert!(result.is_err());
+        assert_eq!(cancel.reason(), Some(StopReason::Failure));
+    }
+
+    #[test]
+    fn frames_of_a_stopped_segment_stay_in_it_when_its_end_is_ahead_of_them() {
+        // The decode side announces everything before the encoder reads a frame: segment 0
+        // stopped after 3 frames (its reader did not reach the end, so its end says 0
+        // frames), and segment 1 was opened but not read.
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut steps = segment(0, 0..3, &log);
+        steps.pop();
+        steps.push(Step::End(0, false));
+        steps.extend(segment(1, 3..3, &log));
+        steps.pop();
+        steps.push(Step::End(0, false));
+        let (result, outcomes) = run_with(steps, &CancelToken::new(), 16);
+        result.unwrap();
+        let got: Vec<_> = outcomes
+            .iter()
+            .map(|o| (o.index, o.frames, o.complete))
+            .collect();
+        assert_eq!(got, vec![(0, 3, false), (1, 0, false)]);
+        assert_eq!(log.lock().unwrap()[0].0, vec![0, 1, 2]);
     }
 }

@@ -5,15 +5,15 @@
 //! file is finished beside them (see `segment_sink`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use rave_core::backend::UpscaleBackend;
 use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
-use rave_core::error::Result;
+use rave_core::error::{EngineError, Result};
 use rave_core::frame::HostYuvFrame;
 use rave_ffmpeg::{MediaWriter, VideoReader};
 
@@ -91,12 +91,15 @@ pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<()> {
     // One file may drain while the next is encoded.
     let (finish_tx, finish_rx) = bounded(1);
     let errors = FirstError::default();
+    // An error opening a later segment: reported once the segments before it are settled.
+    let deferred: Mutex<Option<EngineError>> = Mutex::new(None);
     std::thread::scope(|s| {
         let middle = Middle {
             segments: Segments {
                 first,
                 next,
                 control: control_tx,
+                deferred: &deferred,
             },
             decoded: caps.decoded.max(1),
             post_tx,
@@ -113,23 +116,20 @@ pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<()> {
             Engine::Gpu(gpu) => middle.spawn_gpu(s, gpu, copies, caps.inferred.max(1)),
         }
         let errors = &errors;
-        s.spawn(move || {
-            guarded(errors, cancel, || {
-                finish_segments(finish_rx, settle, cancel, &metrics.encode)
-            })
-        });
-        guarded(errors, cancel, || {
-            let report = EncodeReporting {
-                progress,
-                frames_total,
-                metrics: &metrics.encode,
-            };
-            encode_segments(post_rx, control_rx, finish_tx, report, cancel)
-        });
+        s.spawn(move || finish_segments(finish_rx, settle, errors, cancel, &metrics.encode));
+        let report = EncodeReporting {
+            progress,
+            frames_total,
+            metrics: &metrics.encode,
+        };
+        encode_segments(post_rx, control_rx, finish_tx, report, errors, cancel);
     });
-    match errors.take() {
-        Some(e) => Err(e),
-        None => Ok(()),
+    match (
+        errors.take(),
+        deferred.into_inner().unwrap_or_else(|e| e.into_inner()),
+    ) {
+        (Some(e), _) | (None, Some(e)) => Err(e),
+        (None, None) => Ok(()),
     }
 }
 
@@ -138,10 +138,13 @@ struct Segments<'a> {
     first: OpenSegment,
     next: &'a mut NextSegment<'a>,
     control: Sender<Control<MediaWriter>>,
+    deferred: &'a Mutex<Option<EngineError>>,
 }
 
 impl Segments<'_> {
-    /// Decode every segment in turn with `pull`, announcing each one's start and end.
+    /// Decode every segment in turn with `pull`, announcing each one's start and end. A
+    /// segment that cannot be opened ends the run after the ones before it (left in
+    /// `deferred`).
     fn decode<T>(
         self,
         tx: &Sender<T>,
@@ -153,6 +156,7 @@ impl Segments<'_> {
             first,
             next,
             control,
+            deferred,
         } = self;
         let announce = |seg: &mut OpenSegment| {
             let (file, sink) = seg.sink.take().unzip();
@@ -171,19 +175,23 @@ impl Segments<'_> {
             announce(&mut seg);
             let sent_so_far = AtomicU64::new(0);
             let decoding = AtomicBool::new(true);
+            let decoded_whole = AtomicBool::new(false);
             let (decoded, upcoming) = std::thread::scope(|s| {
                 // The next segment is opened beside this one's last frames: a reader's seek
                 // and decoder start and an encoder's set-up would otherwise stall the stages
                 // at every seam.
                 let open_from = seg.frames.saturating_sub(OPEN_AHEAD_FRAMES);
-                let (decoding, sent_so_far, next) = (&decoding, &sent_so_far, &mut *next);
+                let (decoding, decoded_whole, sent_so_far, next) =
+                    (&decoding, &decoded_whole, &sent_so_far, &mut *next);
                 let opener = s.spawn(move || {
                     while decoding.load(Ordering::Acquire)
                         && sent_so_far.load(Ordering::Relaxed) < open_from
                     {
                         std::thread::sleep(Duration::from_millis(2));
                     }
-                    match cancel.is_cancelled() {
+                    let failed =
+                        !decoding.load(Ordering::Acquire) && !decoded_whole.load(Ordering::Acquire);
+                    match failed || cancel.is_cancelled() {
                         true => Ok(None),
                         false => next(),
                     }
@@ -195,6 +203,7 @@ impl Segments<'_> {
                 };
                 let decoded =
                     stages::decode(&mut seg.reader, tx, seg.policy, cancel, metrics, counted);
+                decoded_whole.store(matches!(decoded, Ok(Some(_))), Ordering::Release);
                 decoding.store(false, Ordering::Release);
                 let upcoming = opener
                     .join()
@@ -213,7 +222,11 @@ impl Segments<'_> {
                     return decoded.map(|_| ());
                 }
                 Ok(None) => return decoded.map(|_| ()),
-                Err(e) => return decoded.and(Err(e)),
+                Err(e) => {
+                    // The segment before it is complete: let it be settled first.
+                    *deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    return decoded.map(|_| ());
+                }
             }
         }
     }
