@@ -3,12 +3,23 @@
 //! said (e.g. NVENC's "No capable devices found"); damage messages of watched inputs are
 //! counted (`log_watch`).
 
+use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_int, c_void};
-use std::sync::Mutex;
 
 use ffmpeg_next::ffi;
 
-static CAPTURED: Mutex<Option<Vec<String>>> = Mutex::new(None);
+thread_local! {
+    /// The error messages logged on this thread while it captures. Per thread: other
+    /// threads' decoders and muxers keep logging while one opens a file or an encoder, and
+    /// their messages are not about it.
+    static CAPTURED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+fn capturing() -> bool {
+    CAPTURED
+        .try_with(|c| c.try_borrow().is_ok_and(|c| c.is_some()))
+        .unwrap_or(false)
+}
 
 unsafe extern "C" {
     fn vsnprintf(
@@ -30,11 +41,7 @@ unsafe extern "C" fn on_log(
     }
     // SAFETY: `class` and `fmt` are what FFmpeg passed to its log callback.
     let tally = unsafe { crate::log_watch::tally_for(class, level, fmt) };
-    let mut guard = match CAPTURED.lock() {
-        Ok(g) => g,
-        Err(_) => return,
-    };
-    let capture = level <= ffi::AV_LOG_ERROR as c_int && guard.is_some();
+    let capture = level <= ffi::AV_LOG_ERROR as c_int && capturing();
     if tally.is_none() && !capture {
         return;
     }
@@ -53,8 +60,14 @@ unsafe extern "C" fn on_log(
     if let Some(t) = &tally {
         crate::log_watch::record(t, text.as_deref());
     }
-    if capture && let (Some(lines), Some(text)) = (guard.as_mut(), text) {
-        lines.push(text);
+    if capture && let Some(text) = text {
+        let _ = CAPTURED.try_with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut()
+                && let Some(lines) = c.as_mut()
+            {
+                lines.push(text);
+            }
+        });
     }
 }
 
@@ -68,15 +81,42 @@ pub(crate) fn install() {
     }
 }
 
-/// Run `f`, returning its result and the error messages FFmpeg logged meanwhile.
+/// Run `f`, returning its result and the error messages FFmpeg logged meanwhile on this
+/// thread.
 pub fn capture_errors<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
     crate::init();
-    *CAPTURED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
+    CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
     let result = f();
-    let lines = CAPTURED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-        .unwrap_or_default();
+    let lines = CAPTURED.with(|c| c.borrow_mut().take().unwrap_or_default());
     (result, lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_error(message: &'static CStr) {
+        // SAFETY: a NUL-terminated format string without conversions, and no arguments.
+        unsafe {
+            ffi::av_log(
+                std::ptr::null_mut(),
+                ffi::AV_LOG_ERROR as c_int,
+                message.as_ptr(),
+            )
+        };
+    }
+
+    #[test]
+    fn a_capture_takes_only_its_own_threads_messages() {
+        crate::init();
+        let ((), lines) = capture_errors(|| {
+            std::thread::spawn(|| log_error(c"said by another thread"))
+                .join()
+                .unwrap();
+            log_error(c"said while opening");
+        });
+        assert_eq!(lines, vec!["said while opening".to_owned()]);
+        let ((), after) = capture_errors(|| {});
+        assert!(after.is_empty());
+    }
 }
