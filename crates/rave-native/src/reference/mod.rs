@@ -1,0 +1,1 @@
+//! The plain CPU reference of the recognised networks (f32, NCHW, straightforward loops).
