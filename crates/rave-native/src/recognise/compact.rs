@@ -6,6 +6,7 @@ use super::folded_tail;
 use super::matcher::{Matcher, Step};
 use super::resize;
 use crate::network::{Activation, CompactNet, CompactTail, Conv3x3, Layer};
+use crate::proto::data_type as proto_type;
 
 /// Match the whole graph; returns the network and its scale.
 pub fn match_graph(m: &mut Matcher) -> Step<(CompactNet, u32)> {
@@ -120,19 +121,9 @@ fn residual_tail(m: &mut Matcher, c: &str, shuffle: u32) -> Step<(CompactTail, u
         ));
     };
     let skip = if *a == shuffled { b } else { a };
-    let input = m.graph().input().to_string();
-    let ri = m
-        .graph()
-        .producer(skip)
-        .filter(|&r| m.node(r).input.first() == Some(&input))
-        .ok_or_else(|| {
-            format!(
-                "{}: the residual {skip} is not a Resize of the input",
-                m.label(ai)
-            )
-        })?;
-    m.take(ri, "Resize", "on the input (the residual)")?;
+    let ri = residual_resize(m, ai, skip)?;
     resize::nearest(m, ri, shuffle)?;
+    let input = m.graph().input().to_string();
     if m.graph().consumers(&input).len() != 2 {
         return Err(format!(
             "the input is read by {} nodes, expected the first Conv and the residual Resize",
@@ -162,6 +153,51 @@ fn residual_tail(m: &mut Matcher, c: &str, shuffle: u32) -> Step<(CompactTail, u
     };
     m.finish(end)?;
     Ok((tail, scale))
+}
+
+/// Take the Resize making the residual `skip` from the input, seen through the float32 Casts
+/// around it that onnxconverter-common's fp16 conversion adds (exact: nearest sampling of
+/// half values in float32 casts back to the same values).
+fn residual_resize(m: &mut Matcher, add: usize, skip: &str) -> Step<usize> {
+    let input = m.graph().input().to_string();
+    let why = format!(
+        "{}: the residual {skip} is not a Resize of the input",
+        m.label(add)
+    );
+    let mut r = m.graph().producer(skip).ok_or_else(|| why.clone())?;
+    let cast = m.node(r).op_type == "Cast";
+    if cast {
+        cast_to(m, r, proto_type::FLOAT16)?;
+        r = m
+            .graph()
+            .producer(&m.node(r).input[0])
+            .ok_or_else(|| why.clone())?;
+    }
+    m.take(r, "Resize", "on the input (the residual)")?;
+    let mut src = m.node(r).input.first().cloned().unwrap_or_default();
+    if cast {
+        let c = m.graph().producer(&src).ok_or_else(|| why.clone())?;
+        cast_to(m, c, proto_type::FLOAT)?;
+        src = m.node(c).input[0].clone();
+    }
+    if src != input {
+        return Err(why);
+    }
+    Ok(r)
+}
+
+/// Take node `i` as a Cast to element type `to`.
+fn cast_to(m: &mut Matcher, i: usize, to: i32) -> Step<()> {
+    m.take(i, "Cast", "around the residual Resize")?;
+    m.only_attributes(i, &["to", "saturate"])?;
+    if m.int(i, "to", 0)? != i64::from(to) {
+        return Err(format!(
+            "{}: Cast to type {}, expected {to}",
+            m.label(i),
+            m.int(i, "to", 0)?
+        ));
+    }
+    Ok(())
 }
 
 /// Check node `i` is DepthToSpace by `block` in CRD order (PyTorch's pixel shuffle).
