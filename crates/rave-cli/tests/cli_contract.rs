@@ -480,6 +480,11 @@ fn models_lists_installed_models_with_their_scale() {
     let dir = scratch();
     std::fs::copy(fixture("nearest_x2.onnx"), dir.path().join("tiny-x2.onnx")).unwrap();
     std::fs::copy(fixture("rank3.onnx"), dir.path().join("broken.onnx")).unwrap();
+    std::fs::copy(
+        fixture("arch/compact_x2.onnx"),
+        dir.path().join("compact-x2.onnx"),
+    )
+    .unwrap();
     let o = run(&[
         "models",
         "--models-dir",
@@ -499,6 +504,32 @@ fn models_lists_installed_models_with_their_scale() {
         .find(|m| m["name"] == "broken")
         .expect("listed");
     assert!(broken["problem"].as_str().unwrap().contains("rank 3"));
+    // The engine each would get: recognised from the graph, not the name.
+    assert_eq!(tiny["engine"]["engine"], "onnxruntime", "{tiny}");
+    assert!(
+        tiny["engine"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not SRVGGNetCompact: the input is read by 0 Conv nodes"),
+        "{tiny}"
+    );
+    let compact = models
+        .iter()
+        .find(|m| m["name"] == "compact-x2")
+        .expect("listed");
+    assert_eq!(compact["engine"]["engine"], "native-eligible", "{compact}");
+    assert_eq!(compact["engine"]["architecture"], "SRVGGNetCompact");
+    let o = run(&["models", "--models-dir", dir.path().to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("    engine: native-eligible: SRVGGNetCompact x2 (8 features, 1 body convs, residual tail, fp32) (recognised)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    engine: would run on ONNX Runtime because not SRVGGNetCompact: "),
+        "{text}"
+    );
 }
 
 #[test]

@@ -1,7 +1,9 @@
-//! `rave models`: list installed models, loading each to report its real scale.
+//! `rave models`: list installed models, loading each to report its real scale, and say
+//! which engine each is eligible for (the native engine needs a recognised architecture).
 
 use rave_core::error::Result;
 use rave_core::types::PixelFormat;
+use rave_native::Refusal;
 use rave_tensorrt::{LoadedModel, OrtRuntime};
 use serde::Serialize;
 
@@ -22,6 +24,49 @@ struct ModelEntry {
     fixed_batch: Option<u32>,
     default: bool,
     problem: Option<String>,
+    /// Which inference engine the model is eligible for, and why.
+    engine: EngineEligibility,
+}
+
+/// Whether the graph is one the native engine implements (recognised from the graph, not the
+/// name). The native engine does not run yet: every model still runs on ONNX Runtime.
+#[derive(Debug, Serialize)]
+struct EngineEligibility {
+    /// "native-eligible" or "onnxruntime".
+    engine: &'static str,
+    /// The recognised architecture ("SRVGGNetCompact", "RRDBNet").
+    architecture: Option<&'static str>,
+    /// The recognised network in words, or why it is not native-eligible.
+    reason: String,
+}
+
+impl EngineEligibility {
+    fn of(path: &std::path::Path) -> Self {
+        match rave_native::recognise_file(path) {
+            Ok(net) => Self {
+                engine: "native-eligible",
+                architecture: Some(net.architecture.name()),
+                reason: format!("{net} (recognised)"),
+            },
+            Err(e) => Self {
+                engine: "onnxruntime",
+                architecture: None,
+                reason: match e {
+                    Refusal::Unreadable(why) => why,
+                    Refusal::NoMatch(m) => m.to_string(),
+                },
+            },
+        }
+    }
+
+    /// "native-eligible: SRVGGNetCompact x2 (...) (recognised)" or
+    /// "would run on ONNX Runtime because not RRDBNet: node 5 ...".
+    fn line(&self) -> String {
+        match self.architecture {
+            Some(_) => format!("{}: {}", self.engine, self.reason),
+            None => format!("would run on ONNX Runtime because {}", self.reason),
+        }
+    }
 }
 
 /// Run `rave models`.
@@ -39,6 +84,7 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
                 Err(_) => (None, Some("ONNX Runtime not found: scale unknown".into())),
             };
             ModelEntry {
+                engine: EngineEligibility::of(&path),
                 size_bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
                 default: name == locate::DEFAULT_MODEL,
                 name,
@@ -94,6 +140,7 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
         if let Some(p) = &e.problem {
             outln!("    problem: {p}");
         }
+        outln!("    engine: {}", e.engine.line());
     }
     Ok(0)
 }
