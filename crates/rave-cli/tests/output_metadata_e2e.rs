@@ -50,17 +50,13 @@ fn rgb_sources_are_tagged_with_the_matrix_used_and_keep_their_colours() {
     let dir = scratch();
     for (codec, pix_fmt) in [("png", "rgb24"), ("ffv1", "bgra"), ("png", "rgb48be")] {
         let input = dir.path().join(format!("{pix_fmt}.mkv"));
-        ffmpeg(&[
-            "-f",
-            "lavfi",
-            "-i",
-            "gradients=s=64x48:c0=0xff2000:c1=0x2040ff:x0=0:y0=0:x1=63:y1=47:rate=25:duration=0.12",
-            "-pix_fmt",
-            pix_fmt,
-            "-c:v",
-            codec,
-            input.to_str().unwrap(),
-        ]);
+        lavfi_clip(
+            &input,
+            &[
+                "gradients=s=64x48:c0=0xff2000:c1=0x2040ff:x0=0:y0=0:x1=63:y1=47:rate=25:duration=0.12",
+            ],
+            &["-pix_fmt", pix_fmt, "-c:v", codec],
+        );
         assert_eq!(video_field(&input, "pix_fmt"), pix_fmt);
         let output = dir.path().join(format!("{pix_fmt}-out.mkv"));
         assert_exit(&nearest(&input, &output, &["--crf", "0"]), 0);
@@ -163,38 +159,6 @@ fn hdr10_metadata_is_kept_in_the_container_and_the_hevc_and_av1_bitstreams() {
     }
 }
 
-/// A 3-frame H.264 MP4 whose video is rotated by a quarter turn.
-fn rotated_clip(dir: &Path) -> PathBuf {
-    let plain = make_clip(dir, "plain.mp4", "48x32", 3);
-    let input = dir.join("rotated.mp4");
-    ffmpeg(&[
-        "-i",
-        plain.to_str().unwrap(),
-        "-c",
-        "copy",
-        "-metadata:s:v",
-        "rotate=90",
-        input.to_str().unwrap(),
-    ]);
-    input
-}
-
-fn rotation(path: &Path) -> String {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "stream_side_data=rotation",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .trim()
-    .to_string()
-}
-
 fn warnings(o: &std::process::Output) -> Vec<String> {
     let v: serde_json::Value = serde_json::from_str(&stdout(o)).expect("JSON report");
     v["mux"]["warnings"]
@@ -249,21 +213,20 @@ fn rotation_is_kept_in_quicktime_and_warned_about_once_in_matroska() {
 fn interlaced_input_is_warned_about_once_and_progressive_input_is_not() {
     let dir = scratch();
     let input = dir.path().join("interlaced.mp4");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=48x32:rate=25:duration=0.2",
-        "-flags",
-        "+ildct+ilme",
-        "-c:v",
-        "libx264",
-        "-x264-params",
-        "tff=1",
-        "-pix_fmt",
-        "yuv420p",
-        input.to_str().unwrap(),
-    ]);
+    lavfi_clip(
+        &input,
+        &["testsrc2=size=48x32:rate=25:duration=0.2"],
+        &[
+            "-flags",
+            "+ildct+ilme",
+            "-c:v",
+            "libx264",
+            "-x264-params",
+            "tff=1",
+            "-pix_fmt",
+            "yuv420p",
+        ],
+    );
     assert_eq!(video_field(&input, "field_order"), "tt");
     let output = dir.path().join("out.mp4");
     let o = nearest(&input, &output, &["--json"]);
@@ -297,15 +260,7 @@ fn refusals_name_the_containers_that_can_hold_the_stream() {
     let subs = dir.path().join("s.srt");
     std::fs::write(&subs, "1\n00:00:00,000 --> 00:00:00,100\nHi\n").unwrap();
     let cover = dir.path().join("cover.png");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=32x32",
-        "-frames:v",
-        "1",
-        cover.to_str().unwrap(),
-    ]);
+    lavfi_clip(&cover, &["testsrc2=size=32x32"], &["-frames:v", "1"]);
     let (s, c) = (subs.to_str().unwrap(), cover.to_str().unwrap());
     let mov_text = clip_with(
         dir.path(),

@@ -74,31 +74,8 @@ fn scrolling_clip(
         3 * w,
         2 * w
     );
-    let mut args = vec!["-f", "lavfi", "-i", &src];
-    args.extend_from_slice(video);
-    args.push(path.to_str().unwrap());
-    ffmpeg(&args);
+    lavfi_clip(&path, &[&src], video);
     path
-}
-
-/// One ffprobe entry of every decoded video frame, in presentation order (`pts`,
-/// `pts_time`); side-data sections of keyframes left out.
-fn frame_entries(path: &Path, entry: &str) -> Vec<String> {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            &format!("frame={entry}"),
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .map(|l| l.trim_end_matches(',').to_string())
-    .filter(|l| !l.is_empty())
-    .collect()
 }
 
 /// One CSV row per packet of `stream` (`a:0`, `v:0`) with ffprobe's packet `fields`, and the
@@ -290,27 +267,6 @@ fn interrupt_after(args: &[&str], work: &Path, done: usize, signal: i32) -> (Out
     (o, n)
 }
 
-/// The arguments of `rave upscale` for `input`, `output`, `model` and `extra`.
-fn upscale_args<'a>(
-    input: &'a Path,
-    output: &'a Path,
-    model: &'a Path,
-    extra: &[&'a str],
-) -> Vec<&'a str> {
-    let mut args = vec![
-        "upscale",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-m",
-        model.to_str().unwrap(),
-    ];
-    args.extend_from_slice(CPU);
-    args.extend_from_slice(extra);
-    args
-}
-
 /// A clip of real photographs with AAC audio, 64x48, `frames` frames, a keyframe every 10
 /// (none at scene cuts).
 fn photo_clip_gop10(dir: &Path, frames: u32) -> PathBuf {
@@ -353,7 +309,7 @@ fn a_killed_and_resumed_run_gives_the_output_of_one_run() {
 
     let resumed = d.join("resumed.mp4");
     let work = d.join(".resumed.mp4.rave-work");
-    let args = upscale_args(&input, &resumed, &model, &opts);
+    let args = upscale_args(&input, &resumed, &model, &[CPU, &opts[..]].concat());
     let (o, done) = interrupt_after(&args, &work, 2, libc::SIGKILL);
     assert_eq!(o.status.signal(), Some(libc::SIGKILL), "{}", stderr(&o));
     assert!(!resumed.exists());
@@ -490,104 +446,14 @@ fn seams_of_closed_gop_h264_with_b_frames_and_open_gop_hevc() {
     }
 }
 
-/// A VFR H.264 MKV with a keyframe every 5 frames, Opus audio, SubRip subtitles, a font
-/// attachment, two chapters and a title.
-fn rich_mkv(dir: &Path) -> PathBuf {
-    let subs = dir.join("subs.srt");
-    std::fs::write(
-        &subs,
-        "1\n00:00:00,100 --> 00:00:00,500\nHello\n\n2\n00:00:00,600 --> 00:00:00,900\nWorld\n",
-    )
-    .unwrap();
-    let meta = dir.join("meta.txt");
-    std::fs::write(&meta, ";FFMETADATA1\ntitle=RAVE test clip\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=400\ntitle=Opening\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=400\nEND=1000\ntitle=Ending\n").unwrap();
-    let font = dir.join("font.ttf");
-    std::fs::write(&font, b"not really a font").unwrap();
-    let out = dir.join("rich.mkv");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=48x32:rate=25:duration=1",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=frequency=300:duration=1",
-        "-i",
-        subs.to_str().unwrap(),
-        "-i",
-        meta.to_str().unwrap(),
-        "-map",
-        "0:v",
-        "-map",
-        "1:a",
-        "-map",
-        "2:s",
-        "-map_metadata",
-        "3",
-        "-map_chapters",
-        "3",
-        // Frames 10.. come 70 ms apart instead of 40: variable frame rate, with segments
-        // on both sides of the change.
-        "-vf",
-        "setpts='N*40/1000/TB+if(gte(N,10),(N-9)*30/1000/TB,0)'",
-        "-vsync",
-        "passthrough",
-        "-c:v",
-        "libx264",
-        "-g",
-        "5",
-        "-keyint_min",
-        "5",
-        "-sc_threshold",
-        "0",
-        "-pix_fmt",
-        "yuv420p",
-        "-c:a",
-        "libopus",
-        "-c:s",
-        "srt",
-        "-attach",
-        font.to_str().unwrap(),
-        "-metadata:s:t",
-        "mimetype=application/x-truetype-font",
-        "-metadata:s:a",
-        "language=eng",
-        out.to_str().unwrap(),
-    ]);
-    out
-}
-
-/// Each stream's type, codec, language and attachment tags.
-fn streams(path: &Path) -> String {
-    ffprobe(
-        path,
-        &[
-            "-show_entries",
-            "stream=codec_type,codec_name:stream_tags=language,filename,mimetype",
-            "-of",
-            "compact",
-        ],
-    )
-}
-
-/// The chapters with their titles, and the file's title.
-fn chapters(path: &Path) -> String {
-    ffprobe(
-        path,
-        &[
-            "-show_entries",
-            "chapter=start_time,end_time:chapter_tags=title:format_tags=title",
-            "-of",
-            "compact",
-        ],
-    )
-}
-
 #[test]
 fn vfr_subtitles_attachments_and_chapters_survive_segmentation() {
     let dir = scratch();
-    let input = rich_mkv(dir.path());
+    // A keyframe every 5 frames: segments on both sides of the frame rate change.
+    let input = rich_mkv(
+        dir.path(),
+        &["-g", "5", "-keyint_min", "5", "-sc_threshold", "0"],
+    );
     let output = dir.path().join("out.mkv");
     let v = upscale_ok(
         &input,
@@ -597,20 +463,10 @@ fn vfr_subtitles_attachments_and_chapters_survive_segmentation() {
     );
     let (total, ..) = segment_counts(&v);
     assert!(total >= 4, "{total} segments");
-    assert_eq!(streams(&output), streams(&input));
-    assert!(streams(&output).contains("subrip") && streams(&output).contains("ttf"));
-    assert_eq!(chapters(&output), chapters(&input));
-    assert!(chapters(&output).contains("Opening") && chapters(&output).contains("RAVE test clip"));
+    assert_rich_mkv_streams_kept(&input, &output);
     assert_eq!(frame_times(&input).len(), 25);
     // Matroska stores no DTS.
     assert_seamless(&input, &output, false);
-    for select in ["a", "s", "t"] {
-        assert_eq!(
-            packets(&output, select),
-            packets(&input, select),
-            "stream {select} copied untouched"
-        );
-    }
     assert_eq!(video_field(&output, "width"), "96");
 }
 
@@ -727,7 +583,7 @@ fn a_changed_crf_refuses_the_resume_until_restart() {
     let work = d.join(".out.mp4.rave-work");
     let opts = ["--segment-frames", "10", "--threads", "1"];
     // Ctrl+C: the segments done so far make a partial output; the work folder stays.
-    let args = upscale_args(&input, &output, &model, &opts);
+    let args = upscale_args(&input, &output, &model, &[CPU, &opts[..]].concat());
     let (o, done) = interrupt_after(&args, &work, 1, libc::SIGINT);
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let v = report(&o);

@@ -1,7 +1,17 @@
-//! Shared helpers of the CLI tests: running `rave`, generating clips with the ffmpeg CLI,
-//! and reading outputs back with ffprobe/ffmpeg (independent of RAVE's own code).
+//! Shared helpers of the CLI tests: running `rave`, generating clips with the ffmpeg CLI
+//! (clips.rs), and reading outputs back with ffprobe (ffprobe.rs) and ffmpeg (independent
+//! of RAVE's own code).
 
 #![allow(dead_code)]
+
+mod clips;
+mod ffprobe;
+
+// Like the helpers themselves, each test binary uses only some of these.
+#[allow(unused_imports)]
+pub use clips::*;
+#[allow(unused_imports)]
+pub use ffprobe::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -75,74 +85,6 @@ pub fn ffmpeg(args: &[&str]) {
     assert!(o.status.success(), "ffmpeg {args:?}: {}", stderr(&o));
 }
 
-/// Run ffprobe and return its stdout.
-pub fn ffprobe(path: &Path, args: &[&str]) -> String {
-    let o = Command::new("ffprobe")
-        .args(["-v", "error"])
-        .args(args)
-        .arg(path)
-        .output()
-        .expect("ffprobe installed");
-    assert!(o.status.success(), "ffprobe {args:?}: {}", stderr(&o));
-    stdout(&o)
-}
-
-/// One ffprobe entry of the first video stream, e.g. "width".
-pub fn video_field(path: &Path, field: &str) -> String {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            &format!("stream={field}"),
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .trim()
-    .to_string()
-}
-
-/// Presentation times of every decoded video frame.
-pub fn frame_times(path: &Path) -> Vec<String> {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "frame=pts_time",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .map(|l| l.trim_end_matches(',').to_string())
-    .filter(|l| !l.is_empty())
-    .collect()
-}
-
-/// (pts, dts, duration, sha256 of the payload) of every packet of the selected streams.
-pub fn packets(path: &Path, select: &str) -> Vec<String> {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            select,
-            "-show_entries",
-            "packet=pts_time,dts_time,duration_time,data_hash",
-            "-show_data_hash",
-            "SHA256",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .map(str::to_string)
-    .collect()
-}
-
 /// Decode every frame of `path` (no frame dropped or duplicated) to raw `pix_fmt` bytes
 /// with the ffmpeg CLI.
 fn decode_raw(path: &Path, pix_fmt: &str) -> Vec<u8> {
@@ -186,43 +128,6 @@ pub fn temp_files_left(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// A small H.264 + AAC MP4 of moving test content (`frames` frames at 25 fps), tagged BT.709.
-pub fn make_clip(dir: &Path, name: &str, size: &str, frames: u32) -> PathBuf {
-    let path = dir.join(name);
-    let secs = format!("{}", f64::from(frames) / 25.0);
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        &format!("testsrc2=size={size}:rate=25:duration={secs}"),
-        "-f",
-        "lavfi",
-        "-i",
-        &format!("sine=frequency=440:sample_rate=48000:duration={secs}"),
-        "-c:v",
-        "libx264",
-        "-preset",
-        "veryfast",
-        "-crf",
-        "12",
-        "-pix_fmt",
-        "yuv420p",
-        "-color_primaries",
-        "bt709",
-        "-color_trc",
-        "bt709",
-        "-colorspace",
-        "bt709",
-        "-c:a",
-        "aac",
-        "-b:a",
-        "96k",
-        "-shortest",
-        path.to_str().unwrap(),
-    ]);
-    path
-}
-
 /// A scratch folder removed when dropped.
 pub fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -236,21 +141,13 @@ pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
     rave_cuda::quality::psnr(a, b, 255.0)
 }
 
-/// A clip of real photographs (pan and zoom) with stereo AAC, by scripts/make_sample_clip.sh.
-pub fn make_photo_clip(dir: &Path, name: &str, w: u32, h: u32, frames: u32) -> PathBuf {
-    let path = dir.join(name);
-    let o = Command::new("bash")
-        .arg(repo().join("scripts/make_sample_clip.sh"))
-        .arg(&path)
-        .args([w.to_string(), h.to_string(), frames.to_string()])
-        .output()
-        .expect("bash");
-    assert!(o.status.success(), "make_sample_clip.sh: {}", stderr(&o));
-    path
-}
-
-/// `rave upscale -i INPUT -o OUTPUT -m MODEL EXTRA...`.
-pub fn upscale(input: &Path, output: &Path, model: &Path, extra: &[&str]) -> Output {
+/// The arguments of `rave upscale -i INPUT -o OUTPUT -m MODEL EXTRA...`.
+pub fn upscale_args<'a>(
+    input: &'a Path,
+    output: &'a Path,
+    model: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
     let mut args = vec![
         "upscale",
         "-i",
@@ -261,23 +158,20 @@ pub fn upscale(input: &Path, output: &Path, model: &Path, extra: &[&str]) -> Out
         model.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    run(&args)
+    args
 }
 
-/// Packets of the selected stream, however damaged (ffprobe may not read their timestamps).
-pub fn packet_count(path: &Path, select: &str) -> usize {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            select,
-            "-show_entries",
-            "packet=size",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .filter(|l| !l.trim_matches(',').is_empty())
-    .count()
+/// `rave upscale -i INPUT -o OUTPUT -m MODEL EXTRA...`.
+pub fn upscale(input: &Path, output: &Path, model: &Path, extra: &[&str]) -> Output {
+    run(&upscale_args(input, output, model, extra))
+}
+
+/// The names of the entries of `dir`, sorted.
+pub fn sorted_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }

@@ -1,0 +1,186 @@
+//! Fixture clips made with the ffmpeg CLI (and scripts/make_sample_clip.sh).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{chapters, ffmpeg, packets, repo, stderr, streams};
+
+/// Run ffmpeg with one lavfi input for each of `sources`, in order, then `output_args`, into
+/// `path`.
+pub fn lavfi_clip(path: &Path, sources: &[&str], output_args: &[&str]) {
+    let mut args = Vec::new();
+    for source in sources {
+        args.extend(["-f", "lavfi", "-i", source]);
+    }
+    args.extend_from_slice(output_args);
+    args.push(path.to_str().unwrap());
+    ffmpeg(&args);
+}
+
+/// A small H.264 + AAC MP4 of moving test content (`frames` frames at 25 fps), tagged BT.709.
+pub fn make_clip(dir: &Path, name: &str, size: &str, frames: u32) -> PathBuf {
+    let path = dir.join(name);
+    let secs = format!("{}", f64::from(frames) / 25.0);
+    lavfi_clip(
+        &path,
+        &[
+            &format!("testsrc2=size={size}:rate=25:duration={secs}"),
+            &format!("sine=frequency=440:sample_rate=48000:duration={secs}"),
+        ],
+        &[
+            "-c:v",
+            "libx264",
+            "-preset",
+            "veryfast",
+            "-crf",
+            "12",
+            "-pix_fmt",
+            "yuv420p",
+            "-color_primaries",
+            "bt709",
+            "-color_trc",
+            "bt709",
+            "-colorspace",
+            "bt709",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "96k",
+            "-shortest",
+        ],
+    );
+    path
+}
+
+/// A clip of real photographs (pan and zoom) with stereo AAC, by scripts/make_sample_clip.sh.
+pub fn make_photo_clip(dir: &Path, name: &str, w: u32, h: u32, frames: u32) -> PathBuf {
+    let path = dir.join(name);
+    let o = Command::new("bash")
+        .arg(repo().join("scripts/make_sample_clip.sh"))
+        .arg(&path)
+        .args([w.to_string(), h.to_string(), frames.to_string()])
+        .output()
+        .expect("bash");
+    assert!(o.status.success(), "make_sample_clip.sh: {}", stderr(&o));
+    path
+}
+
+/// A VFR H.264 MKV with Opus audio, SubRip subtitles, a font attachment, two chapters and
+/// a title; `video` (GOP options, say) goes after the video codec.
+pub fn rich_mkv(dir: &Path, video: &[&str]) -> PathBuf {
+    let subs = dir.join("subs.srt");
+    std::fs::write(
+        &subs,
+        "1\n00:00:00,100 --> 00:00:00,500\nHello\n\n2\n00:00:00,600 --> 00:00:00,900\nWorld\n",
+    )
+    .unwrap();
+    let meta = dir.join("meta.txt");
+    std::fs::write(&meta, ";FFMETADATA1\ntitle=RAVE test clip\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=400\ntitle=Opening\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=400\nEND=1000\ntitle=Ending\n").unwrap();
+    let font = dir.join("font.ttf");
+    std::fs::write(&font, b"not really a font").unwrap();
+    let out = dir.join("rich.mkv");
+    let mut args = vec![
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=48x32:rate=25:duration=1",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=300:duration=1",
+        "-i",
+        subs.to_str().unwrap(),
+        "-i",
+        meta.to_str().unwrap(),
+        "-map",
+        "0:v",
+        "-map",
+        "1:a",
+        "-map",
+        "2:s",
+        "-map_metadata",
+        "3",
+        "-map_chapters",
+        "3",
+        // Frames 10.. come 70 ms apart instead of 40: variable frame rate.
+        "-vf",
+        "setpts='N*40/1000/TB+if(gte(N,10),(N-9)*30/1000/TB,0)'",
+        "-vsync",
+        "passthrough",
+        "-c:v",
+        "libx264",
+    ];
+    args.extend_from_slice(video);
+    args.extend([
+        "-pix_fmt",
+        "yuv420p",
+        "-c:a",
+        "libopus",
+        "-c:s",
+        "srt",
+        "-attach",
+        font.to_str().unwrap(),
+        "-metadata:s:t",
+        "mimetype=application/x-truetype-font",
+        "-metadata:s:a",
+        "language=eng",
+        out.to_str().unwrap(),
+    ]);
+    ffmpeg(&args);
+    out
+}
+
+/// What `rich_mkv` holds besides its video is in `output` as in `input`: the stream table
+/// (subtitles and font included), the chapters and title, and every audio, subtitle and
+/// attachment packet, copied untouched.
+pub fn assert_rich_mkv_streams_kept(input: &Path, output: &Path) {
+    assert_eq!(streams(output), streams(input));
+    assert!(streams(output).contains("subrip") && streams(output).contains("ttf"));
+    assert_eq!(chapters(output), chapters(input));
+    assert!(chapters(output).contains("Opening") && chapters(output).contains("RAVE test clip"));
+    for select in ["a", "s", "t"] {
+        assert_eq!(
+            packets(output, select),
+            packets(input, select),
+            "stream {select} copied untouched"
+        );
+    }
+}
+
+/// A 3-frame 48x32 H.264 MP4 (`make_clip`) whose video is rotated by a quarter turn.
+pub fn rotated_clip(dir: &Path) -> PathBuf {
+    let plain = make_clip(dir, "plain.mp4", "48x32", 3);
+    let input = dir.join("rotated.mp4");
+    ffmpeg(&[
+        "-i",
+        plain.to_str().unwrap(),
+        "-c",
+        "copy",
+        "-metadata:s:v",
+        "rotate=90",
+        input.to_str().unwrap(),
+    ]);
+    input
+}
+
+/// `parts` joined one after the other into `out` by ffmpeg's concat demuxer, streams copied
+/// (the list it reads is `list.txt` beside `out`).
+pub fn concat_copy(parts: &[&Path], out: &Path) {
+    let list = out.with_file_name("list.txt");
+    let text: String = parts
+        .iter()
+        .map(|p| format!("file '{}'\n", p.display()))
+        .collect();
+    std::fs::write(&list, text).unwrap();
+    ffmpeg(&[
+        "-f",
+        "concat",
+        "-safe",
+        "0",
+        "-i",
+        list.to_str().unwrap(),
+        "-c",
+        "copy",
+        out.to_str().unwrap(),
+    ]);
+}

@@ -1,0 +1,142 @@
+//! Reading files back with ffprobe: stream fields, frame and packet listings, stream and
+//! chapter tables.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::{stderr, stdout};
+
+/// Run ffprobe and return its stdout.
+pub fn ffprobe(path: &Path, args: &[&str]) -> String {
+    let o = Command::new("ffprobe")
+        .args(["-v", "error"])
+        .args(args)
+        .arg(path)
+        .output()
+        .expect("ffprobe installed");
+    assert!(o.status.success(), "ffprobe {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// One ffprobe entry of the first video stream, e.g. "width".
+pub fn video_field(path: &Path, field: &str) -> String {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            &format!("stream={field}"),
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .trim()
+    .to_string()
+}
+
+/// Presentation times of every decoded video frame.
+pub fn frame_times(path: &Path) -> Vec<String> {
+    frame_entries(path, "pts_time")
+}
+
+/// One ffprobe entry of every decoded video frame, in presentation order (`pts`,
+/// `pts_time`); side-data sections of keyframes left out.
+pub fn frame_entries(path: &Path, entry: &str) -> Vec<String> {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            &format!("frame={entry}"),
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .lines()
+    .map(|l| l.trim_end_matches(',').to_string())
+    .filter(|l| !l.is_empty())
+    .collect()
+}
+
+/// (pts, dts, duration, sha256 of the payload) of every packet of the selected streams.
+pub fn packets(path: &Path, select: &str) -> Vec<String> {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            select,
+            "-show_entries",
+            "packet=pts_time,dts_time,duration_time,data_hash",
+            "-show_data_hash",
+            "SHA256",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// Packets of the selected stream, however damaged (ffprobe may not read their timestamps).
+pub fn packet_count(path: &Path, select: &str) -> usize {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            select,
+            "-show_entries",
+            "packet=size",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .lines()
+    .filter(|l| !l.trim_matches(',').is_empty())
+    .count()
+}
+
+/// Each stream's type, codec, language and attachment tags.
+pub fn streams(path: &Path) -> String {
+    ffprobe(
+        path,
+        &[
+            "-show_entries",
+            "stream=codec_type,codec_name:stream_tags=language,filename,mimetype",
+            "-of",
+            "compact",
+        ],
+    )
+}
+
+/// The chapters with their titles, and the file's title.
+pub fn chapters(path: &Path) -> String {
+    ffprobe(
+        path,
+        &[
+            "-show_entries",
+            "chapter=start_time,end_time:chapter_tags=title:format_tags=title",
+            "-of",
+            "compact",
+        ],
+    )
+}
+
+/// The rotation side data of the first video stream ("" when there is none).
+pub fn rotation(path: &Path) -> String {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream_side_data=rotation",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .trim()
+    .to_string()
+}
