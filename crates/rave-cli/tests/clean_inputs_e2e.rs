@@ -178,22 +178,9 @@ fn an_mp4_cut_with_stream_copy_is_complete() {
 fn a_concatenation_into_matroska_is_complete_in_matroska_and_mp4() {
     let dir = scratch();
     let source = clip(dir.path(), "source.mp4", &[]);
-    let list = dir.path().join("list.txt");
-    let line = format!("file '{}'\n", source.display());
-    std::fs::write(&list, line.repeat(2)).unwrap();
     // The join puts two AAC packets on the same millisecond: not damage.
     let joined = dir.path().join("joined.mkv");
-    ffmpeg(&[
-        "-f",
-        "concat",
-        "-safe",
-        "0",
-        "-i",
-        list.to_str().unwrap(),
-        "-c",
-        "copy",
-        joined.to_str().unwrap(),
-    ]);
+    concat_copy(&[&source, &source], &joined);
     assert_complete(&joined);
     // MP4 needs strictly increasing timestamps: the second packet moves by one tick.
     let mp4 = dir.path().join("joined.out.mp4");
@@ -211,17 +198,11 @@ fn a_concatenation_into_matroska_is_complete_in_matroska_and_mp4() {
 fn an_input_in_a_container_without_checks_is_upscaled_with_a_warning() {
     let dir = scratch();
     let vob = dir.path().join("clip.vob");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=64x48:rate=25:duration=0.4",
-        "-c:v",
-        "mpeg2video",
-        "-f",
-        "vob",
-        vob.to_str().unwrap(),
-    ]);
+    lavfi_clip(
+        &vob,
+        &["testsrc2=size=64x48:rate=25:duration=0.4"],
+        &["-c:v", "mpeg2video", "-f", "vob"],
+    );
     let out = dir.path().join("out.mkv");
     let o = upscale(&vob, &out, &fixture("nearest_x2.onnx"), &["--json"]);
     assert_exit(&o, 0);

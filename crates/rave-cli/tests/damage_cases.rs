@@ -13,28 +13,26 @@ use corpus::FRAMES;
 fn damage_in_the_middle_of_hevc_10bit_matroska_is_counted() {
     let dir = scratch();
     let clean = dir.path().join("hevc10.mkv");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=320x176:rate=24:duration=5.5",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=duration=5.5",
-        "-c:v",
-        "libx265",
-        "-pix_fmt",
-        "yuv420p10le",
-        "-preset",
-        "ultrafast",
-        "-x265-params",
-        "log-level=error:keyint=24",
-        "-c:a",
-        "aac",
-        "-shortest",
-        clean.to_str().unwrap(),
-    ]);
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=320x176:rate=24:duration=5.5",
+            "sine=duration=5.5",
+        ],
+        &[
+            "-c:v",
+            "libx265",
+            "-pix_fmt",
+            "yuv420p10le",
+            "-preset",
+            "ultrafast",
+            "-x265-params",
+            "log-level=error:keyint=24",
+            "-c:a",
+            "aac",
+            "-shortest",
+        ],
+    );
     // Garbage over 8 KiB at 30% of the file: the demuxer loses whole clusters.
     let mut data = std::fs::read(&clean).unwrap();
     let at = data.len() * 3 / 10;
@@ -68,24 +66,22 @@ fn damage_in_the_middle_of_hevc_10bit_matroska_is_counted() {
 fn audio_timestamps_going_backwards_are_input_damage_and_dropped_when_allowed() {
     let dir = scratch();
     let clean = dir.path().join("clean.mkv");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=64x48:rate=25:duration=1.2",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=sample_rate=48000:duration=1.2",
-        "-c:v",
-        "libx264",
-        "-c:a",
-        "aac",
-        "-write_crc32",
-        "0",
-        "-shortest",
-        clean.to_str().unwrap(),
-    ]);
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=1.2",
+            "sine=sample_rate=48000:duration=1.2",
+        ],
+        &[
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "-write_crc32",
+            "0",
+            "-shortest",
+        ],
+    );
     let original = packet_count(&clean, "a:0");
     let damaged = dir.path().join("back.mkv");
     std::fs::write(
@@ -172,23 +168,11 @@ fn a_copied_packet_no_muxer_can_store_is_input_damage() {
 fn a_truncated_flv_starting_after_zero_is_refused() {
     let dir = scratch();
     let clean = dir.path().join("offset.flv");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=64x48:rate=25:duration=2",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=duration=2",
-        "-c:v",
-        "libx264",
-        "-c:a",
-        "aac",
-        "-output_ts_offset",
-        "1.5",
-        clean.to_str().unwrap(),
-    ]);
+    lavfi_clip(
+        &clean,
+        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
+        &["-c:v", "libx264", "-c:a", "aac", "-output_ts_offset", "1.5"],
+    );
     let data = std::fs::read(&clean).unwrap();
     for pct in [50, 80, 90, 97] {
         let cut = dir.path().join(format!("cut{pct}.flv"));

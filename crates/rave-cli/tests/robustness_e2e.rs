@@ -15,23 +15,11 @@ use common::*;
 /// A 50-frame H.264 MPEG-TS with 3000 bytes of garbage written over its middle.
 fn corrupt_ts(dir: &Path) -> std::path::PathBuf {
     let clean = dir.join("clean.ts");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=64x48:rate=25:duration=2",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=duration=2",
-        "-c:v",
-        "libx264",
-        "-g",
-        "10",
-        "-c:a",
-        "aac",
-        clean.to_str().unwrap(),
-    ]);
+    lavfi_clip(
+        &clean,
+        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
+        &["-c:v", "libx264", "-g", "10", "-c:a", "aac"],
+    );
     let mut bytes = std::fs::read(&clean).unwrap();
     let start = bytes.len() * 2 / 5;
     corpus::fill_garbage(&mut bytes[start..start + 3000], 0x2545_f491);
@@ -154,37 +142,15 @@ fn a_mid_stream_size_change_is_refused_with_the_frame_and_sizes() {
     let a = dir.path().join("a.ts");
     let b = dir.path().join("b.ts");
     for (path, size) in [(&a, "64x48"), (&b, "80x64")] {
-        ffmpeg(&[
-            "-f",
-            "lavfi",
-            "-i",
-            &format!("testsrc2=size={size}:rate=10"),
-            "-t",
-            "1",
-            "-c:v",
-            "libx264",
-            path.to_str().unwrap(),
-        ]);
+        lavfi_clip(
+            path,
+            &[&format!("testsrc2=size={size}:rate=10")],
+            &["-t", "1", "-c:v", "libx264"],
+        );
     }
     // One stream whose size changes, muxed continuously (no container damage at the seam).
-    let list = dir.path().join("list.txt");
-    std::fs::write(
-        &list,
-        format!("file '{}'\nfile '{}'\n", a.display(), b.display()),
-    )
-    .unwrap();
     let joined = dir.path().join("ab.ts");
-    ffmpeg(&[
-        "-f",
-        "concat",
-        "-safe",
-        "0",
-        "-i",
-        list.to_str().unwrap(),
-        "-c",
-        "copy",
-        joined.to_str().unwrap(),
-    ]);
+    concat_copy(&[&a, &b], &joined);
     let out = dir.path().join("out.mp4");
     for extra in [&[][..], &["--allow-corrupt"][..]] {
         let o = upscale(&joined, &out, &fixture("nearest_x2.onnx"), extra);
@@ -201,17 +167,11 @@ fn a_mid_stream_size_change_is_refused_with_the_frame_and_sizes() {
 fn a_video_stream_without_a_readable_frame_size_is_an_input_error() {
     let dir = scratch();
     let raw = dir.path().join("raw.hevc");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=64x48:rate=25:duration=0.4",
-        "-c:v",
-        "libx265",
-        "-x265-params",
-        "log-level=error",
-        raw.to_str().unwrap(),
-    ]);
+    lavfi_clip(
+        &raw,
+        &["testsrc2=size=64x48:rate=25:duration=0.4"],
+        &["-c:v", "libx265", "-x265-params", "log-level=error"],
+    );
     // Keep the parameter sets, cut before the first picture: FFmpeg reads the stream as 0x0.
     let bytes = std::fs::read(&raw).unwrap();
     let first_picture = bytes

@@ -68,28 +68,26 @@ fn slurm_or_skip() -> bool {
 fn segmented_clip(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("in.mp4");
     let secs = format!("{}", f64::from(FRAMES) / 25.0);
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        &format!("testsrc2=size=64x48:rate=25:duration={secs}"),
-        "-f",
-        "lavfi",
-        "-i",
-        &format!("sine=frequency=440:sample_rate=48000:duration={secs}"),
-        "-c:v",
-        "libx264",
-        "-preset",
-        "veryfast",
-        "-x264-params",
-        &format!("keyint={KEYINT}:min-keyint={KEYINT}:scenecut=0"),
-        "-pix_fmt",
-        "yuv420p",
-        "-c:a",
-        "aac",
-        "-shortest",
-        path.to_str().unwrap(),
-    ]);
+    lavfi_clip(
+        &path,
+        &[
+            &format!("testsrc2=size=64x48:rate=25:duration={secs}"),
+            &format!("sine=frequency=440:sample_rate=48000:duration={secs}"),
+        ],
+        &[
+            "-c:v",
+            "libx264",
+            "-preset",
+            "veryfast",
+            "-x264-params",
+            &format!("keyint={KEYINT}:min-keyint={KEYINT}:scenecut=0"),
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-shortest",
+        ],
+    );
     path
 }
 
