@@ -46,15 +46,6 @@ fn truncated(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// The batch document printed with --json.
 fn document(o: &Output) -> serde_json::Value {
     serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
@@ -89,7 +80,7 @@ fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     let o = upscale_with(&["-i", s(&input), "-o", s(&out)]);
     assert_exit(&o, 3);
     assert_eq!(
-        names_in(&out),
+        sorted_names(&out),
         ["a.mp4", "c.mkv"],
         "the good ones, nothing else"
     );
@@ -187,7 +178,7 @@ fn several_files_go_into_an_output_folder_under_their_own_names() {
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("3 done"), "{}", stdout(&o));
     // An AVI is written as Matroska: RAVE does not write AVI.
-    assert_eq!(names_in(&out), ["a.mp4", "b.mov", "c.mkv"]);
+    assert_eq!(sorted_names(&out), ["a.mp4", "b.mov", "c.mkv"]);
     for (name, format) in [("a.mp4", "mp4"), ("b.mov", "mov"), ("c.mkv", "matroska")] {
         let path = out.join(name);
         assert_eq!(frame_times(&path).len(), FRAMES, "{name}");
@@ -266,7 +257,7 @@ fn inputs_that_would_share_an_output_or_be_overwritten_are_refused_before_any_wo
     let o = upscale_with(&["-i", s(&d.join("x")), "-o", s(&d.join("x")), "--overwrite"]);
     assert_refused(&o, 4, "it is the input file");
     assert_eq!(std::fs::read(&x).unwrap(), before, "the input is untouched");
-    assert_eq!(names_in(&d.join("x")), ["clip.mp4"]);
+    assert_eq!(sorted_names(&d.join("x")), ["clip.mp4"]);
 }
 
 #[test]
@@ -296,7 +287,7 @@ fn several_inputs_with_an_output_file_are_refused() {
             .contains("a folder input"),
         "{v}"
     );
-    assert_eq!(names_in(d), ["a.mp4", "b.mp4", "in"]);
+    assert_eq!(sorted_names(d), ["a.mp4", "b.mp4", "in"]);
 }
 
 #[test]
@@ -377,7 +368,7 @@ fn ctrl_c_stops_the_batch_and_lists_the_inputs_not_started() {
     assert_eq!(second["input"], s(&input.join("b.mp4")));
     // The interrupted input keeps its work folder for the resume.
     assert_eq!(
-        names_in(&out),
+        sorted_names(&out),
         [".a_slow.mp4.rave-work", "a_slow.partial.mp4"],
         "nothing else was started"
     );

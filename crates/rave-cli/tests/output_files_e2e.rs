@@ -88,15 +88,6 @@ fn slow_clip(dir: &Path, name: &str) -> PathBuf {
 /// One inference thread, and the report as JSON on stdout.
 const SLOW: &[&str] = &["--threads", "1", "--json"];
 
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn ctrl_c_with_a_partial_named_input_keeps_the_input_and_an_existing_partial() {
     let dir = scratch();
@@ -222,7 +213,10 @@ fn the_temp_file_of_a_killed_run_is_removed_by_the_next_run() {
     assert_exit(&o, 0);
     assert_eq!(temp_files_left(d), Vec::<String>::new());
     // The killed job's work folder stays for its resume.
-    assert_eq!(files_in(d), [".killed.mp4.rave-work", "in.mp4", "next.mp4"]);
+    assert_eq!(
+        sorted_names(d),
+        [".killed.mp4.rave-work", "in.mp4", "next.mp4"]
+    );
 }
 
 #[test]
@@ -247,7 +241,7 @@ fn a_second_ctrl_c_removes_the_temp_file_before_leaving() {
     assert!(err.contains("aborted"), "the second Ctrl+C aborted: {err}");
     assert_eq!(temp_files_left(d), Vec::<String>::new());
     assert_eq!(
-        files_in(d),
+        sorted_names(d),
         [".out.mp4.rave-work", "in.mp4"],
         "nothing is left but the input and the job's work folder (for the resume)"
     );
@@ -273,7 +267,7 @@ fn ctrl_c_before_the_first_frame_keeps_nothing() {
             .contains("nothing was written"),
         "{v}"
     );
-    assert_eq!(files_in(d), ["in.mp4"], "no partial, no temp file");
+    assert_eq!(sorted_names(d), ["in.mp4"], "no partial, no temp file");
 
     // The same without --json: one line says so.
     let mut run = Running::start(&input, &d.join("out.mp4"), &["--threads", "1"]);
@@ -287,7 +281,7 @@ fn ctrl_c_before_the_first_frame_keeps_nothing() {
                 == "rave: interrupted before the first frame was written; nothing was written"),
         "{err}"
     );
-    assert_eq!(files_in(d), ["in.mp4"]);
+    assert_eq!(sorted_names(d), ["in.mp4"]);
 }
 
 /// A double Ctrl+C while the run is still starting (loading the model, reserving and
@@ -336,7 +330,7 @@ fn a_double_ctrl_c_during_start_up_leaves_nothing_and_says_only_that() {
             Vec::<String>::new(),
             "step {step}: {err}"
         );
-        for name in files_in(d) {
+        for name in sorted_names(d) {
             if name.starts_with("out.partial") {
                 std::fs::remove_file(d.join(name)).unwrap();
             }
