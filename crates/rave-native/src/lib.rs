@@ -10,6 +10,7 @@
 //! against onnx.proto; generated code for the whole schema would be thousands of lines RAVE
 //! does not use.
 
+pub mod gpu;
 pub mod graph;
 pub mod network;
 pub mod proto;

@@ -1,0 +1,43 @@
+//! The native engine's CUDA kernels, compiled with NVRTC at run time for the device's
+//! architecture and checked against [`crate::reference`] on the GPU. Half-precision values
+//! travel as their 16-bit patterns (`u16`).
+
+pub mod conv3x3;
+
+pub use conv3x3::{Conv3x3Kernel, DeviceConv};
+
+/// What went wrong on the GPU side, in one line.
+#[derive(Debug, thiserror::Error)]
+#[error("native engine: {0}")]
+pub struct GpuError(pub String);
+
+/// The compute architecture NVRTC compiles for: the device's own where known, else the
+/// newest one below it that the kernels support. `None` below compute capability 8.0 (the
+/// tensor-core instructions the kernels use need Ampere or newer).
+pub fn nvrtc_arch(major: i32, minor: i32) -> Option<&'static str> {
+    Some(match (major, minor) {
+        (m, _) if m < 8 => return None,
+        (8, 0) => "compute_80",
+        (8, 6) => "compute_86",
+        (8, 7) => "compute_87",
+        (8, 9) => "compute_89",
+        (8, _) => "compute_80",
+        (9, _) => "compute_90",
+        (10, 0) => "compute_100",
+        (12, 0) => "compute_120",
+        _ => "compute_90",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nvrtc_arch;
+
+    #[test]
+    fn architectures_below_ampere_are_refused_and_newer_ones_named() {
+        assert_eq!(nvrtc_arch(7, 5), None);
+        assert_eq!(nvrtc_arch(8, 6), Some("compute_86"));
+        assert_eq!(nvrtc_arch(9, 0), Some("compute_90"));
+        assert_eq!(nvrtc_arch(8, 8), Some("compute_80"));
+    }
+}

@@ -1,0 +1,151 @@
+//! The tensor-core 3x3 convolution against the plain f32 reference (`reference::ops`), on
+//! random layers and sizes (odd ones included), with PReLU, LeakyReLU and no activation;
+//! then its speed at 1920x1080 with 64 channels. Needs a GPU: ignored elsewhere, run on
+//! the H200 by scripts/gpu_tests.sh.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::{CudaContext, CudaStream};
+use half::f16;
+use rave_native::gpu::{Conv3x3Kernel, DeviceConv};
+use rave_native::network::{Activation, Conv3x3};
+use rave_native::reference::FeatureMap;
+use rave_native::reference::ops;
+
+struct Rng(u64);
+impl Rng {
+    /// Uniform in [-1, 1).
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+/// Rounded through half precision, as the GPU stores it.
+fn h(v: f32) -> f32 {
+    f16::from_f32(v).to_f32()
+}
+
+fn layer(cin: usize, cout: usize, rng: &mut Rng) -> Conv3x3 {
+    let scale = 1.0 / (9.0 * cin as f32).sqrt();
+    Conv3x3 {
+        out_channels: cout,
+        in_channels: cin,
+        weight: (0..cout * cin * 9).map(|_| h(rng.next() * scale)).collect(),
+        bias: (0..cout).map(|_| rng.next() * 0.1).collect(),
+        pad: 1,
+        node: format!("test_{cin}_{cout}"),
+    }
+}
+
+fn setup() -> (Arc<CudaStream>, Conv3x3Kernel) {
+    let ctx = CudaContext::new(0).expect("a CUDA device");
+    let kernel = Conv3x3Kernel::load(&ctx).expect("the kernel compiles and loads");
+    (ctx.default_stream(), kernel)
+}
+
+/// NCHW f32 -> NHWC half bits.
+fn to_nhwc(x: &FeatureMap) -> Vec<u16> {
+    let (c, n) = (x.channels, x.height * x.width);
+    let mut out = vec![0u16; c * n];
+    for ch in 0..c {
+        for p in 0..n {
+            out[p * c + ch] = f16::from_f32(x.data[ch * n + p]).to_bits();
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_tensor_core_convolution_matches_the_reference() {
+    let (stream, kernel) = setup();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut worst = 0.0f32;
+    let cases = [
+        (64, 64, 33, 17),
+        (64, 64, 7, 5),
+        (64, 64, 1, 1),
+        (64, 48, 65, 9),
+        (16, 8, 130, 3),
+        (32, 64, 257, 37),
+        (64, 64, 64, 64),
+    ];
+    for (i, &(cin, cout, w, hgt)) in cases.iter().enumerate() {
+        let conv = layer(cin, cout, &mut rng);
+        let act = match i % 3 {
+            0 => Activation::PRelu((0..cout).map(|_| rng.next() * 0.5).collect()),
+            1 => Activation::LeakyRelu(0.2),
+            _ => Activation::Identity,
+        };
+        let mut x = FeatureMap::zeros(cin, hgt, w);
+        x.data.iter_mut().for_each(|v| *v = h(rng.next()));
+        let mut want = ops::conv3x3(&x, &conv);
+        ops::activate(&mut want, &act);
+
+        let dev = DeviceConv::upload(&stream, &conv, &act).unwrap();
+        let input = stream.clone_htod(&to_nhwc(&x)).unwrap();
+        let mut output = stream.alloc_zeros::<u16>(w * hgt * cout).unwrap();
+        kernel
+            .run(&stream, &dev, &input, &mut output, hgt, w)
+            .unwrap();
+        let got = stream.clone_dtoh(&output).unwrap();
+        let n = w * hgt;
+        let mut case_worst = 0.0f32;
+        for ch in 0..cout {
+            for p in 0..n {
+                let g = f16::from_bits(got[p * cout + ch]).to_f32();
+                let r = want.data[ch * n + p];
+                let err = (g - r).abs() / (1.0 + r.abs());
+                case_worst = case_worst.max(err);
+                assert!(
+                    err <= 2e-3,
+                    "{cin}->{cout} at {w}x{hgt} ({act:?}): channel {ch} pixel {p}: {g} vs {r}"
+                );
+            }
+        }
+        println!(
+            "{cin:>3} -> {cout:>3} at {w:>4}x{hgt:<4} {act:?}: worst relative error {case_worst:.2e}"
+        );
+        worst = worst.max(case_worst);
+    }
+    println!("worst relative error over all cases: {worst:.2e} (limit 2e-3)");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn convolution_speed_at_1080p_64_channels() {
+    let (stream, kernel) = setup();
+    let mut rng = Rng(7);
+    let (w, hgt, c) = (1920usize, 1080usize, 64usize);
+    let conv = layer(c, c, &mut rng);
+    let act = Activation::PRelu(vec![0.1; c]);
+    let dev = DeviceConv::upload(&stream, &conv, &act).unwrap();
+    let input = stream.alloc_zeros::<u16>(w * hgt * c).unwrap();
+    let mut output = stream.alloc_zeros::<u16>(w * hgt * c).unwrap();
+    for _ in 0..5 {
+        kernel
+            .run(&stream, &dev, &input, &mut output, hgt, w)
+            .unwrap();
+    }
+    stream.synchronize().unwrap();
+    let runs = 50;
+    let t = Instant::now();
+    for _ in 0..runs {
+        kernel
+            .run(&stream, &dev, &input, &mut output, hgt, w)
+            .unwrap();
+    }
+    stream.synchronize().unwrap();
+    let per = t.elapsed().as_secs_f64() / runs as f64;
+    let flops = 2.0 * (w * hgt * c * c * 9) as f64;
+    println!(
+        "conv3x3 64->64 PReLU at 1920x1080: {:.3} ms per layer, {:.1} TFLOP/s; a 16-conv SRVGGNetCompact body at this speed: {:.1} fps",
+        per * 1e3,
+        flops / per / 1e12,
+        1.0 / (per * 17.0)
+    );
+}
