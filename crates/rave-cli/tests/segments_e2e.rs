@@ -654,3 +654,61 @@ fn two_jobs_give_the_frames_of_one() {
     }
     assert_eq!(md5[1], md5[0], "--jobs 2 decodes to the frames of --jobs 1");
 }
+
+#[test]
+fn a_kept_job_is_the_same_job_under_another_spelling_and_foreign_folders_are_left_alone() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 40);
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    let work = d.join(".out.mp4.rave-work");
+    let opts = ["--segment-frames", "10", "--keep-work"];
+    let v = upscale_ok(&input, &output, &model, &opts);
+    assert_eq!(segment_counts(&v), (4, 4, 0, 1));
+    assert!(work.join("manifest.json").is_file());
+
+    // The same input through `..` and a symbolic link: the same job, every segment reused.
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&input, d.join("link.mp4")).unwrap();
+    for spelled in [
+        d.join("sub/../").join(input.file_name().unwrap()),
+        d.join("link.mp4"),
+    ] {
+        let again = [&opts[..], &["--overwrite"]].concat();
+        let v = upscale_ok(&spelled, &output, &model, &again);
+        assert_eq!(segment_counts(&v), (4, 0, 4, 1), "{}", spelled.display());
+    }
+
+    // A folder made by `rave upscale` is finished by `rave upscale`, and `assemble` says so.
+    let o = rave()
+        .args(["assemble", "--work", work.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("started by `rave upscale`"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Someone else's folder with a manifest.json: refused, --restart too, and untouched.
+    let foreign = d.join("webapp");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("manifest.json"), br#"{"name": "webapp"}"#).unwrap();
+    for extra in [&[][..], &["--restart"][..]] {
+        let args = [
+            &["--work", foreign.to_str().unwrap(), "--overwrite"][..],
+            extra,
+        ]
+        .concat();
+        let o = upscale(&input, &output, &model, &[CPU, &args].concat());
+        assert_exit(&o, 2);
+        let message = report(&o)["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("not written by RAVE"), "{message}");
+    }
+    assert_eq!(
+        std::fs::read(foreign.join("manifest.json")).unwrap(),
+        br#"{"name": "webapp"}"#
+    );
+}

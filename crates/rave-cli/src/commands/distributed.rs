@@ -168,6 +168,12 @@ fn options_after(raw: &[String], name: &str) -> Vec<String> {
 fn job_config(work: &Path, keep_work: bool) -> Result<(UpscaleConfig, Manifest)> {
     let manifest = WorkFolder::at(work).read()?;
     let work = rave_pipeline::segments::job::absolute(work);
+    if manifest.options.is_empty() {
+        return Err(EngineError::WorkFolderMismatch {
+            work,
+            reason: "this job was started by `rave upscale`, not planned by `rave plan`: run the same `rave upscale` command again to finish it (`rave segment` and `rave assemble` take folders made by `rave plan`)".into(),
+        });
+    }
     if manifest.invocation_dir.is_dir() {
         std::env::set_current_dir(&manifest.invocation_dir)?;
     }

@@ -23,7 +23,7 @@ pub fn worker_name() -> String {
 /// Mark segment `index` as being worked on (for `rave status`); a done one is left alone.
 pub fn mark_running(work: &WorkFolder, index: usize) -> Result<()> {
     let mut locked = work.lock()?;
-    let seg = &mut locked.manifest.segments[index];
+    let seg = entry(&mut locked.manifest, index, work)?;
     if seg.state != SegmentState::Done {
         seg.state = SegmentState::Running;
         seg.worker = Some(worker_name());
@@ -56,7 +56,7 @@ pub fn commit_segment(
     let bytes = std::fs::metadata(temp)?.len();
     let sha256 = file_sha256(temp)?;
     let mut locked = work.lock()?;
-    let seg = &mut locked.manifest.segments[plan.index];
+    let seg = entry(&mut locked.manifest, plan.index, work)?;
     if seg.state == SegmentState::Done {
         drop(locked);
         let _ = std::fs::remove_file(temp);
@@ -75,4 +75,22 @@ pub fn commit_segment(
     seg.whole_file_damage = whole.then(|| outcome.damage.clone());
     locked.save()?;
     Ok(true)
+}
+
+/// Segment `index` of the manifest just read; an error (not a panic) when the manifest no
+/// longer has it: the job was planned again while this run worked on it.
+fn entry<'m>(
+    manifest: &'m mut super::manifest::Manifest,
+    index: usize,
+    work: &WorkFolder,
+) -> Result<&'m mut super::manifest::SegmentEntry> {
+    manifest
+        .segments
+        .get_mut(index)
+        .ok_or_else(|| EngineError::WorkFolderMismatch {
+            work: work.path().to_path_buf(),
+            reason: format!(
+                "its manifest no longer has segment {index}: the job was planned again while this run worked on it"
+            ),
+        })
 }

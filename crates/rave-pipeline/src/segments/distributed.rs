@@ -95,6 +95,7 @@ pub fn run_segment(
     if report.already_done {
         return Ok(report);
     }
+    let _claim = work.claim(false)?;
     let bit_depth = manifest.settings.bit_depth;
     check_same_job(&manifest, config, &work, bit_depth)?;
     let spec = JobSpec {

@@ -9,9 +9,9 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{Container, DecodeStats, VideoReader, probe};
 
 use super::fingerprint::{InputFingerprint, OutputSettings, file_sha256};
-use super::manifest::{MANIFEST_VERSION, Manifest, SegmentEntry, SegmentState};
+use super::manifest::{MANIFEST_VERSION, Manifest, NOT_RAVES, SegmentEntry, SegmentState};
 use super::plan::{SegmentPlan, default_segment_frames, plan_segments};
-use super::work_folder::WorkFolder;
+use super::work_folder::{JobClaim, WorkFolder};
 use super::worker::JobSpec;
 use crate::cancel::{CancelToken, StopReason};
 use crate::config::UpscaleConfig;
@@ -26,6 +26,8 @@ pub struct PreparedJob {
     pub manifest: Manifest,
     /// The work folder, `None` for a null sink.
     pub work: Option<WorkFolder>,
+    /// This process's claim on the job (held until the run ends).
+    pub claim: Option<JobClaim>,
     /// The work folder was created by this run (removed again if it fails with nothing
     /// done).
     pub created_work: bool,
@@ -127,8 +129,16 @@ pub fn prepare(
         && work.has_manifest()
     {
         if opts.restart {
+            if !work.holds_rave_manifest() {
+                return Err(EngineError::WorkFolderMismatch {
+                    work: work.path().to_path_buf(),
+                    reason: NOT_RAVES.into(),
+                });
+            }
+            let _discarding = work.claim(true)?;
             work.remove()?;
         } else {
+            let claim = work.claim(false)?;
             let manifest = work.read()?;
             check_same_job(&manifest, config, work, bit_depth)?;
             work.sweep_leftovers();
@@ -138,6 +148,7 @@ pub fn prepare(
                 spec,
                 manifest,
                 work: Some(work.clone()),
+                claim: Some(claim),
                 created_work: false,
                 reused,
                 plan_stats: DecodeStats::default(),
@@ -168,15 +179,18 @@ pub fn prepare(
     };
     let manifest = new_manifest(config, &plan, bit_depth, segment_frames, input_damage)?;
     let mut created_work = false;
+    let mut claim = None;
     if let Some(work) = &work {
         created_work = !work.path().exists();
         work.create()?;
+        claim = Some(work.claim(false)?);
         manifest.write(&work.manifest_path())?;
     }
     Ok(PreparedJob {
         spec,
         manifest,
         work,
+        claim,
         created_work,
         reused: 0,
         plan_stats: reader.stats().clone(),
@@ -229,14 +243,14 @@ pub fn check_same_job(
             "the job planned here cannot be resumed: {what}; pass --restart to start it over (its finished segments are discarded), or --work DIR for a separate job"
         ),
     };
-    if manifest.input != absolute(&config.input) {
+    if !same_path(&manifest.input, &absolute(&config.input)) {
         return Err(refuse(format!(
             "it upscales {}, not {}",
             manifest.input.display(),
             config.input.display()
         )));
     }
-    if manifest.output != absolute(&config.output) {
+    if !same_path(&manifest.output, &absolute(&config.output)) {
         return Err(refuse(format!(
             "it writes {}, not {}",
             manifest.output.display(),
@@ -289,4 +303,36 @@ pub fn verify_done(work: &WorkFolder) -> Result<Manifest> {
         locked.save()?;
     }
     Ok(locked.manifest)
+}
+
+/// Whether `a` and `b` name the same file however they are spelled (`..`, symbolic links);
+/// a file that does not exist yet (an output) is compared by its folder and name.
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    fn resolved(p: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let dir = std::fs::canonicalize(p.parent()?).ok()?;
+            Some(dir.join(p.file_name()?))
+        })
+    }
+    a == b || matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_path;
+
+    #[test]
+    fn one_file_is_the_same_job_however_it_is_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::write(d.join("in.mp4"), b"x").unwrap();
+        std::os::unix::fs::symlink(d.join("in.mp4"), d.join("link.mp4")).unwrap();
+        assert!(same_path(&d.join("in.mp4"), &d.join("sub/../in.mp4")));
+        assert!(same_path(&d.join("in.mp4"), &d.join("link.mp4")));
+        // An output that does not exist yet: by its folder and name.
+        assert!(same_path(&d.join("out.mp4"), &d.join("sub/../out.mp4")));
+        assert!(!same_path(&d.join("in.mp4"), &d.join("out.mp4")));
+        assert!(!same_path(&d.join("sub/out.mp4"), &d.join("out.mp4")));
+    }
 }

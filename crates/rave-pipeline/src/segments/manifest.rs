@@ -145,6 +145,9 @@ pub struct Manifest {
     pub segments: Vec<SegmentEntry>,
 }
 
+/// Why a folder holding someone else's manifest.json is not taken as a work folder.
+pub const NOT_RAVES: &str = "is not a RAVE work folder: its manifest.json was not written by RAVE, and RAVE will not touch it (--restart included); choose another --work folder";
+
 impl Manifest {
     /// Read the manifest at `path`; a missing, unreadable or foreign file is a clear error.
     pub fn read(path: &Path, work: &Path) -> Result<Self> {
@@ -161,6 +164,13 @@ impl Manifest {
         })?;
         let version: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| invalid(format!("manifest.json is not valid JSON ({e}); it was damaged: plan the job again with --restart")))?;
+        let by_rave = version
+            .get("planned_by")
+            .and_then(|v| v.as_str())
+            .is_some_and(|s| s.starts_with("rave "));
+        if !by_rave {
+            return Err(invalid(NOT_RAVES.into()));
+        }
         let found = version.get("version").and_then(|v| v.as_u64());
         if found != Some(u64::from(MANIFEST_VERSION)) {
             return Err(invalid(format!(

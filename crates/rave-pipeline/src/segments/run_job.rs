@@ -67,6 +67,7 @@ pub fn run_job(
         spec,
         mut manifest,
         work,
+        claim: _claim,
         created_work,
         reused,
         plan_stats,

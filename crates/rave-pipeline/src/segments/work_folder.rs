@@ -14,6 +14,15 @@ use super::manifest::Manifest;
 /// Name of the manifest in a work folder.
 pub const MANIFEST: &str = "manifest.json";
 const LOCK: &str = "manifest.lock";
+/// Held (shared) by every process working on the job, for as long as it does; `--restart`
+/// needs it exclusively, so it cannot discard a job that is being worked on.
+const JOB_LOCK: &str = "job.lock";
+
+/// A process's claim on a job (released when dropped).
+#[derive(Debug)]
+pub struct JobClaim {
+    _file: std::fs::File,
+}
 
 /// A job's work folder.
 #[derive(Debug, Clone)]
@@ -100,6 +109,47 @@ impl WorkFolder {
         })
     }
 
+    /// Claim the job for as long as the returned value lives: shared (`exclusive` false:
+    /// every upscale or segment worker) or exclusive (to discard it), failing at once with a
+    /// clear error when another process holds a claim that conflicts.
+    pub fn claim(&self, exclusive: bool) -> Result<JobClaim> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join(JOB_LOCK))
+            .map_err(|e| self.error(format!("cannot open its job lock: {e}")))?;
+        let taken = match exclusive {
+            true => file.try_lock(),
+            false => file.try_lock_shared(),
+        };
+        match taken {
+            Ok(()) => Ok(JobClaim { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(EngineError::WorkFolderMismatch {
+                work: self.dir.clone(),
+                reason: match exclusive {
+                    true => "another RAVE process is working on this job (`rave upscale` or `rave segment`); wait for it to end or stop it before --restart".into(),
+                    false => "the job is being discarded by another RAVE process (--restart)".into(),
+                },
+            }),
+            Err(std::fs::TryLockError::Error(e)) => Err(self.error(format!("cannot lock it: {e}"))),
+        }
+    }
+
+    /// Whether the folder's manifest.json was written by RAVE (a folder of someone else's
+    /// with a file of that name is not to be discarded).
+    pub fn holds_rave_manifest(&self) -> bool {
+        std::fs::read_to_string(self.manifest_path())
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| {
+                v.get("planned_by")?
+                    .as_str()
+                    .map(|s| s.starts_with("rave "))
+            })
+            .unwrap_or(false)
+    }
+
     /// The final name of segment `index`'s file.
     pub fn segment_name(index: usize) -> String {
         format!("seg-{index:05}.mp4")
@@ -155,6 +205,7 @@ impl WorkFolder {
             let name = entry.file_name().to_string_lossy().into_owned();
             let ours = name == MANIFEST
                 || name == LOCK
+                || name == JOB_LOCK
                 || name.starts_with("manifest.tmp-")
                 || ((name.starts_with("seg-") || name.starts_with(".seg-"))
                     && name.ends_with(".mp4"));
@@ -257,5 +308,45 @@ mod tests {
         w.sweep_leftovers();
         assert!(live.exists() && done.exists());
         assert!(!dead.exists() && !partial.exists());
+    }
+
+    #[test]
+    fn a_job_being_worked_on_cannot_be_claimed_for_discarding() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(dir.path());
+        let worker = w.claim(false).unwrap();
+        let other_worker = w.claim(false).unwrap();
+        let refused = w.claim(true).unwrap_err().to_string();
+        assert!(
+            refused.contains("another RAVE process is working on this job"),
+            "{refused}"
+        );
+        drop((worker, other_worker));
+        let discarding = w.claim(true).unwrap();
+        let refused = w.claim(false).unwrap_err().to_string();
+        assert!(refused.contains("being discarded"), "{refused}");
+        drop(discarding);
+        w.claim(false).unwrap();
+    }
+
+    #[test]
+    fn someone_elses_manifest_is_not_a_work_folder_and_is_never_removed_as_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(dir.path());
+        std::fs::write(
+            w.manifest_path(),
+            br#"{"name": "webapp", "version": "1.0"}"#,
+        )
+        .unwrap();
+        assert!(!w.holds_rave_manifest());
+        let e = w.read().unwrap_err().to_string();
+        assert!(e.contains("not written by RAVE"), "{e}");
+        assert!(!e.contains("plan it again with --restart"), "{e}");
+        std::fs::write(
+            w.manifest_path(),
+            br#"{"planned_by": "rave 0.1.0", "version": 1}"#,
+        )
+        .unwrap();
+        assert!(w.holds_rave_manifest());
     }
 }
