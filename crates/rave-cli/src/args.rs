@@ -20,6 +20,7 @@ Exit codes:
   6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or
        ORT_DYLIB_PATH naming one that does not load), or GPU problem (CUDA driver error,
        VRAM limit, or a --backend / RAVE_ORT_TENSORRT provider that cannot run)
+  7    incomplete: `rave assemble` while segments of the job are not done (it names them)
   130  interrupted (Ctrl+C); a finalized NAME.partial.EXT (or NAME.partial-N.EXT when
        that name is taken) keeps the frames done; nothing is kept before the first frame
 
@@ -94,7 +95,7 @@ pub enum Command {
     /// segments not done yet).
     Assemble(WorkArgs),
     /// List the segments of a planned job and their states.
-    Status(WorkArgs),
+    Status(StatusArgs),
 }
 
 /// `rave segment`.
@@ -112,7 +113,19 @@ pub struct SegmentCmdArgs {
     pub json: bool,
 }
 
-/// `rave assemble` and `rave status`.
+/// `rave status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The job's work folder (as given to `rave plan --work`, or `.OUT.rave-work` beside
+    /// the output of `rave upscale`).
+    #[arg(long, value_name = "DIR")]
+    pub work: PathBuf,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rave assemble`.
 #[derive(Debug, Args)]
 pub struct WorkArgs {
     /// The job's work folder (as given to `rave plan --work`).
@@ -137,7 +150,8 @@ impl Command {
             Command::Devices(a) => a.json,
             Command::Plan(a) => a.run.json,
             Command::Segment(a) => a.json,
-            Command::Assemble(a) | Command::Status(a) => a.json,
+            Command::Assemble(a) => a.json,
+            Command::Status(a) => a.json,
         }
     }
 }

@@ -11,7 +11,7 @@ use rave_pipeline::segments::distributed;
 use rave_pipeline::segments::manifest::{Manifest, SegmentState};
 use rave_pipeline::segments::work_folder::WorkFolder;
 
-use crate::args::{Cli, Command, GlobalArgs, SegmentCmdArgs, UpscaleArgs, WorkArgs};
+use crate::args::{Cli, Command, GlobalArgs, SegmentCmdArgs, StatusArgs, UpscaleArgs, WorkArgs};
 use crate::console::outln;
 use crate::interrupt::interrupt_on_ctrl_c;
 use crate::progress_view;
@@ -108,7 +108,7 @@ pub fn assemble(args: &WorkArgs) -> Result<i32> {
 }
 
 /// `rave status`: list the segments.
-pub fn status(args: &WorkArgs) -> Result<i32> {
+pub fn status(args: &StatusArgs) -> Result<i32> {
     let manifest = WorkFolder::at(&args.work).read()?;
     let done = manifest.segments.len() - manifest.missing().len();
     let value = serde_json::json!({

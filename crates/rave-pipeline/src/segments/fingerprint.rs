@@ -102,6 +102,11 @@ pub struct OutputSettings {
     pub segment_frames: u64,
 }
 
+/// `--max-frames` as a user wrote it ("not given" when absent).
+fn frames_limit(limit: Option<u64>) -> String {
+    limit.map_or_else(|| "not given".into(), |n| n.to_string())
+}
+
 impl OutputSettings {
     /// What differs between the settings a job was planned with (`self`) and `now`, one
     /// clause per setting ("crf was 18, now 20").
@@ -134,8 +139,8 @@ impl OutputSettings {
         );
         cmp(
             "--max-frames",
-            format!("{:?}", self.max_frames),
-            format!("{:?}", now.max_frames),
+            frames_limit(self.max_frames),
+            frames_limit(now.max_frames),
         );
         cmp(
             "--segment-frames",
