@@ -47,6 +47,7 @@ pub fn print_run(r: &RunReport) {
     for w in &r.mux.warnings {
         outln!("  warning: {w}");
     }
+    print_segments(&r.segments);
     outln!("  backend: {}", r.backend.reason);
     if let Some(gpu) = &r.gpu {
         print_gpu(gpu);
@@ -56,6 +57,22 @@ pub fn print_run(r: &RunReport) {
             "  warning: damaged input (kept with --allow-corrupt): {}",
             r.input_damage.describe()
         );
+    }
+}
+
+/// The segments line: how many, how many this run upscaled and reused, the workers, and
+/// why a video is one segment (or where the kept work folder is).
+fn print_segments(s: &rave_pipeline::report::SegmentsReport) {
+    let mut line = format!(
+        "  segments: {} ({} upscaled by this run, {} reused from an earlier one), {} at once",
+        s.total, s.processed, s.reused, s.jobs
+    );
+    if let Some(why) = &s.single_reason {
+        line.push_str(&format!("; one segment because {why}"));
+    }
+    outln!("{line}");
+    if let (true, Some(work)) = (s.work_kept, &s.work) {
+        outln!("  work folder kept: {}", work.display());
     }
 }
 

@@ -712,3 +712,50 @@ fn a_kept_job_is_the_same_job_under_another_spelling_and_foreign_folders_are_lef
         br#"{"name": "webapp"}"#
     );
 }
+
+#[test]
+fn the_text_report_says_how_many_segments_were_upscaled_and_reused() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 40);
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    let base = [
+        "--device",
+        "cpu",
+        "--segment-frames",
+        "10",
+        "--progress",
+        "off",
+    ];
+    let run = |extra: &[&str]| {
+        rave()
+            .args([
+                "upscale",
+                "-i",
+                input.to_str().unwrap(),
+                "-o",
+                output.to_str().unwrap(),
+            ])
+            .args(["-m", model.to_str().unwrap()])
+            .args(base)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--keep-work"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("segments: 4 (4 upscaled by this run, 0 reused from an earlier one)"),
+        "{text}"
+    );
+    assert!(text.contains("work folder kept: "), "{text}");
+    let o = run(&["--overwrite"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("segments: 4 (0 upscaled by this run, 4 reused from an earlier one)"),
+        "{text}"
+    );
+}
