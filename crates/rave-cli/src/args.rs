@@ -134,6 +134,9 @@ pub struct WorkArgs {
     /// Keep the work folder after assembling.
     #[arg(long)]
     pub keep_work: bool,
+    /// Replace the output if it exists (also when the job was planned without --overwrite).
+    #[arg(long)]
+    pub overwrite: bool,
     /// Print JSON on stdout.
     #[arg(long)]
     pub json: bool,

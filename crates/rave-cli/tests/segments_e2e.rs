@@ -759,3 +759,54 @@ fn the_text_report_says_how_many_segments_were_upscaled_and_reused() {
         "{text}"
     );
 }
+
+#[test]
+fn assemble_replaces_an_existing_output_only_with_overwrite() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 20);
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    let work = d.join("job");
+    let w = work.to_str().unwrap();
+    let o = rave()
+        .args([
+            "plan",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+        ])
+        .args([
+            "-m",
+            model.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--segment-frames",
+            "10",
+        ])
+        .args(["--work", w])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    for i in ["0", "1"] {
+        let o = rave()
+            .args(["segment", "--work", w, "--index", i])
+            .output()
+            .unwrap();
+        assert_exit(&o, 0);
+    }
+    let assemble = |extra: &[&str]| {
+        rave()
+            .args(["assemble", "--work", w, "--keep-work"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_exit(&assemble(&[]), 0);
+    let o = assemble(&[]);
+    assert_exit(&o, 4);
+    assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+    assert_exit(&assemble(&["--overwrite"]), 0);
+    assert_eq!(frame_times(&output), frame_times(&input));
+}

@@ -92,7 +92,8 @@ pub fn segment(args: &SegmentCmdArgs) -> Result<i32> {
 
 /// `rave assemble`: write the output.
 pub fn assemble(args: &WorkArgs) -> Result<i32> {
-    let (config, _) = job_config(&args.work, args.keep_work)?;
+    let (mut config, _) = job_config(&args.work, args.keep_work)?;
+    config.overwrite |= args.overwrite;
     let cancel = interrupt_on_ctrl_c()?;
     let report = distributed::assemble(&config, &cancel)?;
     super::print_result(args.json, &report, |r| {
