@@ -106,7 +106,8 @@ pub struct SegmentCmdArgs {
     pub work: PathBuf,
     /// The segment, from 0 (default: SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or
     /// AWS_BATCH_JOB_ARRAY_INDEX, the first one set).
-    #[arg(long, value_name = "I")]
+    #[arg(long, value_name = "I", allow_negative_numbers = true,
+          value_parser = bounds::whole::<usize>(0, MAX_FRAMES))]
     pub index: Option<usize>,
     /// Print JSON on stdout.
     #[arg(long)]
