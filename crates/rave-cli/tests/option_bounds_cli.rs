@@ -98,6 +98,15 @@ fn out_of_range_numbers_name_the_option_the_value_and_the_range() {
         "rave benchmark",
         &["--threads"],
     );
+    assert_one_usage_line(
+        &bench(&["--segment-frames", "0"]),
+        "rave benchmark",
+        &["--segment-frames", "'0'", "1 to 1000000000"],
+    );
+    for bad in ["-1", "abc"] {
+        let o = run(&["segment", "--work", "/nonexistent/job", "--index", bad]);
+        assert_one_usage_line(&o, "rave segment", &["--index", "0 to 1000000000"]);
+    }
 }
 
 #[test]
