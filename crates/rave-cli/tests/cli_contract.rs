@@ -523,11 +523,23 @@ fn models_lists_installed_models_with_their_scale() {
     assert_exit(&o, 0);
     let text = stdout(&o);
     assert!(
-        text.contains("    engine: native-eligible: SRVGGNetCompact x2 (8 features, 1 body convs, residual tail, fp32) (recognised)"),
+        text.contains("    engine: native-eligible: SRVGGNetCompact x2 (8 features, 1 body convs, residual tail, fp32)"),
         "{text}"
     );
     assert!(
         text.contains("    engine: would run on ONNX Runtime because not SRVGGNetCompact: "),
+        "{text}"
+    );
+    // A model that cannot run at all gets its problem, not an engine it would run on.
+    let lines: Vec<&str> = text.lines().collect();
+    let rank3 = lines
+        .iter()
+        .position(|l| l.contains("rank 3"))
+        .expect("problem line");
+    assert!(
+        lines
+            .get(rank3 + 1)
+            .is_none_or(|l| !l.trim_start().starts_with("engine:")),
         "{text}"
     );
 }

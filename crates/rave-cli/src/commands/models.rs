@@ -46,7 +46,7 @@ impl EngineEligibility {
             Ok(net) => Self {
                 engine: "native-eligible",
                 architecture: Some(net.architecture.name()),
-                reason: format!("{net} (recognised)"),
+                reason: net.to_string(),
             },
             Err(e) => Self {
                 engine: "onnxruntime",
@@ -59,7 +59,7 @@ impl EngineEligibility {
         }
     }
 
-    /// "native-eligible: SRVGGNetCompact x2 (...) (recognised)" or
+    /// "native-eligible: SRVGGNetCompact x2 (...)" or
     /// "would run on ONNX Runtime because not RRDBNet: node 5 ...".
     fn line(&self) -> String {
         match self.architecture {
@@ -137,10 +137,11 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
             e.size_bytes as f64 / 1e6,
             e.path.display()
         );
-        if let Some(p) = &e.problem {
-            outln!("    problem: {p}");
+        match &e.problem {
+            // A model ONNX Runtime cannot take runs nowhere: its engine line would mislead.
+            Some(p) => outln!("    problem: {p}"),
+            None => outln!("    engine: {}", e.engine.line()),
         }
-        outln!("    engine: {}", e.engine.line());
     }
     Ok(0)
 }
