@@ -1,17 +1,20 @@
 //! Shared helpers of the CLI tests: running `rave`, generating clips with the ffmpeg CLI
 //! (clips.rs), and reading outputs back with ffprobe (ffprobe.rs) and ffmpeg (independent
-//! of RAVE's own code).
+//! of RAVE's own code); the segment tests' runs and clips (segments.rs).
 
 #![allow(dead_code)]
 
 mod clips;
 mod ffprobe;
+mod segments;
 
 // Like the helpers themselves, each test binary uses only some of these.
 #[allow(unused_imports)]
 pub use clips::*;
 #[allow(unused_imports)]
 pub use ffprobe::*;
+#[allow(unused_imports)]
+pub use segments::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,72 @@
+//! Helpers of the segment tests: the CPU run with a JSON report, its segment counts, and a
+//! clip of real photographs with a keyframe every 10 frames.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+use super::*;
+
+/// On the CPU, no progress display, the report as JSON on stdout.
+pub const CPU: &[&str] = &["--device", "cpu", "--progress", "off", "--json"];
+
+/// `rave upscale` on the CPU with `extra`, and its JSON report (exit 0 asserted).
+pub fn upscale_ok(input: &Path, output: &Path, model: &Path, extra: &[&str]) -> Value {
+    let o = upscale(input, output, model, &[CPU, extra].concat());
+    assert_exit(&o, 0);
+    report(&o)
+}
+
+/// The JSON report on stdout.
+pub fn report(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| {
+        panic!(
+            "report: {e}\nstdout:\n{}\nstderr:\n{}",
+            stdout(o),
+            stderr(o)
+        )
+    })
+}
+
+/// The report's segment counts: (total, processed, reused, jobs).
+pub fn segment_counts(v: &Value) -> (u64, u64, u64, u64) {
+    let s = &v["segments"];
+    let n = |k: &str| {
+        s[k].as_u64()
+            .unwrap_or_else(|| panic!("segments.{k} in {s}"))
+    };
+    (n("total"), n("processed"), n("reused"), n("jobs"))
+}
+
+/// Re-encode `src`'s video with `video` (codec and GOP options), copying its audio.
+pub fn reencode(src: &Path, dst: &Path, video: &[&str]) {
+    let mut args = vec!["-i", src.to_str().unwrap(), "-map", "0", "-c", "copy"];
+    args.extend_from_slice(video);
+    args.push(dst.to_str().unwrap());
+    ffmpeg(&args);
+}
+
+/// A clip of real photographs with AAC audio, 64x48, `frames` frames, a keyframe every 10
+/// (none at scene cuts).
+pub fn photo_clip_gop10(dir: &Path, frames: u32) -> PathBuf {
+    let src = make_photo_clip(dir, "photos.mp4", 64, 48, frames);
+    let input = dir.join("in.mp4");
+    reencode(
+        &src,
+        &input,
+        &[
+            "-c:v",
+            "libx264",
+            "-preset",
+            "veryfast",
+            "-g",
+            "10",
+            "-keyint_min",
+            "10",
+            "-sc_threshold",
+            "0",
+        ],
+    );
+    input
+}

@@ -1,0 +1,155 @@
+//! End-to-end tests of a job's work folder as a user meets it: resuming under another
+//! spelling of the same paths, folders RAVE did not make, the text report's segments line,
+//! and `rave assemble` over an existing output.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn a_kept_job_is_the_same_job_under_another_spelling_and_foreign_folders_are_left_alone() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 40);
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    let work = d.join(".out.mp4.rave-work");
+    let opts = ["--segment-frames", "10", "--keep-work"];
+    let v = upscale_ok(&input, &output, &model, &opts);
+    assert_eq!(segment_counts(&v), (4, 4, 0, 1));
+    assert!(work.join("manifest.json").is_file());
+
+    // The same input through `..` and a symbolic link: the same job, every segment reused.
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&input, d.join("link.mp4")).unwrap();
+    for spelled in [
+        d.join("sub/../").join(input.file_name().unwrap()),
+        d.join("link.mp4"),
+    ] {
+        let again = [&opts[..], &["--overwrite"]].concat();
+        let v = upscale_ok(&spelled, &output, &model, &again);
+        assert_eq!(segment_counts(&v), (4, 0, 4, 1), "{}", spelled.display());
+    }
+
+    // A folder made by `rave upscale` is finished by `rave upscale`, and `assemble` says so.
+    let o = rave()
+        .args(["assemble", "--work", work.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("started by `rave upscale`"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Someone else's folder with a manifest.json: refused, --restart too, and untouched.
+    let foreign = d.join("webapp");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("manifest.json"), br#"{"name": "webapp"}"#).unwrap();
+    for extra in [&[][..], &["--restart"][..]] {
+        let args = [
+            &["--work", foreign.to_str().unwrap(), "--overwrite"][..],
+            extra,
+        ]
+        .concat();
+        let o = upscale(&input, &output, &model, &[CPU, &args].concat());
+        assert_exit(&o, 2);
+        let message = report(&o)["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("not written by RAVE"), "{message}");
+    }
+    assert_eq!(
+        std::fs::read(foreign.join("manifest.json")).unwrap(),
+        br#"{"name": "webapp"}"#
+    );
+}
+
+#[test]
+fn the_text_report_says_how_many_segments_were_upscaled_and_reused() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 40);
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    let base = [
+        "--device",
+        "cpu",
+        "--segment-frames",
+        "10",
+        "--progress",
+        "off",
+    ];
+    let run = |extra: &[&str]| {
+        let opts = [&base[..], extra].concat();
+        rave()
+            .args(upscale_args(&input, &output, &model, &opts))
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--keep-work"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("segments: 4 (4 upscaled by this run, 0 reused from an earlier one)"),
+        "{text}"
+    );
+    assert!(text.contains("work folder kept: "), "{text}");
+    let o = run(&["--overwrite"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("segments: 4 (0 upscaled by this run, 4 reused from an earlier one)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn assemble_replaces_an_existing_output_only_with_overwrite() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 20);
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    let work = d.join("job");
+    let w = work.to_str().unwrap();
+    let o = rave()
+        .args([
+            "plan",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+        ])
+        .args([
+            "-m",
+            model.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--segment-frames",
+            "10",
+        ])
+        .args(["--work", w])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    for i in ["0", "1"] {
+        let o = rave()
+            .args(["segment", "--work", w, "--index", i])
+            .output()
+            .unwrap();
+        assert_exit(&o, 0);
+    }
+    let assemble = |extra: &[&str]| {
+        rave()
+            .args(["assemble", "--work", w, "--keep-work"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_exit(&assemble(&[]), 0);
+    let o = assemble(&[]);
+    assert_exit(&o, 4);
+    assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+    assert_exit(&assemble(&["--overwrite"]), 0);
+    assert_eq!(frame_times(&output), frame_times(&input));
+}
