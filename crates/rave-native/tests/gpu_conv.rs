@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaStream};
 use half::f16;
-use rave_native::gpu::{Conv3x3Kernel, DeviceConv};
+use rave_native::gpu::{Conv3x3Kernel, ConvVersion, DeviceConv};
 use rave_native::network::{Activation, Conv3x3};
 use rave_native::reference::FeatureMap;
 use rave_native::reference::ops;
@@ -73,6 +73,7 @@ fn the_tensor_core_convolution_matches_the_reference() {
         (16, 8, 130, 3),
         (32, 64, 257, 37),
         (64, 64, 64, 64),
+        (96, 32, 19, 7),
     ];
     for (i, &(cin, cout, w, hgt)) in cases.iter().enumerate() {
         let conv = layer(cin, cout, &mut rng);
@@ -88,28 +89,39 @@ fn the_tensor_core_convolution_matches_the_reference() {
 
         let dev = DeviceConv::upload(&stream, &conv, &act).unwrap();
         let input = stream.clone_htod(&to_nhwc(&x)).unwrap();
-        let mut output = stream.alloc_zeros::<u16>(w * hgt * cout).unwrap();
-        kernel
-            .run(&stream, &dev, &input, &mut output, hgt, w)
-            .unwrap();
-        let got = stream.clone_dtoh(&output).unwrap();
-        let n = w * hgt;
+        let name = match &act {
+            Activation::PRelu(s) => format!("PReLU ({} slopes)", s.len()),
+            other => format!("{other:?}"),
+        };
         let mut case_worst = 0.0f32;
-        for ch in 0..cout {
-            for p in 0..n {
-                let g = f16::from_bits(got[p * cout + ch]).to_f32();
-                let r = want.data[ch * n + p];
-                let err = (g - r).abs() / (1.0 + r.abs());
-                case_worst = case_worst.max(err);
-                assert!(
-                    err <= 2e-3,
-                    "{cin}->{cout} at {w}x{hgt} ({act:?}): channel {ch} pixel {p}: {g} vs {r}"
-                );
+        for version in [ConvVersion::Direct, ConvVersion::Staged] {
+            let mut output = stream.alloc_zeros::<u16>(w * hgt * cout).unwrap();
+            let ran = kernel.run_version(version, &stream, &dev, &input, &mut output, (hgt, w));
+            if version == ConvVersion::Staged && (cin > 64 || cout > 64) {
+                assert!(ran.is_err(), "staged must refuse {cin}->{cout}");
+                continue;
             }
+            ran.unwrap();
+            let got = stream.clone_dtoh(&output).unwrap();
+            let n = w * hgt;
+            let mut version_worst = 0.0f32;
+            for ch in 0..cout {
+                for p in 0..n {
+                    let g = f16::from_bits(got[p * cout + ch]).to_f32();
+                    let r = want.data[ch * n + p];
+                    let err = (g - r).abs() / (1.0 + r.abs());
+                    version_worst = version_worst.max(err);
+                    assert!(
+                        err <= 2e-3,
+                        "{version:?} {cin}->{cout} at {w}x{hgt} ({name}): channel {ch} pixel {p}: {g} vs {r}"
+                    );
+                }
+            }
+            println!(
+                "{version:?}: {cin:>3} -> {cout:>3} at {w:>4}x{hgt:<4} {name}: worst relative error {version_worst:.2e}"
+            );
+            case_worst = case_worst.max(version_worst);
         }
-        println!(
-            "{cin:>3} -> {cout:>3} at {w:>4}x{hgt:<4} {act:?}: worst relative error {case_worst:.2e}"
-        );
         worst = worst.max(case_worst);
     }
     println!("worst relative error over all cases: {worst:.2e} (limit 2e-3)");
@@ -132,20 +144,29 @@ fn convolution_speed_at_1080p_64_channels() {
             .unwrap();
     }
     stream.synchronize().unwrap();
-    let runs = 50;
-    let t = Instant::now();
-    for _ in 0..runs {
-        kernel
-            .run(&stream, &dev, &input, &mut output, hgt, w)
-            .unwrap();
-    }
-    stream.synchronize().unwrap();
-    let per = t.elapsed().as_secs_f64() / runs as f64;
     let flops = 2.0 * (w * hgt * c * c * 9) as f64;
-    println!(
-        "conv3x3 64->64 PReLU at 1920x1080: {:.3} ms per layer, {:.1} TFLOP/s; a 16-conv SRVGGNetCompact body at this speed: {:.1} fps",
-        per * 1e3,
-        flops / per / 1e12,
-        1.0 / (per * 17.0)
-    );
+    for version in [ConvVersion::Direct, ConvVersion::Staged] {
+        let shape = (hgt, w);
+        for _ in 0..3 {
+            kernel
+                .run_version(version, &stream, &dev, &input, &mut output, shape)
+                .unwrap();
+        }
+        stream.synchronize().unwrap();
+        let runs = 50;
+        let t = Instant::now();
+        for _ in 0..runs {
+            kernel
+                .run_version(version, &stream, &dev, &input, &mut output, shape)
+                .unwrap();
+        }
+        stream.synchronize().unwrap();
+        let per = t.elapsed().as_secs_f64() / runs as f64;
+        println!(
+            "{version:?}: conv3x3 64->64 PReLU at 1920x1080: {:.3} ms per layer, {:.1} TFLOP/s; a 17-conv SRVGGNetCompact at this speed: {:.1} fps",
+            per * 1e3,
+            flops / per / 1e12,
+            1.0 / (per * 17.0)
+        );
+    }
 }

@@ -114,3 +114,120 @@ extern "C" __global__ void conv3x3_nhwc_f16(
         }
     }
 }
+
+// Version 2, for layers whose weights fit in shared memory (cin <= 64, cout <= 64): a
+// persistent block loads the layer's weights once, then for each tile of 2 rows x 64
+// pixels stages the input rows it needs (with the one-pixel border, zeros outside the
+// image) in shared memory and runs the nine taps from there. Rows of both arrays are padded
+// by 8 halves so the fragment loads of a warp fall in distinct banks.
+// Grid: any number of blocks (they stride over the tiles); block: 256 threads (8 warps);
+// dynamic shared memory: conv3x3_v2_smem_bytes(cin).
+#define V2_TH 2
+#define V2_TW 64
+
+extern "C" __global__ void conv3x3_nhwc_f16_v2(
+    const half_bits* __restrict__ input, const half_bits* __restrict__ weight,
+    const float* __restrict__ bias, const float* __restrict__ slope,
+    half_bits* __restrict__ output, int height, int width, int cin, int cout, int act)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int w_stride = 9 * cin + 8;               // halves per output channel
+    const int p_stride = cin + 8;                   // halves per staged pixel
+    half_bits* w_s = reinterpret_cast<half_bits*>(smem);
+    half_bits* in_s = w_s + 64 * w_stride;
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int group = lane >> 2;
+    const int pair = (lane & 3) * 2;
+
+    // The weights, once: 64 output channels (zeros past cout), 9 * cin halves each.
+    const int w_chunks = 9 * cin / 8;
+    for (int i = tid; i < 64 * w_chunks; i += blockDim.x) {
+        const int co = i / w_chunks, k = (i % w_chunks) * 8;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (co < cout) {
+            v = *reinterpret_cast<const uint4*>(weight + (long long)co * 9 * cin + k);
+        }
+        *reinterpret_cast<uint4*>(w_s + co * w_stride + k) = v;
+    }
+
+    const int tiles_x = (width + V2_TW - 1) / V2_TW;
+    const int tiles_y = (height + V2_TH - 1) / V2_TH;
+    const int row = warp >> 2;                       // this warp's row in the tile
+    const int seg = (warp & 3) * 16;                 // its 16 pixels in the row
+    const int p_chunks = cin / 8;
+    const int staged = (V2_TH + 2) * (V2_TW + 2);
+    for (int tile = blockIdx.x; tile < tiles_x * tiles_y; tile += gridDim.x) {
+        const int y0 = (tile / tiles_x) * V2_TH;
+        const int x0 = (tile % tiles_x) * V2_TW;
+        __syncthreads();   // the previous tile's reads are done (and the weights are in)
+        for (int i = tid; i < staged * p_chunks; i += blockDim.x) {
+            const int px = i / p_chunks, k = (i % p_chunks) * 8;
+            const int sy = y0 - 1 + px / (V2_TW + 2);
+            const int sx = x0 - 1 + px % (V2_TW + 2);
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (sy >= 0 && sy < height && sx >= 0 && sx < width) {
+                v = *reinterpret_cast<const uint4*>(input + ((long long)sy * width + sx) * cin + k);
+            }
+            *reinterpret_cast<uint4*>(in_s + px * p_stride + k) = v;
+        }
+        __syncthreads();
+
+        float acc[8][4];
+        #pragma unroll
+        for (int t = 0; t < 8; ++t) {
+            acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+        }
+        for (int ky = 0; ky < 3; ++ky) {
+            for (int kx = 0; kx < 3; ++kx) {
+                const half_bits* a_lo = in_s + ((row + ky) * (V2_TW + 2) + seg + group + kx) * p_stride;
+                const half_bits* a_hi = a_lo + 8 * p_stride;
+                const half_bits* b_base = w_s + group * w_stride + (ky * 3 + kx) * cin;
+                for (int c0 = 0; c0 < cin; c0 += 16) {
+                    unsigned int a[4];
+                    a[0] = load_pair(a_lo + c0 + pair);
+                    a[1] = load_pair(a_hi + c0 + pair);
+                    a[2] = load_pair(a_lo + c0 + pair + 8);
+                    a[3] = load_pair(a_hi + c0 + pair + 8);
+                    #pragma unroll
+                    for (int t = 0; t < 8; ++t) {
+                        const half_bits* b = b_base + t * 8 * w_stride + c0 + pair;
+                        unsigned int bf[2] = {load_pair(b), load_pair(b + 8)};
+                        mma_16816(acc[t], a, bf);
+                    }
+                }
+            }
+        }
+
+        const int y = y0 + row;
+        if (y >= height) {
+            continue;
+        }
+        #pragma unroll
+        for (int t = 0; t < 8; ++t) {
+            const int co = t * 8 + pair;
+            if (co >= cout) {
+                continue;
+            }
+            const float b0 = bias[co], b1 = bias[co + 1];
+            const float s0 = slope[co], s1 = slope[co + 1];
+            #pragma unroll
+            for (int half_row = 0; half_row < 2; ++half_row) {
+                const int x = x0 + seg + group + half_row * 8;
+                if (x >= width) {
+                    continue;
+                }
+                float v0 = acc[t][half_row * 2] + b0;
+                float v1 = acc[t][half_row * 2 + 1] + b1;
+                if (act == 1) {
+                    v0 = v0 < 0.0f ? v0 * s0 : v0;
+                    v1 = v1 < 0.0f ? v1 * s1 : v1;
+                }
+                const unsigned int packed =
+                    (unsigned int)to_half(v0) | ((unsigned int)to_half(v1) << 16);
+                *reinterpret_cast<unsigned int*>(output + ((long long)y * width + x) * cout + co) = packed;
+            }
+        }
+    }
+}

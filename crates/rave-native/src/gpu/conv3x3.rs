@@ -14,9 +14,29 @@ use crate::network::{Activation, Conv3x3};
 
 const SOURCE: &str = include_str!("conv3x3.cu");
 const KERNEL: &str = "conv3x3_nhwc_f16";
-/// Output pixels and channels one block computes (see conv3x3.cu).
+const KERNEL_STAGED: &str = "conv3x3_nhwc_f16_v2";
+/// Output pixels and channels one block of the direct kernel computes (see conv3x3.cu).
 const TILE_PIXELS: u32 = 64;
 const TILE_CHANNELS: usize = 64;
+/// The staged kernel's tile (`V2_TH` x `V2_TW` in conv3x3.cu) and its largest layer.
+const STAGED_TILE: (usize, usize) = (2, 64);
+const STAGED_MAX_CHANNELS: usize = 64;
+
+/// Which form of the kernel runs a layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvVersion {
+    /// Fragments read straight from global memory (any channel counts).
+    Direct,
+    /// Weights resident in shared memory, input rows staged there (up to 64 channels in
+    /// and out).
+    Staged,
+}
+
+/// Dynamic shared memory of the staged kernel for `cin` input channels (see conv3x3.cu).
+fn staged_smem_bytes(cin: usize) -> usize {
+    let (th, tw) = STAGED_TILE;
+    2 * (64 * (9 * cin + 8) + (th + 2) * (tw + 2) * (cin + 8))
+}
 
 fn gpu(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
     move |e| GpuError(format!("{what}: {e}"))
@@ -93,9 +113,12 @@ impl DeviceConv {
     }
 }
 
-/// The convolution kernel loaded into one context.
+/// The convolution kernels loaded into one context.
 pub struct Conv3x3Kernel {
-    function: CudaFunction,
+    direct: CudaFunction,
+    staged: CudaFunction,
+    /// Blocks of the staged (persistent) kernel: two per multiprocessor.
+    staged_blocks: u32,
 }
 
 impl Conv3x3Kernel {
@@ -120,14 +143,41 @@ impl Conv3x3Kernel {
         let module = ctx
             .load_module(ptx)
             .map_err(gpu("loading the convolution kernel"))?;
-        let function = module
+        let direct = module
             .load_function(KERNEL)
             .map_err(gpu("finding the convolution kernel"))?;
-        Ok(Self { function })
+        let staged = module
+            .load_function(KERNEL_STAGED)
+            .map_err(gpu("finding the staged convolution kernel"))?;
+        staged
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                staged_smem_bytes(STAGED_MAX_CHANNELS) as i32,
+            )
+            .map_err(gpu("allowing the staged kernel its shared memory"))?;
+        let sms = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(gpu("reading the multiprocessor count"))?;
+        Ok(Self {
+            direct,
+            staged,
+            staged_blocks: 2 * sms.max(1) as u32,
+        })
+    }
+
+    /// The version `run` picks for `layer`: staged where it fits.
+    pub fn best_version(layer: &DeviceConv) -> ConvVersion {
+        match layer.in_channels <= STAGED_MAX_CHANNELS && layer.out_channels <= STAGED_MAX_CHANNELS
+        {
+            true => ConvVersion::Staged,
+            false => ConvVersion::Direct,
+        }
     }
 
     /// Queue `layer` over `input` (`height x width x in_channels`, NHWC half bits) into
-    /// `output` (`height x width x out_channels`) on `stream`.
+    /// `output` (`height x width x out_channels`) on `stream`, with the best version.
     pub fn run(
         &self,
         stream: &Arc<CudaStream>,
@@ -137,6 +187,27 @@ impl Conv3x3Kernel {
         height: usize,
         width: usize,
     ) -> Result<(), GpuError> {
+        let version = Self::best_version(layer);
+        self.run_version(version, stream, layer, input, output, (height, width))
+    }
+
+    /// `run` with the version chosen by the caller (to compare them); `Staged` is refused
+    /// for layers over 64 channels.
+    pub fn run_version(
+        &self,
+        version: ConvVersion,
+        stream: &Arc<CudaStream>,
+        layer: &DeviceConv,
+        input: &CudaSlice<u16>,
+        output: &mut CudaSlice<u16>,
+        (height, width): (usize, usize),
+    ) -> Result<(), GpuError> {
+        if version == ConvVersion::Staged && Self::best_version(layer) != ConvVersion::Staged {
+            return Err(GpuError(format!(
+                "the staged convolution takes up to {STAGED_MAX_CHANNELS} channels in and out, not {} -> {}",
+                layer.in_channels, layer.out_channels
+            )));
+        }
         let pixels = height * width;
         if input.len() < pixels * layer.in_channels || output.len() < pixels * layer.out_channels {
             return Err(GpuError(format!(
@@ -150,16 +221,32 @@ impl Conv3x3Kernel {
         let dims = [height, width, layer.in_channels, layer.out_channels];
         let [h, w, cin, cout] = dims.map(|d| i32::try_from(d).unwrap_or(i32::MAX));
         let act = i32::from(layer.activated);
-        let cfg = LaunchConfig {
-            grid_dim: (
-                (width as u32).div_ceil(TILE_PIXELS),
-                height as u32,
-                layer.out_channels.div_ceil(TILE_CHANNELS) as u32,
+        let (function, cfg) = match version {
+            ConvVersion::Direct => (
+                &self.direct,
+                LaunchConfig {
+                    grid_dim: (
+                        (width as u32).div_ceil(TILE_PIXELS),
+                        height as u32,
+                        layer.out_channels.div_ceil(TILE_CHANNELS) as u32,
+                    ),
+                    block_dim: (128, 1, 1),
+                    shared_mem_bytes: 0,
+                },
             ),
-            block_dim: (128, 1, 1),
-            shared_mem_bytes: 0,
+            ConvVersion::Staged => {
+                let tiles = height.div_ceil(STAGED_TILE.0) * width.div_ceil(STAGED_TILE.1);
+                (
+                    &self.staged,
+                    LaunchConfig {
+                        grid_dim: ((tiles as u32).clamp(1, self.staged_blocks), 1, 1),
+                        block_dim: (256, 1, 1),
+                        shared_mem_bytes: staged_smem_bytes(layer.in_channels) as u32,
+                    },
+                )
+            }
         };
-        let mut args = stream.launch_builder(&self.function);
+        let mut args = stream.launch_builder(function);
         args.arg(input)
             .arg(&layer.weight)
             .arg(&layer.bias)

@@ -4,7 +4,7 @@
 
 pub mod conv3x3;
 
-pub use conv3x3::{Conv3x3Kernel, DeviceConv};
+pub use conv3x3::{Conv3x3Kernel, ConvVersion, DeviceConv};
 
 /// What went wrong on the GPU side, in one line.
 #[derive(Debug, thiserror::Error)]
