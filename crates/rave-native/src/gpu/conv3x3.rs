@@ -1,35 +1,49 @@
-//! 3x3 convolution with bias and PReLU/LeakyReLU fused, on tensor cores (`conv3x3.cu`):
-//! NHWC half-precision activations, FP32 accumulation.
+//! 3x3 convolution with bias and PReLU/LeakyReLU fused, on tensor cores: NHWC
+//! half-precision activations, FP32 accumulation. Three forms of the kernel, chosen per
+//! layer by [`Conv3x3Kernel::best_version`]: `conv3x3.cu` (mma.sync, any architecture from
+//! 8.0) and `conv3x3_wgmma.cu` (Hopper's wgmma, compute capability 9.0, 64 channels).
 
 use std::sync::Arc;
 
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
-use half::f16;
 
-use super::{GpuError, nvrtc_arch};
-use crate::network::{Activation, Conv3x3};
+use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
+use super::{GpuError, driver_error, nvrtc_arch};
 
 const SOURCE: &str = include_str!("conv3x3.cu");
+const SOURCE_WGMMA: &str = include_str!("conv3x3_wgmma.cu");
 const KERNEL: &str = "conv3x3_nhwc_f16";
 const KERNEL_STAGED: &str = "conv3x3_nhwc_f16_v2";
+const KERNEL_WGMMA: &str = "conv3x3_nhwc_f16_wgmma";
 /// Output pixels and channels one block of the direct kernel computes (see conv3x3.cu).
 const TILE_PIXELS: u32 = 64;
 const TILE_CHANNELS: usize = 64;
 /// The staged kernel's tile (`V2_TH` x `V2_TW` in conv3x3.cu) and its largest layer.
 const STAGED_TILE: (usize, usize) = (2, 64);
 const STAGED_MAX_CHANNELS: usize = 64;
+/// The wgmma kernel's tile (`WG_TH` x `WG_TW`) and shared memory: the weights and two
+/// stage buffers of 4 x 130 staged pixels (conv3x3_wgmma.cu).
+const WGMMA_TILE: (usize, usize) = (2, 128);
+const WGMMA_SMEM_BYTES: usize = 9 * 8 * 64 * 16 + 2 * (4 * 8 * 130 * 16);
 
 /// Which form of the kernel runs a layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConvVersion {
-    /// Fragments read straight from global memory (any channel counts).
+    /// mma.sync, fragments read straight from global memory (any channel counts).
     Direct,
-    /// Weights resident in shared memory, input rows staged there (up to 64 channels in
-    /// and out).
+    /// mma.sync, weights resident in shared memory, input rows staged there (up to 64
+    /// channels in and out).
     Staged,
+    /// Hopper's wgmma from shared memory, the next tile staged while the current one
+    /// computes (64 channels in and out, compute capability 9.0).
+    Wgmma,
+    /// `Wgmma` with the descriptor's two core-matrix offsets exchanged: wrong by design, a
+    /// diagnostic that shows the test tells the two readings of the format apart.
+    WgmmaSwapped,
 }
 
 /// Dynamic shared memory of the staged kernel for `cin` input channels (see conv3x3.cu).
@@ -38,141 +52,128 @@ fn staged_smem_bytes(cin: usize) -> usize {
     2 * (64 * (9 * cin + 8) + (th + 2) * (tw + 2) * (cin + 8))
 }
 
-fn gpu(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
-    move |e| GpuError(format!("{what}: {e}"))
+/// Compile `source` for `arch` and load `names` from it.
+fn load_functions<const N: usize>(
+    ctx: &Arc<CudaContext>,
+    source: &str,
+    file: &str,
+    arch: &'static str,
+    names: [&str; N],
+) -> Result<[CudaFunction; N], GpuError> {
+    let opts = CompileOptions {
+        arch: Some(arch),
+        name: Some(file.into()),
+        ..Default::default()
+    };
+    let ptx = compile_ptx_with_opts(source, opts)
+        .map_err(|e| GpuError(format!("compiling {file} for {arch}: {e}")))?;
+    let module = ctx
+        .load_module(ptx)
+        .map_err(driver_error("loading a convolution kernel"))?;
+    let mut out = Vec::with_capacity(N);
+    for name in names {
+        out.push(
+            module
+                .load_function(name)
+                .map_err(driver_error("finding a convolution kernel"))?,
+        );
+    }
+    out.try_into()
+        .map_err(|_| GpuError("kernel count mismatch".into()))
 }
 
-/// One layer's weights on the device in the kernel's layout: weights `[out][ky][kx][in]` in
-/// half precision, bias and negative slopes in f32.
-pub struct DeviceConv {
-    weight: CudaSlice<u16>,
-    bias: CudaSlice<f32>,
-    slope: CudaSlice<f32>,
-    in_channels: usize,
-    out_channels: usize,
-    activated: bool,
-}
-
-impl DeviceConv {
-    /// Upload `conv` (padding 1) followed by `activation`. The kernel needs input channels
-    /// in multiples of 16 and output channels in multiples of 8.
-    pub fn upload(
-        stream: &Arc<CudaStream>,
-        conv: &Conv3x3,
-        activation: &Activation,
-    ) -> Result<Self, GpuError> {
-        let (cin, cout) = (conv.in_channels, conv.out_channels);
-        if conv.pad != 1 || cin % 16 != 0 || cout % 8 != 0 {
-            return Err(GpuError(format!(
-                "{}: the tensor-core convolution takes padding 1, input channels in multiples of 16 and output channels in multiples of 8 (this one: padding {}, {cin} in, {cout} out)",
-                conv.node, conv.pad
-            )));
-        }
-        let mut ohwi = vec![0u16; cout * 9 * cin];
-        for o in 0..cout {
-            for c in 0..cin {
-                for tap in 0..9 {
-                    let v = conv.weight[(o * cin + c) * 9 + tap];
-                    ohwi[(o * 9 + tap) * cin + c] = f16::from_f32(v).to_bits();
-                }
-            }
-        }
-        let (slope, activated) = match activation {
-            Activation::Identity => (vec![1.0; cout], false),
-            Activation::PRelu(s) if s.len() == cout => (s.clone(), true),
-            Activation::PRelu(s) => {
-                return Err(GpuError(format!(
-                    "{}: {} PReLU slopes for {cout} channels",
-                    conv.node,
-                    s.len()
-                )));
-            }
-            Activation::LeakyRelu(a) => (vec![*a; cout], true),
-        };
-        let upload = gpu("uploading a layer's weights");
-        Ok(Self {
-            weight: stream.clone_htod(&ohwi).map_err(upload)?,
-            bias: stream
-                .clone_htod(&conv.bias)
-                .map_err(gpu("uploading a bias"))?,
-            slope: stream.clone_htod(&slope).map_err(gpu("uploading slopes"))?,
-            in_channels: cin,
-            out_channels: cout,
-            activated,
-        })
-    }
-
-    /// Input channels.
-    pub fn in_channels(&self) -> usize {
-        self.in_channels
-    }
-
-    /// Output channels.
-    pub fn out_channels(&self) -> usize {
-        self.out_channels
-    }
+fn allow_shared_memory(function: &CudaFunction, bytes: usize) -> Result<(), GpuError> {
+    function
+        .set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .map_err(driver_error("allowing a kernel its shared memory"))
 }
 
 /// The convolution kernels loaded into one context.
 pub struct Conv3x3Kernel {
     direct: CudaFunction,
     staged: CudaFunction,
-    /// Blocks of the staged (persistent) kernel: two per multiprocessor.
-    staged_blocks: u32,
+    wgmma: Option<CudaFunction>,
+    multiprocessors: u32,
 }
 
 impl Conv3x3Kernel {
-    /// Compile the kernel for `ctx`'s device and load it; refused below compute capability
-    /// 8.0.
+    /// Compile the kernels for `ctx`'s device and load them; refused below compute
+    /// capability 8.0. The wgmma form is loaded on compute capability 9.0 only.
     pub fn load(ctx: &Arc<CudaContext>) -> Result<Self, GpuError> {
         let (major, minor) = ctx
             .compute_capability()
-            .map_err(gpu("reading the compute capability"))?;
+            .map_err(driver_error("reading the compute capability"))?;
         let arch = nvrtc_arch(major, minor).ok_or_else(|| {
             GpuError(format!(
                 "compute capability {major}.{minor}: the native kernels need 8.0 or newer (tensor-core mma.sync)"
             ))
         })?;
-        let opts = CompileOptions {
-            arch: Some(arch),
-            name: Some("rave_conv3x3.cu".into()),
-            ..Default::default()
+        let [direct, staged] = load_functions(
+            ctx,
+            SOURCE,
+            "rave_conv3x3.cu",
+            arch,
+            [KERNEL, KERNEL_STAGED],
+        )?;
+        allow_shared_memory(&staged, staged_smem_bytes(STAGED_MAX_CHANNELS))?;
+        let wgmma = match (major, minor) {
+            (9, 0) => {
+                let [f] = load_functions(
+                    ctx,
+                    SOURCE_WGMMA,
+                    "rave_conv3x3_wgmma.cu",
+                    "compute_90a",
+                    [KERNEL_WGMMA],
+                )?;
+                allow_shared_memory(&f, WGMMA_SMEM_BYTES)?;
+                Some(f)
+            }
+            _ => None,
         };
-        let ptx = compile_ptx_with_opts(SOURCE, opts)
-            .map_err(|e| GpuError(format!("compiling the convolution kernel: {e}")))?;
-        let module = ctx
-            .load_module(ptx)
-            .map_err(gpu("loading the convolution kernel"))?;
-        let direct = module
-            .load_function(KERNEL)
-            .map_err(gpu("finding the convolution kernel"))?;
-        let staged = module
-            .load_function(KERNEL_STAGED)
-            .map_err(gpu("finding the staged convolution kernel"))?;
-        staged
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                staged_smem_bytes(STAGED_MAX_CHANNELS) as i32,
-            )
-            .map_err(gpu("allowing the staged kernel its shared memory"))?;
         let sms = ctx
-            .attribute(
-                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )
-            .map_err(gpu("reading the multiprocessor count"))?;
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(driver_error("reading the multiprocessor count"))?;
         Ok(Self {
             direct,
             staged,
-            staged_blocks: 2 * sms.max(1) as u32,
+            wgmma,
+            multiprocessors: sms.max(1) as u32,
         })
     }
 
-    /// The version `run` picks for `layer`: staged where it fits.
-    pub fn best_version(layer: &DeviceConv) -> ConvVersion {
-        match layer.in_channels <= STAGED_MAX_CHANNELS && layer.out_channels <= STAGED_MAX_CHANNELS
+    /// Whether the wgmma form was loaded (compute capability 9.0).
+    pub fn has_wgmma(&self) -> bool {
+        self.wgmma.is_some()
+    }
+
+    /// The version `run` picks for `layer`: wgmma where it applies, else staged where it
+    /// fits, else direct.
+    pub fn best_version(&self, layer: &DeviceConv) -> ConvVersion {
+        if self.wgmma.is_some() && layer.wgmma_weight.is_some() {
+            ConvVersion::Wgmma
+        } else if layer.in_channels <= STAGED_MAX_CHANNELS
+            && layer.out_channels <= STAGED_MAX_CHANNELS
         {
-            true => ConvVersion::Staged,
-            false => ConvVersion::Direct,
+            ConvVersion::Staged
+        } else {
+            ConvVersion::Direct
+        }
+    }
+
+    /// Whether `version` can run `layer` here.
+    pub fn supports(&self, version: ConvVersion, layer: &DeviceConv) -> bool {
+        match version {
+            ConvVersion::Direct => true,
+            ConvVersion::Staged => {
+                layer.in_channels <= STAGED_MAX_CHANNELS
+                    && layer.out_channels <= STAGED_MAX_CHANNELS
+            }
+            ConvVersion::Wgmma | ConvVersion::WgmmaSwapped => {
+                self.wgmma.is_some() && layer.wgmma_weight.is_some()
+            }
         }
     }
 
@@ -187,12 +188,12 @@ impl Conv3x3Kernel {
         height: usize,
         width: usize,
     ) -> Result<(), GpuError> {
-        let version = Self::best_version(layer);
+        let version = self.best_version(layer);
         self.run_version(version, stream, layer, input, output, (height, width))
     }
 
-    /// `run` with the version chosen by the caller (to compare them); `Staged` is refused
-    /// for layers over 64 channels.
+    /// `run` with the version chosen by the caller (to compare them); a version that
+    /// cannot run the layer here is refused.
     pub fn run_version(
         &self,
         version: ConvVersion,
@@ -202,9 +203,9 @@ impl Conv3x3Kernel {
         output: &mut CudaSlice<u16>,
         (height, width): (usize, usize),
     ) -> Result<(), GpuError> {
-        if version == ConvVersion::Staged && Self::best_version(layer) != ConvVersion::Staged {
+        if !self.supports(version, layer) {
             return Err(GpuError(format!(
-                "the staged convolution takes up to {STAGED_MAX_CHANNELS} channels in and out, not {} -> {}",
+                "the {version:?} convolution cannot run {} -> {} channels here (staged: up to {STAGED_MAX_CHANNELS}; wgmma: exactly {WGMMA_CHANNELS}, compute capability 9.0)",
                 layer.in_channels, layer.out_channels
             )));
         }
@@ -221,48 +222,79 @@ impl Conv3x3Kernel {
         let dims = [height, width, layer.in_channels, layer.out_channels];
         let [h, w, cin, cout] = dims.map(|d| i32::try_from(d).unwrap_or(i32::MAX));
         let act = i32::from(layer.activated);
-        let (function, cfg) = match version {
-            ConvVersion::Direct => (
-                &self.direct,
-                LaunchConfig {
-                    grid_dim: (
-                        (width as u32).div_ceil(TILE_PIXELS),
-                        height as u32,
-                        layer.out_channels.div_ceil(TILE_CHANNELS) as u32,
+        match version {
+            ConvVersion::Direct | ConvVersion::Staged => {
+                let (function, cfg) = match version {
+                    ConvVersion::Direct => (
+                        &self.direct,
+                        LaunchConfig {
+                            grid_dim: (
+                                (width as u32).div_ceil(TILE_PIXELS),
+                                height as u32,
+                                layer.out_channels.div_ceil(TILE_CHANNELS) as u32,
+                            ),
+                            block_dim: (128, 1, 1),
+                            shared_mem_bytes: 0,
+                        },
                     ),
-                    block_dim: (128, 1, 1),
-                    shared_mem_bytes: 0,
-                },
-            ),
-            ConvVersion::Staged => {
-                let tiles = height.div_ceil(STAGED_TILE.0) * width.div_ceil(STAGED_TILE.1);
-                (
-                    &self.staged,
-                    LaunchConfig {
-                        grid_dim: ((tiles as u32).clamp(1, self.staged_blocks), 1, 1),
-                        block_dim: (256, 1, 1),
-                        shared_mem_bytes: staged_smem_bytes(layer.in_channels) as u32,
-                    },
-                )
+                    _ => {
+                        let tiles = height.div_ceil(STAGED_TILE.0) * width.div_ceil(STAGED_TILE.1);
+                        (
+                            &self.staged,
+                            LaunchConfig {
+                                grid_dim: ((tiles as u32).clamp(1, 2 * self.multiprocessors), 1, 1),
+                                block_dim: (256, 1, 1),
+                                shared_mem_bytes: staged_smem_bytes(layer.in_channels) as u32,
+                            },
+                        )
+                    }
+                };
+                let mut args = stream.launch_builder(function);
+                args.arg(input)
+                    .arg(&layer.weight)
+                    .arg(&layer.bias)
+                    .arg(&layer.slope)
+                    .arg(output)
+                    .arg(&h)
+                    .arg(&w)
+                    .arg(&cin)
+                    .arg(&cout)
+                    .arg(&act);
+                // SAFETY: the arguments match the kernel's signature in conv3x3.cu; the
+                // buffers were checked above to hold the image at the layer's channel
+                // counts, and the weights, bias and slopes were uploaded for exactly those
+                // counts; all belong to `stream`'s context.
+                unsafe { args.launch(cfg) }
             }
-        };
-        let mut args = stream.launch_builder(function);
-        args.arg(input)
-            .arg(&layer.weight)
-            .arg(&layer.bias)
-            .arg(&layer.slope)
-            .arg(output)
-            .arg(&h)
-            .arg(&w)
-            .arg(&cin)
-            .arg(&cout)
-            .arg(&act);
-        // SAFETY: the arguments match the kernel's signature in conv3x3.cu; the buffers were
-        // checked above to hold the image at the layer's channel counts, and the weights,
-        // bias and slopes were uploaded for exactly those counts; all belong to `stream`'s
-        // context.
-        unsafe { args.launch(cfg) }
-            .map(|_| ())
-            .map_err(gpu("launching the convolution"))
+            ConvVersion::Wgmma | ConvVersion::WgmmaSwapped => {
+                let (Some(function), Some(weight)) = (&self.wgmma, &layer.wgmma_weight) else {
+                    unreachable!("supports() checked both");
+                };
+                let tiles = height.div_ceil(WGMMA_TILE.0) * width.div_ceil(WGMMA_TILE.1);
+                let cfg = LaunchConfig {
+                    grid_dim: ((tiles as u32).clamp(1, self.multiprocessors), 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: WGMMA_SMEM_BYTES as u32,
+                };
+                let swap = i32::from(version == ConvVersion::WgmmaSwapped);
+                let mut args = stream.launch_builder(function);
+                args.arg(input)
+                    .arg(weight)
+                    .arg(&layer.bias)
+                    .arg(&layer.slope)
+                    .arg(output)
+                    .arg(&h)
+                    .arg(&w)
+                    .arg(&act)
+                    .arg(&swap);
+                // SAFETY: the arguments match conv3x3_nhwc_f16_wgmma's signature; the
+                // layer has 64 channels in and out (it has wgmma weights, 9 x 64 x 64
+                // halves), and the buffers were checked above to hold the image at 64
+                // channels; all belong to `stream`'s context.
+                unsafe { args.launch(cfg) }
+            }
+        }
+        .map(|_| ())
+        .map_err(driver_error("launching the convolution"))
     }
 }

@@ -3,13 +3,22 @@
 //! travel as their 16-bit patterns (`u16`).
 
 pub mod conv3x3;
+pub mod device_conv;
 
-pub use conv3x3::{Conv3x3Kernel, ConvVersion, DeviceConv};
+pub use conv3x3::{Conv3x3Kernel, ConvVersion};
+pub use device_conv::DeviceConv;
 
 /// What went wrong on the GPU side, in one line.
 #[derive(Debug, thiserror::Error)]
 #[error("native engine: {0}")]
 pub struct GpuError(pub String);
+
+/// A driver error as a [`GpuError`] saying what was being done.
+pub(crate) fn driver_error(
+    what: &str,
+) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
+    move |e| GpuError(format!("{what}: {e}"))
+}
 
 /// The compute architecture NVRTC compiles for: the device's own where known, else the
 /// newest one below it that the kernels support. `None` below compute capability 8.0 (the

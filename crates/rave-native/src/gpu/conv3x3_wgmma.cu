@@ -1,0 +1,212 @@
+// RAVE native engine: 3x3 convolution (pad 1, stride 1), 64 channels in and out (the
+// SRVGGNetCompact body), on Hopper's warpgroup tensor-core instructions (wgmma, sm_90a),
+// FP16 operands, FP32 accumulation, with the bias and the activation (PReLU with one slope
+// per output channel, or none) applied before the one half-precision store.
+//
+// The convolution is a matrix product per output row: D[cout][pixel] = sum over the nine
+// taps and 64 input channels of W[cout][tap, cin] * X[tap, cin][pixel], M = 64 output
+// channels, N = 128 pixels, K = 9 x 64. Both operands come from shared memory through
+// wgmma's matrix descriptors in the layout without swizzle, whose unit is the 8x8 "core
+// matrix" of 16-byte rows. Laying the staged input out as [row][channel chunk][column][8
+// channels] makes a tap's shifted window (kx = 0, 1, 2) a start address 16 bytes further
+// on, so the nine taps read one staged copy of the input with no data movement.
+//
+// Layouts: input  [H][W][64] half (NHWC)
+//          weight [tap 9][chunk 8][cout 64][8] half: prepared by the host (conv3x3.rs)
+//          bias, slope [64] float
+//          output [H][W][64] half
+//
+// Grid: persistent, any number of blocks (they stride over tiles of 2 rows x 128 pixels);
+// block: 256 threads = 2 warpgroups, one output row each; dynamic shared memory:
+// WG_SMEM_BYTES. The block keeps the layer's weights in shared memory and stages the next
+// tile's input (4 rows x 130 columns, zeros outside the image) with cp.async while it
+// computes the current one.
+
+typedef unsigned short half_bits;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define WG_TW 128                    // output pixels per row of a tile (wgmma N)
+#define WG_SW (WG_TW + 2)            // staged columns
+#define WG_TH 2                      // output rows per tile (one per warpgroup)
+#define WG_SR (WG_TH + 2)            // staged rows
+#define WG_WEIGHT_BYTES (9 * 8 * 64 * 16)
+#define WG_STAGE_BYTES (WG_SR * 8 * WG_SW * 16)
+#define WG_OUT_STRIDE 72             // halves per pixel in the epilogue's transpose buffer
+
+__device__ __forceinline__ u32 shared_address(const void* p) {
+    u32 r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+__device__ __forceinline__ void copy_16_async(u32 dst, const void* src, u32 src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes));
+}
+
+__device__ __forceinline__ half_bits to_half(float v) {
+    half_bits h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+
+// Matrix descriptor, no swizzle: start address, leading (K direction) and stride (M/N
+// direction) byte offsets between core matrices, each in 16-byte units.
+__device__ __forceinline__ u64 descriptor(u32 address, u32 leading, u32 stride) {
+    return (u64)((address & 0x3FFFF) >> 4) | ((u64)((leading >> 4) & 0x3FFF) << 16)
+        | ((u64)((stride >> 4) & 0x3FFF) << 32);
+}
+
+__device__ __forceinline__ void wgmma_m64n128k16(float* d, u64 desc_a, u64 desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, "
+        "%8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, "
+        "%24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, "
+        "%40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, "
+        "%56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// Stage tile `tile`'s input rows into `stage` (shared address), zeros outside the image.
+__device__ __forceinline__ void stage_tile(
+    const half_bits* __restrict__ input, u32 stage, int tile, int tiles_x, int tiles,
+    int height, int width)
+{
+    if (tile >= tiles) {
+        return;
+    }
+    const int y0 = (tile / tiles_x) * WG_TH;
+    const int x0 = (tile % tiles_x) * WG_TW;
+    for (int i = threadIdx.x; i < WG_SR * WG_SW * 8; i += blockDim.x) {
+        const int chunk = i & 7;
+        const int px = i >> 3;
+        const int row = px / WG_SW;
+        const int col = px - row * WG_SW;
+        const int sy = y0 - 1 + row;
+        const int sx = x0 - 1 + col;
+        const bool inside = sy >= 0 && sy < height && sx >= 0 && sx < width;
+        const half_bits* src = inside ? input + ((long long)sy * width + sx) * 64 + chunk * 8 : input;
+        copy_16_async(stage + ((row * 8 + chunk) * WG_SW + col) * 16, src, inside ? 16u : 0u);
+    }
+}
+
+// act: 0 = none, 1 = PReLU / LeakyReLU with slope[co] for negative values.
+// swap: 1 exchanges the two core-matrix offsets in the descriptors (a diagnostic: the test
+// runs it once to show which reading of the descriptor format the hardware has).
+extern "C" __global__ void __launch_bounds__(256, 1) conv3x3_nhwc_f16_wgmma(
+    const half_bits* __restrict__ input, const uint4* __restrict__ weight,
+    const float* __restrict__ bias, const float* __restrict__ slope,
+    half_bits* __restrict__ output, int height, int width, int act, int swap)
+{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;
+    const int wtid = tid & 127;
+    const int warp = wtid >> 5;
+    const int lane = tid & 31;
+    const int group = lane >> 2;
+    const int pair = (lane & 3) * 2;
+
+    uint4* weight_s = reinterpret_cast<uint4*>(smem);
+    for (int i = tid; i < WG_WEIGHT_BYTES / 16; i += blockDim.x) {
+        weight_s[i] = weight[i];
+    }
+    const u32 weight_addr = shared_address(smem);
+    const u32 stage0 = shared_address(smem + WG_WEIGHT_BYTES);
+    const u32 stage1 = stage0 + WG_STAGE_BYTES;
+
+    const int tiles_x = (width + WG_TW - 1) / WG_TW;
+    const int tiles = tiles_x * ((height + WG_TH - 1) / WG_TH);
+    stage_tile(input, stage0, blockIdx.x, tiles_x, tiles, height, width);
+    asm volatile("cp.async.commit_group;");
+    stage_tile(input, stage1, blockIdx.x + gridDim.x, tiles_x, tiles, height, width);
+    asm volatile("cp.async.commit_group;");
+
+    const u32 a_lead = swap ? 128 : 1024, a_stride = swap ? 1024 : 128;
+    const u32 b_lead = swap ? 128 : WG_SW * 16, b_stride = swap ? WG_SW * 16 : 128;
+    // This thread's output channels in the accumulator fragment.
+    const int co_lo = warp * 16 + group;
+    const int co_hi = co_lo + 8;
+    const float bias_lo = bias[co_lo], bias_hi = bias[co_hi];
+    const float slope_lo = act ? slope[co_lo] : 1.0f, slope_hi = act ? slope[co_hi] : 1.0f;
+
+    int it = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++it) {
+        const int buf = it & 1;
+        const u32 stage = buf ? stage1 : stage0;
+        asm volatile("cp.async.wait_group 1;");
+        asm volatile("fence.proxy.async.shared::cta;");
+        __syncthreads();
+
+        float d[64];
+        #pragma unroll
+        for (int i = 0; i < 64; ++i) {
+            d[i] = 0.0f;
+        }
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        #pragma unroll
+        for (int tap = 0; tap < 9; ++tap) {
+            const int ky = tap / 3, kx = tap % 3;
+            #pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                const u64 desc_a = descriptor(weight_addr + (tap * 8 + 2 * s) * 1024, a_lead, a_stride);
+                const u64 desc_b = descriptor(
+                    stage + (((wg + ky) * 8 + 2 * s) * WG_SW + kx) * 16, b_lead, b_stride);
+                wgmma_m64n128k16(d, desc_a, desc_b, 1);
+            }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        __syncthreads();   // both warpgroups are done reading the staged input
+
+        // Epilogue: bias and activation, then through the spent stage buffer (transposed
+        // to [pixel][channel]) so the stores to the output are whole 16-byte pieces.
+        half_bits* out_s = reinterpret_cast<half_bits*>(smem + WG_WEIGHT_BYTES + buf * WG_STAGE_BYTES)
+            + wg * WG_TW * WG_OUT_STRIDE;
+        #pragma unroll
+        for (int j = 0; j < WG_TW / 8; ++j) {
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const bool hi = e >= 2;
+                float v = d[4 * j + e] + (hi ? bias_hi : bias_lo);
+                if (v < 0.0f) {
+                    v *= hi ? slope_hi : slope_lo;
+                }
+                const int px = 8 * j + pair + (e & 1);
+                out_s[px * WG_OUT_STRIDE + (hi ? co_hi : co_lo)] = to_half(v);
+            }
+        }
+        asm volatile("bar.sync %0, 128;" :: "r"(1 + wg));
+        const int y = (tile / tiles_x) * WG_TH + wg;
+        const int x0 = (tile % tiles_x) * WG_TW;
+        if (y < height) {
+            #pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                const int idx = wtid + 128 * i;
+                const int px = idx >> 3, chunk = idx & 7;
+                if (x0 + px < width) {
+                    *reinterpret_cast<uint4*>(output + ((long long)y * width + x0 + px) * 64 + chunk * 8) =
+                        *reinterpret_cast<const uint4*>(out_s + px * WG_OUT_STRIDE + chunk * 8);
+                }
+            }
+        }
+        __syncthreads();   // the buffer is free for the tile after next
+        stage_tile(input, stage, tile + 2 * gridDim.x, tiles_x, tiles, height, width);
+        asm volatile("cp.async.commit_group;");
+    }
+    asm volatile("cp.async.wait_group 0;");
+}
