@@ -4,10 +4,13 @@ RAVE's converted models use (Conv, PRelu, DepthToSpace, Resize, Add, Identity, C
 plain PyTorch operations, the way people run these models today, and times it.
 
   torch_sr_bench.py export MODEL.onnx SPEC.npz      (here, needs onnx: weights + node list)
-  torch_sr_bench.py bench SPEC.npz [W H FRAMES]     (on the GPU machine, needs torch)
+  torch_sr_bench.py bench SPEC.npz [W H FRAMES] [--compile]   (on the GPU machine, needs torch)
+  torch_sr_bench.py check SPEC.npz MODEL.onnx       (the interpreter against onnxruntime CPU)
 
 bench prints fps for FP32 and FP16 (channels_last, cudnn.benchmark), batch 1, at W x H
-(default 1920x1080), timed with CUDA events after warm-up, and the FP16-vs-FP32 PSNR.
+(default 1920x1080), timed with CUDA events after warm-up, and the FP16-vs-FP32 PSNR; with
+--compile also FP16 through torch.compile(mode="max-autotune") (the compile and autotuning
+happen in the warm-up and are reported apart), the fastest peer a PyTorch user has.
 """
 import json
 import sys
@@ -66,6 +69,22 @@ def build(spec_path, device, dtype):
                 y = get(i[0]) + get(i[1])
             elif op in ("Identity", "Cast"):
                 y = get(i[0])
+            elif op == "Slice":
+                starts, ends, axes = (params[n].tolist() for n in i[1:4])
+                y = get(i[0])
+                for st, en, ax in zip(starts, ends, axes):
+                    size = y.shape[ax]
+                    st, en = max(st + size, 0) if st < 0 else min(st, size), max(en + size, 0) if en < 0 else min(en, size)
+                    y = y.narrow(ax, st, en - st)
+            elif op == "Gather":
+                y = torch.index_select(get(i[0]), a.get("axis", 0), params[i[1]].reshape(-1).long())
+            elif op == "Concat":
+                y = torch.cat([get(n) for n in i], dim=a["axis"])
+            elif op == "Pad":
+                if a.get("mode") != "edge":
+                    raise SystemExit("Pad other than edge mode not supported by this reference")
+                p = params[i[1]].tolist()  # [n, c, h, w] begins then ends
+                y = F.pad(get(i[0]), (p[3], p[7], p[2], p[6]), mode="replicate")
             else:
                 raise SystemExit(f"op {op} not supported by this reference")
             env[n["out"][0]] = y
@@ -74,7 +93,9 @@ def build(spec_path, device, dtype):
     return run
 
 
-def bench(spec_path, w=1920, h=1080, frames=100):
+def bench(spec_path, w=1920, h=1080, frames=100, compiled=False):
+    import time
+
     import torch
 
     torch.backends.cudnn.benchmark = True
@@ -82,13 +103,21 @@ def bench(spec_path, w=1920, h=1080, frames=100):
     x32 = torch.rand(1, 3, h, w, device=dev)
     results = {}
     outs = {}
-    for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
+    variants = [("fp32", torch.float32, False), ("fp16", torch.float16, False)]
+    if compiled:
+        variants.append(("fp16-compiled-max-autotune", torch.float16, True))
+    for name, dtype, compile_it in variants:
         run = build(spec_path, dev, dtype)
+        if compile_it:
+            run = torch.compile(run, mode="max-autotune")
         x = x32.to(dtype).contiguous(memory_format=torch.channels_last)
         with torch.inference_mode():
+            t0 = time.perf_counter()
             for _ in range(5):
                 y = run(x)
             torch.cuda.synchronize()
+            if compile_it:
+                print(f"torch {name}: compile + autotune + 5 warm-up frames {time.perf_counter() - t0:.1f} s")
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(frames):
@@ -105,12 +134,31 @@ def bench(spec_path, w=1920, h=1080, frames=100):
     print(json.dumps({"torch_fps": results, "fp16_vs_fp32_psnr_db": psnr}))
 
 
+def check(spec_path, model_path, w=64, h=48):
+    """This interpreter against ONNX Runtime (CPU) on the original model, FP32."""
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    x = np.random.default_rng(1).random((1, 3, h, w), dtype=np.float32)
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    with torch.inference_mode():
+        got = build(spec_path, torch.device("cuda"), torch.float32)(torch.from_numpy(x).cuda()).cpu().numpy()
+    mse = float(np.mean((got - want) ** 2))
+    psnr = float("inf") if mse == 0 else 10 * np.log10(1.0 / mse)
+    print(f"torch interpreter vs onnxruntime CPU at {w}x{h}: PSNR {psnr:.1f} dB, max abs {np.abs(got - want).max():.2e}")
+
+
 def main(argv):
     if len(argv) >= 4 and argv[1] == "export":
         export(argv[2], argv[3])
+    elif len(argv) >= 4 and argv[1] == "check":
+        check(argv[2], argv[3])
     elif len(argv) >= 3 and argv[1] == "bench":
-        rest = [int(v) for v in argv[3:6]]
-        bench(argv[2], *rest)
+        compiled = "--compile" in argv
+        rest = [int(v) for v in argv[3:] if v != "--compile"][:3]
+        bench(argv[2], *rest, compiled=compiled)
     else:
         print(__doc__, file=sys.stderr)
         return 2

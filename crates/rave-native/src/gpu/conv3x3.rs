@@ -9,26 +9,20 @@ use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
 
 use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
-use super::{GpuError, driver_error, nvrtc_arch};
+use super::wgmma::{WgmmaKernels, WgmmaSource, WgmmaTarget};
+use super::{GpuError, driver_error, load_module_functions, nvrtc_arch};
 
 const SOURCE: &str = include_str!("conv3x3.cu");
-const SOURCE_WGMMA: &str = include_str!("conv3x3_wgmma.cu");
 const KERNEL: &str = "conv3x3_nhwc_f16";
 const KERNEL_STAGED: &str = "conv3x3_nhwc_f16_v2";
-const KERNEL_WGMMA: &str = "conv3x3_nhwc_f16_wgmma";
 /// Output pixels and channels one block of the direct kernel computes (see conv3x3.cu).
 const TILE_PIXELS: u32 = 64;
 const TILE_CHANNELS: usize = 64;
 /// The staged kernel's tile (`V2_TH` x `V2_TW` in conv3x3.cu) and its largest layer.
 const STAGED_TILE: (usize, usize) = (2, 64);
 const STAGED_MAX_CHANNELS: usize = 64;
-/// The wgmma kernel's tile (`WG_TH` x `WG_TW`) and shared memory: the weights and two
-/// stage buffers of 4 x 130 staged pixels (conv3x3_wgmma.cu).
-const WGMMA_TILE: (usize, usize) = (2, 128);
-const WGMMA_SMEM_BYTES: usize = 9 * 8 * 64 * 16 + 2 * (4 * 8 * 130 * 16);
 
 /// Which form of the kernel runs a layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,36 +46,6 @@ fn staged_smem_bytes(cin: usize) -> usize {
     2 * (64 * (9 * cin + 8) + (th + 2) * (tw + 2) * (cin + 8))
 }
 
-/// Compile `source` for `arch` and load `names` from it.
-fn load_functions<const N: usize>(
-    ctx: &Arc<CudaContext>,
-    source: &str,
-    file: &str,
-    arch: &'static str,
-    names: [&str; N],
-) -> Result<[CudaFunction; N], GpuError> {
-    let opts = CompileOptions {
-        arch: Some(arch),
-        name: Some(file.into()),
-        ..Default::default()
-    };
-    let ptx = compile_ptx_with_opts(source, opts)
-        .map_err(|e| GpuError(format!("compiling {file} for {arch}: {e}")))?;
-    let module = ctx
-        .load_module(ptx)
-        .map_err(driver_error("loading a convolution kernel"))?;
-    let mut out = Vec::with_capacity(N);
-    for name in names {
-        out.push(
-            module
-                .load_function(name)
-                .map_err(driver_error("finding a convolution kernel"))?,
-        );
-    }
-    out.try_into()
-        .map_err(|_| GpuError("kernel count mismatch".into()))
-}
-
 fn allow_shared_memory(function: &CudaFunction, bytes: usize) -> Result<(), GpuError> {
     function
         .set_attribute(
@@ -95,7 +59,7 @@ fn allow_shared_memory(function: &CudaFunction, bytes: usize) -> Result<(), GpuE
 pub struct Conv3x3Kernel {
     direct: CudaFunction,
     staged: CudaFunction,
-    wgmma: Option<CudaFunction>,
+    wgmma: Option<WgmmaKernels>,
     multiprocessors: u32,
 }
 
@@ -111,7 +75,7 @@ impl Conv3x3Kernel {
                 "compute capability {major}.{minor}: the native kernels need 8.0 or newer (tensor-core mma.sync)"
             ))
         })?;
-        let [direct, staged] = load_functions(
+        let [direct, staged] = load_module_functions(
             ctx,
             SOURCE,
             "rave_conv3x3.cu",
@@ -119,61 +83,49 @@ impl Conv3x3Kernel {
             [KERNEL, KERNEL_STAGED],
         )?;
         allow_shared_memory(&staged, staged_smem_bytes(STAGED_MAX_CHANNELS))?;
-        let wgmma = match (major, minor) {
-            (9, 0) => {
-                let [f] = load_functions(
-                    ctx,
-                    SOURCE_WGMMA,
-                    "rave_conv3x3_wgmma.cu",
-                    "compute_90a",
-                    [KERNEL_WGMMA],
-                )?;
-                allow_shared_memory(&f, WGMMA_SMEM_BYTES)?;
-                Some(f)
-            }
-            _ => None,
-        };
         let sms = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(driver_error("reading the multiprocessor count"))?;
+        let multiprocessors = sms.max(1) as u32;
+        let wgmma = match (major, minor) {
+            (9, 0) => Some(WgmmaKernels::load(ctx, multiprocessors)?),
+            _ => None,
+        };
         Ok(Self {
             direct,
             staged,
             wgmma,
-            multiprocessors: sms.max(1) as u32,
+            multiprocessors,
         })
     }
 
-    /// Whether the wgmma form was loaded (compute capability 9.0).
-    pub fn has_wgmma(&self) -> bool {
-        self.wgmma.is_some()
+    /// The wgmma kernels, where they were loaded (compute capability 9.0).
+    pub fn wgmma(&self) -> Option<&WgmmaKernels> {
+        self.wgmma.as_ref()
     }
 
     /// The version `run` picks for `layer`: wgmma where it applies, else staged where it
     /// fits, else direct.
     pub fn best_version(&self, layer: &DeviceConv) -> ConvVersion {
-        if self.wgmma.is_some() && layer.wgmma_weight.is_some() {
-            ConvVersion::Wgmma
-        } else if layer.in_channels <= STAGED_MAX_CHANNELS
-            && layer.out_channels <= STAGED_MAX_CHANNELS
-        {
-            ConvVersion::Staged
-        } else {
-            ConvVersion::Direct
-        }
+        [ConvVersion::Wgmma, ConvVersion::Staged, ConvVersion::Direct]
+            .into_iter()
+            .find(|v| self.supports(*v, layer))
+            .unwrap_or(ConvVersion::Direct)
     }
 
     /// Whether `version` can run `layer` here.
     pub fn supports(&self, version: ConvVersion, layer: &DeviceConv) -> bool {
+        let plain_wgmma = layer.wgmma.as_ref().is_some_and(|w| {
+            w.chunks * 8 == layer.in_channels && layer.out_channels.is_multiple_of(8)
+        });
         match version {
-            ConvVersion::Direct => true,
+            ConvVersion::Direct => layer.mma.is_some(),
             ConvVersion::Staged => {
-                layer.in_channels <= STAGED_MAX_CHANNELS
+                layer.mma.is_some()
+                    && layer.in_channels <= STAGED_MAX_CHANNELS
                     && layer.out_channels <= STAGED_MAX_CHANNELS
             }
-            ConvVersion::Wgmma | ConvVersion::WgmmaSwapped => {
-                self.wgmma.is_some() && layer.wgmma_weight.is_some()
-            }
+            ConvVersion::Wgmma | ConvVersion::WgmmaSwapped => self.wgmma.is_some() && plain_wgmma,
         }
     }
 
@@ -205,10 +157,30 @@ impl Conv3x3Kernel {
     ) -> Result<(), GpuError> {
         if !self.supports(version, layer) {
             return Err(GpuError(format!(
-                "the {version:?} convolution cannot run {} -> {} channels here (staged: up to {STAGED_MAX_CHANNELS}; wgmma: exactly {WGMMA_CHANNELS}, compute capability 9.0)",
+                "the {version:?} convolution cannot run {} -> {} channels here (mma.sync: multiples of 16 in, 8 out; staged: up to {STAGED_MAX_CHANNELS}; wgmma: 16 or 64 in, up to {WGMMA_CHANNELS} out, compute capability 9.0)",
                 layer.in_channels, layer.out_channels
             )));
         }
+        if let (ConvVersion::Wgmma | ConvVersion::WgmmaSwapped, Some(kernels)) =
+            (version, &self.wgmma)
+        {
+            let target = WgmmaTarget::Nhwc {
+                out: output,
+                channels: layer.out_channels,
+            };
+            let swap = version == ConvVersion::WgmmaSwapped;
+            return kernels.run(
+                stream,
+                layer,
+                WgmmaSource::Plain(input),
+                target,
+                (height, width),
+                swap,
+            );
+        }
+        let Some(weights) = &layer.mma else {
+            return Err(GpuError("no mma.sync weights for this layer".into()));
+        };
         let pixels = height * width;
         if input.len() < pixels * layer.in_channels || output.len() < pixels * layer.out_channels {
             return Err(GpuError(format!(
@@ -251,9 +223,9 @@ impl Conv3x3Kernel {
                 };
                 let mut args = stream.launch_builder(function);
                 args.arg(input)
-                    .arg(&layer.weight)
-                    .arg(&layer.bias)
-                    .arg(&layer.slope)
+                    .arg(&weights.weight)
+                    .arg(&weights.bias)
+                    .arg(&weights.slope)
                     .arg(output)
                     .arg(&h)
                     .arg(&w)
@@ -267,31 +239,7 @@ impl Conv3x3Kernel {
                 unsafe { args.launch(cfg) }
             }
             ConvVersion::Wgmma | ConvVersion::WgmmaSwapped => {
-                let (Some(function), Some(weight)) = (&self.wgmma, &layer.wgmma_weight) else {
-                    unreachable!("supports() checked both");
-                };
-                let tiles = height.div_ceil(WGMMA_TILE.0) * width.div_ceil(WGMMA_TILE.1);
-                let cfg = LaunchConfig {
-                    grid_dim: ((tiles as u32).clamp(1, self.multiprocessors), 1, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: WGMMA_SMEM_BYTES as u32,
-                };
-                let swap = i32::from(version == ConvVersion::WgmmaSwapped);
-                let mut args = stream.launch_builder(function);
-                args.arg(input)
-                    .arg(weight)
-                    .arg(&layer.bias)
-                    .arg(&layer.slope)
-                    .arg(output)
-                    .arg(&h)
-                    .arg(&w)
-                    .arg(&act)
-                    .arg(&swap);
-                // SAFETY: the arguments match conv3x3_nhwc_f16_wgmma's signature; the
-                // layer has 64 channels in and out (it has wgmma weights, 9 x 64 x 64
-                // halves), and the buffers were checked above to hold the image at 64
-                // channels; all belong to `stream`'s context.
-                unsafe { args.launch(cfg) }
+                unreachable!("returned above: supports() found the wgmma kernels")
             }
         }
         .map(|_| ())

@@ -1,7 +1,7 @@
-// RAVE native engine: 3x3 convolution (pad 1, stride 1), 64 channels in and out (the
-// SRVGGNetCompact body), on Hopper's warpgroup tensor-core instructions (wgmma, sm_90a),
-// FP16 operands, FP32 accumulation, with the bias and the activation (PReLU with one slope
-// per output channel, or none) applied before the one half-precision store.
+// RAVE native engine: 3x3 convolution (stride 1) of up to 64 channels in and out, on
+// Hopper's warpgroup tensor-core instructions (wgmma, sm_90a), FP16 operands, FP32
+// accumulation, with the bias and the activation (PReLU with one slope per output channel,
+// or none) applied before the one store.
 //
 // The convolution is a matrix product per output row: D[cout][pixel] = sum over the nine
 // taps and 64 input channels of W[cout][tap, cin] * X[tap, cin][pixel], M = 64 output
@@ -11,14 +11,20 @@
 // channels] makes a tap's shifted window (kx = 0, 1, 2) a start address 16 bytes further
 // on, so the nine taps read one staged copy of the input with no data movement.
 //
-// Layouts: input  [H][W][64] half (NHWC)
-//          weight [tap 9][chunk 8][cout 64][8] half: prepared by the host (conv3x3.rs)
-//          bias, slope [64] float
-//          output [H][W][64] half
+// Input: NCH chunks of 8 channels, the first NA from `input` (NHWC, NA * 8 channels a
+// pixel), the rest from `input_b` (NHWC, (NCH - NA) * 8 channels): the SRVGGNetCompact
+// folded tail reads the last layer's 48 channels and the network's input this way, in place.
+// Border: zeros (padding 1), or REMAP: the nearest pixel with its channel taken through the
+// folded tail's edge tables (`remap`: 4 x 64 ints, top, bottom, left, right; the column
+// table applies first). Weights: [tap 9][chunk NCH][cout 64][8] half, prepared by the host
+// (device_conv.rs), zeros past the layer's channels; bias, slope: [64] float.
+// Output: NHWC half with `out_channels` channels a pixel (the first out_channels of the 64
+// computed), or, for the network's end, depth-to-space by `block` into planar float
+// [3][H * block][W * block], plus the nearest-upsampled input where `residual` is set.
 //
 // Grid: persistent, any number of blocks (they stride over tiles of 2 rows x 128 pixels);
 // block: 256 threads = 2 warpgroups, one output row each; dynamic shared memory:
-// WG_SMEM_BYTES. The block keeps the layer's weights in shared memory and stages the next
+// 9 * NCH * 1024 + 2 * max(4 * NCH * 130 * 16, 2 * 128 * 72 * 2) bytes. The block keeps the layer's weights in shared memory and stages the next
 // tile's input (4 rows x 130 columns, zeros outside the image) with cp.async while it
 // computes the current one.
 
@@ -30,8 +36,6 @@ typedef unsigned long long u64;
 #define WG_SW (WG_TW + 2)            // staged columns
 #define WG_TH 2                      // output rows per tile (one per warpgroup)
 #define WG_SR (WG_TH + 2)            // staged rows
-#define WG_WEIGHT_BYTES (9 * 8 * 64 * 16)
-#define WG_STAGE_BYTES (WG_SR * 8 * WG_SW * 16)
 #define WG_OUT_STRIDE 72             // halves per pixel in the epilogue's transpose buffer
 
 __device__ __forceinline__ u32 shared_address(const void* p) {
@@ -81,38 +85,85 @@ __device__ __forceinline__ void wgmma_m64n128k16(float* d, u64 desc_a, u64 desc_
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-// Stage tile `tile`'s input rows into `stage` (shared address), zeros outside the image.
+#define BORDER_ZERO 0
+#define BORDER_REMAP 1
+
+// Stage tile `tile`'s input rows into `stage` (shared address); outside the image zeros,
+// or the remapped nearest pixel.
+template <int NCH, int NA, int BORDER>
 __device__ __forceinline__ void stage_tile(
-    const half_bits* __restrict__ input, u32 stage, int tile, int tiles_x, int tiles,
-    int height, int width)
+    const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,
+    const int* __restrict__ remap, u32 stage, int tile, int tiles_x, int tiles, int height,
+    int width)
 {
     if (tile >= tiles) {
         return;
     }
     const int y0 = (tile / tiles_x) * WG_TH;
     const int x0 = (tile % tiles_x) * WG_TW;
-    for (int i = threadIdx.x; i < WG_SR * WG_SW * 8; i += blockDim.x) {
-        const int chunk = i & 7;
-        const int px = i >> 3;
+    for (int i = threadIdx.x; i < WG_SR * WG_SW * NCH; i += blockDim.x) {
+        const int chunk = i % NCH;
+        const int px = i / NCH;
         const int row = px / WG_SW;
         const int col = px - row * WG_SW;
         const int sy = y0 - 1 + row;
         const int sx = x0 - 1 + col;
+        const u32 dst = stage + ((row * NCH + chunk) * WG_SW + col) * 16;
         const bool inside = sy >= 0 && sy < height && sx >= 0 && sx < width;
-        const half_bits* src = inside ? input + ((long long)sy * width + sx) * 64 + chunk * 8 : input;
-        copy_16_async(stage + ((row * 8 + chunk) * WG_SW + col) * 16, src, inside ? 16u : 0u);
+        if (BORDER == BORDER_REMAP && !inside && sx >= -1 && sx <= width && sy >= -1 && sy <= height) {
+            const int cy = sy < 0 ? 0 : (sy >= height ? height - 1 : sy);
+            const int cx = sx < 0 ? 0 : (sx >= width ? width - 1 : sx);
+            const int* col_map = sx < 0 ? remap + 128 : (sx >= width ? remap + 192 : nullptr);
+            const int* row_map = sy < 0 ? remap : (sy >= height ? remap + 64 : nullptr);
+            u32 packed[4];
+            #pragma unroll
+            for (int e = 0; e < 8; e += 2) {
+                half_bits v[2];
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    int c = chunk * 8 + e + k;
+                    if (col_map) c = col_map[c];
+                    if (row_map) c = row_map[c];
+                    v[k] = c < NA * 8
+                        ? input[((long long)cy * width + cx) * (NA * 8) + c]
+                        : input_b[((long long)cy * width + cx) * ((NCH - NA) * 8) + c - NA * 8];
+                }
+                packed[e / 2] = (u32)v[0] | ((u32)v[1] << 16);
+            }
+            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
+                :: "r"(dst), "r"(packed[0]), "r"(packed[1]), "r"(packed[2]), "r"(packed[3]));
+            continue;
+        }
+        const half_bits* src = input;
+        if (inside) {
+            src = chunk < NA
+                ? input + ((long long)sy * width + sx) * (NA * 8) + chunk * 8
+                : input_b + ((long long)sy * width + sx) * ((NCH - NA) * 8) + (chunk - NA) * 8;
+        }
+        copy_16_async(dst, src, inside ? 16u : 0u);
     }
 }
 
 // act: 0 = none, 1 = PReLU / LeakyReLU with slope[co] for negative values.
 // swap: 1 exchanges the two core-matrix offsets in the descriptors (a diagnostic: the test
 // runs it once to show which reading of the descriptor format the hardware has).
-extern "C" __global__ void __launch_bounds__(256, 1) conv3x3_nhwc_f16_wgmma(
-    const half_bits* __restrict__ input, const uint4* __restrict__ weight,
+// block: 0 = NHWC output of out_channels channels; 2, 3 or 4 = depth-to-space into planar
+// float `planar` (residual: add the nearest-upsampled planar float input `residual`).
+template <int NCH, int NA, int BORDER>
+__device__ __forceinline__ void conv_wgmma(
+    const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,
+    const int* __restrict__ remap, const uint4* __restrict__ weight,
     const float* __restrict__ bias, const float* __restrict__ slope,
-    half_bits* __restrict__ output, int height, int width, int act, int swap)
+    half_bits* __restrict__ output, float* __restrict__ planar,
+    const float* __restrict__ residual, int height, int width, int out_channels, int block,
+    int act, int swap)
 {
     extern __shared__ __align__(1024) unsigned char smem[];
+    constexpr int WEIGHT_BYTES = 9 * NCH * 1024;
+    // A stage buffer also holds the epilogue's transposed output of both warpgroups.
+    constexpr int STAGED_BYTES = WG_SR * NCH * WG_SW * 16;
+    constexpr int OUT_BYTES = WG_TH * WG_TW * WG_OUT_STRIDE * 2;
+    constexpr int STAGE_BYTES = STAGED_BYTES > OUT_BYTES ? STAGED_BYTES : OUT_BYTES;
     const int tid = threadIdx.x;
     const int wg = tid >> 7;
     const int wtid = tid & 127;
@@ -122,18 +173,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv3x3_nhwc_f16_wgmma(
     const int pair = (lane & 3) * 2;
 
     uint4* weight_s = reinterpret_cast<uint4*>(smem);
-    for (int i = tid; i < WG_WEIGHT_BYTES / 16; i += blockDim.x) {
+    for (int i = tid; i < WEIGHT_BYTES / 16; i += blockDim.x) {
         weight_s[i] = weight[i];
     }
     const u32 weight_addr = shared_address(smem);
-    const u32 stage0 = shared_address(smem + WG_WEIGHT_BYTES);
-    const u32 stage1 = stage0 + WG_STAGE_BYTES;
+    const u32 stage0 = shared_address(smem + WEIGHT_BYTES);
+    const u32 stage1 = stage0 + STAGE_BYTES;
 
     const int tiles_x = (width + WG_TW - 1) / WG_TW;
     const int tiles = tiles_x * ((height + WG_TH - 1) / WG_TH);
-    stage_tile(input, stage0, blockIdx.x, tiles_x, tiles, height, width);
+    stage_tile<NCH, NA, BORDER>(input, input_b, remap, stage0, blockIdx.x, tiles_x, tiles, height, width);
     asm volatile("cp.async.commit_group;");
-    stage_tile(input, stage1, blockIdx.x + gridDim.x, tiles_x, tiles, height, width);
+    stage_tile<NCH, NA, BORDER>(input, input_b, remap, stage1, blockIdx.x + gridDim.x, tiles_x, tiles, height, width);
     asm volatile("cp.async.commit_group;");
 
     const u32 a_lead = swap ? 128 : 1024, a_stride = swap ? 1024 : 128;
@@ -143,6 +194,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv3x3_nhwc_f16_wgmma(
     const int co_hi = co_lo + 8;
     const float bias_lo = bias[co_lo], bias_hi = bias[co_hi];
     const float slope_lo = act ? slope[co_lo] : 1.0f, slope_hi = act ? slope[co_hi] : 1.0f;
+    const int out_chunks = out_channels / 8;
 
     int it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++it) {
@@ -162,10 +214,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv3x3_nhwc_f16_wgmma(
         for (int tap = 0; tap < 9; ++tap) {
             const int ky = tap / 3, kx = tap % 3;
             #pragma unroll
-            for (int s = 0; s < 4; ++s) {
-                const u64 desc_a = descriptor(weight_addr + (tap * 8 + 2 * s) * 1024, a_lead, a_stride);
+            for (int s = 0; s < NCH / 2; ++s) {
+                const u64 desc_a = descriptor(weight_addr + (tap * NCH + 2 * s) * 1024, a_lead, a_stride);
                 const u64 desc_b = descriptor(
-                    stage + (((wg + ky) * 8 + 2 * s) * WG_SW + kx) * 16, b_lead, b_stride);
+                    stage + (((wg + ky) * NCH + 2 * s) * WG_SW + kx) * 16, b_lead, b_stride);
                 wgmma_m64n128k16(d, desc_a, desc_b, 1);
             }
         }
@@ -173,40 +225,85 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv3x3_nhwc_f16_wgmma(
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         __syncthreads();   // both warpgroups are done reading the staged input
 
-        // Epilogue: bias and activation, then through the spent stage buffer (transposed
-        // to [pixel][channel]) so the stores to the output are whole 16-byte pieces.
-        half_bits* out_s = reinterpret_cast<half_bits*>(smem + WG_WEIGHT_BYTES + buf * WG_STAGE_BYTES)
-            + wg * WG_TW * WG_OUT_STRIDE;
-        #pragma unroll
-        for (int j = 0; j < WG_TW / 8; ++j) {
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const bool hi = e >= 2;
-                float v = d[4 * j + e] + (hi ? bias_hi : bias_lo);
-                if (v < 0.0f) {
-                    v *= hi ? slope_hi : slope_lo;
-                }
-                const int px = 8 * j + pair + (e & 1);
-                out_s[px * WG_OUT_STRIDE + (hi ? co_hi : co_lo)] = to_half(v);
-            }
-        }
-        asm volatile("bar.sync %0, 128;" :: "r"(1 + wg));
         const int y = (tile / tiles_x) * WG_TH + wg;
         const int x0 = (tile % tiles_x) * WG_TW;
-        if (y < height) {
+        if (block == 0) {
+            // Bias and activation, then through the spent stage buffer (transposed to
+            // [pixel][channel]) so the stores to the output are whole 16-byte pieces.
+            half_bits* out_s = reinterpret_cast<half_bits*>(smem + WEIGHT_BYTES + buf * STAGE_BYTES)
+                + wg * WG_TW * WG_OUT_STRIDE;
             #pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                const int idx = wtid + 128 * i;
-                const int px = idx >> 3, chunk = idx & 7;
-                if (x0 + px < width) {
-                    *reinterpret_cast<uint4*>(output + ((long long)y * width + x0 + px) * 64 + chunk * 8) =
-                        *reinterpret_cast<const uint4*>(out_s + px * WG_OUT_STRIDE + chunk * 8);
+            for (int j = 0; j < WG_TW / 8; ++j) {
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const bool hi = e >= 2;
+                    float v = d[4 * j + e] + (hi ? bias_hi : bias_lo);
+                    if (v < 0.0f) {
+                        v *= hi ? slope_hi : slope_lo;
+                    }
+                    const int px = 8 * j + pair + (e & 1);
+                    out_s[px * WG_OUT_STRIDE + (hi ? co_hi : co_lo)] = to_half(v);
+                }
+            }
+            asm volatile("bar.sync %0, 128;" :: "r"(1 + wg));
+            if (y < height) {
+                for (int idx = wtid; idx < WG_TW * out_chunks; idx += 128) {
+                    const int px = idx / out_chunks, chunk = idx - px * out_chunks;
+                    if (x0 + px < width) {
+                        *reinterpret_cast<uint4*>(output + ((long long)y * width + x0 + px) * out_channels + chunk * 8) =
+                            *reinterpret_cast<const uint4*>(out_s + px * WG_OUT_STRIDE + chunk * 8);
+                    }
+                }
+            }
+        } else if (y < height) {
+            // Depth-to-space: output channel m = c * block^2 + i * block + j goes to
+            // planar[c][y * block + i][x * block + j].
+            const int bb = block * block;
+            const long long plane = (long long)height * block * width * block;
+            #pragma unroll
+            for (int j = 0; j < WG_TW / 8; ++j) {
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const bool hi = e >= 2;
+                    const int m = hi ? co_hi : co_lo;
+                    const int x = x0 + 8 * j + pair + (e & 1);
+                    if (m >= 3 * bb || x >= width) {
+                        continue;
+                    }
+                    float v = d[4 * j + e] + (hi ? bias_hi : bias_lo);
+                    if (act && v < 0.0f) {
+                        v *= hi ? slope_hi : slope_lo;
+                    }
+                    const int c = m / bb, i = (m % bb) / block, jj = m % block;
+                    if (residual) {
+                        v += residual[(long long)c * height * width + (long long)y * width + x];
+                    }
+                    planar[c * plane + (long long)(y * block + i) * width * block + x * block + jj] = v;
                 }
             }
         }
         __syncthreads();   // the buffer is free for the tile after next
-        stage_tile(input, stage, tile + 2 * gridDim.x, tiles_x, tiles, height, width);
+        stage_tile<NCH, NA, BORDER>(input, input_b, remap, stage, tile + 2 * gridDim.x, tiles_x, tiles, height, width);
         asm volatile("cp.async.commit_group;");
     }
     asm volatile("cp.async.wait_group 0;");
 }
+
+#define WGMMA_KERNEL(NAME, FORM)                                                  \
+    extern "C" __global__ void __launch_bounds__(256, 1) NAME(                                \
+        const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,           \
+        const int* __restrict__ remap, const uint4* __restrict__ weight,                      \
+        const float* __restrict__ bias, const float* __restrict__ slope,                      \
+        half_bits* __restrict__ output, float* __restrict__ planar,                           \
+        const float* __restrict__ residual, int height, int width, int out_channels,          \
+        int block, int act, int swap)                                                         \
+    {                                                                                         \
+        FORM(input, input_b, remap, weight, bias, slope, output,             \
+            planar, residual, height, width, out_channels, block, act, swap);                 \
+    }
+
+// The body and last layers (64 channels in), the first layer (16: the RGB input padded),
+// and the folded tail (48 from the last layer, 16 from the padded input, remapped edges).
+WGMMA_KERNEL(conv3x3_wgmma_c64, (conv_wgmma<8, 8, BORDER_ZERO>))
+WGMMA_KERNEL(conv3x3_wgmma_c16, (conv_wgmma<2, 2, BORDER_ZERO>))
+WGMMA_KERNEL(conv3x3_wgmma_folded_tail, (conv_wgmma<8, 6, BORDER_REMAP>))

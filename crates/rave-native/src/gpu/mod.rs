@@ -2,11 +2,15 @@
 //! architecture and checked against [`crate::reference`] on the GPU. Half-precision values
 //! travel as their 16-bit patterns (`u16`).
 
+pub mod compact_engine;
 pub mod conv3x3;
 pub mod device_conv;
+pub mod wgmma;
 
+pub use compact_engine::CompactEngine;
 pub use conv3x3::{Conv3x3Kernel, ConvVersion};
 pub use device_conv::DeviceConv;
+pub use wgmma::{WgmmaKernels, WgmmaSource, WgmmaTarget};
 
 /// What went wrong on the GPU side, in one line.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +22,41 @@ pub(crate) fn driver_error(
     what: &str,
 ) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
     move |e| GpuError(format!("{what}: {e}"))
+}
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaFunction};
+use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
+
+/// Compile `source` for `arch` and load `names` from it.
+pub(crate) fn load_module_functions<const N: usize>(
+    ctx: &Arc<CudaContext>,
+    source: &str,
+    file: &str,
+    arch: &'static str,
+    names: [&str; N],
+) -> Result<[CudaFunction; N], GpuError> {
+    let opts = CompileOptions {
+        arch: Some(arch),
+        name: Some(file.into()),
+        ..Default::default()
+    };
+    let ptx = compile_ptx_with_opts(source, opts)
+        .map_err(|e| GpuError(format!("compiling {file} for {arch}: {e}")))?;
+    let module = ctx
+        .load_module(ptx)
+        .map_err(driver_error("loading a convolution kernel"))?;
+    let mut out = Vec::with_capacity(N);
+    for name in names {
+        out.push(
+            module
+                .load_function(name)
+                .map_err(driver_error("finding a convolution kernel"))?,
+        );
+    }
+    out.try_into()
+        .map_err(|_| GpuError("kernel count mismatch".into()))
 }
 
 /// The compute architecture NVRTC compiles for: the device's own where known, else the

@@ -5,11 +5,40 @@ use std::path::PathBuf;
 
 use rave_tensorrt::{OrtRuntime, RuntimeCandidate};
 
-/// A file of tests/fixtures.
+/// A file of tests/fixtures: under the working directory's tests/fixtures where that
+/// exists (a test binary run from a copy of the repository on the GPU machine), else the
+/// source tree's.
 pub fn fixture(name: &str) -> PathBuf {
+    let local = PathBuf::from("tests/fixtures").join(name);
+    if local.exists() {
+        return local;
+    }
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .join(name)
+}
+
+/// PSNR in dB (peak 1) and the largest absolute difference between two equal-length
+/// arrays.
+pub fn psnr_and_max_abs(got: &[f32], want: &[f32]) -> (f64, f32) {
+    assert_eq!(got.len(), want.len());
+    let (mut max_abs, mut sq) = (0.0f32, 0.0f64);
+    for (g, w) in got.iter().zip(want) {
+        let d = if g.is_nan() {
+            f32::INFINITY
+        } else {
+            (g - w).abs()
+        };
+        max_abs = max_abs.max(d);
+        sq += f64::from(d) * f64::from(d);
+    }
+    let mse = sq / got.len().max(1) as f64;
+    let psnr = if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        10.0 * (1.0 / mse).log10()
+    };
+    (psnr, max_abs)
 }
 
 fn rave_home() -> PathBuf {

@@ -1,0 +1,297 @@
+//! SRVGGNetCompact on the GPU: the whole network as a chain of wgmma convolutions over NHWC
+//! half maps, from planar f32 RGB to planar f32 RGB, every launch on one stream.
+//!
+//! The input is packed once to 16 half channels a pixel (`layout.cu`); the first layer
+//! reads that, the body layers ping-pong between two 64-channel maps, and the network's
+//! end is fused into its last convolution: pixel shuffle plus the nearest-upsampled input
+//! (the residual tail), or, for the folded x2 tail, a 48-channel map that the tail
+//! convolution reads in place together with the packed input, writing the depth-to-space
+//! result.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
+
+use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
+use super::wgmma::{PADDED_INPUT_CHANNELS, WgmmaKernels, WgmmaSource, WgmmaTarget};
+use super::{GpuError, driver_error, load_module_functions, nvrtc_arch};
+use crate::network::{Activation, CompactNet, CompactTail};
+
+const LAYOUT_SOURCE: &str = include_str!("layout.cu");
+
+/// How the network ends.
+enum Tail {
+    /// Pixel shuffle by `block` plus the nearest-upsampled input, fused into `last`.
+    Residual { block: usize },
+    /// `last` to a 48-channel map, then the folded tail's valid convolution over it and the
+    /// input with remapped edges, depth-to-space by `block`.
+    Folded(Box<FoldedTail>),
+}
+
+/// The folded tail's convolution, edge tables and the 48-channel map it reads.
+struct FoldedTail {
+    conv: DeviceConv,
+    remap: CudaSlice<i32>,
+    block: usize,
+    last_map: CudaSlice<u16>,
+}
+
+/// An SRVGGNetCompact loaded for one frame size.
+pub struct CompactEngine {
+    stream: Arc<CudaStream>,
+    kernels: WgmmaKernels,
+    pack: CudaFunction,
+    body: Vec<DeviceConv>,
+    last: DeviceConv,
+    tail: Tail,
+    height: usize,
+    width: usize,
+    scale: usize,
+    packed: CudaSlice<u16>,
+    maps: [CudaSlice<u16>; 2],
+}
+
+/// Why `net` cannot run on these kernels, if it cannot.
+pub fn unsupported(net: &CompactNet) -> Option<String> {
+    let features = net.last.in_channels;
+    if features != WGMMA_CHANNELS {
+        return Some(format!("{features} features: the native kernels take 64"));
+    }
+    if let Some(l) = net
+        .body
+        .iter()
+        .skip(1)
+        .find(|l| l.conv.in_channels != WGMMA_CHANNELS || l.conv.out_channels != WGMMA_CHANNELS)
+    {
+        return Some(format!(
+            "{}: a body layer that is not 64 -> 64",
+            l.conv.node
+        ));
+    }
+    match &net.tail {
+        CompactTail::CubicResize { .. } => {
+            Some("the x4-then-cubic tail (x3 models) is not in the native engine yet".into())
+        }
+        CompactTail::Folded(t) if t.conv.in_channels != 48 + 3 || t.conv.out_channels != 12 => {
+            Some(format!(
+                "a folded tail of {} -> {} channels (the kernels take 51 -> 12)",
+                t.conv.in_channels, t.conv.out_channels
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The folded tail's edge tables as the kernel reads them: top, bottom, left, right, 64
+/// entries each, identity past the last layer's channels.
+fn remap_tables(tables: [&[usize]; 4]) -> Result<Vec<i32>, GpuError> {
+    let mut out = Vec::with_capacity(4 * WGMMA_CHANNELS);
+    for table in tables {
+        for c in 0..WGMMA_CHANNELS {
+            let v = match table.get(c) {
+                Some(&src) if src < table.len() => src,
+                Some(&src) => {
+                    return Err(GpuError(format!(
+                        "the folded tail's edge table names channel {src} of {}",
+                        table.len()
+                    )));
+                }
+                None => c,
+            };
+            out.push(v as i32);
+        }
+    }
+    Ok(out)
+}
+
+impl CompactEngine {
+    /// Load `net` for frames of `height x width` on `stream` (compute capability 9.0).
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        net: &CompactNet,
+        (height, width): (usize, usize),
+    ) -> Result<Self, GpuError> {
+        if let Some(why) = unsupported(net) {
+            return Err(GpuError(why));
+        }
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(driver_error("reading the compute capability"))?;
+        if (major, minor) != (9, 0) {
+            return Err(GpuError(format!(
+                "compute capability {major}.{minor}: the native engine's kernels use Hopper's wgmma (9.0) so far"
+            )));
+        }
+        let sms = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(driver_error("reading the multiprocessor count"))?;
+        let kernels = WgmmaKernels::load(ctx, sms.max(1) as u32)?;
+        let arch = nvrtc_arch(major, minor).unwrap_or("compute_90");
+        let [pack] = load_module_functions(
+            ctx,
+            LAYOUT_SOURCE,
+            "rave_layout.cu",
+            arch,
+            ["pack_rgb_nhwc16"],
+        )?;
+        let body = net
+            .body
+            .iter()
+            .map(|l| DeviceConv::upload(&stream, &l.conv, &l.activation))
+            .collect::<Result<Vec<_>, _>>()?;
+        let last = DeviceConv::upload(&stream, &net.last, &Activation::Identity)?;
+        let pixels = height * width;
+        let alloc = |n: usize| {
+            stream
+                .alloc_zeros::<u16>(n.max(1))
+                .map_err(driver_error("allocating a feature map"))
+        };
+        let (tail, scale) = match &net.tail {
+            CompactTail::Residual => {
+                let block = net.shuffle as usize;
+                (Tail::Residual { block }, block)
+            }
+            CompactTail::Folded(t) => {
+                let remap = remap_tables([&t.top, &t.bottom, &t.left, &t.right])?;
+                let block = t.block as usize;
+                let tail = Tail::Folded(Box::new(FoldedTail {
+                    conv: DeviceConv::upload(&stream, &t.conv, &Activation::Identity)?,
+                    remap: stream
+                        .clone_htod(&remap)
+                        .map_err(driver_error("uploading the edge tables"))?,
+                    block,
+                    last_map: alloc(pixels * 48)?,
+                }));
+                (tail, block)
+            }
+            CompactTail::CubicResize { .. } => unreachable!("refused by unsupported()"),
+        };
+        Ok(Self {
+            packed: alloc(pixels * PADDED_INPUT_CHANNELS)?,
+            maps: [
+                alloc(pixels * WGMMA_CHANNELS)?,
+                alloc(pixels * WGMMA_CHANNELS)?,
+            ],
+            stream,
+            kernels,
+            pack,
+            body,
+            last,
+            tail,
+            height,
+            width,
+            scale,
+        })
+    }
+
+    /// Output size / input size.
+    pub fn scale(&self) -> usize {
+        self.scale
+    }
+
+    /// Queue the network over `input` (planar f32 `[3][h][w]`) into `output` (planar f32
+    /// `[3][h * scale][w * scale]`) on the engine's stream.
+    pub fn run(
+        &mut self,
+        input: &CudaSlice<f32>,
+        output: &mut CudaSlice<f32>,
+    ) -> Result<(), GpuError> {
+        let (h, w) = (self.height, self.width);
+        let pixels = h * w;
+        if input.len() < 3 * pixels || output.len() < 3 * pixels * self.scale * self.scale {
+            return Err(GpuError(format!(
+                "network buffers too small for {w}x{h} at x{}: input {} of {}, output {} of {}",
+                self.scale,
+                input.len(),
+                3 * pixels,
+                output.len(),
+                3 * pixels * self.scale * self.scale
+            )));
+        }
+        let dims = [h, w].map(|d| i32::try_from(d).unwrap_or(i32::MAX));
+        let cfg = LaunchConfig {
+            grid_dim: ((pixels as u32).div_ceil(256), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut args = self.stream.launch_builder(&self.pack);
+        args.arg(input)
+            .arg(&mut self.packed)
+            .arg(&dims[0])
+            .arg(&dims[1]);
+        // SAFETY: pack_rgb_nhwc16(planar, packed, height, width): `input` holds 3 planes of
+        // h x w floats (checked above) and `packed` h x w x 16 halves (allocated so in
+        // `new`); both on the engine's stream's context.
+        unsafe { args.launch(cfg) }.map_err(driver_error("launching the input packing"))?;
+
+        let shape = (h, w);
+        let [a, b] = &mut self.maps;
+        let (mut current, mut next) = (a, b);
+        for (i, layer) in self.body.iter().enumerate() {
+            let source = match i {
+                0 => WgmmaSource::Plain(&self.packed),
+                _ => WgmmaSource::Plain(current),
+            };
+            let target = WgmmaTarget::Nhwc {
+                out: next,
+                channels: WGMMA_CHANNELS,
+            };
+            self.kernels
+                .run(&self.stream, layer, source, target, shape, false)?;
+            std::mem::swap(&mut current, &mut next);
+        }
+        match &mut self.tail {
+            Tail::Residual { block } => {
+                let target = WgmmaTarget::DepthToSpace {
+                    out: output,
+                    block: *block,
+                    residual: Some(input),
+                };
+                self.kernels.run(
+                    &self.stream,
+                    &self.last,
+                    WgmmaSource::Plain(current),
+                    target,
+                    shape,
+                    false,
+                )
+            }
+            Tail::Folded(folded) => {
+                let FoldedTail {
+                    conv,
+                    remap,
+                    block,
+                    last_map,
+                } = &mut **folded;
+                let target = WgmmaTarget::Nhwc {
+                    out: last_map,
+                    channels: 48,
+                };
+                self.kernels.run(
+                    &self.stream,
+                    &self.last,
+                    WgmmaSource::Plain(current),
+                    target,
+                    shape,
+                    false,
+                )?;
+                let source = WgmmaSource::FoldedTail {
+                    last: last_map,
+                    input: &self.packed,
+                    remap,
+                };
+                let target = WgmmaTarget::DepthToSpace {
+                    out: output,
+                    block: *block,
+                    residual: None,
+                };
+                self.kernels
+                    .run(&self.stream, conv, source, target, shape, false)
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Whole SRVGGNetCompact networks on the GPU (`CompactEngine`, the wgmma kernels) against
+//! the f32 CPU reference on the same frames: the fixtures and the installed animevideov3
+//! models, at several sizes including odd ones; at least 45 dB, max abs error printed. Then
+//! the engine's speed at 1920x1080. Needs a Hopper GPU: ignored elsewhere, run on the H200
+//! by scripts/gpu_tests.sh (RAVE_HOME pointing at the models there).
+
+mod common;
+
+use std::time::Instant;
+
+use cudarc::driver::CudaContext;
+use rave_native::gpu::CompactEngine;
+use rave_native::gpu::compact_engine::unsupported;
+use rave_native::reference::{self, FeatureMap};
+use rave_native::{Architecture, Network, recognise_file};
+
+fn compact(net: &Network) -> &rave_native::network::CompactNet {
+    match &net.architecture {
+        Architecture::Compact(c) => c,
+        other => panic!("not SRVGGNetCompact: {}", other.name()),
+    }
+}
+
+/// Uniform values in [0, 1) from a fixed-seed xorshift.
+fn frame(width: usize, height: usize, seed: u64) -> FeatureMap {
+    let mut s = seed | 1;
+    let mut x = FeatureMap::zeros(3, height, width);
+    for v in &mut x.data {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        *v = (s >> 40) as f32 / (1u64 << 24) as f32;
+    }
+    x
+}
+
+#[test]
+#[ignore = "needs a Hopper GPU"]
+fn the_gpu_network_matches_the_reference() {
+    let ctx = CudaContext::new(0).expect("a CUDA device");
+    let stream = ctx.default_stream();
+    let mut models: Vec<(String, std::path::PathBuf)> = [
+        "compact_x2.onnx",
+        "compact_x2_folded.onnx",
+        "compact_x2_fp16.onnx",
+    ]
+    .iter()
+    .map(|n| (n.to_string(), common::fixture(&format!("arch/{n}"))))
+    .collect();
+    for name in ["realesr-animevideov3-x2", "realesr-animevideov3-x4"] {
+        if let Some(p) = common::installed_model(name) {
+            models.push((name.to_string(), p));
+        }
+    }
+    let sizes = [(7, 5), (33, 17), (130, 9), (64, 64), (257, 37), (1, 1)];
+    let mut worst_psnr = f64::INFINITY;
+    let mut failures = Vec::new();
+    for (name, path) in &models {
+        let net = recognise_file(path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let c = compact(&net);
+        if let Some(why) = unsupported(c) {
+            println!("{name}: skipped ({why})");
+            continue;
+        }
+        for &(w, h) in &sizes {
+            let x = frame(w, h, (w * 31 + h) as u64);
+            let want = reference::run(&net, &x);
+            let mut engine = CompactEngine::new(&ctx, stream.clone(), c, (h, w)).unwrap();
+            let s = engine.scale();
+            let input = stream.clone_htod(&x.data).unwrap();
+            let mut output = stream
+                .clone_htod(&vec![f32::NAN; 3 * w * h * s * s])
+                .unwrap();
+            engine.run(&input, &mut output).unwrap();
+            let got = stream.clone_dtoh(&output).unwrap();
+            let (psnr, max_abs) = common::psnr_and_max_abs(&got, &want.data);
+            println!("{name} {w}x{h} -> x{s}: PSNR {psnr:.1} dB, max abs error {max_abs:.3e}");
+            worst_psnr = worst_psnr.min(psnr);
+            if psnr < 45.0 || psnr.is_nan() {
+                failures.push(format!("{name} {w}x{h}: {psnr:.1} dB"));
+            }
+        }
+    }
+    println!("worst PSNR over all networks and sizes: {worst_psnr:.1} dB (limit 45)");
+    assert!(failures.is_empty(), "below 45 dB: {failures:?}");
+}
+
+#[test]
+#[ignore = "needs a Hopper GPU"]
+fn gpu_network_speed_at_1080p() {
+    let ctx = CudaContext::new(0).expect("a CUDA device");
+    let stream = ctx.default_stream();
+    for name in ["realesr-animevideov3-x2", "realesr-animevideov3-x4"] {
+        let Some(path) = common::installed_model(name) else {
+            continue;
+        };
+        let net = recognise_file(&path).unwrap();
+        let (w, h) = (1920usize, 1080usize);
+        let started = Instant::now();
+        let mut engine = CompactEngine::new(&ctx, stream.clone(), compact(&net), (h, w)).unwrap();
+        let s = engine.scale();
+        let inputs: Vec<_> = (0..3)
+            .map(|i| stream.clone_htod(&frame(w, h, 77 + i).data).unwrap())
+            .collect();
+        let mut output = stream.alloc_zeros::<f32>(3 * w * h * s * s).unwrap();
+        engine.run(&inputs[0], &mut output).unwrap();
+        stream.synchronize().unwrap();
+        let first = started.elapsed();
+        for round in 0..2 {
+            let runs = 60;
+            let t = Instant::now();
+            for r in 0..runs {
+                engine.run(&inputs[r % 3], &mut output).unwrap();
+            }
+            stream.synchronize().unwrap();
+            let per = t.elapsed().as_secs_f64() / runs as f64;
+            println!(
+                "{name} native engine {w}x{h} -> x{s}, batch 1 (round {round}): {:.3} ms per frame, {:.1} fps",
+                per * 1e3,
+                1.0 / per
+            );
+        }
+        println!(
+            "{name}: load + compile + first frame {:.2} s",
+            first.as_secs_f64()
+        );
+    }
+}
