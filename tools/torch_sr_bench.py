@@ -47,6 +47,9 @@ def build(spec_path, device, dtype):
     for k, t in params.items():
         if t.is_floating_point():
             params[k] = t.to(dtype)
+    # Shapes, pads and scales as Python numbers, read here rather than in run(): a .tolist()
+    # inside run() would break torch.compile's graph at every such node.
+    consts = {k: np.array(z[v]).reshape(-1).tolist() for k, v in spec["params"].items() if np.array(z[v]).size <= 8}
 
     def run(x):
         env = {spec["input"]: x}
@@ -61,7 +64,7 @@ def build(spec_path, device, dtype):
             elif op == "DepthToSpace":
                 y = F.pixel_shuffle(get(i[0]), a["blocksize"])
             elif op == "Resize":
-                s = params[i[2]].float().tolist()
+                s = [float(v) for v in consts[i[2]]]
                 mode = "nearest" if a.get("mode") == "nearest" else "bicubic"
                 kw = {} if mode == "nearest" else {"align_corners": False}
                 y = F.interpolate(get(i[0]), scale_factor=(s[2], s[3]), mode=mode, **kw)
@@ -70,7 +73,7 @@ def build(spec_path, device, dtype):
             elif op in ("Identity", "Cast"):
                 y = get(i[0])
             elif op == "Slice":
-                starts, ends, axes = (params[n].tolist() for n in i[1:4])
+                starts, ends, axes = (consts[name] for name in i[1:4])
                 y = get(i[0])
                 for st, en, ax in zip(starts, ends, axes):
                     size = y.shape[ax]
@@ -83,7 +86,7 @@ def build(spec_path, device, dtype):
             elif op == "Pad":
                 if a.get("mode") != "edge":
                     raise SystemExit("Pad other than edge mode not supported by this reference")
-                p = params[i[1]].tolist()  # [n, c, h, w] begins then ends
+                p = consts[i[1]]  # [n, c, h, w] begins then ends
                 y = F.pad(get(i[0]), (p[3], p[7], p[2], p[6]), mode="replicate")
             else:
                 raise SystemExit(f"op {op} not supported by this reference")
