@@ -31,7 +31,7 @@ stage() {
   models="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}/models"
   mkdir -p .gpu-bin/models   # found by `rave` as <executable dir>/models
   cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/models/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
-  cp "$models/realesr-animevideov3-x2-fp16.onnx" .gpu-bin/models/
+  cp "$models/realesr-animevideov3-x2-fp16.onnx" "$models/realesr-animevideov3-x4.onnx" .gpu-bin/models/
   # The photographs of scripts/make_sample_clip.sh, for the real-content clips of gpu_segments.sh.
   mkdir -p .gpu-bin/photos && cp "$models/../photos/"*.png .gpu-bin/photos/
   # The x2 model as ncnn builds it (x4 network, then a cubic halving through 8K), for the
@@ -41,6 +41,8 @@ stage() {
   "$py" tools/ncnn2onnx.py "$ncnn.param" "$ncnn.bin" .gpu-bin/x2-unfolded.onnx --no-fold --name realesr-animevideov3-x2 >/dev/null
   "$py" tools/to_fp16.py .gpu-bin/x2-unfolded.onnx .gpu-bin/x2-unfolded-fp16.onnx >/dev/null
   "$py" tools/torch_sr_bench.py export .gpu-bin/x2-unfolded.onnx .gpu-bin/animevideov3-x2.npz >/dev/null
+  # The installed (folded) x2 graph, the one the native engine runs, for the compiled peer.
+  "$py" tools/torch_sr_bench.py export "$models/realesr-animevideov3-x2.onnx" .gpu-bin/animevideov3-x2-folded.npz >/dev/null
   cargo test --release --no-run -p rave-core -p rave-cuda -p rave-native --message-format=json 2>/dev/null \
     | python3 -c '
 import json, shutil, sys
@@ -50,7 +52,7 @@ for line in sys.stdin:
     except ValueError:
         continue
     # rave-native: only its GPU tests (the others read fixtures from this checkout).
-    native_cpu = "rave-native" in m.get("package_id", "") and m.get("target", {}).get("name") != "gpu_conv"
+    native_cpu = "rave-native" in m.get("package_id", "") and m.get("target", {}).get("name") not in ("gpu_conv", "gpu_network")
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"] and not native_cpu:
         name = "test_" + m["target"]["name"].replace("-", "_")
         shutil.copy(m["executable"], ".gpu-bin/" + name)
@@ -65,6 +67,7 @@ run() {
   bin=/opt/rave-dev/payload
   [[ -x $bin/rave ]] || { echo "gpu_tests: $bin/rave missing; stage first" >&2; exit 1; }
   export PATH="$bin:$PATH"
+  export RAVE_HOME="${RAVE_HOME:-$bin}"   # the staged models, for the native engine's tests
   {
     echo "date: $(date -u +%FT%TZ)"
     echo "commit: ${RAVE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
@@ -100,6 +103,9 @@ run() {
   if python3 -c "import torch" 2>/dev/null; then
     echo "== PyTorch reference (same graph, plain torch ops)"
     timeout 200 python3 "$bin/torch_sr_bench.py" bench "$bin/animevideov3-x2.npz" 1920 1080 "${RAVE_BENCH_FRAMES:-100}" 2>&1 | tee "$out/torch_reference.txt" || status=1
+    echo "== PyTorch on the folded x2 graph the native engine runs: eager and torch.compile(max-autotune)"
+    python3 "$bin/torch_sr_bench.py" check "$bin/animevideov3-x2-folded.npz" "$bin/models/realesr-animevideov3-x2.onnx" 2>&1 | tee "$out/torch_folded_check.txt" || status=1
+    timeout 400 python3 "$bin/torch_sr_bench.py" bench "$bin/animevideov3-x2-folded.npz" 1920 1080 "${RAVE_BENCH_FRAMES:-100}" --compile 2>&1 | tee "$out/torch_folded.txt" || status=1
   fi
   echo "== rave devices"
   rave devices | tee "$out/devices.txt" || status=1

@@ -198,11 +198,14 @@ pub enum DeviceArg {
     Gpu,
 }
 
-/// GPU execution provider.
+/// What runs the model on the GPU.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum BackendArg {
-    /// TensorRT, falling back to CUDA with the reason in the report.
+    /// RAVE's native engine where it takes the model and the GPU, else ONNX Runtime with
+    /// TensorRT, else CUDA; the report says which ran and why.
     Auto,
+    /// RAVE's native engine only (SRVGGNetCompact models on Hopper GPUs so far).
+    Native,
     /// TensorRT only.
     Tensorrt,
     /// CUDA only.
@@ -288,8 +291,11 @@ pub struct GpuArgs {
     #[arg(long = "gpu", value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<usize>(0, MAX_GPU))]
     pub gpu_index: Option<usize>,
-    /// Execution provider [default: RAVE_ORT_TENSORRT, else auto]. tensorrt or cuda needs
-    /// the GPU: where it cannot run, the run fails instead of using the CPU.
+    /// What runs the model on the GPU [default: RAVE_ORT_TENSORRT, else auto]: auto takes
+    /// RAVE's native engine where it takes the model (SRVGGNetCompact, on a Hopper GPU, with
+    /// --precision auto/fp16 and no --max-batch/--cuda-graph), else ONNX Runtime. native,
+    /// tensorrt or cuda needs that engine: where it cannot run, the run fails instead of
+    /// using another.
     #[arg(long, value_enum)]
     pub backend: Option<BackendArg>,
     /// Precision [default: auto].

@@ -517,17 +517,26 @@ fn models_lists_installed_models_with_their_scale() {
         .iter()
         .find(|m| m["name"] == "compact-x2")
         .expect("listed");
-    assert_eq!(compact["engine"]["engine"], "native-eligible", "{compact}");
+    // Recognised, but its 8 features are not what the native kernels take: ONNX Runtime,
+    // saying so.
+    assert_eq!(compact["engine"]["engine"], "onnxruntime", "{compact}");
     assert_eq!(compact["engine"]["architecture"], "SRVGGNetCompact");
+    assert!(
+        compact["engine"]["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("is recognised, but 8 features: the native kernels take 64"),
+        "{compact}"
+    );
     let o = run(&["models", "--models-dir", dir.path().to_str().unwrap()]);
     assert_exit(&o, 0);
     let text = stdout(&o);
     assert!(
-        text.contains("    engine: native-eligible: SRVGGNetCompact x2 (8 features, 1 body convs, residual tail, fp32)"),
+        text.contains("    engine: ONNX Runtime: SRVGGNetCompact x2 (8 features, 1 body convs, residual tail, fp32) is recognised, but 8 features"),
         "{text}"
     );
     assert!(
-        text.contains("    engine: would run on ONNX Runtime because not SRVGGNetCompact: "),
+        text.contains("    engine: ONNX Runtime: not SRVGGNetCompact: "),
         "{text}"
     );
     // A model that cannot run at all gets its problem, not an engine it would run on.

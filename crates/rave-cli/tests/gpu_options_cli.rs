@@ -175,6 +175,7 @@ fn a_provider_asked_for_by_name_needs_the_gpu_with_device_auto() {
     for (flag, env, who) in [
         (Some("cuda"), None, "--backend cuda"),
         (Some("tensorrt"), None, "--backend tensorrt"),
+        (Some("native"), None, "--backend native"),
         (None, Some("trt"), "RAVE_ORT_TENSORRT=trt"),
         (None, Some("cuda-only"), "RAVE_ORT_TENSORRT=cuda-only"),
     ] {

@@ -1,7 +1,9 @@
-//! RAVE's native inference engine for the common super-resolution architectures. This first
-//! step is CPU-only: [`recognise`] finds SRVGGNetCompact or RRDBNet in an ONNX graph (never
-//! from the file name) and reads its weights into a [`Network`]; [`reference`] runs that
-//! network with plain f32 loops, the ground truth for the GPU kernels to come.
+//! RAVE's native inference engine for the common super-resolution architectures.
+//! [`recognise`] finds SRVGGNetCompact or RRDBNet in an ONNX graph (never from the file
+//! name) and reads its weights into a [`Network`]; [`reference`] runs that network with plain
+//! f32 loops, the ground truth for the GPU kernels; [`gpu`] holds the CUDA kernels (NVRTC at
+//! run time) and the whole-network SRVGGNetCompact engine; [`backend`] puts that engine behind
+//! the GPU pipeline's backend interface (`--backend native`, or `auto`).
 //!
 //! ONNX is read with [prost](https://docs.rs/prost): the few `onnx.proto` messages RAVE needs
 //! are declared by hand with prost's derive macros in [`proto`] (field numbers from
@@ -10,6 +12,7 @@
 //! against onnx.proto; generated code for the whole schema would be thousands of lines RAVE
 //! does not use.
 
+pub mod backend;
 pub mod gpu;
 pub mod graph;
 pub mod network;

@@ -71,7 +71,9 @@ fn the_gpu_network_matches_the_reference() {
             let mut output = stream
                 .clone_htod(&vec![f32::NAN; 3 * w * h * s * s])
                 .unwrap();
-            engine.run(&input, &mut output).unwrap();
+            engine
+                .run(&input.as_view(), &mut output.as_view_mut())
+                .unwrap();
             let got = stream.clone_dtoh(&output).unwrap();
             let (psnr, max_abs) = common::psnr_and_max_abs(&got, &want.data);
             println!("{name} {w}x{h} -> x{s}: PSNR {psnr:.1} dB, max abs error {max_abs:.3e}");
@@ -103,14 +105,18 @@ fn gpu_network_speed_at_1080p() {
             .map(|i| stream.clone_htod(&frame(w, h, 77 + i).data).unwrap())
             .collect();
         let mut output = stream.alloc_zeros::<f32>(3 * w * h * s * s).unwrap();
-        engine.run(&inputs[0], &mut output).unwrap();
+        engine
+            .run(&inputs[0].as_view(), &mut output.as_view_mut())
+            .unwrap();
         stream.synchronize().unwrap();
         let first = started.elapsed();
         for round in 0..2 {
             let runs = 60;
             let t = Instant::now();
             for r in 0..runs {
-                engine.run(&inputs[r % 3], &mut output).unwrap();
+                engine
+                    .run(&inputs[r % 3].as_view(), &mut output.as_view_mut())
+                    .unwrap();
             }
             stream.synchronize().unwrap();
             let per = t.elapsed().as_secs_f64() / runs as f64;

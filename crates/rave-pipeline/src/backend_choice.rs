@@ -13,10 +13,11 @@ use rave_core::types::PixelFormat;
 use rave_tensorrt::ep_options::Precision;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
+use rave_tensorrt::gpu_inference::GpuInference;
 use rave_tensorrt::provider_paths::{self, ProviderKind};
 use rave_tensorrt::{CpuBackend, LoadedModel, ModelOptions, OrtRuntime};
 
-use crate::config::{Device, PrecisionChoice, UpscaleConfig};
+use crate::config::{Device, GpuOptions, NativeChoice, PrecisionChoice, UpscaleConfig};
 use crate::report::BackendReport;
 use rave_core::block_on::block_on;
 
@@ -24,8 +25,8 @@ use rave_core::block_on::block_on;
 pub struct GpuPath {
     /// The device context (pool, streams, VRAM accounting).
     pub ctx: Arc<GpuContext>,
-    /// The initialized backend.
-    pub backend: TensorRtBackend,
+    /// The initialized backend: ONNX Runtime or the native engine.
+    pub backend: Box<dyn GpuInference>,
 }
 
 /// What runs the model.
@@ -188,6 +189,18 @@ fn gpu(
         ));
     }
     let ctx = GpuContext::new(opts.device_id)?;
+    let native_skipped = match opts.native {
+        NativeChoice::Off => None,
+        NativeChoice::Auto | NativeChoice::Required => match native_eligibility(config, &ctx) {
+            Ok(net) => return native(config, ctx, net, frame, downstream, runtime),
+            Err(why) if opts.native == NativeChoice::Required => {
+                return Err(EngineError::Config(format!(
+                    "--backend native: {why}; --backend auto runs it on ONNX Runtime"
+                )));
+            }
+            Err(why) => Some(why),
+        },
+    };
     let (model, model_note) = gpu_model(runtime, &config.model, &opts.precision)?;
     let mut search = opts.provider_search.clone();
     search.runtime_dir = runtime.library().parent().map(Path::to_path_buf);
@@ -230,6 +243,9 @@ fn gpu(
     if let Some(why) = backend.fallback_reason() {
         reason.push_str(&format!(" (TensorRT unavailable: {why})"));
     }
+    if let Some(why) = native_skipped {
+        reason.push_str(&format!("; not the native engine: {why}"));
+    }
     Ok(ChosenBackend {
         metadata: backend.metadata()?.clone(),
         model,
@@ -239,7 +255,95 @@ fn gpu(
             reason,
             runtime_library: runtime.library().to_path_buf(),
         },
-        engine: Engine::Gpu(Box::new(GpuPath { ctx, backend })),
+        engine: Engine::Gpu(Box::new(GpuPath {
+            ctx,
+            backend: Box::new(backend),
+        })),
+        warning: None,
+    })
+}
+
+/// An option given that the native engine does not honour, if any.
+fn native_option_conflict(opts: &GpuOptions) -> Option<String> {
+    match &opts.precision {
+        PrecisionChoice::Fp32 => {
+            return Some("--precision fp32 (it computes in fp16 with fp32 accumulation)".into());
+        }
+        PrecisionChoice::Int8(_) => return Some("--precision int8 (TensorRT's)".into()),
+        _ => {}
+    }
+    if opts.cuda_graph {
+        return Some("--cuda-graph (ONNX Runtime's)".into());
+    }
+    if opts.batch.max_batch > 1 {
+        return Some(format!(
+            "--max-batch {} (it runs one frame at a time)",
+            opts.batch.max_batch
+        ));
+    }
+    None
+}
+
+/// The network the native engine would run, or why it cannot run this model here.
+fn native_eligibility(
+    config: &UpscaleConfig,
+    ctx: &GpuContext,
+) -> std::result::Result<rave_native::network::CompactNet, String> {
+    if let Some(option) = native_option_conflict(&config.gpu) {
+        return Err(format!("it does not take {option}"));
+    }
+    let cc = ctx
+        .cuda()
+        .compute_capability()
+        .map_err(|e| format!("reading the GPU's compute capability: {e}"))?;
+    rave_native::backend::eligibility(&config.model, cc)
+}
+
+fn native(
+    config: &UpscaleConfig,
+    ctx: Arc<GpuContext>,
+    net: rave_native::network::CompactNet,
+    frame: (u32, u32),
+    downstream: usize,
+    runtime: &'static OrtRuntime,
+) -> Result<ChosenBackend> {
+    let summary = format!(
+        "SRVGGNetCompact x{}, {} body convolutions",
+        match &net.tail {
+            rave_native::network::CompactTail::Folded(t) => t.block,
+            _ => net.shuffle,
+        },
+        net.body.len()
+    );
+    let backend = rave_native::backend::NativeBackend::new(
+        ctx.clone(),
+        &config.model,
+        net,
+        downstream,
+        Some(frame),
+    )?;
+    let reason = format!(
+        "{}GPU {} via RAVE's native engine ({summary}; fp16 storage, fp32 accumulation, Hopper wgmma kernels)",
+        if config.device == Device::Auto {
+            "auto: "
+        } else {
+            ""
+        },
+        config.gpu.device_id
+    );
+    Ok(ChosenBackend {
+        metadata: backend.model()?.clone(),
+        model: config.model.clone(),
+        report: BackendReport {
+            requested: config.device,
+            name: rave_native::backend::ENGINE_NAME.into(),
+            reason,
+            runtime_library: runtime.library().to_path_buf(),
+        },
+        engine: Engine::Gpu(Box::new(GpuPath {
+            ctx,
+            backend: Box::new(backend),
+        })),
         warning: None,
     })
 }
@@ -284,6 +388,34 @@ mod tests {
         assert!(e.to_string().contains("RAVE_ORT_TENSORRT=trt asks"), "{e}");
         let e = provider_required(EngineError::Config("--precision fp32: ...".into()), "x");
         assert_eq!(e.to_string(), "--precision fp32: ...");
+    }
+
+    #[test]
+    fn options_the_native_engine_does_not_honour_send_the_model_to_onnx_runtime() {
+        let mut opts = GpuOptions::default();
+        assert_eq!(native_option_conflict(&opts), None);
+        opts.precision = PrecisionChoice::Fp16;
+        assert_eq!(native_option_conflict(&opts), None);
+        opts.precision = PrecisionChoice::Fp32;
+        assert!(
+            native_option_conflict(&opts)
+                .unwrap()
+                .contains("--precision fp32")
+        );
+        opts.precision = PrecisionChoice::Auto;
+        opts.cuda_graph = true;
+        assert!(
+            native_option_conflict(&opts)
+                .unwrap()
+                .contains("--cuda-graph")
+        );
+        opts.cuda_graph = false;
+        opts.batch.max_batch = 4;
+        assert!(
+            native_option_conflict(&opts)
+                .unwrap()
+                .contains("--max-batch 4")
+        );
     }
 
     #[test]

@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use rave_core::backend::UpscaleBackend;
 use rave_core::codec::FrameSource;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::HostYuvFrame;
@@ -26,7 +25,6 @@ use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::progress::ProgressSink;
 use crate::report::{RunReport, ratio};
 use crate::upscale::run_upscale;
-use rave_core::block_on::block_on;
 
 /// Inference alone.
 #[derive(Debug, Clone, Serialize)]
@@ -194,14 +192,14 @@ pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<Inferen
                 Arc::new(HostCopies::default()),
             )?;
             let texture = converter.upload(frame)?.texture;
-            let batch = gpu.backend.batch_config().max_batch;
+            let batch = gpu.backend.batching().max_batch;
             let inputs: Vec<GpuTexture> = vec![texture.clone(); batch];
             let run = |n: u64| -> Result<()> {
                 for _ in 0..n.div_ceil(batch as u64) {
                     if batch == 1 {
-                        block_on(gpu.backend.process(texture.clone()))?;
+                        gpu.backend.process_one(texture.clone())?;
                     } else {
-                        gpu.backend.process_batch(&inputs)?;
+                        gpu.backend.process_many(&inputs)?;
                     }
                 }
                 Ok(())
@@ -211,7 +209,7 @@ pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<Inferen
             run(repeats)?;
             let frames = repeats.div_ceil(batch as u64) * batch as u64;
             let fps = frames as f64 / t.elapsed().as_secs_f64();
-            block_on(gpu.backend.shutdown())?;
+            gpu.backend.close()?;
             Ok(InferenceOnly { frames, fps, batch })
         }
     }

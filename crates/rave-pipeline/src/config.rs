@@ -58,6 +58,8 @@ impl PrecisionChoice {
 pub struct GpuOptions {
     /// CUDA device ordinal.
     pub device_id: usize,
+    /// Whether RAVE's native engine may (or must) run the model instead of ONNX Runtime.
+    pub native: NativeChoice,
     /// Execution-provider policy (`--backend` / `RAVE_ORT_TENSORRT`).
     pub policy: EpPolicy,
     /// What asked for one provider (e.g. `--backend cuda`, `RAVE_ORT_TENSORRT=trt`), when
@@ -87,6 +89,7 @@ impl Default for GpuOptions {
     fn default() -> Self {
         Self {
             device_id: 0,
+            native: NativeChoice::Auto,
             policy: EpPolicy::Auto,
             provider_requested_by: None,
             given: Vec::new(),
@@ -99,6 +102,18 @@ impl Default for GpuOptions {
             provider_search: SearchInputs::default(),
         }
     }
+}
+
+/// Whether the native engine runs the model (`--backend`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NativeChoice {
+    /// Where it takes the model, the GPU and the options (`--backend auto`, the default);
+    /// else ONNX Runtime, with the reason in the report.
+    Auto,
+    /// It must (`--backend native`): where it cannot, the run fails saying why.
+    Required,
+    /// ONNX Runtime runs the model (`--backend tensorrt|cuda`, or `RAVE_ORT_TENSORRT` set).
+    Off,
 }
 
 /// Capacities of the bounded channels between stages.

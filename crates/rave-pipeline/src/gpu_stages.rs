@@ -5,7 +5,6 @@
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use rave_core::backend::UpscaleBackend;
 use rave_core::error::Result;
 use rave_core::gpu::{GpuContext, cuda_err};
 use rave_core::metrics::StageMetrics;
@@ -13,13 +12,12 @@ use rave_core::types::GpuTexture;
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::{DecodeStats, DecodedFrame, DecodedImage, VideoCodec, VideoReader};
 use rave_tensorrt::batch::{BatchCollector, BatchConfig};
-use rave_tensorrt::gpu_backend::TensorRtBackend;
+use rave_tensorrt::gpu_inference::GpuInference;
 
 use crate::cancel::CancelToken;
 use crate::channel::send;
 use crate::gpu_convert::GpuFrame;
 use crate::stages::name_frames;
-use rave_core::block_on::block_on;
 
 /// An FFmpeg CUDA device on RAVE's context, FFmpeg's copies queued on the decode stream.
 pub fn nvdec_device(ctx: &GpuContext) -> Result<CudaDevice> {
@@ -82,7 +80,7 @@ pub fn describe_encoder(codec: VideoCodec) -> String {
 /// Run the model on the GPU, collecting micro-batches of up to `batch.max_batch` frames (or
 /// whatever arrived within the latency deadline of the first), in order.
 pub fn infer(
-    backend: &TensorRtBackend,
+    backend: &dyn GpuInference,
     batch: BatchConfig,
     rx: Receiver<GpuFrame>,
     tx: Sender<GpuFrame>,
@@ -117,7 +115,7 @@ pub fn infer(
 
 /// One inference over `frames`; returns false when the next stage is gone.
 fn run_batch(
-    backend: &TensorRtBackend,
+    backend: &dyn GpuInference,
     frames: Vec<GpuFrame>,
     tx: &Sender<GpuFrame>,
     cancel: &CancelToken,
@@ -127,10 +125,12 @@ fn run_batch(
     let n = frames.len();
     let t = Instant::now();
     let outputs = if n == 1 {
-        block_on(backend.process(frames[0].texture.clone())).map(|t| vec![t])
+        backend
+            .process_one(frames[0].texture.clone())
+            .map(|t| vec![t])
     } else {
         let inputs: Vec<GpuTexture> = frames.iter().map(|f| f.texture.clone()).collect();
-        backend.process_batch(&inputs)
+        backend.process_many(&inputs)
     }
     .map_err(|e| name_frames(e, first, n))?;
     let per_frame = t.elapsed() / n as u32;

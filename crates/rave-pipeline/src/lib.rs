@@ -23,7 +23,8 @@ pub mod upscale;
 
 pub use cancel::CancelToken;
 pub use config::{
-    ChannelCapacities, Device, GpuOptions, PrecisionChoice, SegmentOptions, UpscaleConfig,
+    ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, SegmentOptions,
+    UpscaleConfig,
 };
 pub use progress::{Progress, ProgressSink};
 pub use report::RunReport;

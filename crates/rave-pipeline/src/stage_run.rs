@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
-use rave_core::backend::UpscaleBackend;
 use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
@@ -322,7 +321,7 @@ impl<'a> Middle<'a> {
         let (dec_rx, post_tx, sh) = self.start(s, move |r| gpu_stages::next_decoded(r, &ctx));
         let (color, capacity, errors, cancel, m) =
             (sh.color, sh.capacity, sh.errors, sh.cancel, sh.metrics);
-        let tensor = match gpu.backend.metadata() {
+        let tensor = match gpu.backend.model() {
             Ok(meta) => meta.tensor_format,
             Err(e) => return errors.record(e, cancel),
         };
@@ -338,10 +337,17 @@ impl<'a> Middle<'a> {
                 stages::convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| up.ingest(f))
             })
         });
-        let batch = gpu.backend.batch_config();
+        let batch = gpu.backend.batching();
         s.spawn(move || {
             guarded(errors, cancel, || {
-                gpu_stages::infer(&gpu.backend, batch, pre_rx, inf_tx, cancel, &m.infer)
+                gpu_stages::infer(
+                    gpu.backend.as_ref(),
+                    batch,
+                    pre_rx,
+                    inf_tx,
+                    cancel,
+                    &m.infer,
+                )
             })
         });
         let depth = color.bit_depth;

@@ -8,6 +8,7 @@ pub mod device_binding;
 pub mod ep_options;
 pub mod ep_policy;
 pub mod gpu_backend;
+pub mod gpu_inference;
 pub mod model;
 pub mod output_ring;
 pub mod provider_paths;

@@ -86,7 +86,14 @@ impl<S> OutputRing<S> {
 
     /// The next slot, if downstream has released it.
     pub fn acquire(&mut self) -> Result<Arc<S>> {
-        let slot = &self.slots[self.cursor];
+        self.acquire_with(|_| Ok(()))
+    }
+
+    /// The next slot, if downstream has released it, after `write` filled it through a
+    /// mutable reference (the ring holds the only reference then, so nothing can read it
+    /// while it is written).
+    pub fn acquire_with(&mut self, write: impl FnOnce(&mut S) -> Result<()>) -> Result<Arc<S>> {
+        let slot = &mut self.slots[self.cursor];
         if Arc::strong_count(slot) != 1 {
             self.metrics.contention.fetch_add(1, Ordering::Relaxed);
             return Err(EngineError::InvariantViolation(format!(
@@ -94,12 +101,16 @@ impl<S> OutputRing<S> {
                 self.cursor
             )));
         }
+        let unique = Arc::get_mut(slot).ok_or_else(|| {
+            EngineError::InvariantViolation("output ring slot shared by a weak reference".into())
+        })?;
+        write(unique)?;
         if std::mem::replace(&mut self.used[self.cursor], true) {
             self.metrics.reuse.fetch_add(1, Ordering::Relaxed);
         } else {
             self.metrics.first_use.fetch_add(1, Ordering::Relaxed);
         }
-        let out = Arc::clone(slot);
+        let out = Arc::clone(&self.slots[self.cursor]);
         self.cursor = (self.cursor + 1) % self.slots.len();
         Ok(out)
     }
@@ -182,6 +193,30 @@ mod tests {
         let m = r.metrics();
         assert_eq!((m.first_use, m.reuse, m.contention), (4, 1, 1));
         drop(a);
+    }
+
+    #[test]
+    fn a_slot_is_written_through_the_rings_only_reference_before_it_is_handed_out() {
+        let mut r = ring(4).unwrap();
+        let a = r
+            .acquire_with(|s| {
+                s[0] = 7;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(a[0], 7);
+        // A failed write hands nothing out and does not advance the ring.
+        let failed = r.acquire_with(|_| Err(EngineError::Inference("kernel failed".into())));
+        assert!(failed.is_err());
+        let b = r
+            .acquire_with(|s| {
+                s[0] = 9;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!((a[0], b[0]), (7, 9));
+        let m = r.metrics();
+        assert_eq!((m.first_use, m.reuse), (2, 0));
     }
 
     #[test]

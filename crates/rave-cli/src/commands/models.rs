@@ -28,25 +28,32 @@ struct ModelEntry {
     engine: EngineEligibility,
 }
 
-/// Whether the graph is one the native engine implements (recognised from the graph, not the
-/// name). The native engine does not run yet: every model still runs on ONNX Runtime.
+/// Whether the native engine runs the model (recognised from the graph, not the name, and
+/// implemented by its kernels), or why ONNX Runtime does.
 #[derive(Debug, Serialize)]
 struct EngineEligibility {
-    /// "native-eligible" or "onnxruntime".
+    /// "native" (on a GPU the native kernels support) or "onnxruntime".
     engine: &'static str,
     /// The recognised architecture ("SRVGGNetCompact", "RRDBNet").
     architecture: Option<&'static str>,
-    /// The recognised network in words, or why it is not native-eligible.
+    /// The recognised network in words, or why the native engine does not run it.
     reason: String,
 }
 
 impl EngineEligibility {
     fn of(path: &std::path::Path) -> Self {
         match rave_native::recognise_file(path) {
-            Ok(net) => Self {
-                engine: "native-eligible",
-                architecture: Some(net.architecture.name()),
-                reason: net.to_string(),
+            Ok(net) => match rave_native::backend::network_eligibility(path) {
+                Ok(_) => Self {
+                    engine: "native",
+                    architecture: Some(net.architecture.name()),
+                    reason: net.to_string(),
+                },
+                Err(why) => Self {
+                    engine: "onnxruntime",
+                    architecture: Some(net.architecture.name()),
+                    reason: format!("{net} is recognised, but {why}"),
+                },
             },
             Err(e) => Self {
                 engine: "onnxruntime",
@@ -59,12 +66,12 @@ impl EngineEligibility {
         }
     }
 
-    /// "native-eligible: SRVGGNetCompact x2 (...)" or
-    /// "would run on ONNX Runtime because not RRDBNet: node 5 ...".
+    /// "native on Hopper GPUs: SRVGGNetCompact x2 (...)" or
+    /// "ONNX Runtime: not RRDBNet: node 5 ...".
     fn line(&self) -> String {
-        match self.architecture {
-            Some(_) => format!("{}: {}", self.engine, self.reason),
-            None => format!("would run on ONNX Runtime because {}", self.reason),
+        match self.engine {
+            "native" => format!("native on Hopper GPUs (else ONNX Runtime): {}", self.reason),
+            _ => format!("ONNX Runtime: {}", self.reason),
         }
     }
 }

@@ -7,7 +7,8 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
-    ChannelCapacities, Device, GpuOptions, PrecisionChoice, UpscaleConfig, run_upscale,
+    ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, UpscaleConfig,
+    run_upscale,
 };
 use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
@@ -150,13 +151,20 @@ pub fn pipeline_config(
 /// the defaults the help text names.
 pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
     let flag = args.backend.map(|b| match b {
-        BackendArg::Auto => "auto",
+        BackendArg::Auto | BackendArg::Native => "auto",
         BackendArg::Tensorrt => "tensorrt",
         BackendArg::Cuda => "cuda",
     });
     let env = std::env::var("RAVE_ORT_TENSORRT").ok();
     let policy = EpPolicy::resolve(flag, env.as_deref())?;
+    let native_flag = matches!(args.backend, Some(BackendArg::Native));
+    let native = match (native_flag, policy) {
+        (true, _) => NativeChoice::Required,
+        (false, EpPolicy::Auto) => NativeChoice::Auto,
+        (false, _) => NativeChoice::Off,
+    };
     let provider_requested_by = match (policy, flag, &env) {
+        _ if native_flag => Some("--backend native".to_string()),
         (EpPolicy::Auto, _, _) => None,
         (_, Some(f), _) => Some(format!("--backend {f}")),
         (_, None, e) => Some(format!("RAVE_ORT_TENSORRT={}", e.as_deref().unwrap_or(""))),
@@ -186,6 +194,7 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
         .unwrap_or(GpuArgs::DEFAULT_BATCH_DEADLINE_MS);
     Ok(GpuOptions {
         device_id: args.gpu_index.unwrap_or(0),
+        native,
         policy,
         provider_requested_by,
         given: args.given().into_iter().map(String::from).collect(),

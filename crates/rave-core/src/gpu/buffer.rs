@@ -52,6 +52,11 @@ impl GpuBuffer {
         ptr
     }
 
+    /// The allocation, for writing (a holder with `&mut` is its only user).
+    pub fn slice_mut(&mut self) -> &mut CudaSlice<u8> {
+        self.slice.as_mut().expect("present until drop")
+    }
+
     /// Bytes actually allocated (the bucket size).
     pub fn capacity(&self) -> usize {
         self.bucket

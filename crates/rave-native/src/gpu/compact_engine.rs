@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig,
+    PushKernelArg,
 };
 
 use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
@@ -195,10 +196,10 @@ impl CompactEngine {
 
     /// Queue the network over `input` (planar f32 `[3][h][w]`) into `output` (planar f32
     /// `[3][h * scale][w * scale]`) on the engine's stream.
-    pub fn run(
+    pub fn run<'v>(
         &mut self,
-        input: &CudaSlice<f32>,
-        output: &mut CudaSlice<f32>,
+        input: &CudaView<'v, f32>,
+        output: &mut CudaViewMut<'v, f32>,
     ) -> Result<(), GpuError> {
         let (h, w) = (self.height, self.width);
         let pixels = h * w;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig,
+    PushKernelArg,
 };
 
 use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
@@ -45,7 +46,7 @@ pub enum WgmmaSource<'a> {
 }
 
 /// Where a wgmma convolution writes.
-pub enum WgmmaTarget<'a> {
+pub enum WgmmaTarget<'a, 'v> {
     /// NHWC half with `channels` channels a pixel (the layer's first `channels` outputs, a
     /// multiple of 8).
     Nhwc {
@@ -58,11 +59,11 @@ pub enum WgmmaTarget<'a> {
     /// nearest-upsampled planar f32 input where `residual` is given.
     DepthToSpace {
         /// The network's output.
-        out: &'a mut CudaSlice<f32>,
+        out: &'a mut CudaViewMut<'v, f32>,
         /// Block size.
         block: usize,
         /// The network's input, `[3][h][w]`.
-        residual: Option<&'a CudaSlice<f32>>,
+        residual: Option<&'a CudaView<'v, f32>>,
     },
 }
 
@@ -117,7 +118,7 @@ impl WgmmaKernels {
         stream: &Arc<CudaStream>,
         layer: &DeviceConv,
         source: WgmmaSource<'_>,
-        target: WgmmaTarget<'_>,
+        target: WgmmaTarget<'_, '_>,
         (height, width): (usize, usize),
         swap: bool,
     ) -> Result<(), GpuError> {

@@ -179,7 +179,7 @@ pub fn run_job(
                     let result = worker.run_segments(&spec, &mut next, &settle, &shared);
                     worker.shutdown();
                     let gpu = match worker.engine() {
-                        Engine::Gpu(g) => Some((g.backend.report(), g.ctx.health())),
+                        Engine::Gpu(g) => Some((g.backend.counters(), g.ctx.health())),
                         Engine::Cpu(_) => None,
                     };
                     reports

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rave_core::backend::UpscaleBackend;
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::structure_check::StructureProblem;
@@ -162,7 +161,7 @@ impl Worker {
     /// Shut the GPU backend down (its report stays readable).
     pub fn shutdown(&self) {
         if let Engine::Gpu(gpu) = &self.engine {
-            rave_core::block_on::block_on(gpu.backend.shutdown()).ok();
+            gpu.backend.close().ok();
         }
     }
 }

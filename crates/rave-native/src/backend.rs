@@ -1,0 +1,264 @@
+//! `NativeBackend`: RAVE's own engine ([`crate::gpu::CompactEngine`]) behind the GPU
+//! pipeline's backend interface ([`GpuInference`]), beside ONNX Runtime.
+//!
+//! Frames come and go as in the ONNX Runtime backend: planar f32 RGB textures in, and out
+//! a slot of a pre-allocated output ring, reused only once every downstream holder has let
+//! go of it, written through the ring's unique reference. The input texture is read in
+//! place and the output written in place (no device copies, no host copies). The run is
+//! synchronous: the inference stream is synchronized before the slot is handed on.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rave_core::backend::ModelMetadata;
+use rave_core::error::{EngineError, Result};
+use rave_core::gpu::{GpuBuffer, GpuContext, cuda_err};
+use rave_core::metrics::StageMetrics;
+use rave_core::types::{GpuTexture, PixelFormat};
+use rave_tensorrt::backend_report::{GpuBackendReport, RingReport};
+use rave_tensorrt::batch::BatchConfig;
+use rave_tensorrt::ep_policy::EpPolicy;
+use rave_tensorrt::gpu_inference::GpuInference;
+use rave_tensorrt::output_ring::OutputRing;
+
+use crate::gpu::CompactEngine;
+use crate::gpu::compact_engine::unsupported;
+use crate::network::{Architecture, CompactNet};
+use crate::recognise_file;
+
+/// The one engine name the run report gives the native engine.
+pub const ENGINE_NAME: &str = "rave-native";
+
+/// The network the native engine would run from `model` on a GPU it supports, or why it
+/// cannot run this model.
+pub fn network_eligibility(model: &Path) -> std::result::Result<CompactNet, String> {
+    let net = recognise_file(model).map_err(|r| format!("the model is not recognised ({r})"))?;
+    let Architecture::Compact(compact) = net.architecture else {
+        return Err(format!(
+            "{} runs on ONNX Runtime for now (the native engine runs SRVGGNetCompact)",
+            net.architecture.name()
+        ));
+    };
+    if let Some(why) = unsupported(&compact) {
+        return Err(why);
+    }
+    Ok(compact)
+}
+
+/// Why `model` cannot run on the native engine on a GPU of compute capability `cc`, or
+/// the network it would run.
+pub fn eligibility(model: &Path, cc: (i32, i32)) -> std::result::Result<CompactNet, String> {
+    let compact = network_eligibility(model)?;
+    if cc != (9, 0) {
+        return Err(format!(
+            "the GPU is compute capability {}.{}; the native kernels are Hopper's (9.0) so far",
+            cc.0, cc.1
+        ));
+    }
+    Ok(compact)
+}
+
+struct State {
+    engine: CompactEngine,
+    dims: (u32, u32),
+    ring: OutputRing<GpuBuffer>,
+}
+
+/// SRVGGNetCompact models on RAVE's own kernels.
+pub struct NativeBackend {
+    ctx: Arc<GpuContext>,
+    net: CompactNet,
+    meta: ModelMetadata,
+    ring_size: usize,
+    downstream: usize,
+    state: Mutex<Option<State>>,
+    metrics: StageMetrics,
+    frames: std::sync::atomic::AtomicU64,
+}
+
+fn native_error(e: crate::gpu::GpuError) -> EngineError {
+    EngineError::Inference(e.to_string())
+}
+
+impl NativeBackend {
+    /// Load `net` (recognised from `model`) on `ctx`; `downstream` is how many frames the
+    /// stages after inference may hold (the ring gets two slots more), `frame` the clip's
+    /// size, for which the engine is built (and its kernels compiled) here.
+    pub fn new(
+        ctx: Arc<GpuContext>,
+        model: &Path,
+        net: CompactNet,
+        downstream: usize,
+        frame: Option<(u32, u32)>,
+    ) -> Result<Self> {
+        let scale = match &net.tail {
+            crate::network::CompactTail::Folded(t) => t.block,
+            _ => net.shuffle,
+        };
+        let meta = ModelMetadata {
+            name: model
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            scale,
+            input_name: "input".into(),
+            output_name: "output".into(),
+            input_channels: 3,
+            min_input_hw: (1, 1),
+            max_input_hw: (u32::MAX, u32::MAX),
+            tensor_format: PixelFormat::RgbPlanarF32,
+            fixed_batch: None,
+        };
+        let backend = Self {
+            ctx,
+            net,
+            meta,
+            ring_size: downstream + 2,
+            downstream,
+            state: Mutex::new(None),
+            metrics: StageMetrics::default(),
+            frames: Default::default(),
+        };
+        if let Some((w, h)) = frame {
+            let mut guard = backend.state.lock().unwrap_or_else(|e| e.into_inner());
+            backend.fit(&mut guard, (w, h))?;
+        }
+        Ok(backend)
+    }
+
+    /// Make the engine and the ring fit frames of `w x h`.
+    fn fit(&self, state: &mut Option<State>, (w, h): (u32, u32)) -> Result<()> {
+        if state.as_ref().is_some_and(|s| s.dims == (w, h)) {
+            return Ok(());
+        }
+        let s = self.meta.scale as usize;
+        let out_bytes = 3 * w as usize * h as usize * s * s * 4;
+        if let Some(old) = state.as_mut() {
+            let ctx = &self.ctx;
+            let freed = old
+                .ring
+                .reallocate((w, h), out_bytes, |b| ctx.alloc(b).map(GpuBuffer::unpooled))?;
+            self.ctx.vram_dec(freed);
+        }
+        let engine = CompactEngine::new(
+            self.ctx.cuda(),
+            self.ctx.streams().inference.clone(),
+            &self.net,
+            (h as usize, w as usize),
+        )
+        .map_err(native_error)?;
+        let ring = match state.take() {
+            Some(old) => old.ring,
+            None => {
+                let ctx = &self.ctx;
+                OutputRing::new(self.ring_size, self.downstream, (w, h), out_bytes, |b| {
+                    ctx.alloc(b).map(GpuBuffer::unpooled)
+                })?
+            }
+        };
+        *state = Some(State {
+            engine,
+            dims: (w, h),
+            ring,
+        });
+        Ok(())
+    }
+}
+
+impl GpuInference for NativeBackend {
+    fn process_one(&self, input: GpuTexture) -> Result<GpuTexture> {
+        if input.format != PixelFormat::RgbPlanarF32 {
+            return Err(EngineError::FormatMismatch {
+                expected: PixelFormat::RgbPlanarF32,
+                actual: input.format,
+            });
+        }
+        let (w, h, s) = (input.width, input.height, self.meta.scale);
+        let in_len = 3 * w as usize * h as usize;
+        let out_len = in_len * (s * s) as usize;
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.fit(&mut guard, (w, h))?;
+        let state = guard.as_mut().ok_or(EngineError::NotInitialized)?;
+        // The preprocess work that wrote the input must be done before the engine reads it.
+        input
+            .data
+            .stream()
+            .synchronize()
+            .map_err(cuda_err("input sync"))?;
+        let t0 = Instant::now();
+        // SAFETY: any bit pattern is a valid f32; transmute checks that the buffer holds
+        // `in_len` of them.
+        let view =
+            unsafe { input.data.transmute::<f32>(in_len) }.ok_or(EngineError::BufferTooSmall {
+                required: in_len * 4,
+                available: input.data.capacity(),
+            })?;
+        let stream = self.ctx.streams().inference.clone();
+        let State { engine, ring, .. } = state;
+        let slot = ring.acquire_with(|slot| {
+            let available = slot.capacity();
+            // SAFETY: as above, f32 from bytes; transmute_mut checks the length.
+            let mut out = unsafe { slot.slice_mut().transmute_mut::<f32>(out_len) }.ok_or(
+                EngineError::BufferTooSmall {
+                    required: out_len * 4,
+                    available,
+                },
+            )?;
+            engine.run(&view, &mut out).map_err(native_error)?;
+            stream.synchronize().map_err(cuda_err("native engine sync"))
+        })?;
+        self.metrics.record(t0.elapsed());
+        self.frames
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(GpuTexture {
+            data: slot,
+            width: w * s,
+            height: h * s,
+            pitch: (w * s) as usize * 4,
+            format: PixelFormat::RgbPlanarF32,
+        })
+    }
+
+    fn process_many(&self, inputs: &[GpuTexture]) -> Result<Vec<GpuTexture>> {
+        inputs.iter().map(|t| self.process_one(t.clone())).collect()
+    }
+
+    fn batching(&self) -> BatchConfig {
+        BatchConfig::default()
+    }
+
+    fn model(&self) -> Result<&ModelMetadata> {
+        Ok(&self.meta)
+    }
+
+    fn close(&self) -> Result<()> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Ok(())
+    }
+
+    fn counters(&self) -> GpuBackendReport {
+        let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let frames = self.frames.load(std::sync::atomic::Ordering::Relaxed);
+        GpuBackendReport {
+            policy: EpPolicy::Auto,
+            provider: Some(ENGINE_NAME),
+            fallback_reason: None,
+            trt_precision: "fp16",
+            tensor_format: Some(PixelFormat::RgbPlanarF32),
+            max_batch: 1,
+            cuda_graph: false,
+            binding: "zero_copy",
+            device_copies_per_frame: 0,
+            inference: self.metrics.snapshot("infer"),
+            batches: frames,
+            mean_batch: if frames > 0 { 1.0 } else { 0.0 },
+            ring: guard.as_ref().map(|s| RingReport {
+                slots: s.ring.len(),
+                metrics: s.ring.metrics(),
+            }),
+            audit_mismatches: 0,
+            host_allocations: None,
+        }
+    }
+}
