@@ -23,7 +23,7 @@ ffmpeg -v error -f lavfi -i "testsrc2=size=320x180:rate=24" -f lavfi -i "sine=fr
   -t 2 -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac -shortest "$work/small.mp4" || status=1
 printf '1\n00:00:00,000 --> 00:00:01,000\nhello\n' >"$work/sub.srt"
 ffmpeg -v error -i "$work/small.mp4" -i "$work/sub.srt" -map 0 -map 1 -c copy -c:s srt "$work/small.mkv" || status=1
-bash "$root/scripts/make_sample_clip.sh" "$work/photos_small.mp4" 333 187 50 || status=1
+bash "$root/scripts/make_sample_clip.sh" "$work/photos_small.mp4" 334 188 50 || status=1
 bash "$root/scripts/make_sample_clip.sh" "$work/hd.mp4" 1920 1080 "$frames" || status=1
 
 psnr() { ffmpeg -v info -i "$1" -i "$2" -lavfi "[0:v][1:v]psnr" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2; }
@@ -35,25 +35,25 @@ engine() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r[
 for clip in small.mkv photos_small.mp4; do
   say "$clip: native, ONNX Runtime CUDA, CPU, and the default"
   for b in native cuda; do
-    rave upscale -i "$work/$clip" -o "$work/$b-$clip" --device gpu --backend "$b" --json >"$out/upscale_${b}_$clip.json" 2>"$out/upscale_${b}_$clip.err" || { status=1; tail -3 "$out/upscale_${b}_$clip.err"; }
+    rave upscale -i "$work/$clip" -o "$work/$b-$clip" --device gpu --backend "$b" --json >"$work/upscale_${b}_$clip.json" 2>"$work/upscale_${b}_$clip.err" || { status=1; tail -3 "$work/upscale_${b}_$clip.err"; }
   done
-  rave upscale -i "$work/$clip" -o "$work/cpu-$clip" --device cpu --json >"$out/upscale_cpu_$clip.json" 2>"$out/upscale_cpu_$clip.err" || { status=1; tail -3 "$out/upscale_cpu_$clip.err"; }
-  rave upscale -i "$work/$clip" -o "$work/auto-$clip" --json >"$out/upscale_auto_$clip.json" 2>"$out/upscale_auto_$clip.err" || { status=1; tail -3 "$out/upscale_auto_$clip.err"; }
+  rave upscale -i "$work/$clip" -o "$work/cpu-$clip" --device cpu --json >"$work/upscale_cpu_$clip.json" 2>"$work/upscale_cpu_$clip.err" || { status=1; tail -3 "$work/upscale_cpu_$clip.err"; }
+  rave upscale -i "$work/$clip" -o "$work/auto-$clip" --json >"$work/upscale_auto_$clip.json" 2>"$work/upscale_auto_$clip.err" || { status=1; tail -3 "$work/upscale_auto_$clip.err"; }
   {
-    echo "engine native: $(engine "$out/upscale_native_$clip.json")"
-    echo "engine default: $(engine "$out/upscale_auto_$clip.json")"
+    echo "engine native: $(engine "$work/upscale_native_$clip.json")"
+    echo "engine default: $(engine "$work/upscale_auto_$clip.json")"
     echo "PSNR native vs ONNX Runtime CUDA: $(psnr "$work/native-$clip" "$work/cuda-$clip") dB; native vs CPU: $(psnr "$work/native-$clip" "$work/cpu-$clip") dB; CUDA vs CPU: $(psnr "$work/cuda-$clip" "$work/cpu-$clip") dB"
     echo "video frames: in $(count "$work/$clip" v:0), native $(count "$work/native-$clip" v:0), cuda $(count "$work/cuda-$clip" v:0), cpu $(count "$work/cpu-$clip" v:0)"
     echo "video timestamps digest: in $(ts "$work/$clip"), native $(ts "$work/native-$clip"), cpu $(ts "$work/cpu-$clip")"
     echo "audio md5: in $(amd5 "$work/$clip"), native $(amd5 "$work/native-$clip")"
-  } | tee "$out/compare_$clip.txt"
+  } | tee -a "$out/compare.txt"
 done
 
 for b in native cuda; do
   say "rave benchmark --backend $b, 1920x1080 photographs, $frames frames, libx264 veryfast"
   start=$(date +%s.%N)
-  rave benchmark -i "$work/hd.mp4" --device gpu --backend "$b" --json >"$out/benchmark_$b.json" 2>"$out/benchmark_$b.err" || { status=1; tail -3 "$out/benchmark_$b.err"; }
-  echo "wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s" >"$out/benchmark_${b}_wall.txt"
+  rave benchmark -i "$work/hd.mp4" --device gpu --backend "$b" --json >"$out/benchmark_$b.json" 2>"$work/benchmark_$b.err" || { status=1; tail -3 "$work/benchmark_$b.err"; }
+  echo "$b: benchmark wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s" >>"$out/walls.txt"
   python3 - "$out/benchmark_$b.json" <<'PY' | tee "$out/benchmark_$b.txt"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -70,7 +70,7 @@ say "time to the first frame: a 1-frame upscale per engine (warm machine)"
 for b in native cuda; do
   bash "$root/scripts/make_sample_clip.sh" "$work/one.mp4" 1920 1080 1 >/dev/null 2>&1
   start=$(date +%s.%N)
-  rave upscale -i "$work/one.mp4" -o "$work/one-$b.mp4" --device gpu --backend "$b" --overwrite >/dev/null 2>"$out/one_$b.err" || status=1
-  echo "$b: whole 1-frame 1080p run $(awk "BEGIN{print $(date +%s.%N) - $start}") s" | tee -a "$out/first_frame.txt"
+  rave upscale -i "$work/one.mp4" -o "$work/one-$b.mp4" --device gpu --backend "$b" --overwrite >/dev/null 2>"$work/one_$b.err" || status=1
+  echo "$b: whole 1-frame 1080p run $(awk "BEGIN{print $(date +%s.%N) - $start}") s" | tee -a "$out/walls.txt"
 done
 exit $status
