@@ -25,6 +25,7 @@ printf '1\n00:00:00,000 --> 00:00:01,000\nhello\n' >"$work/sub.srt"
 ffmpeg -v error -i "$work/small.mp4" -i "$work/sub.srt" -map 0 -map 1 -c copy -c:s srt "$work/small.mkv" || status=1
 bash "$root/scripts/make_sample_clip.sh" "$work/photos_small.mp4" 334 188 50 || status=1
 bash "$root/scripts/make_sample_clip.sh" "$work/hd.mp4" 1920 1080 "$frames" || status=1
+bash "$root/scripts/make_sample_clip.sh" "$work/photos_hd.mp4" 1920 1080 10 || status=1
 
 psnr() { ffmpeg -v info -i "$1" -i "$2" -lavfi "[0:v][1:v]psnr" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2; }
 count() { ffprobe -v error -select_streams "$2" -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "$1"; }
@@ -32,7 +33,7 @@ ts() { ffprobe -v error -select_streams v:0 -show_entries packet=pts_time -of cs
 amd5() { ffmpeg -v error -i "$1" -map 0:a -c copy -f md5 - 2>/dev/null; }
 engine() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["backend"]["name"], "|", r["backend"]["reason"])' "$1" 2>/dev/null || echo "?"; }
 
-for clip in small.mkv photos_small.mp4; do
+for clip in small.mkv photos_small.mp4 photos_hd.mp4; do
   say "$clip: native, ONNX Runtime CUDA, CPU, and the default"
   for b in native cuda; do
     rave upscale -i "$work/$clip" -o "$work/$b-$clip" --device gpu --backend "$b" --json >"$work/upscale_${b}_$clip.json" 2>"$work/upscale_${b}_$clip.err" || { status=1; tail -3 "$work/upscale_${b}_$clip.err"; }

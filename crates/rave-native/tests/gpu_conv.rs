@@ -59,12 +59,20 @@ fn to_nhwc(x: &FeatureMap) -> Vec<u16> {
     out
 }
 
-const VERSIONS: [ConvVersion; 4] = [
+const VERSIONS: [ConvVersion; 6] = [
     ConvVersion::Direct,
     ConvVersion::Staged,
+    ConvVersion::WgmmaSerial,
+    ConvVersion::WgmmaUnswizzled,
     ConvVersion::Wgmma,
     ConvVersion::WgmmaSwapped,
 ];
+
+/// Versions whose results are reported but not required to be right: the deliberately
+/// wrong descriptor reading.
+fn informational(v: ConvVersion) -> bool {
+    v == ConvVersion::WgmmaSwapped
+}
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
@@ -91,6 +99,10 @@ fn the_tensor_core_convolution_matches_the_reference() {
         (16, 64, 131, 5),
         (16, 48, 20, 3),
         (64, 48, 140, 3),
+        // More tiles than blocks (280 tiles of 2 x 128 over 132 multiprocessors): each
+        // block takes two or three, so the warpgroups take several turns, an odd count too.
+        (64, 64, 1000, 70),
+        (16, 64, 999, 69),
     ];
     for (i, &(cin, cout, w, hgt)) in cases.iter().enumerate() {
         let conv = layer(cin, cout, &mut rng);
@@ -111,6 +123,12 @@ fn the_tensor_core_convolution_matches_the_reference() {
             other => format!("{other:?}"),
         };
         for version in VERSIONS {
+            // The wrong reading strides past the second stage buffer's end, so it runs only
+            // where every block has one tile (the first buffer).
+            let tiles = w.div_ceil(128) * hgt.div_ceil(2);
+            if version == ConvVersion::WgmmaSwapped && tiles > 100 {
+                continue;
+            }
             // Poisoned with NaN (0x7e00) so an output the kernel never wrote fails.
             let mut output = stream.clone_htod(&vec![0x7e00u16; w * hgt * cout]).unwrap();
             let ran = kernel.run_version(version, &stream, &dev, &input, &mut output, (hgt, w));
@@ -144,6 +162,8 @@ fn the_tensor_core_convolution_matches_the_reference() {
             );
             if version == ConvVersion::WgmmaSwapped {
                 swapped_worst = swapped_worst.max(version_worst);
+            }
+            if informational(version) {
                 continue;
             }
             if let Some(bad) = first_bad {

@@ -17,7 +17,7 @@ use cudarc::driver::{
 };
 
 use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
-use super::wgmma::{PADDED_INPUT_CHANNELS, WgmmaKernels, WgmmaSource, WgmmaTarget};
+use super::wgmma::{PADDED_INPUT_CHANNELS, WgmmaForm, WgmmaKernels, WgmmaSource, WgmmaTarget};
 use super::{GpuError, driver_error, load_module_functions, nvrtc_arch};
 use crate::network::{Activation, CompactNet, CompactTail};
 
@@ -32,12 +32,12 @@ enum Tail {
     Folded(Box<FoldedTail>),
 }
 
-/// The folded tail's convolution, edge tables and the 48-channel map it reads.
+/// The folded tail's convolution and edge tables. The 48-channel map it reads is written
+/// into the body's spare 64-channel map (no buffer of its own).
 struct FoldedTail {
     conv: DeviceConv,
     remap: CudaSlice<i32>,
     block: usize,
-    last_map: CudaSlice<u16>,
 }
 
 /// An SRVGGNetCompact loaded for one frame size.
@@ -165,7 +165,6 @@ impl CompactEngine {
                         .clone_htod(&remap)
                         .map_err(driver_error("uploading the edge tables"))?,
                     block,
-                    last_map: alloc(pixels * 48)?,
                 }));
                 (tail, block)
             }
@@ -241,8 +240,14 @@ impl CompactEngine {
                 out: next,
                 channels: WGMMA_CHANNELS,
             };
-            self.kernels
-                .run(&self.stream, layer, source, target, shape, false)?;
+            self.kernels.run(
+                &self.stream,
+                layer,
+                source,
+                target,
+                shape,
+                WgmmaForm::PingPong,
+            )?;
             std::mem::swap(&mut current, &mut next);
         }
         match &mut self.tail {
@@ -258,16 +263,12 @@ impl CompactEngine {
                     WgmmaSource::Plain(current),
                     target,
                     shape,
-                    false,
+                    WgmmaForm::PingPong,
                 )
             }
             Tail::Folded(folded) => {
-                let FoldedTail {
-                    conv,
-                    remap,
-                    block,
-                    last_map,
-                } = &mut **folded;
+                let FoldedTail { conv, remap, block } = &**folded;
+                let last_map = next;
                 let target = WgmmaTarget::Nhwc {
                     out: last_map,
                     channels: 48,
@@ -278,10 +279,10 @@ impl CompactEngine {
                     WgmmaSource::Plain(current),
                     target,
                     shape,
-                    false,
+                    WgmmaForm::PingPong,
                 )?;
                 let source = WgmmaSource::FoldedTail {
-                    last: last_map,
+                    last: &*last_map,
                     input: &self.packed,
                     remap,
                 };
@@ -290,8 +291,14 @@ impl CompactEngine {
                     block: *block,
                     residual: None,
                 };
-                self.kernels
-                    .run(&self.stream, conv, source, target, shape, false)
+                self.kernels.run(
+                    &self.stream,
+                    conv,
+                    source,
+                    target,
+                    shape,
+                    WgmmaForm::PingPong,
+                )
             }
         }
     }

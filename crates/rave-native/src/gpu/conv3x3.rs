@@ -11,7 +11,7 @@ use cudarc::driver::{
 };
 
 use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
-use super::wgmma::{WgmmaKernels, WgmmaSource, WgmmaTarget};
+use super::wgmma::{WgmmaForm, WgmmaKernels, WgmmaSource, WgmmaTarget};
 use super::{GpuError, driver_error, load_module_functions, nvrtc_arch};
 
 const SOURCE: &str = include_str!("conv3x3.cu");
@@ -32,12 +32,17 @@ pub enum ConvVersion {
     /// mma.sync, weights resident in shared memory, input rows staged there (up to 64
     /// channels in and out).
     Staged,
-    /// Hopper's wgmma from shared memory, the next tile staged while the current one
-    /// computes (64 channels in and out, compute capability 9.0).
+    /// Hopper's wgmma from shared memory, the two warpgroups taking turns on the tensor
+    /// cores, the staged input 128-byte swizzled at 64 channels (16 or 64 channels in, up to
+    /// 64 out, compute capability 9.0).
     Wgmma,
-    /// `Wgmma` with the descriptor's two core-matrix offsets exchanged: wrong by design, a
-    /// diagnostic that shows the test tells the two readings of the format apart.
+    /// wgmma with both warpgroups on one tile and the epilogue between tiles (64 in).
+    WgmmaSerial,
+    /// `WgmmaSerial` with the descriptor's two core-matrix offsets exchanged: wrong by
+    /// design, a diagnostic that shows the test tells the two readings of the format apart.
     WgmmaSwapped,
+    /// `Wgmma` without the 128-byte swizzle of the staged input (64 channels in).
+    WgmmaUnswizzled,
 }
 
 /// Dynamic shared memory of the staged kernel for `cin` input channels (see conv3x3.cu).
@@ -125,7 +130,10 @@ impl Conv3x3Kernel {
                     && layer.in_channels <= STAGED_MAX_CHANNELS
                     && layer.out_channels <= STAGED_MAX_CHANNELS
             }
-            ConvVersion::Wgmma | ConvVersion::WgmmaSwapped => self.wgmma.is_some() && plain_wgmma,
+            ConvVersion::Wgmma => self.wgmma.is_some() && plain_wgmma,
+            ConvVersion::WgmmaSerial | ConvVersion::WgmmaSwapped | ConvVersion::WgmmaUnswizzled => {
+                self.wgmma.is_some() && plain_wgmma && layer.in_channels == WGMMA_CHANNELS
+            }
         }
     }
 
@@ -161,21 +169,31 @@ impl Conv3x3Kernel {
                 layer.in_channels, layer.out_channels
             )));
         }
-        if let (ConvVersion::Wgmma | ConvVersion::WgmmaSwapped, Some(kernels)) =
-            (version, &self.wgmma)
+        if let (
+            ConvVersion::Wgmma
+            | ConvVersion::WgmmaSerial
+            | ConvVersion::WgmmaSwapped
+            | ConvVersion::WgmmaUnswizzled,
+            Some(kernels),
+        ) = (version, &self.wgmma)
         {
             let target = WgmmaTarget::Nhwc {
                 out: output,
                 channels: layer.out_channels,
             };
-            let swap = version == ConvVersion::WgmmaSwapped;
+            let form = match version {
+                ConvVersion::WgmmaSerial => WgmmaForm::Serial,
+                ConvVersion::WgmmaSwapped => WgmmaForm::SerialSwapped,
+                ConvVersion::WgmmaUnswizzled => WgmmaForm::Unswizzled,
+                _ => WgmmaForm::PingPong,
+            };
             return kernels.run(
                 stream,
                 layer,
                 WgmmaSource::Plain(input),
                 target,
                 (height, width),
-                swap,
+                form,
             );
         }
         let Some(weights) = &layer.mma else {
@@ -238,7 +256,10 @@ impl Conv3x3Kernel {
                 // counts; all belong to `stream`'s context.
                 unsafe { args.launch(cfg) }
             }
-            ConvVersion::Wgmma | ConvVersion::WgmmaSwapped => {
+            ConvVersion::Wgmma
+            | ConvVersion::WgmmaSerial
+            | ConvVersion::WgmmaSwapped
+            | ConvVersion::WgmmaUnswizzled => {
                 unreachable!("returned above: supports() found the wgmma kernels")
             }
         }

@@ -61,6 +61,19 @@ __device__ __forceinline__ u64 descriptor(u32 address, u32 leading, u32 stride) 
         | ((u64)((stride >> 4) & 0x3FFF) << 32);
 }
 
+// Matrix descriptor, 128-byte swizzle, K-major: 8-row groups 1024 bytes apart; `base` is
+// the matrix base offset field (bits 49-51).
+__device__ __forceinline__ u64 descriptor_swizzled(u32 address, u32 base) {
+    return (u64)((address & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(1024 >> 4) << 32)
+        | ((u64)(base & 7) << 49) | ((u64)1 << 62);
+}
+
+// Where a 16-byte chunk at shared address `a` lives under the 128-byte swizzle: its chunk
+// index within the 128-byte line XORed with the line's index within the 1024-byte atom.
+__device__ __forceinline__ u32 swizzle_128(u32 a) {
+    return a ^ (((a >> 7) & 7) << 4);
+}
+
 __device__ __forceinline__ void wgmma_m64n128k16(float* d, u64 desc_a, u64 desc_b, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -289,6 +302,264 @@ __device__ __forceinline__ void conv_wgmma(
     asm volatile("cp.async.wait_group 0;");
 }
 
+// The ping-pong form. Each warpgroup takes whole tiles (both rows: two accumulator sets)
+// with its own stage buffer, and the two warpgroups take turns on the tensor cores: a
+// warpgroup queues its tile's wgmma only after the other has queued its own (named
+// barriers 1 and 2), so while one warpgroup waits for its results, stages its next tile and
+// runs its epilogue, the tensor cores work through the other's queue. Nothing is shared
+// between the warpgroups but the weights, so there is no block-wide barrier after the
+// start. The epilogue stores straight from the registers (channel pairs exchanged between
+// neighbouring lanes so each store is 4 bytes), since the stage buffer is refilling then.
+
+// Stage `tile` into `stage` with the 128 threads of one warpgroup: [row][chunk][column][8]
+// without swizzle, or (SWZ) [row][column][64 channels], 128-byte swizzled (64 channels only).
+template <int NCH, int NA, int BORDER, int SWZ>
+__device__ __forceinline__ void stage_tile_wg(
+    const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,
+    const int* __restrict__ remap, u32 stage, int tile, int tiles_x, int height, int width,
+    int wtid)
+{
+    const int y0 = (tile / tiles_x) * WG_TH;
+    const int x0 = (tile % tiles_x) * WG_TW;
+    for (int i = wtid; i < WG_SR * WG_SW * NCH; i += 128) {
+        const int chunk = i % NCH;
+        const int px = i / NCH;
+        const int row = px / WG_SW;
+        const int col = px - row * WG_SW;
+        const int sy = y0 - 1 + row;
+        const int sx = x0 - 1 + col;
+        const u32 dst = SWZ ? swizzle_128(stage + (px * 8 + chunk) * 16)
+                            : stage + ((row * NCH + chunk) * WG_SW + col) * 16;
+        const bool inside = sy >= 0 && sy < height && sx >= 0 && sx < width;
+        if (BORDER == BORDER_REMAP && !inside && sx >= -1 && sx <= width && sy >= -1 && sy <= height) {
+            const int cy = sy < 0 ? 0 : (sy >= height ? height - 1 : sy);
+            const int cx = sx < 0 ? 0 : (sx >= width ? width - 1 : sx);
+            const int* col_map = sx < 0 ? remap + 128 : (sx >= width ? remap + 192 : nullptr);
+            const int* row_map = sy < 0 ? remap : (sy >= height ? remap + 64 : nullptr);
+            u32 packed[4];
+            #pragma unroll
+            for (int e = 0; e < 8; e += 2) {
+                half_bits v[2];
+                #pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    int c = chunk * 8 + e + k;
+                    if (col_map) c = col_map[c];
+                    if (row_map) c = row_map[c];
+                    v[k] = c < NA * 8
+                        ? input[((long long)cy * width + cx) * (NA * 8) + c]
+                        : input_b[((long long)cy * width + cx) * ((NCH - NA) * 8) + c - NA * 8];
+                }
+                packed[e / 2] = (u32)v[0] | ((u32)v[1] << 16);
+            }
+            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
+                :: "r"(dst), "r"(packed[0]), "r"(packed[1]), "r"(packed[2]), "r"(packed[3]));
+            continue;
+        }
+        const half_bits* src = input;
+        if (inside) {
+            src = chunk < NA
+                ? input + ((long long)sy * width + sx) * (NA * 8) + chunk * 8
+                : input_b + ((long long)sy * width + sx) * ((NCH - NA) * 8) + (chunk - NA) * 8;
+        }
+        copy_16_async(dst, src, inside ? 16u : 0u);
+    }
+}
+
+// Queue one output row's 9 x NCH / 2 wgmma (staged row `row` of the tile) into `d`. With
+// SWZ the staged input is 128-byte swizzled, [row][column][64 channels]: a tap's window is
+// a start address one 128-byte line (one pixel) further on, with base offset 0 (the
+// hardware swizzles by address bits: measured right at every offset, where taking the base
+// offset from the start address was wrong).
+template <int NCH, int SWZ>
+__device__ __forceinline__ void queue_row(float* d, u32 weight_addr, u32 stage, int row)
+{
+    #pragma unroll
+    for (int tap = 0; tap < 9; ++tap) {
+        const int ky = tap / 3, kx = tap % 3;
+        #pragma unroll
+        for (int s = 0; s < NCH / 2; ++s) {
+            const u64 desc_a = descriptor(weight_addr + (tap * NCH + 2 * s) * 1024, 1024, 128);
+            u64 desc_b;
+            if (SWZ) {
+                desc_b = descriptor_swizzled(stage + ((row + ky) * WG_SW + kx) * 128 + 32 * s, 0);
+            } else {
+                desc_b = descriptor(
+                    stage + (((row + ky) * NCH + 2 * s) * WG_SW + kx) * 16, WG_SW * 16, 128);
+            }
+            wgmma_m64n128k16(d, desc_a, desc_b, tap + s > 0);
+        }
+    }
+}
+
+struct RowEpilogue {
+    half_bits* output;
+    float* planar;
+    const float* residual;
+    int height, width, out_channels, block;
+    int co_lo, co_hi, pair, even;
+    float bias_lo, bias_hi, slope_lo, slope_hi;
+};
+
+// Bias, activation and the stores of output row `y` (pixels from x0) from `d`.
+__device__ __forceinline__ void store_row(const float* d, int y, int x0, const RowEpilogue& e)
+{
+    if (y >= e.height) {
+        return;
+    }
+    if (e.block == 0) {
+        half_bits* row = e.output + (long long)y * e.width * e.out_channels;
+        #pragma unroll
+        for (int j = 0; j < WG_TW / 8; ++j) {
+            const int p0 = x0 + 8 * j + e.pair;
+            #pragma unroll
+            for (int hi = 0; hi < 2; ++hi) {
+                float v0 = d[4 * j + 2 * hi] + (hi ? e.bias_hi : e.bias_lo);
+                float v1 = d[4 * j + 2 * hi + 1] + (hi ? e.bias_hi : e.bias_lo);
+                const float s = hi ? e.slope_hi : e.slope_lo;
+                v0 = v0 < 0.0f ? v0 * s : v0;
+                v1 = v1 < 0.0f ? v1 * s : v1;
+                const u32 h0 = to_half(v0), h1 = to_half(v1);
+                // Lanes with an even channel keep pixel p0 and take the odd channel's value
+                // there; lanes with the odd channel keep pixel p0 + 1.
+                const u32 recv = __shfl_xor_sync(0xffffffffu, e.even ? h1 : h0, 4);
+                const u32 packed = e.even ? (h0 | (recv << 16)) : (recv | (h1 << 16));
+                const int px = e.even ? p0 : p0 + 1;
+                const int co = (hi ? e.co_hi : e.co_lo) & ~1;
+                if (px < e.width && co < e.out_channels) {
+                    *reinterpret_cast<u32*>(row + (long long)px * e.out_channels + co) = packed;
+                }
+            }
+        }
+        return;
+    }
+    // Depth-to-space: output channel m = c * block^2 + i * block + j goes to
+    // planar[c][y * block + i][x * block + j].
+    const int bb = e.block * e.block;
+    const long long plane = (long long)e.height * e.block * e.width * e.block;
+    #pragma unroll
+    for (int j = 0; j < WG_TW / 8; ++j) {
+        #pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const bool hi = k >= 2;
+            const int m = hi ? e.co_hi : e.co_lo;
+            const int x = x0 + 8 * j + e.pair + (k & 1);
+            if (m >= 3 * bb || x >= e.width) {
+                continue;
+            }
+            float v = d[4 * j + k] + (hi ? e.bias_hi : e.bias_lo);
+            if (v < 0.0f) {
+                v *= hi ? e.slope_hi : e.slope_lo;
+            }
+            const int c = m / bb, i = (m % bb) / e.block, jj = m % e.block;
+            if (e.residual) {
+                v += e.residual[(long long)c * e.height * e.width + (long long)y * e.width + x];
+            }
+            e.planar[c * plane + (long long)(y * e.block + i) * e.width * e.block + x * e.block + jj] = v;
+        }
+    }
+}
+
+template <int NCH, int NA, int BORDER, int SWZ>
+__device__ __forceinline__ void conv_wgmma_pingpong(
+    const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,
+    const int* __restrict__ remap, const uint4* __restrict__ weight,
+    const float* __restrict__ bias, const float* __restrict__ slope,
+    half_bits* __restrict__ output, float* __restrict__ planar,
+    const float* __restrict__ residual, int height, int width, int out_channels, int block,
+    int act, int swap)
+{
+    extern __shared__ __align__(1024) unsigned char smem[];
+    constexpr int WEIGHT_BYTES = 9 * NCH * 1024;
+    constexpr int STAGED_BYTES = WG_SR * NCH * WG_SW * 16;
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;
+    const int wtid = tid & 127;
+    const int warp = wtid >> 5;
+    const int lane = tid & 31;
+    const int group = lane >> 2;
+    // SWZ: the staged input 128-byte swizzled (8 chunks of 8 channels a pixel only).
+    static_assert(!SWZ || NCH == 8, "the swizzled staging takes 64 channels a pixel");
+
+    uint4* weight_s = reinterpret_cast<uint4*>(smem);
+    const u32 weight_addr = shared_address(smem);
+    for (int i = tid; i < WEIGHT_BYTES / 16; i += blockDim.x) {
+        weight_s[i] = weight[i];
+    }
+    const u32 stage = shared_address(smem + WEIGHT_BYTES) + wg * STAGED_BYTES;
+
+    const int tiles_x = (width + WG_TW - 1) / WG_TW;
+    const int tiles = tiles_x * ((height + WG_TH - 1) / WG_TH);
+    const int grid = gridDim.x;
+    // This block's tiles are blockIdx.x + k * grid; warpgroup wg takes k = wg, wg + 2, ...
+    const int mine = blockIdx.x < tiles ? (tiles - blockIdx.x + grid - 1) / grid : 0;
+    const int rounds = (mine + 1) / 2;
+    int k = wg;
+    if (k < mine) {
+        stage_tile_wg<NCH, NA, BORDER, SWZ>(input, input_b, remap, stage, blockIdx.x + k * grid,
+            tiles_x, height, width, wtid);
+    }
+    asm volatile("cp.async.commit_group;");
+    asm volatile("fence.proxy.async.shared::cta;");
+    __syncthreads();   // the weights are in
+
+    RowEpilogue e;
+    e.output = output;
+    e.planar = planar;
+    e.residual = residual;
+    e.height = height;
+    e.width = width;
+    e.out_channels = out_channels;
+    e.block = block;
+    e.co_lo = warp * 16 + group;
+    e.co_hi = e.co_lo + 8;
+    e.pair = (lane & 3) * 2;
+    e.even = (group & 1) == 0;
+    e.bias_lo = bias[e.co_lo];
+    e.bias_hi = bias[e.co_hi];
+    e.slope_lo = act ? slope[e.co_lo] : 1.0f;
+    e.slope_hi = act ? slope[e.co_hi] : 1.0f;
+
+    const int my_turn = 1 + wg, their_turn = 2 - wg;
+    if (wg == 1 && rounds > 0) {
+        asm volatile("bar.arrive 1, 256;" ::: "memory");   // warpgroup 0 goes first
+    }
+    float row0[64], row1[64];
+    for (int r = 0; r < rounds; ++r, k += 2) {
+        const bool have = k < mine;
+        const int tile = blockIdx.x + k * grid;
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" :: "r"(3 + wg) : "memory");   // the tile is staged
+        asm volatile("bar.sync %0, 256;" :: "r"(my_turn) : "memory");
+        // Queued on every round, with or without a tile (then on stale data, never stored):
+        // wgmma on a path the compiler cannot prove uniform is serialized (ptxas C7518).
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        queue_row<NCH, SWZ>(row0, weight_addr, stage, 0);
+        queue_row<NCH, SWZ>(row1, weight_addr, stage, 1);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        // The other warpgroup may queue its tile now. Warpgroup 1 skips this in the last
+        // round: warpgroup 0 waits on barrier 1 once a round, and the first arrival there
+        // was the one before the loop, so the arrivals balance the waits exactly.
+        if (wg == 0 || r < rounds - 1) {
+            asm volatile("bar.arrive %0, 256;" :: "r"(their_turn) : "memory");
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" :: "r"(3 + wg) : "memory");   // all read the buffer
+        if (k + 2 < mine) {
+            stage_tile_wg<NCH, NA, BORDER, SWZ>(input, input_b, remap, stage,
+                blockIdx.x + (k + 2) * grid, tiles_x, height, width, wtid);
+        }
+        asm volatile("cp.async.commit_group;");
+        if (have) {
+            const int y0 = (tile / tiles_x) * WG_TH;
+            const int x0 = (tile % tiles_x) * WG_TW;
+            store_row(row0, y0, x0, e);
+            store_row(row1, y0 + 1, x0, e);
+        }
+    }
+    asm volatile("cp.async.wait_group 0;");
+}
+
 #define WGMMA_KERNEL(NAME, FORM)                                                  \
     extern "C" __global__ void __launch_bounds__(256, 1) NAME(                                \
         const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,           \
@@ -304,6 +575,11 @@ __device__ __forceinline__ void conv_wgmma(
 
 // The body and last layers (64 channels in), the first layer (16: the RGB input padded),
 // and the folded tail (48 from the last layer, 16 from the padded input, remapped edges).
-WGMMA_KERNEL(conv3x3_wgmma_c64, (conv_wgmma<8, 8, BORDER_ZERO>))
-WGMMA_KERNEL(conv3x3_wgmma_c16, (conv_wgmma<2, 2, BORDER_ZERO>))
-WGMMA_KERNEL(conv3x3_wgmma_folded_tail, (conv_wgmma<8, 6, BORDER_REMAP>))
+WGMMA_KERNEL(conv3x3_wgmma_c64, (conv_wgmma_pingpong<8, 8, BORDER_ZERO, 1>))
+WGMMA_KERNEL(conv3x3_wgmma_c16, (conv_wgmma_pingpong<2, 2, BORDER_ZERO, 0>))
+WGMMA_KERNEL(conv3x3_wgmma_folded_tail, (conv_wgmma_pingpong<8, 6, BORDER_REMAP, 1>))
+// Forms kept to measure against: the ping-pong without swizzle, and the serial form (both
+// warpgroups on one tile, the epilogue between tiles), which also runs the
+// swapped-descriptor diagnostic.
+WGMMA_KERNEL(conv3x3_wgmma_c64_unswizzled, (conv_wgmma_pingpong<8, 8, BORDER_ZERO, 0>))
+WGMMA_KERNEL(conv3x3_wgmma_c64_serial, (conv_wgmma<8, 8, BORDER_ZERO>))

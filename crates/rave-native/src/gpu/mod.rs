@@ -10,7 +10,7 @@ pub mod wgmma;
 pub use compact_engine::CompactEngine;
 pub use conv3x3::{Conv3x3Kernel, ConvVersion};
 pub use device_conv::DeviceConv;
-pub use wgmma::{WgmmaKernels, WgmmaSource, WgmmaTarget};
+pub use wgmma::{WgmmaForm, WgmmaKernels, WgmmaSource, WgmmaTarget};
 
 /// What went wrong on the GPU side, in one line.
 #[derive(Debug, thiserror::Error)]

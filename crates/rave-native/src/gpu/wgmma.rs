@@ -67,18 +67,35 @@ pub enum WgmmaTarget<'a, 'v> {
     },
 }
 
-/// The three wgmma kernels, loaded into one context (compute capability 9.0).
+/// Which form of the wgmma kernel runs (conv3x3_wgmma.cu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WgmmaForm {
+    /// The two warpgroups take turns on the tensor cores, each on its own tiles, the staged
+    /// input 128-byte swizzled where it has 64 channels a pixel: the one the engine runs.
+    PingPong,
+    /// `PingPong` without the swizzle (64 channels in only; to measure against).
+    Unswizzled,
+    /// Both warpgroups on one tile, the epilogue between tiles (64 channels in only).
+    Serial,
+    /// `Serial` with the descriptors' two core-matrix offsets exchanged: wrong by design, a
+    /// diagnostic that shows the tests tell the right reading of the format from the wrong.
+    SerialSwapped,
+}
+
+/// The wgmma kernels, loaded into one context (compute capability 9.0).
 pub struct WgmmaKernels {
     c64: CudaFunction,
     c16: CudaFunction,
     folded_tail: CudaFunction,
+    c64_serial: CudaFunction,
+    c64_unswizzled: CudaFunction,
     multiprocessors: u32,
 }
 
 impl WgmmaKernels {
     /// Compile `conv3x3_wgmma.cu` for sm_90a and load it.
     pub fn load(ctx: &Arc<CudaContext>, multiprocessors: u32) -> Result<Self, GpuError> {
-        let [c64, c16, folded_tail] = load_module_functions(
+        let [c64, c16, folded_tail, c64_serial, c64_unswizzled] = load_module_functions(
             ctx,
             SOURCE,
             "rave_conv3x3_wgmma.cu",
@@ -87,9 +104,17 @@ impl WgmmaKernels {
                 "conv3x3_wgmma_c64",
                 "conv3x3_wgmma_c16",
                 "conv3x3_wgmma_folded_tail",
+                "conv3x3_wgmma_c64_serial",
+                "conv3x3_wgmma_c64_unswizzled",
             ],
         )?;
-        for (f, chunks) in [(&c64, 8), (&c16, 2), (&folded_tail, 8)] {
+        for (f, chunks) in [
+            (&c64, 8),
+            (&c16, 2),
+            (&folded_tail, 8),
+            (&c64_serial, 8),
+            (&c64_unswizzled, 8),
+        ] {
             f.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 smem_bytes(chunks) as i32,
@@ -100,6 +125,8 @@ impl WgmmaKernels {
             c64,
             c16,
             folded_tail,
+            c64_serial,
+            c64_unswizzled,
             multiprocessors,
         })
     }
@@ -110,8 +137,8 @@ impl WgmmaKernels {
     }
 
     /// Queue `layer` over `source` into `target` for an image of `height x width` on
-    /// `stream`. `swap` exchanges the descriptors' two core-matrix offsets (a diagnostic
-    /// that must give wrong results).
+    /// `stream`, with the kernel form `form` (the serial forms take 64 plain input channels
+    /// only).
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -120,7 +147,7 @@ impl WgmmaKernels {
         source: WgmmaSource<'_>,
         target: WgmmaTarget<'_, '_>,
         (height, width): (usize, usize),
-        swap: bool,
+        form: WgmmaForm,
     ) -> Result<(), GpuError> {
         let Some(weights) = &layer.wgmma else {
             return Err(GpuError(format!(
@@ -134,9 +161,18 @@ impl WgmmaKernels {
                 "wgmma convolution at {width}x{height}: {what} holds {have} values, needs {need}"
             ))
         };
+        let serial = matches!(form, WgmmaForm::Serial | WgmmaForm::SerialSwapped);
+        let unswizzled = form == WgmmaForm::Unswizzled;
         let (function, main, extra, remap) = match (&source, weights.chunks) {
+            (WgmmaSource::Plain(x), 8) if serial => (&self.c64_serial, *x, None, None),
+            (WgmmaSource::Plain(x), 8) if unswizzled => (&self.c64_unswizzled, *x, None, None),
+            _ if unswizzled => {
+                return Err(GpuError(
+                    "the unswizzled wgmma form takes plain 64-channel inputs only".into(),
+                ));
+            }
             (WgmmaSource::Plain(x), 8) => (&self.c64, *x, None, None),
-            (WgmmaSource::Plain(x), 2) => (&self.c16, *x, None, None),
+            (WgmmaSource::Plain(x), 2) if !serial => (&self.c16, *x, None, None),
             (WgmmaSource::FoldedTail { last, input, remap }, 8) => {
                 (&self.folded_tail, *last, Some(*input), Some(*remap))
             }
@@ -170,7 +206,7 @@ impl WgmmaKernels {
         }
         let dims = [height, width].map(|d| i32::try_from(d).unwrap_or(i32::MAX));
         let act = i32::from(layer.activated);
-        let swap = i32::from(swap);
+        let swap = i32::from(form == WgmmaForm::SerialSwapped);
         let null = 0u64;
         let cfg = LaunchConfig {
             grid_dim: (
