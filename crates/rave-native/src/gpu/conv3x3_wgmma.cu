@@ -101,27 +101,26 @@ __device__ __forceinline__ void wgmma_m64n128k16(float* d, u64 desc_a, u64 desc_
 #define BORDER_ZERO 0
 #define BORDER_REMAP 1
 
-// Stage tile `tile`'s input rows into `stage` (shared address); outside the image zeros,
-// or the remapped nearest pixel.
-template <int NCH, int NA, int BORDER>
-__device__ __forceinline__ void stage_tile(
+// Stage `tile`'s input into `stage` (shared address) with threads first, first + step, ...:
+// [row][chunk][column][8] without swizzle, or (SWZ) [row][column][64 channels], 128-byte
+// swizzled (64 channels only). Outside the image zeros, or the remapped nearest pixel.
+template <int NCH, int NA, int BORDER, int SWZ>
+__device__ __forceinline__ void stage_pixels(
     const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,
-    const int* __restrict__ remap, u32 stage, int tile, int tiles_x, int tiles, int height,
-    int width)
+    const int* __restrict__ remap, u32 stage, int tile, int tiles_x, int height, int width,
+    int first, int step)
 {
-    if (tile >= tiles) {
-        return;
-    }
     const int y0 = (tile / tiles_x) * WG_TH;
     const int x0 = (tile % tiles_x) * WG_TW;
-    for (int i = threadIdx.x; i < WG_SR * WG_SW * NCH; i += blockDim.x) {
+    for (int i = first; i < WG_SR * WG_SW * NCH; i += step) {
         const int chunk = i % NCH;
         const int px = i / NCH;
         const int row = px / WG_SW;
         const int col = px - row * WG_SW;
         const int sy = y0 - 1 + row;
         const int sx = x0 - 1 + col;
-        const u32 dst = stage + ((row * NCH + chunk) * WG_SW + col) * 16;
+        const u32 dst = SWZ ? swizzle_128(stage + (px * 8 + chunk) * 16)
+                            : stage + ((row * NCH + chunk) * WG_SW + col) * 16;
         const bool inside = sy >= 0 && sy < height && sx >= 0 && sx < width;
         if (BORDER == BORDER_REMAP && !inside && sx >= -1 && sx <= width && sy >= -1 && sy <= height) {
             const int cy = sy < 0 ? 0 : (sy >= height ? height - 1 : sy);
@@ -154,6 +153,19 @@ __device__ __forceinline__ void stage_tile(
                 : input_b + ((long long)sy * width + sx) * ((NCH - NA) * 8) + (chunk - NA) * 8;
         }
         copy_16_async(dst, src, inside ? 16u : 0u);
+    }
+}
+
+// Stage tile `tile` into `stage` with the whole block (nothing past the last tile).
+template <int NCH, int NA, int BORDER>
+__device__ __forceinline__ void stage_tile(
+    const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,
+    const int* __restrict__ remap, u32 stage, int tile, int tiles_x, int tiles, int height,
+    int width)
+{
+    if (tile < tiles) {
+        stage_pixels<NCH, NA, BORDER, 0>(input, input_b, remap, stage, tile, tiles_x, height,
+            width, threadIdx.x, blockDim.x);
     }
 }
 
@@ -311,58 +323,15 @@ __device__ __forceinline__ void conv_wgmma(
 // start. The epilogue stores straight from the registers (channel pairs exchanged between
 // neighbouring lanes so each store is 4 bytes), since the stage buffer is refilling then.
 
-// Stage `tile` into `stage` with the 128 threads of one warpgroup: [row][chunk][column][8]
-// without swizzle, or (SWZ) [row][column][64 channels], 128-byte swizzled (64 channels only).
+// Stage `tile` into `stage` with the 128 threads of one warpgroup.
 template <int NCH, int NA, int BORDER, int SWZ>
 __device__ __forceinline__ void stage_tile_wg(
     const half_bits* __restrict__ input, const half_bits* __restrict__ input_b,
     const int* __restrict__ remap, u32 stage, int tile, int tiles_x, int height, int width,
     int wtid)
 {
-    const int y0 = (tile / tiles_x) * WG_TH;
-    const int x0 = (tile % tiles_x) * WG_TW;
-    for (int i = wtid; i < WG_SR * WG_SW * NCH; i += 128) {
-        const int chunk = i % NCH;
-        const int px = i / NCH;
-        const int row = px / WG_SW;
-        const int col = px - row * WG_SW;
-        const int sy = y0 - 1 + row;
-        const int sx = x0 - 1 + col;
-        const u32 dst = SWZ ? swizzle_128(stage + (px * 8 + chunk) * 16)
-                            : stage + ((row * NCH + chunk) * WG_SW + col) * 16;
-        const bool inside = sy >= 0 && sy < height && sx >= 0 && sx < width;
-        if (BORDER == BORDER_REMAP && !inside && sx >= -1 && sx <= width && sy >= -1 && sy <= height) {
-            const int cy = sy < 0 ? 0 : (sy >= height ? height - 1 : sy);
-            const int cx = sx < 0 ? 0 : (sx >= width ? width - 1 : sx);
-            const int* col_map = sx < 0 ? remap + 128 : (sx >= width ? remap + 192 : nullptr);
-            const int* row_map = sy < 0 ? remap : (sy >= height ? remap + 64 : nullptr);
-            u32 packed[4];
-            #pragma unroll
-            for (int e = 0; e < 8; e += 2) {
-                half_bits v[2];
-                #pragma unroll
-                for (int k = 0; k < 2; ++k) {
-                    int c = chunk * 8 + e + k;
-                    if (col_map) c = col_map[c];
-                    if (row_map) c = row_map[c];
-                    v[k] = c < NA * 8
-                        ? input[((long long)cy * width + cx) * (NA * 8) + c]
-                        : input_b[((long long)cy * width + cx) * ((NCH - NA) * 8) + c - NA * 8];
-                }
-                packed[e / 2] = (u32)v[0] | ((u32)v[1] << 16);
-            }
-            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
-                :: "r"(dst), "r"(packed[0]), "r"(packed[1]), "r"(packed[2]), "r"(packed[3]));
-            continue;
-        }
-        const half_bits* src = input;
-        if (inside) {
-            src = chunk < NA
-                ? input + ((long long)sy * width + sx) * (NA * 8) + chunk * 8
-                : input_b + ((long long)sy * width + sx) * ((NCH - NA) * 8) + (chunk - NA) * 8;
-        }
-        copy_16_async(dst, src, inside ? 16u : 0u);
-    }
+    stage_pixels<NCH, NA, BORDER, SWZ>(input, input_b, remap, stage, tile, tiles_x, height,
+        width, wtid, 128);
 }
 
 // Queue one output row's 9 x NCH / 2 wgmma (staged row `row` of the tile) into `d`. With
