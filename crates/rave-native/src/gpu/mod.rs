@@ -5,6 +5,7 @@
 pub mod compact_engine;
 pub mod conv3x3;
 pub mod device_conv;
+pub mod kernel_cache;
 pub mod wgmma;
 
 pub use compact_engine::CompactEngine;
@@ -29,7 +30,22 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaFunction};
 use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
 
-/// Compile `source` for `arch` and load `names` from it.
+/// NVRTC's version, (0, 0) where it cannot be read (the cache key then still changes
+/// with everything else).
+fn nvrtc_version() -> (i32, i32) {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: nvrtcVersion writes two ints through the pointers, which point at live
+    // locals; it reads nothing else.
+    let ok = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    match ok {
+        cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS => (major, minor),
+        _ => (0, 0),
+    }
+}
+
+/// Compile `source` for `arch` (or take the PTX from the disk cache, see
+/// [`kernel_cache`]) and load `names` from it. The driver compiles the PTX to machine code
+/// at load (its own cache, `~/.nv/ComputeCache`, keeps that for later starts).
 pub(crate) fn load_module_functions<const N: usize>(
     ctx: &Arc<CudaContext>,
     source: &str,
@@ -37,16 +53,30 @@ pub(crate) fn load_module_functions<const N: usize>(
     arch: &'static str,
     names: [&str; N],
 ) -> Result<[CudaFunction; N], GpuError> {
-    let opts = CompileOptions {
-        arch: Some(arch),
-        name: Some(file.into()),
-        ..Default::default()
+    let key = kernel_cache::key(source, file, arch, nvrtc_version());
+    let dir = kernel_cache::default_dir();
+    let compile = || {
+        let opts = CompileOptions {
+            arch: Some(arch),
+            name: Some(file.into()),
+            ..Default::default()
+        };
+        compile_ptx_with_opts(source, opts)
+            .map(|p| p.to_src())
+            .map_err(|e| GpuError(format!("compiling {file} for {arch}: {e}")))
     };
-    let ptx = compile_ptx_with_opts(source, opts)
-        .map_err(|e| GpuError(format!("compiling {file} for {arch}: {e}")))?;
-    let module = ctx
-        .load_module(ptx)
-        .map_err(driver_error("loading a convolution kernel"))?;
+    let (text, used) = kernel_cache::ptx(dir.as_deref(), &key, compile)?;
+    let module = match ctx.load_module(cudarc::nvrtc::Ptx::from_src(text)) {
+        Ok(m) => m,
+        // A stored PTX that does not load (damaged, or left by another driver): compile.
+        Err(_) if used == kernel_cache::CacheUse::Hit => {
+            kernel_cache::forget(dir.as_deref(), &key);
+            let (text, _) = kernel_cache::ptx(dir.as_deref(), &key, compile)?;
+            ctx.load_module(cudarc::nvrtc::Ptx::from_src(text))
+                .map_err(driver_error("loading a convolution kernel"))?
+        }
+        Err(e) => return Err(driver_error("loading a convolution kernel")(e)),
+    };
     let mut out = Vec::with_capacity(N);
     for name in names {
         out.push(
