@@ -307,13 +307,14 @@ fn native(
     downstream: usize,
     runtime: &'static OrtRuntime,
 ) -> Result<ChosenBackend> {
+    // Counted as `rave models` counts them: the first convolution (from RGB) apart.
     let summary = format!(
-        "SRVGGNetCompact x{}, {} body convolutions",
+        "SRVGGNetCompact x{}, {} body convolutions after the first",
         match &net.tail {
             rave_native::network::CompactTail::Folded(t) => t.block,
             _ => net.shuffle,
         },
-        net.body.len()
+        net.body.len().saturating_sub(1)
     );
     let backend = rave_native::backend::NativeBackend::new(
         ctx.clone(),
