@@ -1,0 +1,85 @@
+//! `rave models`: the installed models with their scale, precision and batch axis, a model
+//! that cannot run with its problem, and the engine each would run on (recognised from the
+//! graph, never the name).
+
+mod common;
+
+use common::*;
+
+#[test]
+fn models_lists_installed_models_with_their_scale() {
+    let dir = scratch();
+    std::fs::copy(fixture("nearest_x2.onnx"), dir.path().join("tiny-x2.onnx")).unwrap();
+    std::fs::copy(fixture("rank3.onnx"), dir.path().join("broken.onnx")).unwrap();
+    std::fs::copy(
+        fixture("arch/compact_x2.onnx"),
+        dir.path().join("compact-x2.onnx"),
+    )
+    .unwrap();
+    let o = run(&[
+        "models",
+        "--models-dir",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let models = v["models"].as_array().unwrap();
+    let tiny = models
+        .iter()
+        .find(|m| m["name"] == "tiny-x2")
+        .expect("listed");
+    assert_eq!(tiny["scale"], 2);
+    let broken = models
+        .iter()
+        .find(|m| m["name"] == "broken")
+        .expect("listed");
+    assert!(broken["problem"].as_str().unwrap().contains("rank 3"));
+    // The engine each would get: recognised from the graph, not the name.
+    assert_eq!(tiny["engine"]["engine"], "onnxruntime", "{tiny}");
+    assert!(
+        tiny["engine"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not SRVGGNetCompact: the input is read by 0 Conv nodes"),
+        "{tiny}"
+    );
+    let compact = models
+        .iter()
+        .find(|m| m["name"] == "compact-x2")
+        .expect("listed");
+    // Recognised, but its 8 features are not what the native kernels take: ONNX Runtime,
+    // saying so.
+    assert_eq!(compact["engine"]["engine"], "onnxruntime", "{compact}");
+    assert_eq!(compact["engine"]["architecture"], "SRVGGNetCompact");
+    assert!(
+        compact["engine"]["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("is recognised, but 8 features: the native kernels take 64"),
+        "{compact}"
+    );
+    let o = run(&["models", "--models-dir", dir.path().to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("    engine: ONNX Runtime: SRVGGNetCompact x2 (8 features, 1 body convs, residual tail, fp32) is recognised, but 8 features"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    engine: ONNX Runtime: not SRVGGNetCompact: "),
+        "{text}"
+    );
+    // A model that cannot run at all gets its problem, not an engine it would run on.
+    let lines: Vec<&str> = text.lines().collect();
+    let rank3 = lines
+        .iter()
+        .position(|l| l.contains("rank 3"))
+        .expect("problem line");
+    assert!(
+        lines
+            .get(rank3 + 1)
+            .is_none_or(|l| !l.trim_start().starts_with("engine:")),
+        "{text}"
+    );
+}
