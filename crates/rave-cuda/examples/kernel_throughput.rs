@@ -86,10 +86,13 @@ fn main() {
                 };
                 let traffic = (pl.bytes + tensor_bytes) as f64;
                 let to_rgb = time_ms(&ctx, &stream, || {
-                    kernels.yuv_to_rgb(&stream, &yuv, t, fmt, &color).unwrap()
+                    // SAFETY: `surface` and `tensor`, allocated above for the layout's bytes
+                    // and 3 * w * h elements, live past the timing's stream sync.
+                    unsafe { kernels.yuv_to_rgb(&stream, &yuv, t, fmt, &color) }.unwrap()
                 });
                 let to_yuv = time_ms(&ctx, &stream, || {
-                    kernels.rgb_to_yuv(&stream, t, fmt, &yuv, &color).unwrap()
+                    // SAFETY: as above.
+                    unsafe { kernels.rgb_to_yuv(&stream, t, fmt, &yuv, &color) }.unwrap()
                 });
                 let t_name = if fmt == PixelFormat::RgbPlanarF32 {
                     "f32"

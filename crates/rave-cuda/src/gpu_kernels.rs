@@ -200,7 +200,14 @@ impl ColorKernels {
 
     /// Convert `src` to planar RGB (`format` F32 or F16, values in [0, 1]) at `dst`, which
     /// must hold `3 * width * height` elements. Queued on `stream`.
-    pub fn yuv_to_rgb(
+    ///
+    /// # Safety
+    ///
+    /// `src`'s plane addresses must point at live device memory of `stream`'s context
+    /// holding the surface its layout describes, and `dst` at live device memory of that
+    /// context holding `3 * width * height` elements of `format`; neither may be freed or
+    /// written by other work until the kernel queued here has run.
+    pub unsafe fn yuv_to_rgb(
         &self,
         stream: &CudaStream,
         src: &DeviceYuv,
@@ -224,7 +231,8 @@ impl ColorKernels {
             .arg(&k);
         // SAFETY: the argument list matches the kernel signature in kernels.cu; `src`
         // describes a surface of at least its layout's bytes and `dst` holds 3*w*h elements
-        // of the chosen type, both valid device memory of this context (caller's contract).
+        // of the chosen type, both valid device memory of this context (this function's
+        // safety contract).
         launched(&name, unsafe {
             args.launch(launch_config(l.width, l.height))
         })
@@ -232,7 +240,13 @@ impl ColorKernels {
 
     /// Convert planar RGB at `src` (`format` F32 or F16) to the YUV surface `dst`, at the
     /// bit depth of its layout. Queued on `stream`.
-    pub fn rgb_to_yuv(
+    ///
+    /// # Safety
+    ///
+    /// As for [`ColorKernels::yuv_to_rgb`], with the roles swapped: `src` must hold
+    /// `3 * width * height` elements of `format`, `dst`'s planes the surface its layout
+    /// describes, all live device memory of `stream`'s context until the kernel has run.
+    pub unsafe fn rgb_to_yuv(
         &self,
         stream: &CudaStream,
         src: u64,

@@ -105,9 +105,13 @@ impl Gpu {
             .alloc_zeros::<u8>(n * fmt.element_bytes())
             .unwrap();
         let yuv = DeviceYuv::from_base(addr(&src, &self.stream), pl);
-        self.kernels
-            .yuv_to_rgb(&self.stream, &yuv, addr(&dst, &self.stream), fmt, color)
-            .unwrap();
+        // SAFETY: `src` and `dst` were allocated above for the layout's bytes and n elements
+        // and live until the copy back below, which synchronizes the stream.
+        unsafe {
+            self.kernels
+                .yuv_to_rgb(&self.stream, &yuv, addr(&dst, &self.stream), fmt, color)
+        }
+        .unwrap();
         let bytes = self.stream.clone_dtoh(&dst).unwrap();
         decode_floats(&bytes, fmt)
     }
@@ -126,9 +130,12 @@ impl Gpu {
         let pl = PlaneLayout::new(layout, w, h, align);
         let dst = self.stream.alloc_zeros::<u8>(pl.bytes).unwrap();
         let yuv = DeviceYuv::from_base(addr(&dst, &self.stream), pl);
-        self.kernels
-            .rgb_to_yuv(&self.stream, addr(&src, &self.stream), fmt, &yuv, color)
-            .unwrap();
+        // SAFETY: as in `to_rgb`: both buffers allocated above, alive past the copy back.
+        unsafe {
+            self.kernels
+                .rgb_to_yuv(&self.stream, addr(&src, &self.stream), fmt, &yuv, color)
+        }
+        .unwrap();
         unpack(&self.stream.clone_dtoh(&dst).unwrap(), &pl)
     }
 }

@@ -134,8 +134,12 @@ impl GpuConverter {
             v: p.uv,
             layout,
         };
-        self.kernels
-            .yuv_to_rgb(stream, &planes, rgb.device_addr(), self.tensor, &self.color)?;
+        // SAFETY: `planes` are the decoder's surface, held (`surface`) until after the sync
+        // below; `rgb` was allocated above for 3 * w * h elements of the tensor type.
+        unsafe {
+            self.kernels
+                .yuv_to_rgb(stream, &planes, rgb.device_addr(), self.tensor, &self.color)
+        }?;
         stream.synchronize().map_err(cuda_err("preprocess sync"))?;
         drop(surface);
         Ok(GpuFrame {
@@ -166,13 +170,17 @@ impl GpuConverter {
         self.copies.uploads.fetch_add(1, Ordering::Relaxed);
         let n = 3 * img.width as usize * img.height as usize;
         let rgb = self.ctx.alloc_pooled(n * self.tensor.element_bytes())?;
-        self.kernels.yuv_to_rgb(
-            stream,
-            &DeviceYuv::from_base(yuv.device_addr(), layout),
-            rgb.device_addr(),
-            self.tensor,
-            &self.color,
-        )?;
+        // SAFETY: `yuv` holds `layout.bytes` (allocated above) and is reused only by later
+        // work on this same stream; `rgb` holds 3 * w * h elements of the tensor type.
+        unsafe {
+            self.kernels.yuv_to_rgb(
+                stream,
+                &DeviceYuv::from_base(yuv.device_addr(), layout),
+                rgb.device_addr(),
+                self.tensor,
+                &self.color,
+            )
+        }?;
         // `yuv` goes back to the pool now; the next upload reuses it on this same stream, so
         // after this kernel has read it.
         Ok(GpuFrame {
@@ -195,13 +203,17 @@ impl GpuConverter {
         let layout = PlaneLayout::new(layout_for(bit_depth), t.width, t.height, 1);
         let stream = &self.ctx.streams().encode;
         let yuv = self.ctx.alloc_pooled(layout.bytes)?;
-        self.kernels.rgb_to_yuv(
-            stream,
-            t.device_ptr(),
-            t.format,
-            &DeviceYuv::from_base(yuv.device_addr(), layout),
-            &self.color,
-        )?;
+        // SAFETY: the texture (held by `frame` until the copy below completed) holds
+        // 3 * w * h elements of its format; `yuv` was allocated above for `layout.bytes`.
+        unsafe {
+            self.kernels.rgb_to_yuv(
+                stream,
+                t.device_ptr(),
+                t.format,
+                &DeviceYuv::from_base(yuv.device_addr(), layout),
+                &self.color,
+            )
+        }?;
         let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
         if pinned.as_ref().is_none_or(|p| p.len() < layout.bytes) {
             // SAFETY: page-locked host memory whose contents are written by the copy below

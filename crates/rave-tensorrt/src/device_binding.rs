@@ -93,7 +93,11 @@ impl DeviceBinding {
         shape.iter().product::<i64>() as usize * self.element_bytes
     }
 
-    fn bind(&mut self, output: bool, addr: u64, shape: &Nchw) -> Result<()> {
+    /// # Safety
+    ///
+    /// `addr` must be memory of this binding's memory kind holding `self.bytes(shape)`
+    /// bytes, alive (and, for the output, not read by anything else) until the run ends.
+    unsafe fn bind(&mut self, output: bool, addr: u64, shape: &Nchw) -> Result<()> {
         let api = ort::api();
         let mut value: *mut OrtValue = std::ptr::null_mut();
         let bytes = self.bytes(shape);
@@ -137,7 +141,13 @@ impl DeviceBinding {
     /// Run `session` reading `shape_in` at `input` and writing `shape_out` at `output`
     /// (with CUDA graph `graph` when non-zero). Returns the address the runtime wrote the
     /// output to, for the pointer audit. Synchronous: the output is complete on return.
-    pub fn run(
+    ///
+    /// # Safety
+    ///
+    /// `input` and `output` must be memory of this binding's kind (device memory for the
+    /// CUDA binding, host memory for the CPU one) holding the bytes of their shapes in this
+    /// binding's element type, alive until this returns, `output` written by nothing else.
+    pub unsafe fn run(
         &mut self,
         session: &mut Session,
         input: u64,
@@ -146,8 +156,11 @@ impl DeviceBinding {
         shape_out: &Nchw,
         graph: usize,
     ) -> Result<u64> {
-        self.bind(false, input, shape_in)?;
-        self.bind(true, output, shape_out)?;
+        // SAFETY: this function's contract, passed on.
+        unsafe {
+            self.bind(false, input, shape_in)?;
+            self.bind(true, output, shape_out)?;
+        }
         let api = ort::api();
         let options = self.run_options.get(graph).ok_or_else(|| {
             EngineError::InvariantViolation(format!("CUDA graph id {graph} was not prepared"))

@@ -56,8 +56,9 @@ fn runs_in_place_on_bound_memory_and_rebinds_per_frame() {
         let shape_in = [n as i64, 3, h as i64, w as i64];
         let shape_out = [n as i64, 3, 2 * h as i64, 2 * w as i64];
         let out_addr = output.as_mut_ptr() as u64;
-        let used = b
-            .run(
+        // SAFETY: host vectors of exactly the shapes' sizes (CPU binding), alive past the run.
+        let used = unsafe {
+            b.run(
                 &mut s,
                 input.as_ptr() as u64,
                 &shape_in,
@@ -65,7 +66,8 @@ fn runs_in_place_on_bound_memory_and_rebinds_per_frame() {
                 &shape_out,
                 0,
             )
-            .unwrap();
+        }
+        .unwrap();
         assert_eq!(used, out_addr, "the runtime wrote somewhere else");
         assert_eq!(output, nearest_x2(&input, n, h, w), "{n}x{h}x{w}");
     }
@@ -78,8 +80,9 @@ fn half_precision_tensors_bind_as_float16() {
     let input: Vec<half::f16> = values.iter().map(|v| half::f16::from_f32(*v)).collect();
     let mut output = vec![half::f16::ZERO; input.len() * 4];
     assert_eq!(b.bytes(&[1, 3, 4, 4]), 3 * 16 * 2);
-    let used = b
-        .run(
+    // SAFETY: host vectors of exactly the shapes' sizes (CPU binding), alive past the run.
+    let used = unsafe {
+        b.run(
             &mut s,
             input.as_ptr() as u64,
             &[1, 3, 2, 2],
@@ -87,7 +90,8 @@ fn half_precision_tensors_bind_as_float16() {
             &[1, 3, 4, 4],
             0,
         )
-        .unwrap();
+    }
+    .unwrap();
     assert_eq!(used, output.as_ptr() as u64);
     let got: Vec<f32> = output.iter().map(|v| v.to_f32()).collect();
     assert_eq!(got, nearest_x2(&values, 1, 2, 2));
@@ -98,8 +102,9 @@ fn a_wrong_shape_is_an_inference_error_not_a_crash() {
     let (mut s, mut b) = bound("fixed_64x48_x2.onnx", PixelFormat::RgbPlanarF32);
     let input = vec![0f32; 3 * 10 * 10];
     let mut output = vec![0f32; 3 * 20 * 20];
-    let err = b
-        .run(
+    // SAFETY: host vectors of exactly the shapes' sizes (CPU binding), alive past the run.
+    let err = unsafe {
+        b.run(
             &mut s,
             input.as_ptr() as u64,
             &[1, 3, 10, 10],
@@ -107,7 +112,8 @@ fn a_wrong_shape_is_an_inference_error_not_a_crash() {
             &[1, 3, 20, 20],
             0,
         )
-        .unwrap_err();
+    }
+    .unwrap_err();
     assert_eq!(err.kind(), "inference");
     assert!(err.to_string().contains("running the model"), "{err}");
 }

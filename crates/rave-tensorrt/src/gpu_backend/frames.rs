@@ -16,10 +16,18 @@ use crate::device_binding::Nchw;
 use crate::output_ring::OutputRing;
 
 /// Queue a device-to-device copy of `bytes` on `stream`.
-fn copy_on(stream: &cudarc::driver::CudaStream, dst: u64, src: u64, bytes: usize) -> Result<()> {
-    // SAFETY: both ranges are live device allocations of this context of at least `bytes`
-    // (staging and ring buffers sized for the frame, textures checked by the caller), and
-    // stay alive until the stream is synchronized before they are handed on.
+///
+/// # Safety
+///
+/// `dst` and `src` must be live device allocations of `stream`'s context holding at least
+/// `bytes` each, alive until the stream has run the copy.
+unsafe fn copy_on(
+    stream: &cudarc::driver::CudaStream,
+    dst: u64,
+    src: u64,
+    bytes: usize,
+) -> Result<()> {
+    // SAFETY: this function's contract.
     unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
         .map_err(cuda_err("device copy"))
 }
@@ -159,7 +167,10 @@ impl TensorRtBackend {
             None => {
                 let slot = ring.acquire()?;
                 let (in_ptr, out_ptr) = (first.device_ptr(), slot.device_addr());
-                let used = binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0)?;
+                // SAFETY: the texture's buffer holds `in_bytes` (checked above) and the ring
+                // slot, held only here, was allocated for `out_bytes`; both are device
+                // memory of this context and outlive the synchronous run.
+                let used = unsafe { binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0) }?;
                 self.audit("output", out_ptr, used)?;
                 self.record(t0.elapsed());
                 sink(GpuTexture {
@@ -174,30 +185,42 @@ impl TensorRtBackend {
                 let stream = &self.ctx.streams().inference;
                 let (stage_in, stage_out) = (stage.input.device_addr(), stage.output.device_addr());
                 for (i, t) in inputs.iter().enumerate() {
-                    copy_on(
-                        stream,
-                        stage_in + (i * in_bytes) as u64,
-                        t.device_ptr(),
-                        in_bytes,
-                    )?;
+                    // SAFETY: the staging input holds `max_batch` frames of `in_bytes`
+                    // (`fit_buffers`; n <= max_batch checked above) and each texture holds
+                    // `in_bytes` (checked above); all stay alive past the sync below.
+                    unsafe {
+                        copy_on(
+                            stream,
+                            stage_in + (i * in_bytes) as u64,
+                            t.device_ptr(),
+                            in_bytes,
+                        )
+                    }?;
                 }
                 stream.synchronize().map_err(cuda_err("staging sync"))?;
                 let mut shape_in = one_in;
                 let mut shape_out = one_out;
                 (shape_in[0], shape_out[0]) = (n as i64, n as i64);
                 let graph = if self.config.cuda_graph { n } else { 0 };
-                let used =
-                    binding.run(session, stage_in, &shape_in, stage_out, &shape_out, graph)?;
+                // SAFETY: the staging pair was allocated for `max_batch` frames of these
+                // sizes (`fit_buffers`), and only this backend uses it.
+                let used = unsafe {
+                    binding.run(session, stage_in, &shape_in, stage_out, &shape_out, graph)
+                }?;
                 self.audit("output", stage_out, used)?;
                 let mut slots: [Option<Arc<GpuBuffer>>; MAX_BATCH] = Default::default();
                 for (i, slot) in slots.iter_mut().take(n).enumerate() {
                     let buf = ring.acquire()?;
-                    copy_on(
-                        stream,
-                        buf.device_addr(),
-                        stage_out + (i * out_bytes) as u64,
-                        out_bytes,
-                    )?;
+                    // SAFETY: ring slots hold `out_bytes` and the staging output `max_batch`
+                    // of them; both stay alive past the sync below.
+                    unsafe {
+                        copy_on(
+                            stream,
+                            buf.device_addr(),
+                            stage_out + (i * out_bytes) as u64,
+                            out_bytes,
+                        )
+                    }?;
                     *slot = Some(buf);
                 }
                 stream.synchronize().map_err(cuda_err("staging sync"))?;
