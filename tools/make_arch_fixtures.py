@@ -11,6 +11,9 @@ Recognised:
 - compact_x3_cubic.onnx     the x4 network then a cubic 0.75 Resize (ncnn's animevideov3 x3 form)
 - compact_x2_folded.onnx    the x4 network then a cubic 0.5 Resize, folded by tools/fold_tail.py
 - compact_x2_fp16.onnx      compact_x2 in float16 (tools/to_fp16.py's conversion)
+- compact_torch_shared.onnx compact x2 as torch.onnx.export writes equal parameters: one
+                            PReLU slope initializer read through Identity nodes, and the
+                            residual's Resize scales as a Constant node
 - rrdb_x4.onnx              conv_first, 1 RRDB, trunk conv, 2 nearest x2 + conv stages, conv_hr, conv_last
 - rrdb_x2.onnx              the same with 2 RRDBs and one upsampling stage
 Refused (near misses):
@@ -95,16 +98,29 @@ def save(model, out, name):
 
 
 def compact(out, name, feat=8, convs=2, up=2, seed=1, relu_at=None, residual=True, mode="CRD",
-            stride_at=None, cubic=None, save_it=True):
+            stride_at=None, cubic=None, save_it=True, torch_style=False):
+    """torch_style: the forms torch.onnx.export writes when parameters are equal (one
+    initializer, read by each PRelu through its own Identity node) and the residual's
+    Resize scales as a Constant node."""
     b = Builder(seed)
     x, c = "input", 3
+    shared = b.const(b.rng.uniform(0.0, 0.3, (feat, 1, 1)).astype(np.float32), "slope") if torch_style else None
     for i in range(convs):
         x = b.conv(x, c, feat, stride=2 if i == stride_at else 1)
-        x = b.node("Relu", [x]) if i == relu_at else b.prelu(x, feat)
+        if i == relu_at:
+            x = b.node("Relu", [x])
+        elif shared is not None:
+            x = b.node("PRelu", [x, b.node("Identity", [shared])])
+        else:
+            x = b.prelu(x, feat)
         c = feat
     x = b.conv(x, feat, 3 * up * up)
     x = b.node("DepthToSpace", [x], blocksize=up, mode=mode)
-    if residual:
+    if residual and torch_style:
+        scales = b.node("Constant", [], value=numpy_helper.from_array(np.array([1, 1, up, up], np.float32)))
+        x = b.node("Add", [x, b.node("Resize", ["input", "", scales], mode="nearest",
+                                     coordinate_transformation_mode="asymmetric", nearest_mode="floor")])
+    elif residual:
         x = b.node("Add", [x, b.resize("input", up)])
     if cubic is not None:
         x = b.resize(x, cubic, mode="cubic")
@@ -170,6 +186,7 @@ def main():
     rrdb(out, "rrdb_alpha01", alpha_at=6)
     rrdb(out, "rrdb_no_trunk_residual", trunk_residual=False)
     rrdb(out, "rrdb_scale05", scale_at=1)
+    compact(out, "compact_torch_shared", convs=3, seed=6, torch_style=True)
     print(out)
 
 

@@ -148,20 +148,33 @@ impl Graph {
             .map(|&i| &self.graph.initializer[i])
     }
 
-    /// The constant `value`: an initializer, or the tensor of the `Constant` node writing it
-    /// (with that node's index, so a matcher can account for it).
-    pub fn constant(&self, value: &str) -> Option<(&TensorProto, Option<usize>)> {
-        if let Some(t) = self.initializer(value) {
-            return Some((t, None));
+    /// The constant `value`: an initializer, or the tensor of the `Constant` node writing it,
+    /// seen through any `Identity` nodes on the way (PyTorch's exporter writes one per use
+    /// when parameters are equal, sharing one initializer), with the indices of the nodes
+    /// passed, so a matcher can account for them.
+    pub fn constant(&self, value: &str) -> Option<(&TensorProto, Vec<usize>)> {
+        let mut nodes = Vec::new();
+        let mut value = value;
+        // A chain longer than the graph would be a cycle: never a constant.
+        for _ in 0..=self.graph.node.len() {
+            if let Some(t) = self.initializer(value) {
+                return Some((t, nodes));
+            }
+            let i = self.producer(value)?;
+            let n = self.node(i);
+            if !n.domain.is_empty() {
+                return None;
+            }
+            nodes.push(i);
+            match (n.op_type.as_str(), &n.input[..], &n.attribute[..]) {
+                ("Identity", [from], []) => value = from,
+                ("Constant", [], [a]) if a.name == "value" => {
+                    return a.t.as_ref().map(|t| (t, nodes));
+                }
+                _ => return None,
+            }
         }
-        let i = self.producer(value)?;
-        let n = self.node(i);
-        if n.op_type != "Constant" || !n.domain.is_empty() {
-            return None;
-        }
-        let [a] = &n.attribute[..] else { return None };
-        (a.name == "value").then_some(())?;
-        a.t.as_ref().map(|t| (t, Some(i)))
+        None
     }
 
     /// The image input's name.

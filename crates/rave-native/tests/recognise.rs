@@ -62,6 +62,34 @@ fn tiny_compact_models_are_recognised_with_their_tail() {
 }
 
 #[test]
+fn pytorch_exports_with_shared_parameters_are_recognised() {
+    // torch.onnx.export writes equal parameters once, each use through an Identity node,
+    // and the residual's Resize scales as a Constant node: both are constants to the
+    // matcher, and every such node is accounted for.
+    let net = recognised("compact_torch_shared");
+    let Architecture::Compact(c) = &net.architecture else {
+        panic!("{net}")
+    };
+    assert_eq!(
+        (net.scale, c.body.len(), &c.tail),
+        (2, 3, &CompactTail::Residual)
+    );
+    let slopes: Vec<_> = c
+        .body
+        .iter()
+        .map(|l| match &l.activation {
+            rave_native::network::Activation::PRelu(s) => s.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert!(
+        slopes.windows(2).all(|w| w[0] == w[1]),
+        "one shared slope tensor"
+    );
+    assert_eq!(slopes[0].len(), 8);
+}
+
+#[test]
 fn tiny_rrdb_models_are_recognised() {
     for (name, blocks, scale) in [("rrdb_x4", 1, 4), ("rrdb_x2", 2, 2)] {
         let net = recognised(name);

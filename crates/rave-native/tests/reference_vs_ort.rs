@@ -81,7 +81,12 @@ const SIZES: &[(usize, usize)] = &[(16, 16), (7, 5), (13, 9), (1, 1), (2, 3)];
 
 #[test]
 fn compact_fixtures_match_onnx_runtime() {
-    for name in ["compact_x2", "compact_x3_cubic", "compact_x2_folded"] {
+    for name in [
+        "compact_x2",
+        "compact_x3_cubic",
+        "compact_x2_folded",
+        "compact_torch_shared",
+    ] {
         compare(&common::fixture(&format!("arch/{name}.onnx")), SIZES, 1e-4);
     }
 }

@@ -189,15 +189,16 @@ impl<'g> Matcher<'g> {
         format!("{}: attribute {} is not {want}", self.label(i), a.name)
     }
 
-    /// The constant float tensor `value` (initializer or `Constant` node, which is taken).
+    /// The constant float tensor `value` (initializer or `Constant` node, through any
+    /// `Identity` nodes; the nodes are taken).
     pub fn floats(&mut self, value: &str, what: &str) -> Step<FloatTensor> {
-        let (t, node) = self
+        let (t, nodes) = self
             .graph
             .constant(value)
             .ok_or_else(|| format!("{what} {value} is not a constant"))?;
         let f = tensor::floats(t)?;
         self.saw_f16 |= f.from_f16;
-        if let Some(i) = node {
+        for i in nodes {
             self.taken[i] = true;
         }
         Ok(f)
@@ -205,12 +206,12 @@ impl<'g> Matcher<'g> {
 
     /// The constant int64 tensor `value`.
     pub fn int64s(&mut self, value: &str, what: &str) -> Step<Vec<i64>> {
-        let (t, node) = self
+        let (t, nodes) = self
             .graph
             .constant(value)
             .ok_or_else(|| format!("{what} {value} is not a constant"))?;
         let v = tensor::int64s(t)?;
-        if let Some(i) = node {
+        for i in nodes {
             self.taken[i] = true;
         }
         Ok(v)
