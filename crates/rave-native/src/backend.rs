@@ -24,31 +24,50 @@ use rave_tensorrt::output_ring::OutputRing;
 
 use crate::gpu::CompactEngine;
 use crate::gpu::compact_engine::unsupported;
-use crate::network::{Architecture, CompactNet};
+use crate::network::{Architecture, CompactNet, Network};
 use crate::recognise_file;
 
 /// The one engine name the run report gives the native engine.
 pub const ENGINE_NAME: &str = "rave-native";
 
+/// A network the native engine runs, with its scale as the recogniser found it.
+pub struct NativeNetwork {
+    /// The network.
+    pub net: CompactNet,
+    /// Output size / input size.
+    pub scale: u32,
+}
+
+/// Why the native kernels cannot run the recognised `net` (on any GPU), if they cannot.
+pub fn why_not_native(net: &Network) -> Option<String> {
+    match &net.architecture {
+        Architecture::Compact(compact) => unsupported(compact),
+        other => Some(format!(
+            "{} runs on ONNX Runtime for now (the native engine runs SRVGGNetCompact)",
+            other.name()
+        )),
+    }
+}
+
 /// The network the native engine would run from `model` on a GPU it supports, or why it
 /// cannot run this model.
-pub fn network_eligibility(model: &Path) -> std::result::Result<CompactNet, String> {
+pub fn network_eligibility(model: &Path) -> std::result::Result<NativeNetwork, String> {
     let net = recognise_file(model).map_err(|r| format!("the model is not recognised ({r})"))?;
-    let Architecture::Compact(compact) = net.architecture else {
-        return Err(format!(
-            "{} runs on ONNX Runtime for now (the native engine runs SRVGGNetCompact)",
-            net.architecture.name()
-        ));
-    };
-    if let Some(why) = unsupported(&compact) {
+    if let Some(why) = why_not_native(&net) {
         return Err(why);
     }
-    Ok(compact)
+    match net.architecture {
+        Architecture::Compact(compact) => Ok(NativeNetwork {
+            net: compact,
+            scale: net.scale,
+        }),
+        _ => unreachable!("why_not_native refuses every other architecture"),
+    }
 }
 
 /// Why `model` cannot run on the native engine on a GPU of compute capability `cc`, or
 /// the network it would run.
-pub fn eligibility(model: &Path, cc: (i32, i32)) -> std::result::Result<CompactNet, String> {
+pub fn eligibility(model: &Path, cc: (i32, i32)) -> std::result::Result<NativeNetwork, String> {
     let compact = network_eligibility(model)?;
     if cc != (9, 0) {
         return Err(format!(
@@ -82,20 +101,17 @@ fn native_error(e: crate::gpu::GpuError) -> EngineError {
 }
 
 impl NativeBackend {
-    /// Load `net` (recognised from `model`) on `ctx`; `downstream` is how many frames the
+    /// Load `network` (recognised from `model`) on `ctx`; `downstream` is how many frames the
     /// stages after inference may hold (the ring gets two slots more), `frame` the clip's
     /// size, for which the engine is built (and its kernels compiled) here.
     pub fn new(
         ctx: Arc<GpuContext>,
         model: &Path,
-        net: CompactNet,
+        network: NativeNetwork,
         downstream: usize,
         frame: Option<(u32, u32)>,
     ) -> Result<Self> {
-        let scale = match &net.tail {
-            crate::network::CompactTail::Folded(t) => t.block,
-            _ => net.shuffle,
-        };
+        let NativeNetwork { net, scale } = network;
         let meta = ModelMetadata {
             name: model
                 .file_stem()

@@ -288,7 +288,7 @@ fn native_option_conflict(opts: &GpuOptions) -> Option<String> {
 fn native_eligibility(
     config: &UpscaleConfig,
     ctx: &GpuContext,
-) -> std::result::Result<rave_native::network::CompactNet, String> {
+) -> std::result::Result<rave_native::backend::NativeNetwork, String> {
     if let Some(option) = native_option_conflict(&config.gpu) {
         return Err(format!("it does not take {option}"));
     }
@@ -302,7 +302,7 @@ fn native_eligibility(
 fn native(
     config: &UpscaleConfig,
     ctx: Arc<GpuContext>,
-    net: rave_native::network::CompactNet,
+    network: rave_native::backend::NativeNetwork,
     frame: (u32, u32),
     downstream: usize,
     runtime: &'static OrtRuntime,
@@ -310,16 +310,13 @@ fn native(
     // Counted as `rave models` counts them: the first convolution (from RGB) apart.
     let summary = format!(
         "SRVGGNetCompact x{}, {} body convolutions after the first",
-        match &net.tail {
-            rave_native::network::CompactTail::Folded(t) => t.block,
-            _ => net.shuffle,
-        },
-        net.body.len().saturating_sub(1)
+        network.scale,
+        network.net.body.len().saturating_sub(1)
     );
     let backend = rave_native::backend::NativeBackend::new(
         ctx.clone(),
         &config.model,
-        net,
+        network,
         downstream,
         Some(frame),
     )?;

@@ -43,13 +43,13 @@ struct EngineEligibility {
 impl EngineEligibility {
     fn of(path: &std::path::Path) -> Self {
         match rave_native::recognise_file(path) {
-            Ok(net) => match rave_native::backend::network_eligibility(path) {
-                Ok(_) => Self {
+            Ok(net) => match rave_native::backend::why_not_native(&net) {
+                None => Self {
                     engine: "native",
                     architecture: Some(net.architecture.name()),
                     reason: net.to_string(),
                 },
-                Err(why) => Self {
+                Some(why) => Self {
                     engine: "onnxruntime",
                     architecture: Some(net.architecture.name()),
                     reason: format!("{net} is recognised, but {why}"),
