@@ -16,6 +16,9 @@ Recognised:
                             residual's Resize scales as a Constant node
 - rrdb_x4.onnx              conv_first, 1 RRDB, trunk conv, 2 nearest x2 + conv stages, conv_hr, conv_last
 - rrdb_x2.onnx              the same with 2 RRDBs and one upsampling stage
+- rrdb_x4_nf32.onnx         2 RRDBs of 32 features and growth 16: the smallest widths the
+                            native engine's kernels take (multiples of 16)
+- rrdb_x4_nf32_fp16.onnx    rrdb_x4_nf32 in float16 (its residual scales become 0.19995)
 Refused (near misses):
 - compact_relu.onnx             Relu instead of the second PReLU
 - compact_no_residual.onnx      no nearest-upsampled input added
@@ -179,6 +182,9 @@ def main():
          out, "compact_x2_fp16.onnx")
     rrdb(out, "rrdb_x4")
     rrdb(out, "rrdb_x2", blocks=2, ups=1, seed=5)
+    rrdb(out, "rrdb_x4_nf32", nf=32, gc=16, blocks=2, seed=7)
+    save(float16.convert_float_to_float16(onnx.load(out / "rrdb_x4_nf32.onnx"), keep_io_types=False),
+         out, "rrdb_x4_nf32_fp16.onnx")
     compact(out, "compact_relu", relu_at=1)
     compact(out, "compact_no_residual", residual=False)
     compact(out, "compact_dcr", mode="DCR")

@@ -110,6 +110,27 @@ fn tiny_rrdb_models_are_recognised() {
 }
 
 #[test]
+fn rrdb_in_float16_is_recognised_with_its_rounded_residual_scale() {
+    for name in ["rrdb_x4_nf32", "rrdb_x4_nf32_fp16"] {
+        let net = recognised(name);
+        let Architecture::Rrdb(r) = &net.architecture else {
+            panic!("{net}")
+        };
+        assert_eq!((r.blocks.len(), net.scale), (2, 4), "{name}");
+        let ins: Vec<_> = r.blocks[1].dense[2]
+            .convs
+            .iter()
+            .map(|c| c.in_channels)
+            .collect();
+        assert_eq!(ins, [32, 48, 64, 80, 96], "{name}");
+        assert_eq!(rave_native::backend::why_not_native(&net), None, "{name}");
+    }
+    let tiny = recognised("rrdb_x4");
+    let why = rave_native::backend::why_not_native(&tiny).expect("8 features refused");
+    assert!(why.contains("8 features"), "{why}");
+}
+
+#[test]
 fn near_misses_are_refused_saying_what_differs() {
     let cases = [
         (

@@ -93,7 +93,7 @@ fn compact_fixtures_match_onnx_runtime() {
 
 #[test]
 fn rrdb_fixtures_match_onnx_runtime() {
-    for name in ["rrdb_x4", "rrdb_x2"] {
+    for name in ["rrdb_x4", "rrdb_x2", "rrdb_x4_nf32"] {
         compare(&common::fixture(&format!("arch/{name}.onnx")), SIZES, 1e-4);
     }
 }

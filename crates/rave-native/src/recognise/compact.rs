@@ -167,7 +167,7 @@ fn residual_resize(m: &mut Matcher, add: usize, skip: &str) -> Step<usize> {
     let mut r = m.graph().producer(skip).ok_or_else(|| why.clone())?;
     let cast = m.node(r).op_type == "Cast";
     if cast {
-        cast_to(m, r, proto_type::FLOAT16)?;
+        resize::cast_to(m, r, proto_type::FLOAT16)?;
         r = m
             .graph()
             .producer(&m.node(r).input[0])
@@ -177,27 +177,13 @@ fn residual_resize(m: &mut Matcher, add: usize, skip: &str) -> Step<usize> {
     let mut src = m.node(r).input.first().cloned().unwrap_or_default();
     if cast {
         let c = m.graph().producer(&src).ok_or_else(|| why.clone())?;
-        cast_to(m, c, proto_type::FLOAT)?;
+        resize::cast_to(m, c, proto_type::FLOAT)?;
         src = m.node(c).input[0].clone();
     }
     if src != input {
         return Err(why);
     }
     Ok(r)
-}
-
-/// Take node `i` as a Cast to element type `to`.
-fn cast_to(m: &mut Matcher, i: usize, to: i32) -> Step<()> {
-    m.take(i, "Cast", "around the residual Resize")?;
-    m.only_attributes(i, &["to", "saturate"])?;
-    if m.int(i, "to", 0)? != i64::from(to) {
-        return Err(format!(
-            "{}: Cast to type {}, expected {to}",
-            m.label(i),
-            m.int(i, "to", 0)?
-        ));
-    }
-    Ok(())
 }
 
 /// Check node `i` is DepthToSpace by `block` in CRD order (PyTorch's pixel shuffle).

@@ -92,3 +92,17 @@ pub fn cubic(m: &mut Matcher, i: usize) -> Step<f32> {
     }
     Ok(f)
 }
+
+/// Take node `i` as a Cast to element type `to`.
+pub fn cast_to(m: &mut Matcher, i: usize, to: i32) -> Step<()> {
+    m.take(i, "Cast", "around the residual Resize")?;
+    m.only_attributes(i, &["to", "saturate"])?;
+    if m.int(i, "to", 0)? != i64::from(to) {
+        return Err(format!(
+            "{}: Cast to type {}, expected {to}",
+            m.label(i),
+            m.int(i, "to", 0)?
+        ));
+    }
+    Ok(())
+}

@@ -5,6 +5,7 @@
 use super::matcher::{Matcher, Step};
 use super::resize;
 use crate::network::{Conv3x3, DenseBlock, Rrdb, RrdbNet};
+use crate::proto::data_type as proto_type;
 
 /// RRDBNet's LeakyReLU slope and residual scaling.
 const ALPHA: f32 = 0.2;
@@ -52,13 +53,25 @@ pub fn match_graph(m: &mut Matcher) -> Step<(RrdbNet, u32)> {
     debug_assert_eq!(scale, 1.0);
     let mut upsample = Vec::new();
     loop {
-        let r = m.sole_reader(&v, "after the trunk")?;
-        if m.node(r).op_type != "Resize" {
+        let mut r = m.sole_reader(&v, "after the trunk")?;
+        // onnxconverter-common's fp16 conversion runs Resize in float32, between Casts
+        // (exact for nearest sampling: the half values come back unchanged).
+        let cast = m.node(r).op_type == "Cast";
+        if cast {
+            resize::cast_to(m, r, proto_type::FLOAT)?;
+            let out = m.node(r).output[0].clone();
+            r = m.sole_reader(&out, "after a Cast to float32")?;
+        } else if m.node(r).op_type != "Resize" {
             break;
         }
         m.take(r, "Resize", "after the trunk")?;
         resize::nearest(m, r, 2)?;
-        let up = m.node(r).output[0].clone();
+        let mut up = m.node(r).output[0].clone();
+        if cast {
+            let c = m.sole_reader(&up, "after a float32 Resize")?;
+            resize::cast_to(m, c, proto_type::FLOAT16)?;
+            up = m.node(c).output[0].clone();
+        }
         let ci = m.sole_reader(&up, "after a nearest x2 Resize")?;
         let (conv, out) = conv_lrelu(m, ci, nf, "after a nearest x2 Resize")?;
         upsample.push(conv);
@@ -216,7 +229,9 @@ fn residual_sum(
             };
             let k = if a == value { b } else { a };
             let got = m.scalar(k, "the residual scale")?;
-            if got != want {
+            // A float16 file stores 0.2 as 0.19995117: the same constant.
+            let as_half = |v: f32| half::f16::from_f32(v).to_bits();
+            if got != want && as_half(got) != as_half(want) {
                 return Err(format!(
                     "{}: residual scaling {got}, RRDBNet uses {want}",
                     m.label(mi)
