@@ -9,37 +9,13 @@ use std::time::Instant;
 use cudarc::driver::{CudaContext, CudaStream};
 use half::f16;
 use rave_native::gpu::{Conv3x3Kernel, ConvVersion, DeviceConv};
-use rave_native::network::{Activation, Conv3x3};
+use rave_native::network::Activation;
 use rave_native::reference::FeatureMap;
 use rave_native::reference::ops;
 
-struct Rng(u64);
-impl Rng {
-    /// Uniform in [-1, 1).
-    fn next(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-}
+mod common;
 
-/// Rounded through half precision, as the GPU stores it.
-fn h(v: f32) -> f32 {
-    f16::from_f32(v).to_f32()
-}
-
-fn layer(cin: usize, cout: usize, rng: &mut Rng) -> Conv3x3 {
-    let scale = 1.0 / (9.0 * cin as f32).sqrt();
-    Conv3x3 {
-        out_channels: cout,
-        in_channels: cin,
-        weight: (0..cout * cin * 9).map(|_| h(rng.next() * scale)).collect(),
-        bias: (0..cout).map(|_| rng.next() * 0.1).collect(),
-        pad: 1,
-        node: format!("test_{cin}_{cout}"),
-    }
-}
+use common::{Rng, h, layer};
 
 fn setup() -> (Arc<CudaStream>, Conv3x3Kernel) {
     let ctx = CudaContext::new(0).expect("a CUDA device");

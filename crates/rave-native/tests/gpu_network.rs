@@ -6,12 +6,14 @@
 
 mod common;
 
+use common::frame;
+
 use std::time::Instant;
 
 use cudarc::driver::CudaContext;
 use rave_native::gpu::CompactEngine;
 use rave_native::gpu::compact_engine::unsupported;
-use rave_native::reference::{self, FeatureMap};
+use rave_native::reference;
 use rave_native::{Architecture, Network, recognise_file};
 
 fn compact(net: &Network) -> &rave_native::network::CompactNet {
@@ -19,19 +21,6 @@ fn compact(net: &Network) -> &rave_native::network::CompactNet {
         Architecture::Compact(c) => c,
         other => panic!("not SRVGGNetCompact: {}", other.name()),
     }
-}
-
-/// Uniform values in [0, 1) from a fixed-seed xorshift.
-fn frame(width: usize, height: usize, seed: u64) -> FeatureMap {
-    let mut s = seed | 1;
-    let mut x = FeatureMap::zeros(3, height, width);
-    for v in &mut x.data {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        *v = (s >> 40) as f32 / (1u64 << 24) as f32;
-    }
-    x
 }
 
 #[test]

@@ -10,18 +10,13 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig,
-    PushKernelArg,
-};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut};
 
 use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
-use super::wgmma::{PADDED_INPUT_CHANNELS, WgmmaForm, WgmmaKernels, WgmmaSource, WgmmaTarget};
-use super::{GpuError, driver_error, load_module_functions, nvrtc_arch};
+use super::input_pack::{InputPacker, hopper_multiprocessors};
+use super::wgmma::{WgmmaForm, WgmmaKernels, WgmmaSource, WgmmaTarget};
+use super::{GpuError, driver_error};
 use crate::network::{Activation, CompactNet, CompactTail};
-
-const LAYOUT_SOURCE: &str = include_str!("layout.cu");
 
 /// How the network ends.
 enum Tail {
@@ -44,14 +39,13 @@ struct FoldedTail {
 pub struct CompactEngine {
     stream: Arc<CudaStream>,
     kernels: WgmmaKernels,
-    pack: CudaFunction,
+    input: InputPacker,
     body: Vec<DeviceConv>,
     last: DeviceConv,
     tail: Tail,
     height: usize,
     width: usize,
     scale: usize,
-    packed: CudaSlice<u16>,
     maps: [CudaSlice<u16>; 2],
 }
 
@@ -119,26 +113,8 @@ impl CompactEngine {
         if let Some(why) = unsupported(net) {
             return Err(GpuError(why));
         }
-        let (major, minor) = ctx
-            .compute_capability()
-            .map_err(driver_error("reading the compute capability"))?;
-        if (major, minor) != (9, 0) {
-            return Err(GpuError(format!(
-                "compute capability {major}.{minor}: the native engine's kernels use Hopper's wgmma (9.0) so far"
-            )));
-        }
-        let sms = ctx
-            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(driver_error("reading the multiprocessor count"))?;
-        let kernels = WgmmaKernels::load(ctx, sms.max(1) as u32)?;
-        let arch = nvrtc_arch(major, minor).unwrap_or("compute_90");
-        let [pack] = load_module_functions(
-            ctx,
-            LAYOUT_SOURCE,
-            "rave_layout.cu",
-            arch,
-            ["pack_rgb_nhwc16"],
-        )?;
+        let kernels = WgmmaKernels::load(ctx, hopper_multiprocessors(ctx)?)?;
+        let input = InputPacker::new(ctx, &stream, (height, width))?;
         let body = net
             .body
             .iter()
@@ -171,14 +147,13 @@ impl CompactEngine {
             CompactTail::CubicResize { .. } => unreachable!("refused by unsupported()"),
         };
         Ok(Self {
-            packed: alloc(pixels * PADDED_INPUT_CHANNELS)?,
             maps: [
                 alloc(pixels * WGMMA_CHANNELS)?,
                 alloc(pixels * WGMMA_CHANNELS)?,
             ],
             stream,
             kernels,
-            pack,
+            input,
             body,
             last,
             tail,
@@ -212,28 +187,14 @@ impl CompactEngine {
                 3 * pixels * self.scale * self.scale
             )));
         }
-        let dims = [h, w].map(|d| i32::try_from(d).unwrap_or(i32::MAX));
-        let cfg = LaunchConfig {
-            grid_dim: ((pixels as u32).div_ceil(256), 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut args = self.stream.launch_builder(&self.pack);
-        args.arg(input)
-            .arg(&mut self.packed)
-            .arg(&dims[0])
-            .arg(&dims[1]);
-        // SAFETY: pack_rgb_nhwc16(planar, packed, height, width): `input` holds 3 planes of
-        // h x w floats (checked above) and `packed` h x w x 16 halves (allocated so in
-        // `new`); both on the engine's stream's context.
-        unsafe { args.launch(cfg) }.map_err(driver_error("launching the input packing"))?;
+        self.input.pack(&self.stream, input)?;
 
         let shape = (h, w);
         let [a, b] = &mut self.maps;
         let (mut current, mut next) = (a, b);
         for (i, layer) in self.body.iter().enumerate() {
             let source = match i {
-                0 => WgmmaSource::Plain(&self.packed),
+                0 => WgmmaSource::Plain(&self.input.packed),
                 _ => WgmmaSource::Plain(current),
             };
             let target = WgmmaTarget::Nhwc {
@@ -283,7 +244,7 @@ impl CompactEngine {
                 )?;
                 let source = WgmmaSource::FoldedTail {
                     last: &*last_map,
-                    input: &self.packed,
+                    input: &self.input.packed,
                     remap,
                 };
                 let target = WgmmaTarget::DepthToSpace {

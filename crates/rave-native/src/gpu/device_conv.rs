@@ -39,6 +39,25 @@ pub(super) struct WgmmaWeights {
     pub(super) chunks: usize,
 }
 
+/// The per-channel negative slopes of `activation` after `conv` (ones where there is none)
+/// and whether it is applied at all.
+pub(super) fn negative_slopes(
+    conv: &Conv3x3,
+    activation: &Activation,
+) -> Result<(Vec<f32>, bool), GpuError> {
+    let cout = conv.out_channels;
+    match activation {
+        Activation::Identity => Ok((vec![1.0; cout], false)),
+        Activation::PRelu(s) if s.len() == cout => Ok((s.clone(), true)),
+        Activation::PRelu(s) => Err(GpuError(format!(
+            "{}: {} PReLU slopes for {cout} channels",
+            conv.node,
+            s.len()
+        ))),
+        Activation::LeakyRelu(a) => Ok((vec![*a; cout], true)),
+    }
+}
+
 /// `[out][in][ky][kx]` (ONNX) -> `[out][ky][kx][in]`, half bits.
 fn ohwi(conv: &Conv3x3) -> Vec<u16> {
     let (cin, cout) = (conv.in_channels, conv.out_channels);
@@ -92,18 +111,7 @@ impl DeviceConv {
         activation: &Activation,
     ) -> Result<Self, GpuError> {
         let (cin, cout) = (conv.in_channels, conv.out_channels);
-        let (slope, activated) = match activation {
-            Activation::Identity => (vec![1.0; cout], false),
-            Activation::PRelu(s) if s.len() == cout => (s.clone(), true),
-            Activation::PRelu(s) => {
-                return Err(GpuError(format!(
-                    "{}: {} PReLU slopes for {cout} channels",
-                    conv.node,
-                    s.len()
-                )));
-            }
-            Activation::LeakyRelu(a) => (vec![*a; cout], true),
-        };
+        let (slope, activated) = negative_slopes(conv, activation)?;
         let up = |what: &'static str| driver_error(what);
         let mma = match cin % 16 == 0 && cout % 8 == 0 {
             true => Some(MmaWeights {

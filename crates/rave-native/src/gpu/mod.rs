@@ -5,12 +5,21 @@
 pub mod compact_engine;
 pub mod conv3x3;
 pub mod device_conv;
+mod input_pack;
 pub mod kernel_cache;
+pub mod native_engine;
+pub mod rrdb_engine;
+pub mod streamed;
+pub mod streamed_conv;
 pub mod wgmma;
 
 pub use compact_engine::CompactEngine;
 pub use conv3x3::{Conv3x3Kernel, ConvVersion};
 pub use device_conv::DeviceConv;
+pub use native_engine::NativeEngine;
+pub use rrdb_engine::RrdbEngine;
+pub use streamed::{Residual, StreamedKernels, StreamedSource, StreamedTarget};
+pub use streamed_conv::StreamedConv;
 pub use wgmma::{WgmmaForm, WgmmaKernels, WgmmaSource, WgmmaTarget};
 
 /// What went wrong on the GPU side, in one line.

@@ -13,7 +13,10 @@ use cudarc::driver::{
 use super::device_conv::{DeviceConv, WGMMA_CHANNELS};
 use super::{GpuError, driver_error, load_module_functions};
 
-const SOURCE: &str = include_str!("conv3x3_wgmma.cu");
+const SOURCE: &str = concat!(
+    include_str!("wgmma_common.cuh"),
+    include_str!("conv3x3_wgmma.cu")
+);
 /// Output rows and pixels of one tile (`WG_TH` x `WG_TW` in conv3x3_wgmma.cu).
 const TILE: (usize, usize) = (2, 128);
 /// Staged columns of a tile (`WG_SW`).

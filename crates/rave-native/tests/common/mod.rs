@@ -76,3 +76,46 @@ pub fn runtime() -> &'static OrtRuntime {
     ));
     OrtRuntime::load(&candidates).expect("ONNX Runtime (run scripts/setup.sh)")
 }
+
+/// A fixed-seed xorshift generator for test data.
+pub struct Rng(pub u64);
+impl Rng {
+    /// Uniform in [-1, 1).
+    pub fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+/// `v` rounded through half precision, as the GPU stores it.
+pub fn h(v: f32) -> f32 {
+    half::f16::from_f32(v).to_f32()
+}
+
+/// A random 3x3 layer of `cin -> cout` channels, weights already half-exact.
+pub fn layer(cin: usize, cout: usize, rng: &mut Rng) -> rave_native::network::Conv3x3 {
+    let scale = 1.0 / (9.0 * cin as f32).sqrt();
+    rave_native::network::Conv3x3 {
+        out_channels: cout,
+        in_channels: cin,
+        weight: (0..cout * cin * 9).map(|_| h(rng.next() * scale)).collect(),
+        bias: (0..cout).map(|_| rng.next() * 0.1).collect(),
+        pad: 1,
+        node: format!("test_{cin}_{cout}"),
+    }
+}
+
+/// An RGB frame of uniform values in [0, 1) from a fixed-seed xorshift.
+pub fn frame(width: usize, height: usize, seed: u64) -> rave_native::reference::FeatureMap {
+    let mut s = seed | 1;
+    let mut x = rave_native::reference::FeatureMap::zeros(3, height, width);
+    for v in &mut x.data {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        *v = (s >> 40) as f32 / (1u64 << 24) as f32;
+    }
+    x
+}

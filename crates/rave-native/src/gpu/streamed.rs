@@ -1,0 +1,312 @@
+//! The streamed convolution kernels of `conv3x3_streamed.cu` (any input width, weights
+//! streamed with the input): what a launch reads ([`StreamedSource`]), writes
+//! ([`StreamedTarget`]) and adds ([`Residual`]), checked against the layer and the image
+//! before anything is queued.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUfunction_attribute;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut,
+    LaunchConfig, PushKernelArg,
+};
+
+use super::streamed_conv::{KSTEP_CHANNELS, StreamedConv, taps};
+use super::{GpuError, driver_error, load_module_functions};
+
+const SOURCE: &str = concat!(
+    include_str!("wgmma_common.cuh"),
+    include_str!("conv3x3_streamed.cu")
+);
+/// Pixels of a tile row (`SK_TW`) and staged columns (`SK_SW`).
+const TILE_WIDTH: usize = 128;
+const STAGED_COLUMNS: usize = TILE_WIDTH + 2;
+
+/// Output rows of a tile: 4, or 8 when stacked (`StreamedShape::TILE_ROWS`).
+fn tile_rows(stacked: bool) -> usize {
+    if stacked { 8 } else { 4 }
+}
+
+/// Dynamic shared memory of one form: its stages, each the staged input rows of one
+/// k-step (32 bytes a pixel) and that k-step's weights, rounded up to 1024 bytes
+/// (`StreamedShape`).
+fn smem_bytes(stacked: bool) -> usize {
+    let staged_rows = tile_rows(stacked) + 2;
+    let stage = (staged_rows * STAGED_COLUMNS * 32 + taps(stacked) * 2048).next_multiple_of(1024);
+    let stages = if stacked { 3 } else { 4 };
+    stages * stage
+}
+
+/// What a streamed convolution reads: NHWC half, `stride` channels a pixel, the layer's
+/// input channels first.
+pub enum StreamedSource<'a> {
+    /// A map of the image's size, or of half its size read through nearest x2 upsampling.
+    Map {
+        /// The map.
+        map: &'a CudaSlice<u16>,
+        /// Channels per pixel.
+        stride: usize,
+        /// Whether the map is half the output's size, upsampled by nearest x2 on the fly.
+        upsampled: bool,
+    },
+    /// The leading channels of the target map itself (a dense block's convolution reading
+    /// the concatenation it adds to); the target's channels must lie past them.
+    TargetPrefix,
+}
+
+impl<'a> StreamedSource<'a> {
+    /// A map of the image's own size.
+    pub fn plain(map: &'a CudaSlice<u16>, stride: usize) -> Self {
+        Self::Map {
+            map,
+            stride,
+            upsampled: false,
+        }
+    }
+}
+
+/// Where a streamed convolution writes.
+pub enum StreamedTarget<'a, 'v> {
+    /// Channels `offset ..` of an NHWC half map with `stride` channels a pixel.
+    Nhwc {
+        /// The map.
+        map: &'a mut CudaSlice<u16>,
+        /// Channels per pixel.
+        stride: usize,
+        /// The first channel written.
+        offset: usize,
+    },
+    /// Planar f32 `[out channels][h][w]` (the network's end; no residuals).
+    Planar(&'a mut CudaViewMut<'v, f32>),
+}
+
+/// Residual sums in the epilogue, in this order: `v = source + input_scale * v` (the
+/// source's leading channels at the output pixel), then `v = old + target_scale * v` (the
+/// target's own values there, read before they are overwritten).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Residual {
+    /// Scale of the value when the source's leading channels are added.
+    pub source: Option<f32>,
+    /// Scale of the value when the target's old values are added.
+    pub target: Option<f32>,
+}
+
+/// The streamed kernels, loaded into one context (compute capability 9.0).
+pub struct StreamedKernels {
+    c64: CudaFunction,
+    c32: CudaFunction,
+    multiprocessors: u32,
+}
+
+impl StreamedKernels {
+    /// Compile `conv3x3_streamed.cu` for sm_90a and load it.
+    pub fn load(ctx: &Arc<CudaContext>, multiprocessors: u32) -> Result<Self, GpuError> {
+        let [c64, c32] = load_module_functions(
+            ctx,
+            SOURCE,
+            "rave_conv3x3_streamed.cu",
+            "compute_90a",
+            ["conv3x3_streamed_c64", "conv3x3_streamed_c32"],
+        )?;
+        for (f, stacked) in [(&c64, false), (&c32, true)] {
+            f.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem_bytes(stacked) as i32,
+            )
+            .map_err(driver_error("allowing a kernel its shared memory"))?;
+        }
+        Ok(Self {
+            c64,
+            c32,
+            multiprocessors,
+        })
+    }
+
+    /// Queue `layer` over `source` into `target` for an output image of `height x width`
+    /// on `stream`, adding `residual`.
+    pub fn run(
+        &self,
+        stream: &Arc<CudaStream>,
+        layer: &StreamedConv,
+        source: StreamedSource<'_>,
+        target: StreamedTarget<'_, '_>,
+        residual: Residual,
+        (height, width): (usize, usize),
+    ) -> Result<(), GpuError> {
+        let pixels = height * width;
+        let read = layer.ksteps * KSTEP_CHANNELS;
+        let cout = layer.out_channels;
+        let fail = |what: String| {
+            Err(GpuError(format!(
+                "streamed convolution at {width}x{height}: {what}"
+            )))
+        };
+        if height == 0 || width == 0 {
+            return fail("an empty image".into());
+        }
+        // The source's shape, checked before any pointer is taken.
+        let (in_stride, up_shift) = match &source {
+            StreamedSource::Map {
+                map,
+                stride,
+                upsampled,
+            } => {
+                let src_pixels = match upsampled {
+                    true if height % 2 != 0 || width % 2 != 0 => {
+                        return fail("a nearest x2 source needs an even output size".into());
+                    }
+                    true => pixels / 4,
+                    false => pixels,
+                };
+                if *stride < read || map.len() < src_pixels * stride {
+                    return fail(format!(
+                        "the source ({} values, {stride} channels a pixel) does not hold {read} channels of {src_pixels} pixels",
+                        map.len()
+                    ));
+                }
+                if *upsampled && residual.source.is_some() {
+                    return fail("a residual from an upsampled source".into());
+                }
+                (*stride, i32::from(*upsampled))
+            }
+            StreamedSource::TargetPrefix => match &target {
+                StreamedTarget::Nhwc { stride, offset, .. } if *offset >= read => (*stride, 0),
+                StreamedTarget::Nhwc { offset, .. } => {
+                    return fail(format!(
+                        "it reads the target's first {read} channels and writes from channel {offset}"
+                    ));
+                }
+                StreamedTarget::Planar(_) => {
+                    return fail("a planar target read as a source".into());
+                }
+            },
+        };
+        if residual.source.is_some() && in_stride < cout {
+            return fail(format!(
+                "a residual of {cout} channels from a source of {in_stride}"
+            ));
+        }
+        let function = if layer.stacked { &self.c32 } else { &self.c64 };
+        let tiles = height.div_ceil(tile_rows(layer.stacked)) * width.div_ceil(TILE_WIDTH);
+        let cfg = LaunchConfig {
+            grid_dim: ((tiles as u32).clamp(1, self.multiprocessors), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: smem_bytes(layer.stacked) as u32,
+        };
+        let dims = [height, width].map(|d| i32::try_from(d).unwrap_or(i32::MAX));
+        let scales = [
+            residual.source.unwrap_or(0.0),
+            residual.target.unwrap_or(0.0),
+        ];
+        let [in_stride, ksteps] = [in_stride, layer.ksteps].map(|v| v as i32);
+        let act = i32::from(layer.activated);
+        // Device addresses are taken once each (the target is mutably borrowed, and may be
+        // the source too), and live with their guards until the launch is queued.
+        let (out_ptr, planar_ptr, out_stride, out_offset, _out_guard);
+        let target_is_nhwc;
+        match target {
+            StreamedTarget::Nhwc {
+                map,
+                stride,
+                offset,
+            } => {
+                if !cout.is_multiple_of(2) || !offset.is_multiple_of(2) || offset + cout > stride {
+                    return fail(format!(
+                        "{cout} channels at channel {offset} of a map of {stride}"
+                    ));
+                }
+                if map.len() < pixels * stride {
+                    return fail(format!(
+                        "the target holds {} values, needs {}",
+                        map.len(),
+                        pixels * stride
+                    ));
+                }
+                let (p, g) = map.device_ptr_mut(stream);
+                (out_ptr, planar_ptr, _out_guard) = (p, 0u64, Some(g));
+                (out_stride, out_offset) = (stride as i32, offset as i32);
+                target_is_nhwc = true;
+            }
+            StreamedTarget::Planar(view) => {
+                if residual.source.is_some() || residual.target.is_some() {
+                    return fail("residuals into a planar target".into());
+                }
+                if view.len() < cout * pixels {
+                    return fail(format!(
+                        "the planar target holds {} values, needs {}",
+                        view.len(),
+                        cout * pixels
+                    ));
+                }
+                let (p, g) = view.device_ptr_mut(stream);
+                (out_ptr, planar_ptr, _out_guard) = (0u64, p, Some(g));
+                (out_stride, out_offset) = (0, 0);
+                target_is_nhwc = false;
+            }
+        }
+        let (in_ptr, _in_guard) = match &source {
+            StreamedSource::Map { map, .. } => {
+                let (p, g) = map.device_ptr(stream);
+                (p, Some(g))
+            }
+            StreamedSource::TargetPrefix => (out_ptr, None),
+        };
+        let res_a = if residual.source.is_some() { in_ptr } else { 0 };
+        let res_b = match residual.target {
+            Some(_) if target_is_nhwc => out_ptr + 2 * out_offset as u64,
+            _ => 0,
+        };
+        let out_channels = cout as i32;
+        let mut args = stream.launch_builder(function);
+        args.arg(&in_ptr)
+            .arg(&in_stride)
+            .arg(&up_shift)
+            .arg(&layer.weight)
+            .arg(&layer.bias)
+            .arg(&layer.slope)
+            .arg(&ksteps)
+            .arg(&out_ptr)
+            .arg(&out_stride)
+            .arg(&out_offset)
+            .arg(&out_channels)
+            .arg(&res_a)
+            .arg(&in_stride)
+            .arg(&scales[0])
+            .arg(&res_b)
+            .arg(&out_stride)
+            .arg(&scales[1])
+            .arg(&planar_ptr)
+            .arg(&dims[0])
+            .arg(&dims[1])
+            .arg(&act);
+        // SAFETY: the arguments match STREAMED_KERNEL in conv3x3_streamed.cu. Every address
+        // comes from a buffer of `stream`'s context whose size was checked above for the
+        // pixels and channel ranges the kernel touches: the source's first `read` channels
+        // (`stride` apart, at the output size or half of it); the target's channels
+        // `offset .. offset + cout`, disjoint from the channels it reads when the target is
+        // its own source (checked); the residuals at the output pixel, channels 0 .. cout
+        // of the source (same stride) or of the target slice itself (each value read and
+        // then written by one thread); the planar target's cout planes. Zero addresses go
+        // only to arguments the kernel does not dereference in this mode (the NHWC output
+        // with a planar target and back, absent residuals).
+        unsafe { args.launch(cfg) }
+            .map(|_| ())
+            .map_err(driver_error("launching the streamed convolution"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_forms_fit_hoppers_shared_memory() {
+        // 227 KiB of dynamic shared memory a block on compute capability 9.0.
+        for stacked in [false, true] {
+            assert!(smem_bytes(stacked) <= 227 * 1024, "{}", smem_bytes(stacked));
+            assert_eq!(smem_bytes(stacked) % 1024, 0);
+        }
+        assert_eq!(smem_bytes(false), 4 * 44032);
+        assert_eq!(smem_bytes(true), 3 * 66560);
+    }
+}
