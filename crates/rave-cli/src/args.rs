@@ -204,7 +204,7 @@ pub enum BackendArg {
     /// RAVE's native engine where it takes the model and the GPU, else ONNX Runtime with
     /// TensorRT, else CUDA; the report says which ran and why.
     Auto,
-    /// RAVE's native engine only (SRVGGNetCompact models on Hopper GPUs so far).
+    /// RAVE's native engine only (SRVGGNetCompact and RRDBNet models on Hopper GPUs so far).
     Native,
     /// TensorRT only.
     Tensorrt,
@@ -292,10 +292,10 @@ pub struct GpuArgs {
           value_parser = bounds::whole::<usize>(0, MAX_GPU))]
     pub gpu_index: Option<usize>,
     /// What runs the model on the GPU [default: RAVE_ORT_TENSORRT, else auto]: auto takes
-    /// RAVE's native engine where it takes the model (SRVGGNetCompact, on a Hopper GPU, with
-    /// --precision auto/fp16 and no --max-batch/--cuda-graph), else ONNX Runtime. native,
-    /// tensorrt or cuda needs that engine: where it cannot run, the run fails instead of
-    /// using another.
+    /// RAVE's native engine where it takes the model (SRVGGNetCompact or RRDBNet, on a
+    /// Hopper GPU, with --precision auto/fp16 and no --max-batch/--cuda-graph), else ONNX
+    /// Runtime. native, tensorrt or cuda needs that engine: where it cannot run, the run
+    /// fails instead of using another.
     #[arg(long, value_enum)]
     pub backend: Option<BackendArg>,
     /// Precision [default: auto].

@@ -1,4 +1,5 @@
-//! `NativeBackend`: RAVE's own engine ([`crate::gpu::CompactEngine`]) behind the GPU
+//! `NativeBackend`: RAVE's own engine ([`crate::gpu::NativeEngine`]: SRVGGNetCompact or
+//! RRDBNet) behind the GPU
 //! pipeline's backend interface ([`GpuInference`]), beside ONNX Runtime.
 //!
 //! Frames come and go as in the ONNX Runtime backend: planar f32 RGB textures in, and out
@@ -22,9 +23,9 @@ use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_inference::GpuInference;
 use rave_tensorrt::output_ring::OutputRing;
 
-use crate::gpu::CompactEngine;
-use crate::gpu::compact_engine::unsupported;
-use crate::network::{Architecture, CompactNet, Network};
+use crate::gpu::NativeEngine;
+use crate::gpu::{compact_engine, rrdb_engine};
+use crate::network::{Architecture, Network};
 use crate::recognise_file;
 
 /// The one engine name the run report gives the native engine.
@@ -33,7 +34,7 @@ pub const ENGINE_NAME: &str = "rave-native";
 /// A network the native engine runs, with its scale as the recogniser found it.
 pub struct NativeNetwork {
     /// The network.
-    pub net: CompactNet,
+    pub net: Architecture,
     /// Output size / input size.
     pub scale: u32,
 }
@@ -41,11 +42,8 @@ pub struct NativeNetwork {
 /// Why the native kernels cannot run the recognised `net` (on any GPU), if they cannot.
 pub fn why_not_native(net: &Network) -> Option<String> {
     match &net.architecture {
-        Architecture::Compact(compact) => unsupported(compact),
-        other => Some(format!(
-            "{} runs on ONNX Runtime for now (the native engine runs SRVGGNetCompact)",
-            other.name()
-        )),
+        Architecture::Compact(compact) => compact_engine::unsupported(compact),
+        Architecture::Rrdb(rrdb) => rrdb_engine::unsupported(rrdb),
     }
 }
 
@@ -56,13 +54,10 @@ pub fn network_eligibility(model: &Path) -> std::result::Result<NativeNetwork, S
     if let Some(why) = why_not_native(&net) {
         return Err(why);
     }
-    match net.architecture {
-        Architecture::Compact(compact) => Ok(NativeNetwork {
-            net: compact,
-            scale: net.scale,
-        }),
-        _ => unreachable!("why_not_native refuses every other architecture"),
-    }
+    Ok(NativeNetwork {
+        net: net.architecture,
+        scale: net.scale,
+    })
 }
 
 /// Why `model` cannot run on the native engine on a GPU of compute capability `cc`, or
@@ -79,15 +74,15 @@ pub fn eligibility(model: &Path, cc: (i32, i32)) -> std::result::Result<NativeNe
 }
 
 struct State {
-    engine: CompactEngine,
+    engine: NativeEngine,
     dims: (u32, u32),
     ring: OutputRing<GpuBuffer>,
 }
 
-/// SRVGGNetCompact models on RAVE's own kernels.
+/// SRVGGNetCompact and RRDBNet models on RAVE's own kernels.
 pub struct NativeBackend {
     ctx: Arc<GpuContext>,
-    net: CompactNet,
+    net: Architecture,
     meta: ModelMetadata,
     ring_size: usize,
     downstream: usize,
@@ -157,7 +152,7 @@ impl NativeBackend {
                 .reallocate((w, h), out_bytes, |b| ctx.alloc(b).map(GpuBuffer::unpooled))?;
             self.ctx.vram_dec(freed);
         }
-        let engine = CompactEngine::new(
+        let engine = NativeEngine::new(
             self.ctx.cuda(),
             self.ctx.streams().inference.clone(),
             &self.net,

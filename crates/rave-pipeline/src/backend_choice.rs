@@ -10,6 +10,7 @@ use rave_core::backend::{HostUpscaleBackend, ModelMetadata, UpscaleBackend};
 use rave_core::error::{EngineError, ErrorFamily, Result};
 use rave_core::gpu::GpuContext;
 use rave_core::types::PixelFormat;
+use rave_native::Architecture;
 use rave_tensorrt::ep_options::Precision;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
@@ -307,12 +308,17 @@ fn native(
     downstream: usize,
     runtime: &'static OrtRuntime,
 ) -> Result<ChosenBackend> {
-    // Counted as `rave models` counts them: the first convolution (from RGB) apart.
-    let summary = format!(
-        "SRVGGNetCompact x{}, {} body convolutions after the first",
-        network.scale,
-        network.net.body.len().saturating_sub(1)
-    );
+    let summary = match &network.net {
+        // Counted as `rave models` counts them: the first convolution (from RGB) apart.
+        Architecture::Compact(c) => format!(
+            "SRVGGNetCompact x{}, {} body convolutions after the first",
+            network.scale,
+            c.body.len().saturating_sub(1)
+        ),
+        Architecture::Rrdb(r) => {
+            format!("RRDBNet x{}, {} RRDB blocks", network.scale, r.blocks.len())
+        }
+    };
     let backend = rave_native::backend::NativeBackend::new(
         ctx.clone(),
         &config.model,
