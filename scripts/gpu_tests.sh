@@ -32,6 +32,8 @@ stage() {
   mkdir -p .gpu-bin/models   # found by `rave` as <executable dir>/models
   cp "$models/realesr-animevideov3-x2.onnx" .gpu-bin/models/ || { echo "gpu_tests: run scripts/setup.sh first (models)" >&2; exit 1; }
   cp "$models/realesr-animevideov3-x2-fp16.onnx" "$models/realesr-animevideov3-x4.onnx" .gpu-bin/models/
+  # RRDBNet: realesrgan-x4plus in float16 (half the upload; the native engine computes in
+  # fp16 either way) and the 6-block anime model, for the native engine's tests and peers.
   # The photographs of scripts/make_sample_clip.sh, for the real-content clips of gpu_segments.sh.
   mkdir -p .gpu-bin/photos && cp "$models/../photos/"*.png .gpu-bin/photos/
   # The x2 model as ncnn builds it (x4 network, then a cubic halving through 8K), for the
@@ -41,6 +43,9 @@ stage() {
   "$py" tools/ncnn2onnx.py "$ncnn.param" "$ncnn.bin" .gpu-bin/x2-unfolded.onnx --no-fold --name realesr-animevideov3-x2 >/dev/null
   "$py" tools/to_fp16.py .gpu-bin/x2-unfolded.onnx .gpu-bin/x2-unfolded-fp16.onnx >/dev/null
   "$py" tools/torch_sr_bench.py export .gpu-bin/x2-unfolded.onnx .gpu-bin/animevideov3-x2.npz >/dev/null
+  "$py" tools/to_fp16.py "$models/realesrgan-x4plus.onnx" .gpu-bin/models/realesrgan-x4plus-fp16.onnx >/dev/null 2>&1
+  "$py" tools/to_fp16.py "$models/realesrgan-x4plus-anime.onnx" .gpu-bin/models/realesrgan-x4plus-anime.onnx >/dev/null 2>&1
+  "$py" tools/torch_sr_bench.py export .gpu-bin/models/realesrgan-x4plus-fp16.onnx .gpu-bin/x4plus.npz >/dev/null
   # The installed (folded) x2 graph, the one the native engine runs, for the compiled peer.
   "$py" tools/torch_sr_bench.py export "$models/realesr-animevideov3-x2.onnx" .gpu-bin/animevideov3-x2-folded.npz >/dev/null
   cargo test --release --no-run -p rave-core -p rave-cuda -p rave-native --message-format=json 2>/dev/null \
@@ -52,7 +57,7 @@ for line in sys.stdin:
     except ValueError:
         continue
     # rave-native: only its GPU tests (the others read fixtures from this checkout).
-    native_cpu = "rave-native" in m.get("package_id", "") and m.get("target", {}).get("name") not in ("gpu_conv", "gpu_network")
+    native_cpu = "rave-native" in m.get("package_id", "") and m.get("target", {}).get("name") not in ("gpu_conv", "gpu_network", "gpu_rrdb")
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"] and not native_cpu:
         name = "test_" + m["target"]["name"].replace("-", "_")
         shutil.copy(m["executable"], ".gpu-bin/" + name)

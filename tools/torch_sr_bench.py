@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch reference for the GPU backend: runs an ONNX super-resolution graph of the ops
-RAVE's converted models use (Conv, PRelu, DepthToSpace, Resize, Add, Identity, Cast) as
+RAVE's converted models use (Conv, PRelu, LeakyRelu, DepthToSpace, Resize, Add, Mul, Sum,
+Concat, Slice, Gather, Pad, Identity, Cast) as
 plain PyTorch operations, the way people run these models today, and times it.
 
   torch_sr_bench.py export MODEL.onnx SPEC.npz      (here, needs onnx: weights + node list)
@@ -51,10 +52,17 @@ def build(spec_path, device, dtype):
     # inside run() would break torch.compile's graph at every such node.
     consts = {k: np.array(z[v]).reshape(-1).tolist() for k, v in spec["params"].items() if np.array(z[v]).size <= 8}
 
+    # The last node reading each value: it is dropped after that (RRDBNet's hundreds of
+    # intermediate maps would not fit in memory all at once).
+    last_use = {}
+    for k, n in enumerate(spec["nodes"]):
+        for name in n["in"]:
+            last_use[name] = k
+
     def run(x):
         env = {spec["input"]: x}
         get = lambda n: env[n] if n in env else params[n]
-        for n in spec["nodes"]:
+        for k, n in enumerate(spec["nodes"]):
             op, a, i = n["op"], n["attrs"], n["in"]
             if op == "Conv":
                 p = a.get("pads", [0, 0, 0, 0])
@@ -68,8 +76,16 @@ def build(spec_path, device, dtype):
                 mode = "nearest" if a.get("mode") == "nearest" else "bicubic"
                 kw = {} if mode == "nearest" else {"align_corners": False}
                 y = F.interpolate(get(i[0]), scale_factor=(s[2], s[3]), mode=mode, **kw)
+            elif op == "LeakyRelu":
+                y = F.leaky_relu(get(i[0]), a.get("alpha", 0.01))
             elif op == "Add":
                 y = get(i[0]) + get(i[1])
+            elif op == "Mul":
+                y = get(i[0]) * get(i[1])
+            elif op == "Sum":
+                y = get(i[0])
+                for other in i[1:]:
+                    y = y + get(other)
             elif op in ("Identity", "Cast"):
                 y = get(i[0])
             elif op == "Slice":
@@ -91,6 +107,9 @@ def build(spec_path, device, dtype):
             else:
                 raise SystemExit(f"op {op} not supported by this reference")
             env[n["out"][0]] = y
+            for name in i:
+                if last_use.get(name) == k and name != spec["output"]:
+                    env.pop(name, None)
         return env[spec["output"]]
 
     return run
@@ -145,7 +164,11 @@ def check(spec_path, model_path, w=64, h=48):
 
     x = np.random.default_rng(1).random((1, 3, h, w), dtype=np.float32)
     sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
-    want = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    feed = sess.get_inputs()[0]
+    # A float16 model (tools/to_fp16.py) takes and gives half precision.
+    x_in = x.astype(np.float16) if "float16" in feed.type else x
+    x = x_in.astype(np.float32)
+    want = sess.run(None, {feed.name: x_in})[0].astype(np.float32)
     with torch.inference_mode():
         got = build(spec_path, torch.device("cuda"), torch.float32)(torch.from_numpy(x).cuda()).cpu().numpy()
     mse = float(np.mean((got - want) ** 2))
