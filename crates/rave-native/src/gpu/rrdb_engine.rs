@@ -210,6 +210,9 @@ impl RrdbEngine {
             offset: 0,
         };
         k.run(stream, &self.first, packed, feat_target, none, body)?;
+        // conv_first runs a second time into the first dense map rather than copying its
+        // output there: the trunk's residual needs it kept apart (the RRDBs overwrite the
+        // dense maps' leading channels), and a 16 -> 64 layer costs less than a copy pass.
         let [a, b, c] = &mut self.dense;
         let target = StreamedTarget::Nhwc {
             map: &mut *a,
