@@ -491,3 +491,36 @@ fn layer_speeds() {
     }
     println!("layers summed: {:.1} ms per frame", total * 1e3);
 }
+
+/// One launch each of the two heaviest kinds of RRDBNet layer at 960x540 (a dense conv of
+/// 64 -> 32 channels, the stacked form, and an RRDB's closing 192 -> 64 conv with both
+/// residuals), nothing else: the target for `ncu -k regex:streamed`.
+#[test]
+#[ignore = "needs a Hopper GPU"]
+fn streamed_layers_for_a_profiler() {
+    let (_ctx, stream, kernels) = setup();
+    let mut rng = Rng(7);
+    let (hgt, w) = (540, 960);
+    for (cin, cout, residual) in [(64, 32, false), (192, 64, true)] {
+        let conv = layer(cin, cout, &mut rng);
+        let dev = StreamedConv::upload(&stream, &conv, &Activation::LeakyRelu(0.2)).unwrap();
+        let input = stream.alloc_zeros::<u16>(hgt * w * 192).unwrap();
+        let mut out = stream.alloc_zeros::<u16>(hgt * w * 192).unwrap();
+        let residual = match residual {
+            true => Residual {
+                source: Some(0.2),
+                target: Some(0.2),
+            },
+            false => Residual::default(),
+        };
+        let target = StreamedTarget::Nhwc {
+            map: &mut out,
+            stride: 192,
+            offset: if cout == 32 { 64 } else { 0 },
+        };
+        kernels
+            .run(&stream, &dev, StreamedSource::plain(&input, 192), target, residual, (hgt, w))
+            .unwrap();
+        stream.synchronize().unwrap();
+    }
+}
