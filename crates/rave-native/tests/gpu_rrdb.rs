@@ -519,7 +519,14 @@ fn streamed_layers_for_a_profiler() {
             offset: if cout == 32 { 64 } else { 0 },
         };
         kernels
-            .run(&stream, &dev, StreamedSource::plain(&input, 192), target, residual, (hgt, w))
+            .run(
+                &stream,
+                &dev,
+                StreamedSource::plain(&input, 192),
+                target,
+                residual,
+                (hgt, w),
+            )
             .unwrap();
         stream.synchronize().unwrap();
     }
