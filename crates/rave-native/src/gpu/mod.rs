@@ -11,6 +11,7 @@ pub mod native_engine;
 pub mod rrdb_engine;
 pub mod streamed;
 pub mod streamed_conv;
+mod streamed_plan;
 pub mod wgmma;
 
 pub use compact_engine::CompactEngine;

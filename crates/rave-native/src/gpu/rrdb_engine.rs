@@ -331,3 +331,65 @@ impl RrdbEngine {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::{DenseBlock, Rrdb};
+
+    fn conv(cin: usize, cout: usize, node: &str) -> Conv3x3 {
+        Conv3x3 {
+            out_channels: cout,
+            in_channels: cin,
+            weight: vec![0.0; cin * cout * 9],
+            bias: vec![0.0; cout],
+            pad: 1,
+            node: node.into(),
+        }
+    }
+
+    /// An RRDBNet of `nf` features and `gc` growth, `blocks` RRDBs, x4.
+    fn net(nf: usize, gc: usize, blocks: usize) -> RrdbNet {
+        let dense = || DenseBlock {
+            convs: [0, 1, 2, 3, 4].map(|k| conv(nf + k * gc, if k == 4 { nf } else { gc }, "d")),
+        };
+        RrdbNet {
+            conv_first: conv(3, nf, "first"),
+            blocks: (0..blocks)
+                .map(|_| Rrdb {
+                    dense: [dense(), dense(), dense()],
+                })
+                .collect(),
+            trunk_conv: conv(nf, nf, "trunk"),
+            upsample: vec![conv(nf, nf, "up1"), conv(nf, nf, "up2")],
+            conv_hr: conv(nf, nf, "hr"),
+            conv_last: conv(nf, 3, "last"),
+            alpha: 0.2,
+            residual_scale: 0.2,
+        }
+    }
+
+    #[test]
+    fn x4plus_widths_are_taken_and_others_refused_saying_why() {
+        assert_eq!(unsupported(&net(64, 32, 2)), None);
+        assert_eq!(unsupported(&net(32, 16, 1)), None);
+        let why = unsupported(&net(8, 4, 1)).expect("8 features");
+        assert!(
+            why.contains("8 features") && why.contains("multiples of 16"),
+            "{why}"
+        );
+        let why = unsupported(&net(64, 24, 1)).expect("growth 24");
+        assert!(why.contains("24 dense growth"), "{why}");
+        let why = unsupported(&net(128, 32, 1)).expect("128 features");
+        assert!(why.contains("up to 64"), "{why}");
+        // A layer whose channels do not follow the architecture.
+        let mut odd = net(64, 32, 1);
+        odd.conv_hr = conv(64, 48, "hr");
+        let why = unsupported(&odd).expect("conv_hr 64 -> 48");
+        assert!(why.contains("hr: 64 -> 48"), "{why}");
+        // Valid convolutions only.
+        let mut valid = net(64, 32, 1);
+        valid.trunk_conv.pad = 0;
+        assert!(unsupported(&valid).expect("pad 0").contains("padding 0"));
+    }
+}

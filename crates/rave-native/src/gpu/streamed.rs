@@ -12,6 +12,7 @@ use cudarc::driver::{
 };
 
 use super::streamed_conv::{KSTEP_CHANNELS, StreamedConv, taps};
+use super::streamed_plan::{LaunchPlan, SourceShape, TargetShape, plan};
 use super::{GpuError, driver_error, load_module_functions};
 
 const SOURCE: &str = concat!(
@@ -133,59 +134,45 @@ impl StreamedKernels {
         residual: Residual,
         (height, width): (usize, usize),
     ) -> Result<(), GpuError> {
-        let pixels = height * width;
         let read = layer.ksteps * KSTEP_CHANNELS;
         let cout = layer.out_channels;
-        let fail = |what: String| {
-            Err(GpuError(format!(
-                "streamed convolution at {width}x{height}: {what}"
-            )))
-        };
-        if height == 0 || width == 0 {
-            return fail("an empty image".into());
-        }
-        // The source's shape, checked before any pointer is taken.
-        let (in_stride, up_shift) = match &source {
+        // Every bound the kernel relies on, checked before any device address is taken.
+        let source_shape = match &source {
             StreamedSource::Map {
                 map,
                 stride,
                 upsampled,
-            } => {
-                let src_pixels = match upsampled {
-                    true if height % 2 != 0 || width % 2 != 0 => {
-                        return fail("a nearest x2 source needs an even output size".into());
-                    }
-                    true => pixels / 4,
-                    false => pixels,
-                };
-                if *stride < read || map.len() < src_pixels * stride {
-                    return fail(format!(
-                        "the source ({} values, {stride} channels a pixel) does not hold {read} channels of {src_pixels} pixels",
-                        map.len()
-                    ));
-                }
-                if *upsampled && residual.source.is_some() {
-                    return fail("a residual from an upsampled source".into());
-                }
-                (*stride, i32::from(*upsampled))
-            }
-            StreamedSource::TargetPrefix => match &target {
-                StreamedTarget::Nhwc { stride, offset, .. } if *offset >= read => (*stride, 0),
-                StreamedTarget::Nhwc { offset, .. } => {
-                    return fail(format!(
-                        "it reads the target's first {read} channels and writes from channel {offset}"
-                    ));
-                }
-                StreamedTarget::Planar(_) => {
-                    return fail("a planar target read as a source".into());
-                }
+            } => SourceShape::Map {
+                len: map.len(),
+                stride: *stride,
+                upsampled: *upsampled,
             },
+            StreamedSource::TargetPrefix => SourceShape::TargetPrefix,
         };
-        if residual.source.is_some() && in_stride < cout {
-            return fail(format!(
-                "a residual of {cout} channels from a source of {in_stride}"
-            ));
-        }
+        let target_shape = match &target {
+            StreamedTarget::Nhwc {
+                map,
+                stride,
+                offset,
+            } => TargetShape::Nhwc {
+                len: map.len(),
+                stride: *stride,
+                offset: *offset,
+            },
+            StreamedTarget::Planar(view) => TargetShape::Planar { len: view.len() },
+        };
+        let LaunchPlan {
+            in_stride,
+            up_shift,
+        } = plan(
+            read,
+            cout,
+            source_shape,
+            target_shape,
+            residual,
+            (height, width),
+        )
+        .map_err(|what| GpuError(format!("streamed convolution at {width}x{height}: {what}")))?;
         let function = if layer.stacked { &self.c32 } else { &self.c64 };
         let tiles = height.div_ceil(tile_rows(layer.stacked)) * width.div_ceil(TILE_WIDTH);
         let cfg = LaunchConfig {
@@ -210,34 +197,12 @@ impl StreamedKernels {
                 stride,
                 offset,
             } => {
-                if !cout.is_multiple_of(2) || !offset.is_multiple_of(2) || offset + cout > stride {
-                    return fail(format!(
-                        "{cout} channels at channel {offset} of a map of {stride}"
-                    ));
-                }
-                if map.len() < pixels * stride {
-                    return fail(format!(
-                        "the target holds {} values, needs {}",
-                        map.len(),
-                        pixels * stride
-                    ));
-                }
                 let (p, g) = map.device_ptr_mut(stream);
                 (out_ptr, planar_ptr, _out_guard) = (p, 0u64, Some(g));
                 (out_stride, out_offset) = (stride as i32, offset as i32);
                 target_is_nhwc = true;
             }
             StreamedTarget::Planar(view) => {
-                if residual.source.is_some() || residual.target.is_some() {
-                    return fail("residuals into a planar target".into());
-                }
-                if view.len() < cout * pixels {
-                    return fail(format!(
-                        "the planar target holds {} values, needs {}",
-                        view.len(),
-                        cout * pixels
-                    ));
-                }
                 let (p, g) = view.device_ptr_mut(stream);
                 (out_ptr, planar_ptr, _out_guard) = (0u64, p, Some(g));
                 (out_stride, out_offset) = (0, 0);
@@ -280,7 +245,7 @@ impl StreamedKernels {
             .arg(&dims[1])
             .arg(&act);
         // SAFETY: the arguments match STREAMED_KERNEL in conv3x3_streamed.cu. Every address
-        // comes from a buffer of `stream`'s context whose size was checked above for the
+        // comes from a buffer of `stream`'s context whose size `plan` checked (above) for the
         // pixels and channel ranges the kernel touches: the source's first `read` channels
         // (`stride` apart, at the output size or half of it); the target's channels
         // `offset .. offset + cout`, disjoint from the channels it reads when the target is
