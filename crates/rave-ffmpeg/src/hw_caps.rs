@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use crate::encoder_choice::SessionAsk;
+
 /// One NVDEC capability answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct NvdecCap {
@@ -111,29 +113,43 @@ pub fn nvenc_status() -> Vec<NvencStatus> {
 
 /// Try to open a small session with the NVENC encoder `encoder` (e.g. "h264_nvenc").
 pub fn nvenc_status_of(encoder: &'static str) -> NvencStatus {
-    crate::init();
-    let (result, said) = crate::capture_errors(|| open_session(encoder));
+    let result = nvenc_session(SessionAsk {
+        encoder,
+        size: None,
+        bits: 8,
+    });
     NvencStatus {
         encoder,
         available: result.is_ok(),
-        // FFmpeg's own words (e.g. "No capable devices found") say the most.
-        reason: result.err().map(|e| match said.last() {
-            Some(line) => format!("{line} ({e})"),
-            None => e,
-        }),
+        reason: result.err(),
     }
 }
 
-fn open_session(name: &str) -> Result<(), String> {
-    let codec = ffmpeg_next::encoder::find_by_name(name)
+/// Try to open an NVENC session for `ask` (encoder, output size or 256x256, 8 or 10 bits); why not, in
+/// FFmpeg's own words where it said any (e.g. "No capable devices found").
+pub fn nvenc_session(ask: SessionAsk) -> Result<(), String> {
+    crate::init();
+    let (result, said) = crate::capture_errors(|| open_session(ask));
+    result.map_err(|e| match said.last() {
+        Some(line) => format!("{line} ({e})"),
+        None => e,
+    })
+}
+
+fn open_session(ask: SessionAsk) -> Result<(), String> {
+    let codec = ffmpeg_next::encoder::find_by_name(ask.encoder)
         .ok_or_else(|| "not in this FFmpeg build".to_string())?;
     let mut enc = ffmpeg_next::codec::context::Context::new_with_codec(codec)
         .encoder()
         .video()
         .map_err(|e| e.to_string())?;
-    enc.set_width(256);
-    enc.set_height(256);
-    enc.set_format(ffmpeg_next::format::Pixel::YUV420P);
+    let (w, h) = ask.size.unwrap_or((256, 256));
+    enc.set_width(w);
+    enc.set_height(h);
+    enc.set_format(match ask.bits {
+        8 => ffmpeg_next::format::Pixel::NV12,
+        _ => ffmpeg_next::format::Pixel::P010LE,
+    });
     enc.set_time_base(ffmpeg_next::Rational::new(1, 25));
     enc.open().map(|_| ()).map_err(|e| {
         format!("no session: {e}; GPUs without NVENC (A100, H100, H200) answer this way")

@@ -4,6 +4,8 @@
 use std::path::Path;
 
 use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
+use rave_ffmpeg::hw_caps::nvenc_session;
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
@@ -80,16 +82,15 @@ fn choose_codec(codec: Option<CodecArg>, encoder: EncoderArg) -> Result<VideoCod
         CodecArg::Av1 => VideoCodec::Av1,
     };
     if encoder == EncoderArg::Nvenc {
-        let name = codec.nvenc_encoder();
-        let status = rave_ffmpeg::hw_caps::nvenc_status_of(name);
-        return Err(match status.available {
-            true => EngineError::Config(format!(
+        // Before the input is read and the device settled: a small 8-bit test session. Until
+        // RAVE's NVENC path exists, every outcome here is a refusal.
+        let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, true, nvenc_session);
+        return Err(match pick {
+            Ok(EncoderPick::Nvenc { encoder: name }) => EngineError::Config(format!(
                 "--encoder nvenc: {name} is available, but RAVE's NVENC path is not implemented yet; use --encoder auto (software, one download per frame)"
             )),
-            false => EngineError::NoGpu(format!(
-                "--encoder nvenc: {name} cannot open a session here ({}); use --encoder auto",
-                status.reason.unwrap_or_default()
-            )),
+            Ok(EncoderPick::Software { reason }) => EngineError::Config(reason),
+            Err(refusal) => EngineError::NoGpu(refusal),
         });
     }
     Ok(codec)
