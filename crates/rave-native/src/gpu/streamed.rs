@@ -119,7 +119,7 @@ impl StreamedKernels {
         Ok(Self {
             c64,
             c32,
-            multiprocessors,
+            multiprocessors: multiprocessors.max(1),
         })
     }
 
@@ -180,7 +180,8 @@ impl StreamedKernels {
             block_dim: (256, 1, 1),
             shared_mem_bytes: smem_bytes(layer.stacked) as u32,
         };
-        let dims = [height, width].map(|d| i32::try_from(d).unwrap_or(i32::MAX));
+        // plan() checked that sizes, strides and offsets fit the kernel's 32-bit arithmetic.
+        let dims = [height, width].map(|d| d as i32);
         let scales = [
             residual.source.unwrap_or(0.0),
             residual.target.unwrap_or(0.0),

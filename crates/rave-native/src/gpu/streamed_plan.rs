@@ -40,6 +40,16 @@ pub(super) struct LaunchPlan {
     pub(super) up_shift: i32,
 }
 
+/// Largest value the kernel's 32-bit sizes, strides and indices take.
+const MOST: usize = i32::MAX as usize;
+
+/// `a * b`, or the reason it does not fit the kernel's arithmetic.
+fn product(a: usize, b: usize, what: &str) -> Result<usize, String> {
+    a.checked_mul(b)
+        .filter(|&v| v <= isize::MAX as usize)
+        .ok_or_else(|| format!("{what} ({a} x {b}) is too large"))
+}
+
 /// Check a launch that reads the first `read` channels (its k-steps) and writes `cout`
 /// for an output image of `height x width`; the reason when it may not run.
 pub(super) fn plan(
@@ -50,9 +60,16 @@ pub(super) fn plan(
     residual: Residual,
     (height, width): (usize, usize),
 ) -> Result<LaunchPlan, String> {
-    let pixels = height * width;
-    if pixels == 0 {
+    if height == 0 || width == 0 {
         return Err("an empty image".into());
+    }
+    if height > MOST || width > MOST || read > MOST || cout > MOST {
+        return Err(format!("{width}x{height} is too large"));
+    }
+    // The kernel counts pixels and tiles in 32 bits.
+    let pixels = product(height, width, "the image")?;
+    if pixels > MOST {
+        return Err(format!("{width}x{height} is too large"));
     }
     match target {
         TargetShape::Nhwc {
@@ -60,26 +77,30 @@ pub(super) fn plan(
             stride,
             offset,
         } => {
-            if !cout.is_multiple_of(2) || !offset.is_multiple_of(2) || offset + cout > stride {
+            // Pairs of channels are stored as one 4-byte word.
+            if !cout.is_multiple_of(2)
+                || !offset.is_multiple_of(2)
+                || !stride.is_multiple_of(2)
+                || stride > MOST
+                || offset + cout > stride
+            {
                 return Err(format!(
-                    "{cout} channels at channel {offset} of a map of {stride}"
+                    "{cout} channels at channel {offset} of a map of {stride} (even counts, within the pixel)"
                 ));
             }
-            if len < pixels * stride {
-                return Err(format!(
-                    "the target holds {len} values, needs {}",
-                    pixels * stride
-                ));
+            let need = product(pixels, stride, "the target")?;
+            if len < need {
+                return Err(format!("the target holds {len} values, needs {need}"));
             }
         }
         TargetShape::Planar { len } => {
             if residual.source.is_some() || residual.target.is_some() {
                 return Err("residuals into a planar target".into());
             }
-            if len < cout * pixels {
+            let need = product(cout, pixels, "the planar target")?;
+            if len < need {
                 return Err(format!(
-                    "the planar target holds {len} values, needs {}",
-                    cout * pixels
+                    "the planar target holds {len} values, needs {need}"
                 ));
             }
         }
@@ -97,7 +118,8 @@ pub(super) fn plan(
                 true => pixels / 4,
                 false => pixels,
             };
-            if stride < read || len < src_pixels * stride {
+            let need = product(src_pixels, stride, "the source")?;
+            if stride < read || len < need {
                 return Err(format!(
                     "the source ({len} values, {stride} channels a pixel) does not hold {read} channels of {src_pixels} pixels"
                 ));
@@ -108,7 +130,15 @@ pub(super) fn plan(
             (stride, i32::from(upsampled))
         }
         SourceShape::TargetPrefix => match target {
-            TargetShape::Nhwc { stride, offset, .. } if offset >= read => (stride, 0),
+            TargetShape::Nhwc { stride, offset, .. } if offset >= read => {
+                // A residual from the source would read the target's channels 0 .. cout.
+                if residual.source.is_some() && cout > offset {
+                    return Err(format!(
+                        "a residual of the target's channels 0..{cout} while writing from channel {offset}"
+                    ));
+                }
+                (stride, 0)
+            }
             TargetShape::Nhwc { offset, .. } => {
                 return Err(format!(
                     "it reads the target's first {read} channels and writes from channel {offset}"
@@ -117,6 +147,12 @@ pub(super) fn plan(
             TargetShape::Planar { .. } => return Err("a planar target read as a source".into()),
         },
     };
+    // 16-byte pieces of 8 channels are staged from each pixel.
+    if !in_stride.is_multiple_of(8) || in_stride > MOST {
+        return Err(format!(
+            "a source of {in_stride} channels a pixel (the kernel reads pixels of a multiple of 8 channels)"
+        ));
+    }
     if residual.source.is_some() && in_stride < cout {
         return Err(format!(
             "a residual of {cout} channels from a source of {in_stride}"
@@ -245,6 +281,47 @@ mod tests {
         };
         assert!(err(plan(64, 64, up, nhwc(64, 0), BOTH, SIZE)).contains("upsampled"));
         assert!(err(plan(32, 64, map(32), nhwc(64, 0), BOTH, SIZE)).contains("residual of 64"));
+        // Strides the kernel's 16-byte staging or 4-byte stores cannot take.
+        assert!(err(plan(16, 16, map(20), nhwc(16, 0), NONE, SIZE)).contains("multiple of 8"));
+        let odd_target = TargetShape::Nhwc {
+            len: PIXELS * 65,
+            stride: 65,
+            offset: 0,
+        };
+        assert!(err(plan(64, 64, map(64), odd_target, NONE, SIZE)).contains("map of 65"));
+        // A source residual while reading the target's own prefix would race with the write.
+        let racing = Residual {
+            source: Some(0.2),
+            target: None,
+        };
+        assert!(
+            err(plan(
+                16,
+                32,
+                SourceShape::TargetPrefix,
+                nhwc(64, 16),
+                racing,
+                SIZE
+            ))
+            .contains("channels 0..32")
+        );
+        // Sizes whose products overflow are refused, not wrapped.
+        let huge = SourceShape::Map {
+            len: usize::MAX,
+            stride: 64,
+            upsampled: false,
+        };
+        let everything = TargetShape::Nhwc {
+            len: usize::MAX,
+            stride: 64,
+            offset: 0,
+        };
+        assert!(
+            err(plan(64, 64, huge, everything, NONE, (1 << 31, 1 << 31))).contains("too large")
+        );
+        assert!(
+            err(plan(64, 64, huge, everything, NONE, (1 << 20, 1 << 20))).contains("too large")
+        );
         // Odd sizes with a nearest x2 source, and empty images.
         let big = TargetShape::Nhwc {
             len: 70 * 64,
