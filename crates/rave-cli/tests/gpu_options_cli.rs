@@ -278,6 +278,27 @@ fn encoder_names_the_codec_and_must_agree_with_codec() {
 }
 
 #[test]
+fn encoder_nvenc_with_device_cpu_is_a_conflict_of_options() {
+    // Refused before any session is tried, with or without a GPU: the frames are on the CPU.
+    let dir = scratch();
+    let input = clip(dir.path());
+    let out = dir.path().join("out.mp4");
+    let o = upscale(
+        &input,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--encoder", "nvenc", "--device", "cpu"],
+    );
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("--device gpu") && err.contains("--encoder auto"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
 fn encoder_nvenc_without_nvenc_says_why_and_the_way_out() {
     // Where a GPU is present: the H200 answers the same way (no NVENC); see docs/GPU_RESULTS.md.
     let Some(err) = refused_without_gpu(&["--encoder", "nvenc"]) else {

@@ -39,11 +39,13 @@ pub struct SessionAsk {
     pub encoder: &'static str,
     /// Output width and height; None before the input is read (a small test session).
     pub size: Option<(u32, u32)>,
-    /// Bits per sample of the surfaces.
+    /// Bits per sample of the surfaces (the output's: `NvencConfig::output_bits`, 8 for
+    /// H.264 whatever the input).
     pub bits: u8,
 }
 
-/// Choose for `codec` at `size` (None: not known yet) and `bits`; `frames_on_gpu` says whether the pipeline's
+/// Choose for `codec` at `size` (None: not known yet) and `bits` per output sample (the
+/// surfaces NVENC would take: `NvencConfig::output_bits`); `frames_on_gpu` says whether the pipeline's
 /// frames are on the GPU (NVENC takes CUDA frames only), `open` tries a session and says
 /// why it did not open. `Err` is the refusal of an explicit `--encoder nvenc`.
 pub fn choose_encoder(

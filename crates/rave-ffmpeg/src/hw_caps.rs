@@ -130,9 +130,17 @@ pub fn nvenc_status_of(encoder: &'static str) -> NvencStatus {
 pub fn nvenc_session(ask: SessionAsk) -> Result<(), String> {
     crate::init();
     let (result, said) = crate::capture_errors(|| open_session(ask));
-    result.map_err(|e| match said.last() {
-        Some(line) => format!("{line} ({e})"),
-        None => e,
+    result.map_err(|e| {
+        let why = match said.last() {
+            Some(line) => format!("{line} ({e})"),
+            None => e,
+        };
+        // The answer of a GPU that has no NVENC at all (or of a machine with no GPU), as
+        // against one that refuses this size or bit depth.
+        match why.contains("No capable devices") || why.contains("libcuda") {
+            true => format!("{why}; GPUs without NVENC (A100, H100, H200) answer this way"),
+            false => why,
+        }
     })
 }
 
@@ -151,7 +159,7 @@ fn open_session(ask: SessionAsk) -> Result<(), String> {
         _ => ffmpeg_next::format::Pixel::P010LE,
     });
     enc.set_time_base(ffmpeg_next::Rational::new(1, 25));
-    enc.open().map(|_| ()).map_err(|e| {
-        format!("no session: {e}; GPUs without NVENC (A100, H100, H200) answer this way")
-    })
+    enc.open()
+        .map(|_| ())
+        .map_err(|e| format!("no session for {w}x{h} {}-bit: {e}", ask.bits))
 }

@@ -13,8 +13,10 @@
 //!   10-11 p2, 8-9 p3, 6-7 p4, 4-5 p5, 2-3 p6, 0-1 p7.
 //! - 10-bit input keeps 10 bits with HEVC (Main10) and AV1 (P010 surfaces); H.264 NVENC
 //!   encodes 8 bits only, which the notes say.
-//! - Every keyframe is an IDR (`forced-idr`) with a fixed interval and no scene-cut
-//!   keyframes, so segments encoded apart start clean and join.
+//! - Keyframes at a fixed interval (`g`; FFmpeg sets NVENC's IDR period to it, so each is
+//!   an IDR), forced keyframes as IDRs too (`forced-idr`), and no extra keyframes at scene
+//!   cuts (`no-scenecut`, which matters once lookahead is on): segments encoded apart start
+//!   clean and join.
 
 use rave_core::error::{EngineError, Result};
 
@@ -144,7 +146,15 @@ impl NvencConfig {
                 ));
                 (NvencSurface::Nv12, 8)
             }
-            (_, true) => (NvencSurface::P010, 10),
+            (_, true) => {
+                if input_bits > 10 {
+                    notes.push(format!(
+                        "{} encodes up to 10 bits here: the {input_bits}-bit input is written as 10-bit",
+                        codec.nvenc_encoder()
+                    ));
+                }
+                (NvencSurface::P010, 10)
+            }
             (_, false) => (NvencSurface::Nv12, 8),
         };
         if codec == VideoCodec::Hevc {
@@ -256,6 +266,9 @@ mod tests {
         let h264 = NvencConfig::new(VideoCodec::H264, None, None, 10, 240).unwrap();
         assert_eq!((h264.surface, h264.output_bits), (NvencSurface::Nv12, 8));
         assert!(h264.notes[0].contains("8-bit"), "{:?}", h264.notes);
+        let twelve = NvencConfig::new(VideoCodec::Hevc, None, None, 12, 240).unwrap();
+        assert_eq!(twelve.output_bits, 10);
+        assert!(twelve.notes[0].contains("12-bit"), "{:?}", twelve.notes);
         let eight = NvencConfig::new(VideoCodec::Hevc, None, None, 8, 240).unwrap();
         assert_eq!(
             (eight.surface, eight.option("profile")),

@@ -26,7 +26,7 @@ use crate::{locate, progress_view, summary};
 /// Run `rave upscale`; returns the exit code (0, or 130 for a partial run; a batch's is
 /// described in `batch::BatchReport::new`).
 pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
-    let codec = choose_codec(args.codec, args.encoder)?;
+    let codec = choose_codec(args.codec, args.encoder, args.run.device)?;
     let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
     let job = match batch::plan(&args.input, &args.output)? {
         Plan::Single(job) => job,
@@ -50,7 +50,7 @@ pub fn config_for(
     input: &Path,
     output: &Path,
 ) -> Result<UpscaleConfig> {
-    let codec = choose_codec(args.codec, args.encoder)?;
+    let codec = choose_codec(args.codec, args.encoder, args.run.device)?;
     let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
     pipeline_config(global, &args.run, args, encoder, input, output)
 }
@@ -58,7 +58,11 @@ pub fn config_for(
 /// The codec from `--codec` and `--encoder` (which must agree); `nvenc` is refused with the
 /// reason: where the GPU has no NVENC, FFmpeg's own answer; where it has one, that RAVE's
 /// NVENC path is not implemented yet.
-fn choose_codec(codec: Option<CodecArg>, encoder: EncoderArg) -> Result<VideoCodec> {
+fn choose_codec(
+    codec: Option<CodecArg>,
+    encoder: EncoderArg,
+    device: DeviceArg,
+) -> Result<VideoCodec> {
     let implied = match encoder {
         EncoderArg::X264 => Some(CodecArg::H264),
         EncoderArg::X265 => Some(CodecArg::Hevc),
@@ -82,14 +86,17 @@ fn choose_codec(codec: Option<CodecArg>, encoder: EncoderArg) -> Result<VideoCod
         CodecArg::Av1 => VideoCodec::Av1,
     };
     if encoder == EncoderArg::Nvenc {
-        // Before the input is read and the device settled: a small 8-bit test session. Until
-        // RAVE's NVENC path exists, every outcome here is a refusal.
-        let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, true, nvenc_session);
+        // Before the input is read: a small 8-bit test session (frames are on the GPU unless
+        // --device cpu). Until RAVE's NVENC path exists, every outcome here is a refusal.
+        let on_gpu = device != DeviceArg::Cpu;
+        let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, on_gpu, nvenc_session);
         return Err(match pick {
             Ok(EncoderPick::Nvenc { encoder: name }) => EngineError::Config(format!(
                 "--encoder nvenc: {name} is available, but RAVE's NVENC path is not implemented yet; use --encoder auto (software, one download per frame)"
             )),
             Ok(EncoderPick::Software { reason }) => EngineError::Config(reason),
+            // --device cpu with --encoder nvenc: the options disagree (exit 2).
+            Err(refusal) if !on_gpu => EngineError::Config(refusal),
             Err(refusal) => EngineError::NoGpu(refusal),
         });
     }

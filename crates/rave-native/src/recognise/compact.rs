@@ -167,7 +167,7 @@ fn residual_resize(m: &mut Matcher, add: usize, skip: &str) -> Step<usize> {
     let mut r = m.graph().producer(skip).ok_or_else(|| why.clone())?;
     let cast = m.node(r).op_type == "Cast";
     if cast {
-        resize::cast_to(m, r, proto_type::FLOAT16)?;
+        resize::cast_to(m, r, proto_type::FLOAT16, "around the residual Resize")?;
         r = m
             .graph()
             .producer(&m.node(r).input[0])
@@ -177,7 +177,7 @@ fn residual_resize(m: &mut Matcher, add: usize, skip: &str) -> Step<usize> {
     let mut src = m.node(r).input.first().cloned().unwrap_or_default();
     if cast {
         let c = m.graph().producer(&src).ok_or_else(|| why.clone())?;
-        resize::cast_to(m, c, proto_type::FLOAT)?;
+        resize::cast_to(m, c, proto_type::FLOAT, "around the residual Resize")?;
         src = m.node(c).input[0].clone();
     }
     if src != input {

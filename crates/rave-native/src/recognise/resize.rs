@@ -94,8 +94,8 @@ pub fn cubic(m: &mut Matcher, i: usize) -> Step<f32> {
 }
 
 /// Take node `i` as a Cast to element type `to`.
-pub fn cast_to(m: &mut Matcher, i: usize, to: i32) -> Step<()> {
-    m.take(i, "Cast", "around the residual Resize")?;
+pub fn cast_to(m: &mut Matcher, i: usize, to: i32, context: &str) -> Step<()> {
+    m.take(i, "Cast", context)?;
     m.only_attributes(i, &["to", "saturate"])?;
     if m.int(i, "to", 0)? != i64::from(to) {
         return Err(format!(

@@ -58,7 +58,7 @@ pub fn match_graph(m: &mut Matcher) -> Step<(RrdbNet, u32)> {
         // (exact for nearest sampling: the half values come back unchanged).
         let cast = m.node(r).op_type == "Cast";
         if cast {
-            resize::cast_to(m, r, proto_type::FLOAT)?;
+            resize::cast_to(m, r, proto_type::FLOAT, "around an upsampling Resize")?;
             let out = m.node(r).output[0].clone();
             r = m.sole_reader(&out, "after a Cast to float32")?;
         } else if m.node(r).op_type != "Resize" {
@@ -69,7 +69,7 @@ pub fn match_graph(m: &mut Matcher) -> Step<(RrdbNet, u32)> {
         let mut up = m.node(r).output[0].clone();
         if cast {
             let c = m.sole_reader(&up, "after a float32 Resize")?;
-            resize::cast_to(m, c, proto_type::FLOAT16)?;
+            resize::cast_to(m, c, proto_type::FLOAT16, "around an upsampling Resize")?;
             up = m.node(c).output[0].clone();
         }
         let ci = m.sole_reader(&up, "after a nearest x2 Resize")?;
