@@ -145,11 +145,13 @@ impl NativeBackend {
         }
         let s = self.meta.scale as usize;
         let out_bytes = 3 * w as usize * h as usize * s * s * 4;
-        if let Some(old) = state.as_mut() {
+        // The old engine's maps go before the new engine's are allocated (an RRDBNet holds
+        // gigabytes of them at 1080p), so a size change never needs both at once.
+        let mut old_ring = state.take().map(|old| old.ring);
+        if let Some(ring) = old_ring.as_mut() {
             let ctx = &self.ctx;
-            let freed = old
-                .ring
-                .reallocate((w, h), out_bytes, |b| ctx.alloc(b).map(GpuBuffer::unpooled))?;
+            let freed =
+                ring.reallocate((w, h), out_bytes, |b| ctx.alloc(b).map(GpuBuffer::unpooled))?;
             self.ctx.vram_dec(freed);
         }
         let engine = NativeEngine::new(
@@ -159,8 +161,8 @@ impl NativeBackend {
             (h as usize, w as usize),
         )
         .map_err(native_error)?;
-        let ring = match state.take() {
-            Some(old) => old.ring,
+        let ring = match old_ring {
+            Some(ring) => ring,
             None => {
                 let ctx = &self.ctx;
                 OutputRing::new(self.ring_size, self.downstream, (w, h), out_bytes, |b| {
