@@ -11,8 +11,8 @@ use common::frame;
 use std::time::Instant;
 
 use cudarc::driver::CudaContext;
-use rave_native::gpu::CompactEngine;
 use rave_native::gpu::compact_engine::unsupported;
+use rave_native::gpu::{CompactEngine, NativeEngine};
 use rave_native::reference;
 use rave_native::{Architecture, Network, recognise_file};
 
@@ -42,8 +42,7 @@ fn the_gpu_network_matches_the_reference() {
         }
     }
     let sizes = [(7, 5), (33, 17), (130, 9), (64, 64), (257, 37), (1, 1)];
-    let mut worst_psnr = f64::INFINITY;
-    let mut failures = Vec::new();
+    let mut tally = common::Tally::new();
     for (name, path) in &models {
         let net = recognise_file(path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let c = compact(&net);
@@ -54,26 +53,14 @@ fn the_gpu_network_matches_the_reference() {
         for &(w, h) in &sizes {
             let x = frame(w, h, (w * 31 + h) as u64);
             let want = reference::run(&net, &x);
-            let mut engine = CompactEngine::new(&ctx, stream.clone(), c, (h, w)).unwrap();
-            let s = engine.scale();
-            let input = stream.clone_htod(&x.data).unwrap();
-            let mut output = stream
-                .clone_htod(&vec![f32::NAN; 3 * w * h * s * s])
-                .unwrap();
-            engine
-                .run(&input.as_view(), &mut output.as_view_mut())
-                .unwrap();
-            let got = stream.clone_dtoh(&output).unwrap();
-            let (psnr, max_abs) = common::psnr_and_max_abs(&got, &want.data);
-            println!("{name} {w}x{h} -> x{s}: PSNR {psnr:.1} dB, max abs error {max_abs:.3e}");
-            worst_psnr = worst_psnr.min(psnr);
-            if psnr < 45.0 || psnr.is_nan() {
-                failures.push(format!("{name} {w}x{h}: {psnr:.1} dB"));
-            }
+            let mut engine =
+                NativeEngine::new(&ctx, stream.clone(), &net.architecture, (h, w)).unwrap();
+            let got = common::run_engine(&stream, &mut engine, &x);
+            let case = format!("{name} {w}x{h} -> x{}", engine.scale());
+            tally.record(&case, &got, &want.data, "");
         }
     }
-    println!("worst PSNR over all networks and sizes: {worst_psnr:.1} dB (limit 45)");
-    assert!(failures.is_empty(), "below 45 dB: {failures:?}");
+    tally.finish("networks and sizes");
 }
 
 #[test]

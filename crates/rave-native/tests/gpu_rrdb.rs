@@ -14,7 +14,8 @@ use std::time::Instant;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 use half::f16;
 use rave_native::gpu::{
-    Residual, RrdbEngine, StreamedConv, StreamedKernels, StreamedSource, StreamedTarget,
+    NativeEngine, Residual, RrdbEngine, StreamedConv, StreamedKernels, StreamedSource,
+    StreamedTarget,
 };
 use rave_native::network::{Activation, RrdbNet};
 use rave_native::reference::{self, FeatureMap, ops};
@@ -274,14 +275,13 @@ fn models() -> Vec<(String, std::path::PathBuf, bool)> {
 fn the_gpu_rrdb_matches_the_reference() {
     let ctx = CudaContext::new(0).expect("a CUDA device");
     let stream = ctx.default_stream();
-    let mut worst = f64::INFINITY;
-    let mut failures = Vec::new();
+    let mut tally = common::Tally::new();
     for (name, path, heavy) in models() {
         let net = recognise_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         println!("{name}: {net}");
         let r = rrdb(&net);
         if let Some(why) = rave_native::gpu::rrdb_engine::unsupported(r) {
-            failures.push(format!("{name}: refused ({why})"));
+            tally.failures.push(format!("{name}: refused ({why})"));
             continue;
         }
         let sizes: &[(usize, usize)] = if heavy {
@@ -294,29 +294,15 @@ fn the_gpu_rrdb_matches_the_reference() {
             let t = Instant::now();
             let want = reference::run(&net, &x);
             let cpu = t.elapsed();
-            let mut engine = RrdbEngine::new(&ctx, stream.clone(), r, (hgt, w)).unwrap();
-            let s = engine.scale();
-            let input = stream.clone_htod(&x.data).unwrap();
-            let mut output = stream
-                .clone_htod(&vec![f32::NAN; 3 * w * hgt * s * s])
-                .unwrap();
-            engine
-                .run(&input.as_view(), &mut output.as_view_mut())
-                .unwrap();
-            let got = stream.clone_dtoh(&output).unwrap();
-            let (psnr, max_abs) = common::psnr_and_max_abs(&got, &want.data);
-            println!(
-                "{name} {w}x{hgt} -> x{s}: PSNR {psnr:.1} dB, max abs error {max_abs:.3e} (reference {:.1} s)",
-                cpu.as_secs_f64()
-            );
-            worst = worst.min(psnr);
-            if psnr < 45.0 || psnr.is_nan() {
-                failures.push(format!("{name} {w}x{hgt}: {psnr:.1} dB"));
-            }
+            let mut engine =
+                NativeEngine::new(&ctx, stream.clone(), &net.architecture, (hgt, w)).unwrap();
+            let got = common::run_engine(&stream, &mut engine, &x);
+            let case = format!("{name} {w}x{hgt} -> x{}", engine.scale());
+            let extra = format!(" (reference {:.1} s)", cpu.as_secs_f64());
+            tally.record(&case, &got, &want.data, &extra);
         }
     }
-    println!("worst PSNR over all RRDB networks and sizes: {worst:.1} dB (limit 45)");
-    assert!(failures.is_empty(), "{failures:?}");
+    tally.finish("RRDB networks and sizes");
 }
 
 #[test]

@@ -119,3 +119,58 @@ pub fn frame(width: usize, height: usize, seed: u64) -> rave_native::reference::
     }
     x
 }
+
+/// Run `engine` once on the RGB frame `x` (its output NaN-poisoned first) and return the
+/// output, planar f32.
+pub fn run_engine(
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    engine: &mut rave_native::gpu::NativeEngine,
+    x: &rave_native::reference::FeatureMap,
+) -> Vec<f32> {
+    let s = engine.scale();
+    let input = stream.clone_htod(&x.data).unwrap();
+    let mut output = stream
+        .clone_htod(&vec![f32::NAN; x.data.len() * s * s])
+        .unwrap();
+    engine
+        .run(&input.as_view(), &mut output.as_view_mut())
+        .unwrap();
+    stream.clone_dtoh(&output).unwrap()
+}
+
+/// PSNR results against the reference: the worst seen and the cases below 45 dB.
+pub struct Tally {
+    /// The lowest PSNR so far.
+    pub worst: f64,
+    /// The cases below 45 dB (or NaN).
+    pub failures: Vec<String>,
+}
+
+impl Tally {
+    /// Nothing yet.
+    pub fn new() -> Self {
+        Self {
+            worst: f64::INFINITY,
+            failures: Vec::new(),
+        }
+    }
+
+    /// Print and record `got` against `want` for `case`; `extra` is appended to the line.
+    pub fn record(&mut self, case: &str, got: &[f32], want: &[f32], extra: &str) {
+        let (psnr, max_abs) = psnr_and_max_abs(got, want);
+        println!("{case}: PSNR {psnr:.1} dB, max abs error {max_abs:.3e}{extra}");
+        self.worst = self.worst.min(psnr);
+        if psnr < 45.0 || psnr.is_nan() {
+            self.failures.push(format!("{case}: {psnr:.1} dB"));
+        }
+    }
+
+    /// Print the worst and fail with the cases below 45 dB.
+    pub fn finish(self, what: &str) {
+        println!(
+            "worst PSNR over all {what}: {:.1} dB (limit 45)",
+            self.worst
+        );
+        assert!(self.failures.is_empty(), "below 45 dB: {:?}", self.failures);
+    }
+}
