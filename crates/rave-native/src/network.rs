@@ -134,6 +134,20 @@ pub struct RrdbNet {
     pub residual_scale: f32,
 }
 
+impl RrdbNet {
+    /// Channels of the trunk (conv_first's outputs).
+    pub fn features(&self) -> usize {
+        self.conv_first.out_channels
+    }
+
+    /// Channels each dense convolution adds to its block's concatenation (0 without blocks).
+    pub fn growth(&self) -> usize {
+        self.blocks
+            .first()
+            .map_or(0, |b| b.dense[0].convs[0].out_channels)
+    }
+}
+
 /// One RRDB: three dense blocks, `x + residual_scale * rdb3(rdb2(rdb1(x)))`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rrdb {
@@ -182,11 +196,9 @@ impl fmt::Display for Network {
             Architecture::Rrdb(r) => write!(
                 f,
                 "{} features, {} RRDB blocks, {} dense growth",
-                r.conv_first.out_channels,
+                r.features(),
                 r.blocks.len(),
-                r.blocks
-                    .first()
-                    .map_or(0, |b| b.dense[0].convs[0].out_channels)
+                r.growth()
             )?,
         }
         let storage = match self.storage {

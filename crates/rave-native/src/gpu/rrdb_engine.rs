@@ -26,11 +26,7 @@ const MOST_CHANNELS: usize = 64;
 
 /// Why `net` cannot run on these kernels, if it cannot.
 pub fn unsupported(net: &RrdbNet) -> Option<String> {
-    let nf = net.conv_first.out_channels;
-    let gc = net
-        .blocks
-        .first()
-        .map_or(0, |b| b.dense[0].convs[0].out_channels);
+    let (nf, gc) = (net.features(), net.growth());
     for (what, n) in [("features", nf), ("dense growth", gc)] {
         if n == 0 || n % KSTEP_CHANNELS != 0 || n > MOST_CHANNELS {
             return Some(format!(
@@ -125,11 +121,7 @@ impl RrdbEngine {
                 Ok([dense(0)?, dense(1)?, dense(2)?])
             })
             .collect::<Result<Vec<_>, GpuError>>()?;
-        let nf = net.conv_first.out_channels;
-        let gc = net
-            .blocks
-            .first()
-            .map_or(0, |b| b.dense[0].convs[0].out_channels);
+        let (nf, gc) = (net.features(), net.growth());
         let concat = nf + 4 * gc;
         let pixels = height * width;
         let alloc = |n: usize| {

@@ -25,7 +25,6 @@ pub struct StreamedConv {
     pub(super) slope: CudaSlice<f32>,
     pub(super) ksteps: usize,
     pub(super) stacked: bool,
-    pub(super) in_channels: usize,
     pub(super) out_channels: usize,
     pub(super) activated: bool,
 }
@@ -108,20 +107,9 @@ impl StreamedConv {
             slope: stream.clone_htod(&slope).map_err(up("uploading slopes"))?,
             ksteps: conv.in_channels.div_ceil(KSTEP_CHANNELS),
             stacked,
-            in_channels: conv.in_channels,
             out_channels: cout,
             activated,
         })
-    }
-
-    /// Input channels.
-    pub fn in_channels(&self) -> usize {
-        self.in_channels
-    }
-
-    /// Output channels.
-    pub fn out_channels(&self) -> usize {
-        self.out_channels
     }
 }
 
