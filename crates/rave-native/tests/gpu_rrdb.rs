@@ -89,7 +89,7 @@ struct Case {
 #[test]
 #[ignore = "needs a Hopper GPU"]
 fn the_streamed_convolution_matches_the_reference() {
-    let (_ctx, stream, kernels) = setup();
+    let (_ctx, stream, mut kernels) = setup();
     let mut rng = Rng(0x5eed_1234);
     let c = |cin, cout, stride, up, res_source, res_target, planar| Case {
         cin,
@@ -114,7 +114,16 @@ fn the_streamed_convolution_matches_the_reference() {
     ];
     let sizes = [(7usize, 5usize), (130, 9), (64, 17), (258, 34), (2, 2)];
     let mut failures = Vec::new();
-    for case in &cases {
+    for (case, tensor_copies) in cases.iter().flat_map(|c| [(c, true), (c, false)]) {
+        kernels.set_tensor_copies(tensor_copies);
+        let staging = if tensor_copies && !case.up {
+            "tensor copies"
+        } else {
+            "cp.async"
+        };
+        if case.up && tensor_copies {
+            continue; // upsampled sources are always staged by cp.async
+        }
         for act in [false, true] {
             if case.planar && act {
                 continue;
@@ -222,7 +231,7 @@ fn the_streamed_convolution_matches_the_reference() {
                     .unwrap();
                     if before != kept {
                         failures.push(format!(
-                            "{}->{} {w}x{hgt}: wrote before its slice",
+                            "{}->{} {w}x{hgt} ({staging}): wrote before its slice",
                             case.cin, case.cout
                         ));
                     }
@@ -231,12 +240,12 @@ fn the_streamed_convolution_matches_the_reference() {
                 let (psnr, max_abs) = common::psnr_and_max_abs(&got.data, &want.data);
                 let rel = max_abs / want.data.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
                 println!(
-                    "streamed {}->{} stride {} up {} res {}/{} {label} act {act} {w}x{hgt}: PSNR {psnr:.1} dB, max abs {max_abs:.3e}, rel {rel:.2e}",
+                    "streamed {}->{} stride {} up {} res {}/{} {label} act {act} {w}x{hgt} ({staging}): PSNR {psnr:.1} dB, max abs {max_abs:.3e}, rel {rel:.2e}",
                     case.cin, case.cout, case.stride, case.up, case.res_source, case.res_target
                 );
                 if rel > 2e-2 || got.data.iter().any(|v| !v.is_finite()) {
                     failures.push(format!(
-                        "{}->{} {label} up {} {w}x{hgt}: rel {rel:.2e}",
+                        "{}->{} {label} up {} {w}x{hgt} ({staging}): rel {rel:.2e}",
                         case.cin, case.cout, case.up
                     ));
                 }
@@ -326,7 +335,19 @@ fn gpu_rrdb_speed_at_960x540() {
             .unwrap();
         stream.synchronize().unwrap();
         let first = started.elapsed();
-        for round in 0..2 {
+        // Alternating the two ways of staging sources of the output's size.
+        for round in 0..4 {
+            let tensor_copies = round % 2 == 0;
+            engine.set_tensor_copies(tensor_copies);
+            let staging = if tensor_copies {
+                "tensor copies"
+            } else {
+                "cp.async"
+            };
+            engine
+                .run(&input.as_view(), &mut output.as_view_mut())
+                .unwrap();
+            stream.synchronize().unwrap();
             let runs = 10;
             let t = Instant::now();
             for _ in 0..runs {
@@ -337,7 +358,7 @@ fn gpu_rrdb_speed_at_960x540() {
             stream.synchronize().unwrap();
             let per = t.elapsed().as_secs_f64() / runs as f64;
             println!(
-                "{name} native engine {w}x{hgt} -> x{s}, batch 1 (round {round}): {:.2} ms per frame, {:.2} fps",
+                "{name} native engine {w}x{hgt} -> x{s}, batch 1 (round {round}, {staging}): {:.2} ms per frame, {:.2} fps",
                 per * 1e3,
                 1.0 / per
             );
@@ -352,7 +373,20 @@ fn gpu_rrdb_speed_at_960x540() {
 
 /// Each kind of layer of realesrgan-x4plus at its size, timed alone: where the time goes.
 fn layer_speeds() {
-    let (_ctx, stream, kernels) = setup();
+    let (_ctx, stream, mut kernels) = setup();
+    for tensor_copies in [true, false] {
+        kernels.set_tensor_copies(tensor_copies);
+        let staging = if tensor_copies {
+            "tensor copies (cp.async where upsampled)"
+        } else {
+            "cp.async"
+        };
+        println!("layers staged by {staging}:");
+        layer_speeds_of(&stream, &kernels);
+    }
+}
+
+fn layer_speeds_of(stream: &Arc<CudaStream>, kernels: &StreamedKernels) {
     let mut rng = Rng(99);
     // (what, cin, cout, source stride, upsampled, output size, count per frame)
     let kinds = [
@@ -415,7 +449,7 @@ fn layer_speeds() {
         } else {
             Activation::LeakyRelu(0.2)
         };
-        let dev = StreamedConv::upload(&stream, &conv, &act).unwrap();
+        let dev = StreamedConv::upload(stream, &conv, &act).unwrap();
         let src_pixels = if up { hgt * w / 4 } else { hgt * w };
         let input = stream.alloc_zeros::<u16>(src_pixels * stride).unwrap();
         let out_stride = if cout == 32 { 192 } else { 64 };
@@ -431,7 +465,7 @@ fn layer_speeds() {
                 let mut v = planar_out.as_view_mut();
                 kernels
                     .run(
-                        &stream,
+                        stream,
                         &dev,
                         source,
                         StreamedTarget::Planar(&mut v),
@@ -453,7 +487,7 @@ fn layer_speeds() {
                     false => Residual::default(),
                 };
                 kernels
-                    .run(&stream, &dev, source, target, residual, (hgt, w))
+                    .run(stream, &dev, source, target, residual, (hgt, w))
                     .unwrap();
             }
         };

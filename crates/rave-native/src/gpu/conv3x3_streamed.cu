@@ -32,7 +32,15 @@
 // network's end, no residuals).
 //
 // Grid: persistent (blocks stride over tiles of TILE_ROWS x 128 pixels); block: 256 threads
-// = 2 warpgroups; dynamic shared memory STAGES * STAGE_BYTES.
+// = 2 warpgroups; dynamic shared memory STAGES * STAGE_BYTES, then 2 * STAGES mbarriers.
+//
+// Two ways of staging: cp.async by every thread, each 16 bytes with its own address (any
+// source, the nearest x2 upsampled one included), k-steps ordered by block barriers; or
+// (the _tma kernels, sources of the output's own size) one thread queueing a k-step as one
+// tensor copy of the input box (the tensor map: NHWC, box 16 channels x 130 columns x
+// STAGED_ROWS rows, 32-byte swizzled, zeros outside the image) and one bulk copy of the
+// weights, each stage's arrival and release signalled on mbarriers ("full": the bytes
+// landed; "empty": all 256 threads are done with it), no block barrier in the walk.
 
 #define SK_TW 128                    // output pixels per row of a tile (wgmma N)
 #define SK_SW (SK_TW + 2)            // staged columns
@@ -309,6 +317,152 @@ __device__ __forceinline__ void conv_streamed(const StreamedArgs& a)
     asm volatile("cp.async.wait_group 0;");
 }
 
+
+// The tensor map of the source (CUtensorMap, 128 bytes, passed by value as a grid constant).
+struct __align__(64) TensorMap {
+    u64 v[16];
+};
+
+__device__ __forceinline__ void mbarrier_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+
+// Until the phase of parity `parity` of the mbarrier at `bar` has completed.
+__device__ __forceinline__ void mbarrier_wait(u32 bar, u32 parity) {
+    asm volatile(
+        "{\n.reg .pred done;\nWAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_arrive(u32 bar) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n"
+        :: "r"(bar) : "memory");
+}
+
+// Arrive and expect `bytes` more of asynchronous copies before the phase completes.
+__device__ __forceinline__ void mbarrier_expect(u32 bar, u32 bytes) {
+    asm volatile("{\n.reg .b64 state;\n"
+        "mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n"
+        :: "r"(bar), "r"(bytes) : "memory");
+}
+
+// The box of the tensor map at (channel c, column x, row y) into shared `dst`, counted on
+// the mbarrier `bar`; coordinates outside the tensor read as zeros.
+__device__ __forceinline__ void tensor_copy_3d(u32 dst, const TensorMap* map, int c, int x, int y,
+    u32 bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4}], [%5];"
+        :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c), "r"(x), "r"(y), "r"(bar)
+        : "memory");
+}
+
+// `bytes` (a multiple of 16) from global `src` into shared `dst`, counted on `bar`.
+__device__ __forceinline__ void bulk_copy(u32 dst, const void* src, u32 bytes, u32 bar) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+        :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+
+// Queue k-step `ks` of `tile` into the stage at `stage` (one thread): the input box and the
+// k-step's weights, both counted on the stage's "full" mbarrier.
+template <int STACK>
+__device__ __forceinline__ void copy_kstep(const StreamedArgs& a, const TensorMap* map, u32 stage,
+    u32 full, int tile, int tiles_x, int ks)
+{
+    typedef StreamedShape<STACK> S;
+    const int y0 = (tile / tiles_x) * S::TILE_ROWS;
+    const int x0 = (tile % tiles_x) * SK_TW;
+    mbarrier_expect(full, S::IN_BYTES + S::W_BYTES);
+    tensor_copy_3d(stage, map, ks * 16, x0 - 1, y0 - 1, full);
+    bulk_copy(stage + S::IN_BYTES, a.weight + (long long)ks * (S::W_BYTES / 16), S::W_BYTES, full);
+}
+
+// The walk of conv_streamed with the tensor-copy staging. Thread 0 also produces: it keeps
+// the copies STAGES - 1 k-steps ahead, queueing k-step n into stage n % STAGES once all
+// threads have released that stage's previous k-step (n - STAGES).
+template <int STACK>
+__device__ __forceinline__ void conv_streamed_tma(const StreamedArgs& a, const TensorMap* map)
+{
+    typedef StreamedShape<STACK> S;
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const int wg = threadIdx.x >> 7;
+    const u32 base = shared_address(smem);
+    const u32 full = base + S::STAGES * S::STAGE_BYTES;   // STAGES mbarriers, 8 bytes each
+    const u32 empty = full + S::STAGES * 8;
+
+    const int tiles_x = (a.width + SK_TW - 1) / SK_TW;
+    const int tiles = tiles_x * ((a.height + S::TILE_ROWS - 1) / S::TILE_ROWS);
+    const int grid = gridDim.x;
+    const int mine = blockIdx.x < tiles ? (tiles - blockIdx.x + grid - 1) / grid : 0;
+    const int total = mine * a.ksteps;
+    const bool producer = threadIdx.x == 0;
+    if (producer) {
+        for (int s = 0; s < S::STAGES; ++s) {
+            mbarrier_init(full + 8 * s, 1);
+            mbarrier_init(empty + 8 * s, 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    int queued = 0;   // thread 0: the k-steps whose copies are queued
+    // Thread 0: queue k-steps until `limit` (exclusive) or the walk's end.
+    auto produce = [&](int limit) {
+        for (; queued < total && queued < limit; ++queued) {
+            const int s = queued % S::STAGES;
+            if (queued >= S::STAGES) {
+                mbarrier_wait(empty + 8 * s, ((queued / S::STAGES) - 1) & 1);
+            }
+            copy_kstep<STACK>(a, map, base + s * S::STAGE_BYTES, full + 8 * s,
+                blockIdx.x + (queued / a.ksteps) * grid, tiles_x, queued % a.ksteps);
+        }
+    };
+    if (producer) {
+        produce(S::STAGES - 1);
+    }
+    float acc0[64], acc1[64];
+    #pragma unroll
+    for (int i = 0; i < 64; ++i) {
+        acc0[i] = 0.0f;
+        acc1[i] = 0.0f;
+    }
+    int j = 0;
+    for (int t = 0; t < mine; ++t) {
+        for (int ks = 0; ks < a.ksteps; ++ks, ++j) {
+            const int s = j % S::STAGES;
+            mbarrier_wait(full + 8 * s, (j / S::STAGES) & 1);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            queue_kstep<STACK>(acc0, base + s * S::STAGE_BYTES, (wg * 2) * S::ROWS_PER_ACC, ks == 0);
+            queue_kstep<STACK>(acc1, base + s * S::STAGE_BYTES, (wg * 2 + 1) * S::ROWS_PER_ACC,
+                ks == 0);
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            // k-step j - 1 is done in this warpgroup: release its stage (unless it ended the
+            // previous tile, released before that tile's epilogue).
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            if (ks > 0) {
+                mbarrier_arrive(empty + 8 * ((j - 1) % S::STAGES));
+            }
+            if (producer) {
+                produce(j + S::STAGES);
+            }
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        // The tile's last k-step is done: its stage takes a k-step of the next tile while
+        // this one's epilogue runs.
+        mbarrier_arrive(empty + 8 * ((j - 1) % S::STAGES));
+        if (producer) {
+            produce(j + S::STAGES);
+        }
+        const int tile = blockIdx.x + t * grid;
+        const int y0 = (tile / tiles_x) * S::TILE_ROWS;
+        const int x0 = (tile % tiles_x) * SK_TW;
+        store_accumulator<STACK>(acc0, a, y0 + (wg * 2) * S::ROWS_PER_ACC, x0);
+        store_accumulator<STACK>(acc1, a, y0 + (wg * 2 + 1) * S::ROWS_PER_ACC, x0);
+    }
+}
+
 #define STREAMED_KERNEL(NAME, STACK)                                                          \
     extern "C" __global__ void __launch_bounds__(256, 1) NAME(                                \
         const half_bits* input, int in_stride, int up_shift, const uint4* weight,             \
@@ -323,6 +477,23 @@ __device__ __forceinline__ void conv_streamed(const StreamedArgs& a)
         conv_streamed<STACK>(a);                                                              \
     }
 
-// Up to 64 output channels (M = channels), and up to 32 (M = 2 rows x 32 channels).
+#define STREAMED_TMA_KERNEL(NAME, STACK)                                                      \
+    extern "C" __global__ void __launch_bounds__(256, 1) NAME(                                \
+        const __grid_constant__ TensorMap source_map, const half_bits* input, int in_stride,  \
+        int up_shift, const uint4* weight, const float* bias, const float* slope, int ksteps, \
+        half_bits* output, int out_stride, int out_offset, int out_channels,                  \
+        const half_bits* res_a, int res_a_stride, float res_a_scale, const half_bits* res_b,  \
+        int res_b_stride, float res_b_scale, float* planar, int height, int width, int act)   \
+    {                                                                                         \
+        const StreamedArgs a = {input, in_stride, up_shift, weight, bias, slope, ksteps,      \
+            output, out_stride, out_offset, out_channels, res_a, res_a_stride, res_a_scale,   \
+            res_b, res_b_stride, res_b_scale, planar, height, width, act};                    \
+        conv_streamed_tma<STACK>(a, &source_map);                                             \
+    }
+
+// Up to 64 output channels (M = channels), and up to 32 (M = 2 rows x 32 channels); the
+// _tma forms take sources of the output's size only (up_shift 0).
 STREAMED_KERNEL(conv3x3_streamed_c64, 0)
 STREAMED_KERNEL(conv3x3_streamed_c32, 1)
+STREAMED_TMA_KERNEL(conv3x3_streamed_tma_c64, 0)
+STREAMED_TMA_KERNEL(conv3x3_streamed_tma_c32, 1)

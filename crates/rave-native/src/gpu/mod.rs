@@ -12,6 +12,7 @@ pub mod rrdb_engine;
 pub mod streamed;
 pub mod streamed_conv;
 mod streamed_plan;
+mod tensor_map;
 pub mod wgmma;
 
 pub use compact_engine::CompactEngine;

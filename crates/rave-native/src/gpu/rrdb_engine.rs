@@ -163,6 +163,12 @@ impl RrdbEngine {
         })
     }
 
+    /// Stage sources of the output's size by tensor copies (the default) or by cp.async
+    /// (see [`StreamedKernels::set_tensor_copies`]): for comparisons.
+    pub fn set_tensor_copies(&mut self, on: bool) {
+        self.kernels.set_tensor_copies(on);
+    }
+
     /// Output size / input size.
     pub fn scale(&self) -> usize {
         1 << self.upsample.len()

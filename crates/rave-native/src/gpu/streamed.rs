@@ -13,6 +13,7 @@ use cudarc::driver::{
 
 use super::streamed_conv::{KSTEP_CHANNELS, StreamedConv, taps};
 use super::streamed_plan::{LaunchPlan, SourceShape, TargetShape, plan};
+use super::tensor_map::nhwc_source_map;
 use super::{GpuError, driver_error, load_module_functions};
 
 const SOURCE: &str = concat!(
@@ -30,12 +31,17 @@ fn tile_rows(stacked: bool) -> usize {
 
 /// Dynamic shared memory of one form: its stages, each the staged input rows of one
 /// k-step (32 bytes a pixel) and that k-step's weights, rounded up to 1024 bytes
-/// (`StreamedShape`).
+/// (`StreamedShape`), then two mbarriers (8 bytes each) a stage.
 fn smem_bytes(stacked: bool) -> usize {
-    let staged_rows = tile_rows(stacked) + 2;
-    let stage = (staged_rows * STAGED_COLUMNS * 32 + taps(stacked) * 2048).next_multiple_of(1024);
+    let stage =
+        (staged_rows(stacked) * STAGED_COLUMNS * 32 + taps(stacked) * 2048).next_multiple_of(1024);
     let stages = if stacked { 3 } else { 4 };
-    stages * stage
+    stages * stage + stages * 16
+}
+
+/// Input rows staged for a tile: its rows and one above and below.
+fn staged_rows(stacked: bool) -> usize {
+    tile_rows(stacked) + 2
 }
 
 /// What a streamed convolution reads: NHWC half, `stride` channels a pixel, the layer's
@@ -96,20 +102,33 @@ pub struct Residual {
 pub struct StreamedKernels {
     c64: CudaFunction,
     c32: CudaFunction,
+    tma_c64: CudaFunction,
+    tma_c32: CudaFunction,
     multiprocessors: u32,
+    tensor_copies: bool,
 }
 
 impl StreamedKernels {
     /// Compile `conv3x3_streamed.cu` for sm_90a and load it.
     pub fn load(ctx: &Arc<CudaContext>, multiprocessors: u32) -> Result<Self, GpuError> {
-        let [c64, c32] = load_module_functions(
+        let [c64, c32, tma_c64, tma_c32] = load_module_functions(
             ctx,
             SOURCE,
             "rave_conv3x3_streamed.cu",
             "compute_90a",
-            ["conv3x3_streamed_c64", "conv3x3_streamed_c32"],
+            [
+                "conv3x3_streamed_c64",
+                "conv3x3_streamed_c32",
+                "conv3x3_streamed_tma_c64",
+                "conv3x3_streamed_tma_c32",
+            ],
         )?;
-        for (f, stacked) in [(&c64, false), (&c32, true)] {
+        for (f, stacked) in [
+            (&c64, false),
+            (&c32, true),
+            (&tma_c64, false),
+            (&tma_c32, true),
+        ] {
             f.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 smem_bytes(stacked) as i32,
@@ -119,8 +138,17 @@ impl StreamedKernels {
         Ok(Self {
             c64,
             c32,
+            tma_c64,
+            tma_c32,
             multiprocessors: multiprocessors.max(1),
+            tensor_copies: true,
         })
+    }
+
+    /// Whether sources of the output's own size are staged by tensor copies (the default)
+    /// or, like upsampled sources always are, by every thread's cp.async: for comparisons.
+    pub fn set_tensor_copies(&mut self, on: bool) {
+        self.tensor_copies = on;
     }
 
     /// Queue `layer` over `source` into `target` for an output image of `height x width`
@@ -173,7 +201,13 @@ impl StreamedKernels {
             (height, width),
         )
         .map_err(|what| GpuError(format!("streamed convolution at {width}x{height}: {what}")))?;
-        let function = if layer.stacked { &self.c32 } else { &self.c64 };
+        let tensor_copies = self.tensor_copies && up_shift == 0;
+        let function = match (tensor_copies, layer.stacked) {
+            (false, false) => &self.c64,
+            (false, true) => &self.c32,
+            (true, false) => &self.tma_c64,
+            (true, true) => &self.tma_c32,
+        };
         let tiles = height.div_ceil(tile_rows(layer.stacked)) * width.div_ceil(TILE_WIDTH);
         let cfg = LaunchConfig {
             grid_dim: ((tiles as u32).clamp(1, self.multiprocessors), 1, 1),
@@ -223,7 +257,26 @@ impl StreamedKernels {
             _ => 0,
         };
         let out_channels = cout as i32;
+        let source_map = if tensor_copies {
+            let rows = staged_rows(layer.stacked) as u32;
+            // SAFETY: `in_ptr` is the start of the source (the map, or the target when it is
+            // its own source), which `plan` checked holds `in_stride` channels for each of
+            // the `height x width` pixels, and whose guard outlives the launch below.
+            Some(unsafe {
+                nhwc_source_map(
+                    in_ptr,
+                    in_stride as usize,
+                    (height, width),
+                    (rows, STAGED_COLUMNS as u32),
+                )
+            }?)
+        } else {
+            None
+        };
         let mut args = stream.launch_builder(function);
+        if let Some(map) = &source_map {
+            args.arg(map);
+        }
         args.arg(&in_ptr)
             .arg(&in_stride)
             .arg(&up_shift)
@@ -245,7 +298,8 @@ impl StreamedKernels {
             .arg(&dims[0])
             .arg(&dims[1])
             .arg(&act);
-        // SAFETY: the arguments match STREAMED_KERNEL in conv3x3_streamed.cu. Every address
+        // SAFETY: the arguments match STREAMED_KERNEL (STREAMED_TMA_KERNEL, with the tensor
+        // map of the source first) in conv3x3_streamed.cu. Every address
         // comes from a buffer of `stream`'s context whose size `plan` checked (above) for the
         // pixels and channel ranges the kernel touches: the source's first `read` channels
         // (`stride` apart, at the output size or half of it); the target's channels
@@ -270,9 +324,8 @@ mod tests {
         // 227 KiB of dynamic shared memory a block on compute capability 9.0.
         for stacked in [false, true] {
             assert!(smem_bytes(stacked) <= 227 * 1024, "{}", smem_bytes(stacked));
-            assert_eq!(smem_bytes(stacked) % 1024, 0);
         }
-        assert_eq!(smem_bytes(false), 4 * 44032);
-        assert_eq!(smem_bytes(true), 3 * 66560);
+        assert_eq!(smem_bytes(false), 4 * 44032 + 64);
+        assert_eq!(smem_bytes(true), 3 * 66560 + 48);
     }
 }
