@@ -27,7 +27,14 @@ bash "$root/scripts/make_sample_clip.sh" "$work/photos_small.mp4" 334 188 50 || 
 bash "$root/scripts/make_sample_clip.sh" "$work/hd.mp4" 1920 1080 "$frames" || status=1
 bash "$root/scripts/make_sample_clip.sh" "$work/photos_hd.mp4" 1920 1080 10 || status=1
 
-psnr() { ffmpeg -v info -i "$1" -i "$2" -lavfi "[0:v][1:v]psnr" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2; }
+# Average PSNR and that of the worst frame (a frame corrupted by a race between the GPU
+# stages would show there, not in the average).
+psnr() {
+  local avg worst
+  avg=$(ffmpeg -v info -i "$1" -i "$2" -lavfi "[0:v][1:v]psnr=stats_file=$work/psnr.log" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2)
+  worst=$(grep -oE 'psnr_avg:[0-9.inf]+' "$work/psnr.log" | cut -d: -f2 | sort -g | head -1)
+  echo "${avg:-?} (worst frame ${worst:-?})"
+}
 count() { ffprobe -v error -select_streams "$2" -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "$1"; }
 ts() { ffprobe -v error -select_streams v:0 -show_entries packet=pts_time -of csv=p=0 "$1" | sort -n | md5sum | cut -c1-12; }
 amd5() { ffmpeg -v error -i "$1" -map 0:a -c copy -f md5 - 2>/dev/null; }

@@ -55,7 +55,11 @@ pub struct GpuTexture {
 
 impl GpuTexture {
     /// The raw device address of the first byte, for binding to inference runtimes.
-    pub fn device_ptr(&self) -> u64 {
-        self.data.device_addr()
+    ///
+    /// # Safety
+    /// As for [`GpuBuffer::device_addr`]: the caller orders every use of the address.
+    pub unsafe fn device_ptr(&self) -> u64 {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.data.device_addr() }
     }
 }

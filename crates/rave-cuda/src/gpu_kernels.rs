@@ -1,12 +1,15 @@
 //! `ColorKernels`: the conversions of `kernels.cu`, compiled once per process with NVRTC
-//! and loaded into a GPU context, launched on a caller's stream over raw device addresses
-//! (so they run on RAVE's buffers and FFmpeg's CUDA frames alike).
+//! and loaded into a GPU context, launched on a caller's stream. Over RAVE's own buffers
+//! they take the buffers themselves, so each launch is ordered after the work that wrote
+//! what it reads and before later users of what it writes (the buffers' events, on any
+//! stream); over FFmpeg's CUDA frames, raw plane addresses (`unsafe`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
+    LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
 use rave_core::color::ColorInfo;
@@ -168,6 +171,15 @@ fn launch_config(width: u32, height: u32) -> LaunchConfig {
 }
 
 impl ColorKernels {
+    /// Start compiling the kernels on another thread (NVRTC takes a noticeable part of a
+    /// second), so that a later [`ColorKernels::load`] finds them compiled; an error is
+    /// kept for that call to report.
+    pub fn compile_in_background() {
+        std::thread::spawn(|| {
+            let _ = compiled_ptx();
+        });
+    }
+
     /// Compile (first call in the process) and load the kernels into `ctx`.
     pub fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         let module = ctx
@@ -272,6 +284,102 @@ impl ColorKernels {
         launched(&name, unsafe {
             args.launch(launch_config(l.width, l.height))
         })
+    }
+}
+
+/// Bytes of planar RGB of `layout`'s size in `format`.
+fn rgb_bytes(layout: &PlaneLayout, format: PixelFormat) -> usize {
+    3 * layout.width as usize * layout.height as usize * format.element_bytes()
+}
+
+/// An error unless a buffer of `have` bytes holds the `need` bytes asked of it.
+fn holds(have: usize, need: usize) -> Result<()> {
+    if have < need {
+        return Err(EngineError::BufferTooSmall {
+            required: need,
+            available: have,
+        });
+    }
+    Ok(())
+}
+
+impl ColorKernels {
+    /// Convert the packed surface in `src` (laid out as `layout`) to planar RGB in `dst`
+    /// (`format` F32 or F16), queued on `stream` after the work that wrote `src` and before
+    /// later users of either buffer, on whatever stream (their events).
+    pub fn packed_to_rgb(
+        &self,
+        stream: &CudaStream,
+        src: &CudaSlice<u8>,
+        layout: PlaneLayout,
+        dst: &mut CudaSlice<u8>,
+        format: PixelFormat,
+        color: &ColorInfo,
+    ) -> Result<()> {
+        holds(src.len(), layout.bytes)?;
+        holds(dst.len(), rgb_bytes(&layout, format))?;
+        let (base, _read) = src.device_ptr(stream);
+        let (out, _written) = dst.device_ptr_mut(stream);
+        // SAFETY: both buffers belong to this context and hold what the layout and format
+        // need (checked above); the guards keep their events until the launch is queued,
+        // so later users on other streams wait for this kernel.
+        unsafe {
+            self.yuv_to_rgb(
+                stream,
+                &DeviceYuv::from_base(base, layout),
+                out,
+                format,
+                color,
+            )
+        }
+    }
+
+    /// Convert the planes of a surface not owned by RAVE (an NVDEC frame) to planar RGB in
+    /// `dst`, queued on `stream`, before later users of `dst` on any stream.
+    ///
+    /// # Safety
+    /// As for [`ColorKernels::yuv_to_rgb`]'s source: `src` must describe live device memory
+    /// of `stream`'s context, written before this point on `stream` (or on a stream it
+    /// waits for) and not rewritten until the kernel queued here has run.
+    pub unsafe fn surface_to_rgb(
+        &self,
+        stream: &CudaStream,
+        src: &DeviceYuv,
+        dst: &mut CudaSlice<u8>,
+        format: PixelFormat,
+        color: &ColorInfo,
+    ) -> Result<()> {
+        holds(dst.len(), rgb_bytes(&src.layout, format))?;
+        let (out, _written) = dst.device_ptr_mut(stream);
+        // SAFETY: `dst` holds the RGB frame (checked); `src` is the caller's promise.
+        unsafe { self.yuv_to_rgb(stream, src, out, format, color) }
+    }
+
+    /// Convert planar RGB in `src` (`format`) to the packed surface `dst` laid out as
+    /// `layout`, queued on `stream` after the work that wrote `src`, before later users.
+    pub fn rgb_to_packed(
+        &self,
+        stream: &CudaStream,
+        src: &CudaSlice<u8>,
+        format: PixelFormat,
+        dst: &mut CudaSlice<u8>,
+        layout: PlaneLayout,
+        color: &ColorInfo,
+    ) -> Result<()> {
+        holds(src.len(), rgb_bytes(&layout, format))?;
+        holds(dst.len(), layout.bytes)?;
+        let (rgb, _read) = src.device_ptr(stream);
+        let (base, _written) = dst.device_ptr_mut(stream);
+        // SAFETY: as in `packed_to_rgb`, with the roles of the buffers swapped.
+        unsafe {
+            self.rgb_to_yuv(
+                stream,
+                rgb,
+                format,
+                &DeviceYuv::from_base(base, layout),
+                color,
+            )
+        }
     }
 }
 

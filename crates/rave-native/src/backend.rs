@@ -5,16 +5,18 @@
 //! Frames come and go as in the ONNX Runtime backend: planar f32 RGB textures in, and out
 //! a slot of a pre-allocated output ring, reused only once every downstream holder has let
 //! go of it, written through the ring's unique reference. The input texture is read in
-//! place and the output written in place (no device copies, no host copies). The run is
-//! synchronous: the inference stream is synchronized before the slot is handed on.
+//! place and the output written in place (no device copies, no host copies). The host does
+//! not wait: the engine's kernels are queued on the inference stream after the work that
+//! wrote the input (its buffer's events), and whoever reads the output or rewrites the
+//! input is ordered after them the same way. GPU time is read from timing events once the
+//! work is done ([`GpuTimer`]).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use rave_core::backend::ModelMetadata;
 use rave_core::error::{EngineError, Result};
-use rave_core::gpu::{GpuBuffer, GpuContext, cuda_err};
+use rave_core::gpu::{GpuBuffer, GpuContext, GpuTimer};
 use rave_core::metrics::StageMetrics;
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_tensorrt::backend_report::{GpuBackendReport, RingReport};
@@ -88,6 +90,7 @@ pub struct NativeBackend {
     downstream: usize,
     state: Mutex<Option<State>>,
     metrics: StageMetrics,
+    timer: GpuTimer,
     frames: std::sync::atomic::AtomicU64,
 }
 
@@ -129,6 +132,7 @@ impl NativeBackend {
             downstream,
             state: Mutex::new(None),
             metrics: StageMetrics::default(),
+            timer: GpuTimer::default(),
             frames: Default::default(),
         };
         if let Some((w, h)) = frame {
@@ -193,13 +197,6 @@ impl GpuInference for NativeBackend {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         self.fit(&mut guard, (w, h))?;
         let state = guard.as_mut().ok_or(EngineError::NotInitialized)?;
-        // The preprocess work that wrote the input must be done before the engine reads it.
-        input
-            .data
-            .stream()
-            .synchronize()
-            .map_err(cuda_err("input sync"))?;
-        let t0 = Instant::now();
         // SAFETY: any bit pattern is a valid f32; transmute checks that the buffer holds
         // `in_len` of them.
         let view =
@@ -209,6 +206,13 @@ impl GpuInference for NativeBackend {
             })?;
         let stream = self.ctx.streams().inference.clone();
         let State { engine, ring, .. } = state;
+        // The engine's launches take the input view and the slot on the inference stream,
+        // waiting there for the input's writer and the slot's last reader (their events).
+        {
+            // The wait for the input's writer, before the timing starts.
+            let (_addr, _read) = cudarc::driver::DevicePtr::device_ptr(&**input.data, &stream);
+        }
+        let started = self.timer.start(&stream)?;
         let slot = ring.acquire_with(|slot| {
             let available = slot.capacity();
             // SAFETY: as above, f32 from bytes; transmute_mut checks the length.
@@ -218,10 +222,9 @@ impl GpuInference for NativeBackend {
                     available,
                 },
             )?;
-            engine.run(&view, &mut out).map_err(native_error)?;
-            stream.synchronize().map_err(cuda_err("native engine sync"))
+            engine.run(&view, &mut out).map_err(native_error)
         })?;
-        self.metrics.record(t0.elapsed());
+        self.timer.end(&stream, started)?;
         self.frames
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(GpuTexture {
@@ -248,6 +251,14 @@ impl GpuInference for NativeBackend {
     fn close(&self) -> Result<()> {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
         Ok(())
+    }
+
+    fn finished_gpu_times(&self, wait: bool) -> Result<Option<Vec<std::time::Duration>>> {
+        let times = self.timer.finished(wait)?;
+        for t in &times {
+            self.metrics.record(*t);
+        }
+        Ok(Some(times))
     }
 
     fn counters(&self) -> GpuBackendReport {

@@ -204,9 +204,13 @@ pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<Inferen
                 }
                 Ok(())
             };
+            // A backend may return before the GPU is done: the clock stops when it is.
+            let inference = &gpu.ctx.streams().inference;
             run(3 * batch as u64)?;
+            gpu.ctx.host_sync(inference, "inference sync")?;
             let t = Instant::now();
             run(repeats)?;
+            gpu.ctx.host_sync(inference, "inference sync")?;
             let frames = repeats.div_ceil(batch as u64) * batch as u64;
             let fps = frames as f64 / t.elapsed().as_secs_f64();
             gpu.backend.close()?;

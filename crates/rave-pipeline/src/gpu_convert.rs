@@ -4,11 +4,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use rave_core::color::ColorInfo;
-use rave_core::error::Result;
+use cudarc::driver::DevicePtr;
+use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
-use rave_core::gpu::{GpuContext, cuda_err};
+use rave_core::gpu::{GpuContext, GpuTimer, cuda_err};
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_cuda::gpu_kernels::{ColorKernels, DeviceYuv};
 use rave_cuda::packing::{PlaneLayout, YuvLayout, pack, unpack};
@@ -24,14 +26,16 @@ pub struct GpuFrame {
     pub texture: GpuTexture,
 }
 
-/// Host copies of frame data, counted where they happen.
+/// Host copies of frame data, counted where they happen, and the GPU contexts whose host
+/// synchronisations the report counts.
 #[derive(Debug, Default)]
 pub struct HostCopies {
     uploads: AtomicU64,
     downloads: AtomicU64,
+    contexts: std::sync::Mutex<Vec<Arc<GpuContext>>>,
 }
 
-/// Host copies per frame, for the report.
+/// Host copies and host synchronisations per frame, for the report.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct HostCopyReport {
     /// Host-to-device copies of frame data (software decode: 1 per frame).
@@ -40,19 +44,42 @@ pub struct HostCopyReport {
     pub downloads: u64,
     /// (uploads + downloads) / frames.
     pub per_frame: f64,
+    /// Times the host waited for the GPU (stream synchronisations, and copies that wait by
+    /// themselves) on the run's GPU contexts: with the native engine and NVDEC, one a frame
+    /// (the download for the software encoder).
+    pub host_syncs: u64,
+    /// `host_syncs` / frames.
+    pub host_syncs_per_frame: f64,
 }
 
 impl HostCopies {
+    /// Count the host synchronisations of `ctx` in the report (once, however often called).
+    pub fn watch(&self, ctx: &Arc<GpuContext>) {
+        let mut contexts = self.contexts.lock().unwrap_or_else(|e| e.into_inner());
+        if !contexts.iter().any(|c| Arc::ptr_eq(c, ctx)) {
+            contexts.push(ctx.clone());
+        }
+    }
+
     /// The counts over `frames` frames.
     pub fn report(&self, frames: u64) -> HostCopyReport {
         let (u, d) = (
             self.uploads.load(Ordering::Relaxed),
             self.downloads.load(Ordering::Relaxed),
         );
+        let syncs = self
+            .contexts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|c| c.host_syncs())
+            .sum();
         HostCopyReport {
             uploads: u,
             downloads: d,
             per_frame: crate::report::ratio((u + d) as f64, frames as f64),
+            host_syncs: syncs,
+            host_syncs_per_frame: crate::report::ratio(syncs as f64, frames as f64),
         }
     }
 }
@@ -66,6 +93,8 @@ pub struct GpuConverter {
     copies: Arc<HostCopies>,
     /// Page-locked landing buffer of the downloads (reused; grows with the frame size).
     pinned: std::sync::Mutex<Option<cudarc::driver::PinnedHostSlice<u8>>>,
+    /// GPU time of the downloads.
+    timer: GpuTimer,
 }
 
 fn layout_for(bit_depth: u8) -> YuvLayout {
@@ -84,6 +113,7 @@ impl GpuConverter {
         tensor: PixelFormat,
         copies: Arc<HostCopies>,
     ) -> Result<Self> {
+        copies.watch(&ctx);
         Ok(Self {
             kernels: ColorKernels::load(ctx.cuda())?,
             ctx,
@@ -91,6 +121,7 @@ impl GpuConverter {
             tensor,
             copies,
             pinned: std::sync::Mutex::new(None),
+            timer: GpuTimer::default(),
         })
     }
 
@@ -106,8 +137,11 @@ impl GpuConverter {
         }
     }
 
-    /// Convert an NVDEC surface (NV12 or P010) to the model's RGB, reading it in place; the
-    /// surface goes back to the decoder once the kernel has read it.
+    /// Convert an NVDEC surface (NV12 or P010) to the model's RGB, reading it in place. The
+    /// kernel is ordered after FFmpeg's copy into the surface (queued on the decode stream
+    /// before the frame was returned), and the decode stream after the kernel, so the
+    /// surface is rewritten (FFmpeg's copies are queued there) only once it has been read;
+    /// the host does not wait.
     fn convert_surface(&self, meta: FrameMeta, surface: CudaFrame) -> Result<GpuFrame> {
         let p = surface.planes()?;
         let (w, h) = p.size;
@@ -125,22 +159,25 @@ impl GpuConverter {
             v_offset: 0,
             bytes: 0,
         };
-        let stream = &self.ctx.streams().preprocess;
+        let streams = self.ctx.streams();
+        let stream = &streams.preprocess;
         let n = 3 * w as usize * h as usize;
-        let rgb = self.ctx.alloc_pooled(n * self.tensor.element_bytes())?;
+        let mut rgb = self.ctx.alloc_pooled(n * self.tensor.element_bytes())?;
         let planes = DeviceYuv {
             y: p.y,
             u: p.uv,
             v: p.uv,
             layout,
         };
-        // SAFETY: `planes` are the decoder's surface, held (`surface`) until after the sync
-        // below; `rgb` was allocated above for 3 * w * h elements of the tensor type.
+        self.ctx.order_after(stream, &streams.decode)?;
+        // SAFETY: `planes` are the decoder's surface, held (`surface`) until the decode
+        // stream, where anything rewriting it is queued, has been ordered after this kernel
+        // (below); the kernel itself runs after FFmpeg's copy into it (above).
         unsafe {
             self.kernels
-                .yuv_to_rgb(stream, &planes, rgb.device_addr(), self.tensor, &self.color)
+                .surface_to_rgb(stream, &planes, rgb.slice_mut(), self.tensor, &self.color)
         }?;
-        stream.synchronize().map_err(cuda_err("preprocess sync"))?;
+        self.ctx.order_after(&streams.decode, stream)?;
         drop(surface);
         Ok(GpuFrame {
             meta,
@@ -155,34 +192,40 @@ impl GpuConverter {
     }
 
     /// Upload a decoded frame (one host-to-device copy) and convert it to the model's RGB.
+    /// The copy is from pageable memory, which CUDA stages after the stream's earlier work:
+    /// the host waits for it, counted as a host synchronisation.
     pub fn upload(&self, frame: HostYuvFrame) -> Result<GpuFrame> {
         let img = &frame.image;
         let layout = PlaneLayout::new(layout_for(img.bit_depth), img.width, img.height, 1);
         let host = pack(img, &layout);
         let stream = &self.ctx.streams().preprocess;
-        let yuv = self.ctx.alloc_pooled(layout.bytes)?;
-        // SAFETY: `yuv` holds at least `layout.bytes` = `host.len()` bytes; a copy from
-        // pageable memory has read `host` when the call returns.
-        unsafe {
-            cudarc::driver::result::memcpy_htod_async(yuv.device_addr(), &host, stream.cu_stream())
+        let mut yuv = self.ctx.alloc_pooled(layout.bytes)?;
+        {
+            let mut dst = yuv
+                .slice_mut()
+                .try_slice_mut(..host.len())
+                .ok_or(EngineError::BufferTooSmall {
+                    required: host.len(),
+                    available: layout.bytes,
+                })?;
+            stream
+                .memcpy_htod(&host, &mut dst)
+                .map_err(cuda_err("uploading a frame"))?;
         }
-        .map_err(cuda_err("uploading a frame"))?;
+        self.ctx.count_host_sync();
         self.copies.uploads.fetch_add(1, Ordering::Relaxed);
         let n = 3 * img.width as usize * img.height as usize;
-        let rgb = self.ctx.alloc_pooled(n * self.tensor.element_bytes())?;
-        // SAFETY: `yuv` holds `layout.bytes` (allocated above) and is reused only by later
-        // work on this same stream; `rgb` holds 3 * w * h elements of the tensor type.
-        unsafe {
-            self.kernels.yuv_to_rgb(
-                stream,
-                &DeviceYuv::from_base(yuv.device_addr(), layout),
-                rgb.device_addr(),
-                self.tensor,
-                &self.color,
-            )
-        }?;
-        // `yuv` goes back to the pool now; the next upload reuses it on this same stream, so
-        // after this kernel has read it.
+        let mut rgb = self.ctx.alloc_pooled(n * self.tensor.element_bytes())?;
+        self.kernels.packed_to_rgb(
+            stream,
+            &yuv,
+            layout,
+            rgb.slice_mut(),
+            self.tensor,
+            &self.color,
+        )?;
+        // `yuv` goes back to the pool now; its events order the next writer after this
+        // kernel's read.
         Ok(GpuFrame {
             meta: frame.meta,
             texture: GpuTexture {
@@ -196,24 +239,30 @@ impl GpuConverter {
     }
 
     /// Convert an upscaled frame to YUV at `bit_depth` and copy it to the host (one
-    /// device-to-host copy). The texture is released only after the copy completed, so its
-    /// ring slot is never rewritten while the kernel still reads it.
-    pub fn download(&self, frame: GpuFrame, bit_depth: u8) -> Result<HostYuvFrame> {
+    /// device-to-host copy), with how long that kept the stage busy: the GPU time of the
+    /// kernel and the copy (timed from when the frame's inference is done) and the host's
+    /// unpacking after it. The postprocess waits on the GPU for the inference output's
+    /// write; the host waits once, for the copy (the one host synchronisation a frame).
+    /// The texture is released only after the copy completed, so its ring slot is never
+    /// rewritten while the kernel still reads it.
+    pub fn download(&self, frame: GpuFrame, bit_depth: u8) -> Result<(HostYuvFrame, Duration)> {
         let t = &frame.texture;
         let layout = PlaneLayout::new(layout_for(bit_depth), t.width, t.height, 1);
         let stream = &self.ctx.streams().encode;
-        let yuv = self.ctx.alloc_pooled(layout.bytes)?;
-        // SAFETY: the texture (held by `frame` until the copy below completed) holds
-        // 3 * w * h elements of its format; `yuv` was allocated above for `layout.bytes`.
-        unsafe {
-            self.kernels.rgb_to_yuv(
-                stream,
-                t.device_ptr(),
-                t.format,
-                &DeviceYuv::from_base(yuv.device_addr(), layout),
-                &self.color,
-            )
-        }?;
+        let mut yuv = self.ctx.alloc_pooled(layout.bytes)?;
+        {
+            // The wait for the inference's write of this frame, before the timing starts.
+            let (_addr, _read) = t.data.device_ptr(stream);
+        }
+        let started = self.timer.start(stream)?;
+        self.kernels.rgb_to_packed(
+            stream,
+            &t.data,
+            t.format,
+            yuv.slice_mut(),
+            layout,
+            &self.color,
+        )?;
         let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
         if pinned.as_ref().is_none_or(|p| p.len() < layout.bytes) {
             // SAFETY: page-locked host memory whose contents are written by the copy below
@@ -223,28 +272,30 @@ impl GpuConverter {
             *pinned = Some(fresh);
         }
         let host = pinned.as_mut().expect("allocated above");
-        let dst = host.as_mut_ptr().map_err(cuda_err("page-locked buffer"))?;
-        // SAFETY: `yuv` holds `layout.bytes` bytes written by the kernel queued before on the
-        // same stream; `dst` is page-locked memory of at least that many bytes, not touched
-        // by anything else until the stream is synchronized below.
-        unsafe {
-            cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
-                dst.cast(),
-                yuv.device_addr(),
-                layout.bytes,
-                stream.cu_stream(),
-            )
-            .result()
-        }
-        .map_err(cuda_err("downloading a frame"))?;
-        stream.synchronize().map_err(cuda_err("download sync"))?;
+        let src = yuv
+            .try_slice(..layout.bytes)
+            .ok_or(EngineError::BufferTooSmall {
+                required: layout.bytes,
+                available: yuv.capacity(),
+            })?;
+        stream
+            .memcpy_dtoh(&src, host)
+            .map_err(cuda_err("downloading a frame"))?;
+        self.timer.end(stream, started)?;
+        self.ctx.host_sync(stream, "download sync")?;
+        let unpacking = Instant::now();
         self.copies.downloads.fetch_add(1, Ordering::Relaxed);
         drop(frame.texture);
+        let gpu: Duration = self.timer.finished(true)?.into_iter().sum();
         let bytes = host.as_slice().map_err(cuda_err("page-locked buffer"))?;
-        Ok(HostYuvFrame {
-            meta: frame.meta,
-            image: unpack(&bytes[..layout.bytes], &layout),
-        })
+        let image = unpack(&bytes[..layout.bytes], &layout);
+        Ok((
+            HostYuvFrame {
+                meta: frame.meta,
+                image,
+            },
+            gpu + unpacking.elapsed(),
+        ))
     }
 }
 

@@ -6,11 +6,11 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rave_core::error::Result;
-use rave_core::gpu::{GpuContext, cuda_err};
+use rave_core::gpu::GpuContext;
 use rave_core::metrics::StageMetrics;
 use rave_core::types::GpuTexture;
 use rave_ffmpeg::nvdec::CudaDevice;
-use rave_ffmpeg::{DecodeStats, DecodedFrame, DecodedImage, VideoCodec, VideoReader};
+use rave_ffmpeg::{DecodeStats, DecodedFrame, VideoCodec, VideoReader};
 use rave_tensorrt::batch::{BatchCollector, BatchConfig};
 use rave_tensorrt::gpu_inference::GpuInference;
 
@@ -31,21 +31,10 @@ pub fn nvdec_device(ctx: &GpuContext) -> Result<CudaDevice> {
     }
 }
 
-/// The next decoded frame; an NVDEC frame is complete in device memory when returned (the
-/// decode stream, where FFmpeg queued its copy, is synchronized).
-pub fn next_decoded(reader: &mut VideoReader, ctx: &GpuContext) -> Result<Option<DecodedFrame>> {
-    let frame = reader.next_decoded()?;
-    if let Some(DecodedFrame {
-        image: DecodedImage::Cuda(_),
-        ..
-    }) = &frame
-    {
-        ctx.streams()
-            .decode
-            .synchronize()
-            .map_err(cuda_err("NVDEC frame sync"))?;
-    }
-    Ok(frame)
+/// The next decoded frame. An NVDEC frame's copy into its surface is queued on the decode
+/// stream when returned; the preprocess orders itself after that stream (no host wait).
+pub fn next_decoded(reader: &mut VideoReader) -> Result<Option<DecodedFrame>> {
+    reader.next_decoded()
 }
 
 /// Which decoder ran, for the report.
@@ -102,6 +91,7 @@ pub fn infer(
                 if let Some(rest) = collector.flush() {
                     run_batch(backend, rest, &tx, cancel, metrics)?;
                 }
+                record_gpu_times(backend, metrics, true)?;
                 return Ok(());
             }
         };
@@ -110,6 +100,19 @@ pub fn infer(
         {
             return Ok(());
         }
+    }
+}
+
+/// Record the GPU times of the frames whose inference has finished (all of them with
+/// `wait`), for a backend that returns before the GPU is done; false for one whose run is
+/// synchronous (the stage's host time is then its time).
+fn record_gpu_times(backend: &dyn GpuInference, metrics: &StageMetrics, wait: bool) -> Result<bool> {
+    match backend.finished_gpu_times(wait)? {
+        Some(times) => {
+            times.into_iter().for_each(|t| metrics.record(t));
+            Ok(true)
+        }
+        None => Ok(false),
     }
 }
 
@@ -134,9 +137,13 @@ fn run_batch(
     }
     .map_err(|e| name_frames(e, first, n))?;
     let per_frame = t.elapsed() / n as u32;
+    let gpu_timed = record_gpu_times(backend, metrics, false)?;
     for (frame, texture) in frames.into_iter().zip(outputs) {
-        metrics.record(per_frame);
-        // The input texture goes back to the pool here, after the synchronous run read it.
+        if !gpu_timed {
+            metrics.record(per_frame);
+        }
+        // The input texture goes back to the pool here; its events order the next writer
+        // after the run's reads (a synchronous run has finished them).
         let out = GpuFrame {
             meta: frame.meta,
             texture,

@@ -317,8 +317,7 @@ impl<'a> Middle<'a> {
     ) where
         'a: 's,
     {
-        let ctx = gpu.ctx.clone();
-        let (dec_rx, post_tx, sh) = self.start(s, move |r| gpu_stages::next_decoded(r, &ctx));
+        let (dec_rx, post_tx, sh) = self.start(s, gpu_stages::next_decoded);
         let (color, capacity, errors, cancel, m) =
             (sh.color, sh.capacity, sh.errors, sh.cancel, sh.metrics);
         let tensor = match gpu.backend.model() {
@@ -353,7 +352,7 @@ impl<'a> Middle<'a> {
         let depth = color.bit_depth;
         s.spawn(move || {
             guarded(errors, cancel, || {
-                stages::convert(inf_rx, post_tx, cancel, &m.postprocess, |f| {
+                stages::convert_measured(inf_rx, post_tx, cancel, &m.postprocess, |f| {
                     converter.download(f, depth)
                 })
             })

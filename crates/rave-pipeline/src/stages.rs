@@ -2,7 +2,7 @@
 //! job, times it, and passes the frame on in order; each stops promptly on cancellation.
 
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use rave_core::backend::HostUpscaleBackend;
@@ -167,10 +167,25 @@ pub fn convert<A, B>(
     metrics: &StageMetrics,
     mut convert: impl FnMut(A) -> Result<B>,
 ) -> Result<()> {
-    while let Some(frame) = recv(&rx, cancel) {
+    convert_measured(rx, tx, cancel, metrics, |frame| {
         let t = Instant::now();
         let out = convert(frame)?;
-        metrics.record(t.elapsed());
+        Ok((out, t.elapsed()))
+    })
+}
+
+/// As [`convert`], the conversion saying itself how long each frame kept the stage busy
+/// (GPU work that the host does not wait for all through, timed by events).
+pub fn convert_measured<A, B>(
+    rx: Receiver<A>,
+    tx: Sender<B>,
+    cancel: &CancelToken,
+    metrics: &StageMetrics,
+    mut convert: impl FnMut(A) -> Result<(B, Duration)>,
+) -> Result<()> {
+    while let Some(frame) = recv(&rx, cancel) {
+        let (out, busy) = convert(frame)?;
+        metrics.record(busy);
         if !send(&tx, out, cancel) {
             break;
         }

@@ -26,6 +26,14 @@ pub trait GpuInference: Send + Sync {
     fn close(&self) -> Result<()>;
     /// Everything the backend counted, for the run report.
     fn counters(&self) -> GpuBackendReport;
+    /// For a backend that returns before the GPU is done (its outputs ordered by events):
+    /// the GPU time of each frame whose inference has finished since the last call, oldest
+    /// first (with `wait`, of every queued frame, waiting for them). `None` for a backend
+    /// whose run is synchronous: the time around `process_one` is then its time.
+    fn finished_gpu_times(&self, wait: bool) -> Result<Option<Vec<std::time::Duration>>> {
+        let _ = wait;
+        Ok(None)
+    }
 }
 
 impl GpuInference for TensorRtBackend {

@@ -44,8 +44,14 @@ impl GpuBuffer {
         }
     }
 
-    /// The buffer's device address (for binding to runtimes and kernels).
-    pub fn device_addr(&self) -> u64 {
+    /// The buffer's device address, for a runtime that takes raw addresses (ONNX Runtime's
+    /// IO binding). Work queued through it is not ordered by the buffer's events.
+    ///
+    /// # Safety
+    /// The caller orders every use of the address itself: after the work that wrote the
+    /// buffer (on whatever stream) and before the buffer is reused (dropped to the pool or
+    /// rewritten), for example by synchronizing the stream it used.
+    pub unsafe fn device_addr(&self) -> u64 {
         let slice = &**self;
         let stream = slice.stream().clone();
         let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(slice, &stream);

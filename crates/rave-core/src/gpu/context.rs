@@ -2,6 +2,7 @@
 //! stage streams, pooled and accounted allocation, and the health snapshot.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError};
@@ -36,6 +37,7 @@ pub struct GpuContext {
     streams: StageStreams,
     home: Arc<PoolHome>,
     queues: Mutex<BTreeMap<String, usize>>,
+    host_syncs: AtomicU64,
 }
 
 /// Map a CUDA driver error to `EngineError::Cuda`, prefixed with what was being done.
@@ -72,6 +74,7 @@ impl GpuContext {
                 vram: VramAccount::new(limit),
             }),
             queues: Mutex::new(BTreeMap::new()),
+            host_syncs: AtomicU64::new(0),
             cuda,
         }))
     }
@@ -133,6 +136,31 @@ impl GpuContext {
     /// Wait for all work on the device to finish.
     pub fn sync_all(&self) -> Result<()> {
         self.cuda.synchronize().map_err(cuda_err("synchronizing"))
+    }
+
+    /// Block the host until the work queued on `stream` is done, counted as one host
+    /// synchronisation (the report gives them per frame; the stages order their work by
+    /// events instead wherever the host need not read the result).
+    pub fn host_sync(&self, stream: &CudaStream, what: &str) -> Result<()> {
+        self.host_syncs.fetch_add(1, Ordering::Relaxed);
+        stream.synchronize().map_err(cuda_err(what))
+    }
+
+    /// Count a host synchronisation that a CUDA call makes by itself (a copy from pageable
+    /// memory waits for the stream's earlier work).
+    pub fn count_host_sync(&self) {
+        self.host_syncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Host synchronisations made through [`GpuContext::host_sync`] so far.
+    pub fn host_syncs(&self) -> u64 {
+        self.host_syncs.load(Ordering::Relaxed)
+    }
+
+    /// Make `waiter` wait, on the GPU, for everything queued on `first` so far (an event
+    /// recorded on `first`; the host does not block).
+    pub fn order_after(&self, waiter: &CudaStream, first: &CudaStream) -> Result<()> {
+        waiter.join(first).map_err(cuda_err("ordering two streams"))
     }
 
     /// Record an event on `stream` (for another stream to wait on).

@@ -1,8 +1,9 @@
 //! The GPU foundation: probing for the CUDA driver without crashing, the device context with
-//! its stage streams, the bucketed buffer pool, VRAM accounting and the health snapshot.
+//! its stage streams, the bucketed buffer pool, timing of queued work, VRAM accounting and the health snapshot.
 
 pub mod buffer;
 pub mod context;
+pub mod gpu_timer;
 pub mod health;
 pub mod pool;
 pub mod probe;
@@ -10,5 +11,6 @@ pub mod vram;
 
 pub use buffer::GpuBuffer;
 pub use context::{GpuContext, StageStreams, cuda_err};
+pub use gpu_timer::GpuTimer;
 pub use health::HealthSnapshot;
 pub use probe::{DeviceInfo, list_devices, probe_driver};

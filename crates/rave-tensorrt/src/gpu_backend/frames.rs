@@ -148,12 +148,11 @@ impl TensorRtBackend {
                     available: t.data.capacity(),
                 });
             }
-            // The preprocess work that wrote the input must be done before the runtime reads it.
-            t.data
-                .stream()
-                .synchronize()
-                .map_err(cuda_err("input sync"))?;
         }
+        // The preprocess work that wrote the inputs (queued on the preprocess stream) must be
+        // done before the runtime, which takes raw addresses on its own stream, reads them.
+        self.ctx
+            .host_sync(&self.ctx.streams().preprocess, "input sync")?;
         let changed = self.fit_buffers(state, w, h, (in_bytes, out_bytes))?;
         let t0 = Instant::now();
         let State {
@@ -166,11 +165,16 @@ impl TensorRtBackend {
         match staging {
             None => {
                 let slot = ring.acquire()?;
-                let (in_ptr, out_ptr) = (first.device_ptr(), slot.device_addr());
+                // SAFETY: the addresses are used only by the synchronous run below: after the
+                // input was written (the preprocess stream was synchronized above) and while
+                // the ring slot is held here, released downstream only after its download.
+                let (in_ptr, out_ptr) = unsafe { (first.device_ptr(), slot.device_addr()) };
                 // SAFETY: the texture's buffer holds `in_bytes` (checked above) and the ring
                 // slot, held only here, was allocated for `out_bytes`; both are device
                 // memory of this context and outlive the synchronous run.
                 let used = unsafe { binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0) }?;
+                // ONNX Runtime's CUDA provider synchronizes its stream at the end of a run.
+                self.ctx.count_host_sync();
                 self.audit("output", out_ptr, used)?;
                 self.record(t0.elapsed());
                 sink(GpuTexture {
@@ -183,7 +187,10 @@ impl TensorRtBackend {
             }
             Some(stage) => {
                 let stream = &self.ctx.streams().inference;
-                let (stage_in, stage_out) = (stage.input.device_addr(), stage.output.device_addr());
+                // SAFETY: the staging pair is this backend's own, used only below, in order on
+                // the inference stream and by the synchronous run, with syncs between.
+                let (stage_in, stage_out) =
+                    unsafe { (stage.input.device_addr(), stage.output.device_addr()) };
                 for (i, t) in inputs.iter().enumerate() {
                     // SAFETY: the staging input holds `max_batch` frames of `in_bytes`
                     // (`fit_buffers`; n <= max_batch checked above) and each texture holds
@@ -197,7 +204,7 @@ impl TensorRtBackend {
                         )
                     }?;
                 }
-                stream.synchronize().map_err(cuda_err("staging sync"))?;
+                self.ctx.host_sync(stream, "staging sync")?;
                 let mut shape_in = one_in;
                 let mut shape_out = one_out;
                 (shape_in[0], shape_out[0]) = (n as i64, n as i64);
@@ -207,6 +214,7 @@ impl TensorRtBackend {
                 let used = unsafe {
                     binding.run(session, stage_in, &shape_in, stage_out, &shape_out, graph)
                 }?;
+                self.ctx.count_host_sync();
                 self.audit("output", stage_out, used)?;
                 let mut slots: [Option<Arc<GpuBuffer>>; MAX_BATCH] = Default::default();
                 for (i, slot) in slots.iter_mut().take(n).enumerate() {
@@ -223,7 +231,7 @@ impl TensorRtBackend {
                     }?;
                     *slot = Some(buf);
                 }
-                stream.synchronize().map_err(cuda_err("staging sync"))?;
+                self.ctx.host_sync(stream, "staging sync")?;
                 self.counters.batch(n);
                 let per_frame = t0.elapsed() / n as u32;
                 for slot in slots.iter_mut().take(n) {
