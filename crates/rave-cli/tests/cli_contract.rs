@@ -269,6 +269,33 @@ fn missing_runtime_library_exits_6_and_lists_candidates() {
     );
 }
 
+/// ONNX Runtime is loaded only where it runs the model (the native engine needs none): asked
+/// for the GPU on a machine without one, the run fails on the GPU, not on the runtime.
+#[test]
+fn the_gpu_path_does_not_look_for_onnx_runtime_before_the_gpu() {
+    if Path::new("/dev/nvidiactl").exists() {
+        eprintln!("skipped: this machine has an NVIDIA GPU");
+        return;
+    }
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let o = rave()
+        .args(upscale_args(
+            &clip,
+            &dir.path().join("o.mp4"),
+            &fixture("nearest_x2.onnx"),
+            &["--device", "gpu"],
+        ))
+        .env("RAVE_HOME", dir.path())
+        .env_remove("ORT_DYLIB_PATH")
+        .output()
+        .unwrap();
+    assert_exit(&o, 6);
+    let err = stderr(&o);
+    assert!(err.contains("--device cpu runs on the CPU"), "{err}");
+    assert!(!err.contains("ONNX Runtime library"), "{err}");
+}
+
 #[test]
 fn an_ort_library_named_by_the_user_must_load() {
     let dir = scratch();

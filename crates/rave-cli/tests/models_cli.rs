@@ -83,3 +83,36 @@ fn models_lists_installed_models_with_their_scale() {
         "{text}"
     );
 }
+
+/// The native recogniser describes the models the native engine runs, so they are listed
+/// with their scale and engine where ONNX Runtime is not installed; only the others need it.
+#[test]
+fn models_the_native_engine_runs_are_described_without_onnx_runtime() {
+    let dir = scratch();
+    let models = dir.path().join("models");
+    std::fs::create_dir(&models).unwrap();
+    std::fs::copy(fixture("nearest_x2.onnx"), models.join("tiny-x2.onnx")).unwrap();
+    std::fs::copy(
+        fixture("arch/rrdb_x4_nf32_fp16.onnx"),
+        models.join("rrdb-x4.onnx"),
+    )
+    .unwrap();
+    let o = rave()
+        .args(["models", "--models-dir", models.to_str().unwrap(), "--json"])
+        .env("RAVE_HOME", dir.path())
+        .env_remove("ORT_DYLIB_PATH")
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let listed = v["models"].as_array().unwrap();
+    let find = |name: &str| listed.iter().find(|m| m["name"] == name).expect(name);
+    let rrdb = find("rrdb-x4");
+    assert_eq!(rrdb["engine"]["engine"], "native", "{rrdb}");
+    assert_eq!(rrdb["scale"], 4, "{rrdb}");
+    assert_eq!(rrdb["precision"], "fp16", "{rrdb}");
+    assert!(rrdb["problem"].is_null(), "{rrdb}");
+    let tiny = find("tiny-x2");
+    assert!(tiny["scale"].is_null(), "{tiny}");
+    assert_eq!(tiny["problem"], "ONNX Runtime not found: scale unknown");
+}

@@ -1,7 +1,8 @@
 //! Where the model runs: the CPU backend, or the GPU path (GPU context, colour kernels and
 //! the TensorRT/CUDA backend). `--device auto` takes the GPU when every piece of it comes up
 //! and says why not otherwise (warning about GPU-only options it then ignores); `--device gpu`,
-//! or a provider asked for by name, makes any failure the error.
+//! or a provider asked for by name, makes any failure the error. ONNX Runtime is loaded only
+//! where it runs the model: the native engine needs none of it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -60,23 +61,24 @@ pub fn choose_backend(
     frame: (u32, u32),
     downstream: usize,
 ) -> Result<ChosenBackend> {
-    let runtime = OrtRuntime::load(&config.runtime_candidates)?;
+    // A library the user named must at least exist, whichever engine runs; it is loaded only
+    // where ONNX Runtime runs the model.
+    OrtRuntime::check_named(&config.runtime_candidates)?;
     match config.device {
-        Device::Cpu => cpu(config, runtime, "--device cpu".into()),
-        Device::Gpu => gpu(config, runtime, frame, downstream).map_err(|e| match e {
+        Device::Cpu => cpu(config, "--device cpu".into()),
+        Device::Gpu => gpu(config, frame, downstream).map_err(|e| match e {
             EngineError::NoGpu(m) => {
                 EngineError::NoGpu(format!("{m}; --device cpu runs on the CPU"))
             }
             other => other,
         }),
-        Device::Auto => match gpu(config, runtime, frame, downstream) {
+        Device::Auto => match gpu(config, frame, downstream) {
             Ok(chosen) => Ok(chosen),
             Err(e) => match &config.gpu.provider_requested_by {
                 Some(by) => Err(provider_required(e, by)),
                 None => {
                     let mut chosen = cpu(
                         config,
-                        runtime,
                         format!(
                             "auto: the GPU path is not available ({e}); the CPU runs the model"
                         ),
@@ -117,11 +119,8 @@ fn ignored_on_cpu(given: &[String]) -> Option<String> {
     })
 }
 
-fn cpu(
-    config: &UpscaleConfig,
-    runtime: &'static OrtRuntime,
-    reason: String,
-) -> Result<ChosenBackend> {
+fn cpu(config: &UpscaleConfig, reason: String) -> Result<ChosenBackend> {
+    let runtime = load_runtime(config)?;
     let threads = if config.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -135,11 +134,24 @@ fn cpu(
             requested: config.device,
             name: backend.backend_name().into(),
             reason,
-            runtime_library: runtime.library().to_path_buf(),
+            runtime_library: Some(runtime.library().to_path_buf()),
         },
         engine: Engine::Cpu(Box::new(backend)),
         warning: None,
     })
+}
+
+/// ONNX Runtime, loaded on the first call (later calls return the same runtime), with the
+/// time its load took logged.
+fn load_runtime(config: &UpscaleConfig) -> Result<&'static OrtRuntime> {
+    let t = std::time::Instant::now();
+    let runtime = OrtRuntime::load(&config.runtime_candidates)?;
+    tracing::debug!(
+        library = %runtime.library().display(),
+        "ONNX Runtime ready in {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
+    Ok(runtime)
 }
 
 /// The `NAME-fp16.onnx` beside `model`, if there is one.
@@ -177,12 +189,42 @@ pub fn gpu_model(
     }
 }
 
-fn gpu(
-    config: &UpscaleConfig,
-    runtime: &'static OrtRuntime,
-    frame: (u32, u32),
-    downstream: usize,
-) -> Result<ChosenBackend> {
+/// Which engine the GPU path builds, decided before any of ONNX Runtime is loaded.
+#[derive(Debug, PartialEq)]
+enum GpuEngineChoice<N> {
+    /// RAVE's native engine runs network `N`: ONNX Runtime is not needed.
+    Native(N),
+    /// ONNX Runtime runs the model (loaded only then), with why the native engine does not.
+    OnnxRuntime {
+        /// Why not the native engine (`None`: it was not asked for).
+        native_skipped: Option<String>,
+    },
+}
+
+/// The GPU's engine for `choice`; `eligibility` (the network the native engine would run,
+/// or why not) is asked only when the native engine may run. Generic over the network so
+/// the decision is tested without a GPU.
+fn gpu_engine_choice<N>(
+    choice: &NativeChoice,
+    eligibility: impl FnOnce() -> std::result::Result<N, String>,
+) -> Result<GpuEngineChoice<N>> {
+    if *choice == NativeChoice::Off {
+        return Ok(GpuEngineChoice::OnnxRuntime {
+            native_skipped: None,
+        });
+    }
+    match eligibility() {
+        Ok(net) => Ok(GpuEngineChoice::Native(net)),
+        Err(why) if *choice == NativeChoice::Required => Err(EngineError::Config(format!(
+            "--backend native: {why}; --backend auto runs it on ONNX Runtime"
+        ))),
+        Err(why) => Ok(GpuEngineChoice::OnnxRuntime {
+            native_skipped: Some(why),
+        }),
+    }
+}
+
+fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<ChosenBackend> {
     let opts = &config.gpu;
     if matches!(opts.precision, PrecisionChoice::Int8(_)) && opts.policy == EpPolicy::Cuda {
         return Err(EngineError::Config(
@@ -190,18 +232,12 @@ fn gpu(
         ));
     }
     let ctx = GpuContext::new(opts.device_id)?;
-    let native_skipped = match opts.native {
-        NativeChoice::Off => None,
-        NativeChoice::Auto | NativeChoice::Required => match native_eligibility(config, &ctx) {
-            Ok(net) => return native(config, ctx, net, frame, downstream, runtime),
-            Err(why) if opts.native == NativeChoice::Required => {
-                return Err(EngineError::Config(format!(
-                    "--backend native: {why}; --backend auto runs it on ONNX Runtime"
-                )));
-            }
-            Err(why) => Some(why),
-        },
+    let native_skipped = match gpu_engine_choice(&opts.native, || native_eligibility(config, &ctx))?
+    {
+        GpuEngineChoice::Native(net) => return native(config, ctx, net, frame, downstream),
+        GpuEngineChoice::OnnxRuntime { native_skipped } => native_skipped,
     };
+    let runtime = load_runtime(config)?;
     let (model, model_note) = gpu_model(runtime, &config.model, &opts.precision)?;
     let mut search = opts.provider_search.clone();
     search.runtime_dir = runtime.library().parent().map(Path::to_path_buf);
@@ -254,7 +290,7 @@ fn gpu(
             requested: config.device,
             name: name.into(),
             reason,
-            runtime_library: runtime.library().to_path_buf(),
+            runtime_library: Some(runtime.library().to_path_buf()),
         },
         engine: Engine::Gpu(Box::new(GpuPath {
             ctx,
@@ -306,7 +342,6 @@ fn native(
     network: rave_native::backend::NativeNetwork,
     frame: (u32, u32),
     downstream: usize,
-    runtime: &'static OrtRuntime,
 ) -> Result<ChosenBackend> {
     let summary = match &network.net {
         // Counted as `rave models` counts them: the first convolution (from RGB) apart.
@@ -327,7 +362,7 @@ fn native(
         Some(frame),
     )?;
     let reason = format!(
-        "{}GPU {} via RAVE's native engine ({summary}; fp16 storage, fp32 accumulation, Hopper wgmma kernels)",
+        "{}GPU {} via RAVE's native engine ({summary}; fp16 storage, fp32 accumulation, Hopper wgmma kernels; ONNX Runtime not loaded)",
         if config.device == Device::Auto {
             "auto: "
         } else {
@@ -342,7 +377,7 @@ fn native(
             requested: config.device,
             name: rave_native::backend::ENGINE_NAME.into(),
             reason,
-            runtime_library: runtime.library().to_path_buf(),
+            runtime_library: None,
         },
         engine: Engine::Gpu(Box::new(GpuPath {
             ctx,
@@ -419,6 +454,38 @@ mod tests {
             native_option_conflict(&opts)
                 .unwrap()
                 .contains("--max-batch 4")
+        );
+    }
+
+    #[test]
+    fn a_recognised_native_model_on_the_gpu_needs_no_onnx_runtime() {
+        // The native engine's branch carries no runtime: `gpu` loads ONNX Runtime only in
+        // the other one.
+        for choice in [NativeChoice::Auto, NativeChoice::Required] {
+            let picked = gpu_engine_choice(&choice, || Ok("compact x2")).unwrap();
+            assert_eq!(picked, GpuEngineChoice::Native("compact x2"));
+        }
+        let picked = gpu_engine_choice::<()>(&NativeChoice::Auto, || Err("8 features".into()));
+        assert_eq!(
+            picked.unwrap(),
+            GpuEngineChoice::OnnxRuntime {
+                native_skipped: Some("8 features".into())
+            }
+        );
+        let e = gpu_engine_choice::<()>(&NativeChoice::Required, || Err("8 features".into()))
+            .unwrap_err();
+        assert_eq!(e.family().exit_code(), 2, "{e}");
+        assert!(
+            e.to_string().starts_with("--backend native: 8 features"),
+            "{e}"
+        );
+        // `--backend cuda|tensorrt`: the model is not even read for the native engine.
+        let picked = gpu_engine_choice::<()>(&NativeChoice::Off, || panic!("not asked"));
+        assert_eq!(
+            picked.unwrap(),
+            GpuEngineChoice::OnnxRuntime {
+                native_skipped: None
+            }
         );
     }
 

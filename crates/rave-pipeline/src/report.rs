@@ -43,8 +43,10 @@ pub struct BackendReport {
     pub name: String,
     /// Why this backend was chosen.
     pub reason: String,
-    /// The ONNX Runtime library used.
-    pub runtime_library: PathBuf,
+    /// The ONNX Runtime library used; absent when the native engine ran the model (ONNX
+    /// Runtime is then not loaded at all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_library: Option<PathBuf>,
 }
 
 /// Everything about one finished (or cancelled) upscale.

@@ -42,6 +42,16 @@ impl RuntimeCandidate {
         }
     }
 
+    /// The error for an explicit candidate that is not a file, if it is one.
+    fn named_but_missing(&self) -> Option<String> {
+        (self.explicit && !self.path.is_file()).then(|| {
+            self.unusable(match self.path.exists() {
+                true => "not a file",
+                false => "no such file",
+            })
+        })
+    }
+
     /// The error for an explicit candidate that cannot be used.
     fn unusable(&self, why: &str) -> String {
         format!(
@@ -82,16 +92,26 @@ impl OrtRuntime {
         &self.environment
     }
 
+    /// Check, without loading anything, that every candidate the user named is a file: a
+    /// mistyped `--ort-lib` is the error even where the engine chosen needs no ONNX Runtime.
+    /// Whether it loads is known only once [`OrtRuntime::load`] tries it.
+    pub fn check_named(candidates: &[RuntimeCandidate]) -> Result<()> {
+        match candidates
+            .iter()
+            .find_map(RuntimeCandidate::named_but_missing)
+        {
+            Some(e) => Err(EngineError::RuntimeLibrary(e)),
+            None => Ok(()),
+        }
+    }
+
     fn load_first(candidates: &[RuntimeCandidate]) -> std::result::Result<OrtRuntime, String> {
         let mut checked = Vec::new();
         for c in candidates {
+            if let Some(e) = c.named_but_missing() {
+                return Err(e);
+            }
             if !c.path.is_file() {
-                if c.explicit {
-                    return Err(c.unusable(match c.path.exists() {
-                        true => "not a file",
-                        false => "no such file",
-                    }));
-                }
                 checked.push(format!("{} ({}): not found", c.path.display(), c.origin));
                 continue;
             }
@@ -191,5 +211,23 @@ mod tests {
             msg.contains("(from ORT_DYLIB_PATH)") && msg.contains("not a file"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_named_candidate_is_checked_to_be_a_file_without_loading_it() {
+        let named = |p: &str| RuntimeCandidate::explicit(p, "--ort-lib");
+        let e = OrtRuntime::check_named(&[named("/nonexistent/nope.so")]).unwrap_err();
+        assert!(
+            e.to_string().contains("(from --ort-lib)") && e.to_string().contains("no such file"),
+            "{e}"
+        );
+        // A file is enough here (whether it loads is the loader's question), and the default
+        // places are not the user's to get right.
+        OrtRuntime::check_named(&[named("/etc/passwd")]).unwrap();
+        OrtRuntime::check_named(&[RuntimeCandidate::new(
+            "/nonexistent/a.so",
+            "RAVE install folder",
+        )])
+        .unwrap();
     }
 }

@@ -1,9 +1,10 @@
-//! `rave models`: list installed models, loading each to report its real scale, and say
-//! which engine each is eligible for (the native engine needs a recognised architecture).
+//! `rave models`: list installed models with their real scale, and say which engine each is
+//! eligible for (the native engine needs a recognised architecture). The native recogniser
+//! describes the models it takes; ONNX Runtime is loaded only to open the others.
 
-use rave_core::error::Result;
+use rave_core::error::{EngineError, Result};
 use rave_core::types::PixelFormat;
-use rave_native::Refusal;
+use rave_native::{Refusal, Storage};
 use rave_tensorrt::{LoadedModel, OrtRuntime};
 use serde::Serialize;
 
@@ -20,7 +21,8 @@ struct ModelEntry {
     scale: Option<u32>,
     /// fp32 or fp16 image tensors.
     precision: Option<&'static str>,
-    /// Fixed batch size, or None when the batch axis is dynamic (micro-batching possible).
+    /// Fixed batch size, or None when the batch axis is dynamic (micro-batching possible);
+    /// always None for a model the native engine runs (as ONNX Runtime is not asked).
     fixed_batch: Option<u32>,
     default: bool,
     problem: Option<String>,
@@ -40,29 +42,43 @@ struct EngineEligibility {
     reason: String,
 }
 
+/// What the native recogniser read of a model it runs: scale and image tensor type.
+struct NativeFacts {
+    scale: u32,
+    storage: Storage,
+}
+
 impl EngineEligibility {
-    fn of(path: &std::path::Path) -> Self {
+    /// The engine for the model at `path`, and its facts when the native engine runs it.
+    fn of(path: &std::path::Path) -> (Self, Option<NativeFacts>) {
+        let ort = |e| (e, None);
         match rave_native::recognise_file(path) {
             Ok(net) => match rave_native::backend::why_not_native(&net) {
-                None => Self {
-                    engine: "native",
-                    architecture: Some(net.architecture.name()),
-                    reason: net.to_string(),
-                },
-                Some(why) => Self {
+                None => (
+                    Self {
+                        engine: "native",
+                        architecture: Some(net.architecture.name()),
+                        reason: net.to_string(),
+                    },
+                    Some(NativeFacts {
+                        scale: net.scale,
+                        storage: net.storage,
+                    }),
+                ),
+                Some(why) => ort(Self {
                     engine: "onnxruntime",
                     architecture: Some(net.architecture.name()),
                     reason: format!("{net} is recognised, but {why}"),
-                },
+                }),
             },
-            Err(e) => Self {
+            Err(e) => ort(Self {
                 engine: "onnxruntime",
                 architecture: None,
                 reason: match e {
                     Refusal::Unreadable(why) => why,
                     Refusal::NoMatch(m) => m.to_string(),
                 },
-            },
+            }),
         }
     }
 
@@ -79,31 +95,47 @@ impl EngineEligibility {
 /// Run `rave models`.
 pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
     let dirs = locate::model_dirs(global)?;
-    let runtime = OrtRuntime::load(&locate::runtime_candidates(global));
+    let candidates = locate::runtime_candidates(global);
     let entries: Vec<ModelEntry> = locate::installed_models(&dirs)
         .into_iter()
         .map(|(name, path)| {
-            let (meta, problem) = match &runtime {
-                Ok(rt) => match LoadedModel::inspect(rt, &path) {
-                    Ok(m) => (Some(m), None),
-                    Err(e) => (None, Some(e.to_string())),
-                },
-                Err(_) => (None, Some("ONNX Runtime not found: scale unknown".into())),
-            };
-            ModelEntry {
-                engine: EngineEligibility::of(&path),
+            let (engine, native) = EngineEligibility::of(&path);
+            let mut entry = ModelEntry {
+                engine,
                 size_bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
                 default: name == locate::DEFAULT_MODEL,
                 name,
                 path,
-                scale: meta.as_ref().map(|m| m.scale),
-                precision: meta.as_ref().map(|m| match m.tensor_format {
-                    PixelFormat::RgbPlanarF16 => "fp16",
-                    _ => "fp32",
-                }),
-                fixed_batch: meta.as_ref().and_then(|m| m.fixed_batch),
-                problem,
+                scale: None,
+                precision: None,
+                fixed_batch: None,
+                problem: None,
+            };
+            if let Some(net) = native {
+                entry.scale = Some(net.scale);
+                entry.precision = Some(match net.storage {
+                    Storage::F16 => "fp16",
+                    Storage::F32 => "fp32",
+                });
+                return entry;
             }
+            // Loaded by the first model that needs it; the later ones get the same runtime.
+            match OrtRuntime::load(&candidates).and_then(|rt| LoadedModel::inspect(rt, &entry.path))
+            {
+                Ok(m) => {
+                    entry.scale = Some(m.scale);
+                    entry.precision = Some(match m.tensor_format {
+                        PixelFormat::RgbPlanarF16 => "fp16",
+                        _ => "fp32",
+                    });
+                    entry.fixed_batch = m.fixed_batch;
+                }
+                Err(EngineError::RuntimeLibrary(_)) => {
+                    entry.problem = Some("ONNX Runtime not found: scale unknown".into());
+                }
+                Err(e) => entry.problem = Some(e.to_string()),
+            }
+            entry
         })
         .collect();
     if args.json {
