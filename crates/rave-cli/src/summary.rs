@@ -34,6 +34,9 @@ pub fn print_run(r: &RunReport) {
         r.elapsed_s,
         r.fps,
     );
+    if let Some(first) = r.first_frame_s {
+        outln!("  {}", first_frame_line(first, &r.startup));
+    }
     if r.mux.copied_streams.len() + r.mux.skipped_streams.len() > 0 {
         outln!(
             "  copied {} stream(s) untouched ({} packets)",
@@ -58,6 +61,15 @@ pub fn print_run(r: &RunReport) {
             r.input_damage.describe()
         );
     }
+}
+
+/// "first frame after 1.23 s (probe 0.01 s, index 0.02 s, load_model 0.80 s, ...)".
+fn first_frame_line(first: f64, steps: &[rave_pipeline::report::StartupStep]) -> String {
+    let steps: Vec<String> = steps
+        .iter()
+        .map(|s| format!("{} {:.2} s", s.name, s.seconds))
+        .collect();
+    format!("first frame after {first:.2} s ({})", steps.join(", "))
 }
 
 /// The segments line: how many, how many this run upscaled and reused, the workers, and

@@ -172,3 +172,54 @@ fn progress_jsonl_reports_every_frame() {
     assert_eq!(events.last().unwrap()["event"], "finished");
     assert!(stdout(&o).contains("upscaled"), "{}", stdout(&o));
 }
+
+/// The report times the start-up: the first frame within the run, and the steps before it
+/// in the order they ended, in the JSON, in one line of the summary and (with `-v`) in the
+/// log.
+#[test]
+fn the_report_times_the_start_up_to_the_first_frame() {
+    let dir = scratch();
+    let input = make_clip(dir.path(), "in.mp4", "32x32", 4);
+    let m = fixture("nearest_x2.onnx");
+    let cpu = ["--device", "cpu", "--progress", "off"];
+    let json = [&cpu[..], &["--json"]].concat();
+    let o = upscale(&input, &dir.path().join("a.mp4"), &m, &json);
+    assert_exit(&o, 0);
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
+    let first = r["first_frame_s"].as_f64().expect("first_frame_s");
+    let elapsed = r["elapsed_s"].as_f64().unwrap();
+    assert!(first > 0.0 && first <= elapsed, "{first} s of {elapsed} s");
+    let steps = r["startup"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["probe", "index", "load_model", "first_frame"]);
+    for s in steps {
+        let (seconds, at) = (s["seconds"].as_f64().unwrap(), s["at_s"].as_f64().unwrap());
+        assert!(seconds >= 0.0 && seconds <= at && at <= first, "{s}");
+    }
+    assert_eq!(steps[3]["at_s"].as_f64(), Some(first));
+    // The CPU ran the model on ONNX Runtime, so the report names its library.
+    assert!(
+        r["backend"]["runtime_library"]
+            .as_str()
+            .is_some_and(|l| l.ends_with(".so")),
+        "{}",
+        r["backend"]
+    );
+
+    let o = rave()
+        .arg("-v")
+        .args(upscale_args(&input, &dir.path().join("b.mp4"), &m, &cpu))
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let summary = stdout(&o);
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("first frame after "))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(line.contains("load_model "), "{line}");
+    let log = stderr(&o);
+    for step in names {
+        assert!(log.contains(&format!("start-up: {step} took ")), "{log}");
+    }
+}

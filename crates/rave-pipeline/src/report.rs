@@ -80,6 +80,13 @@ pub struct RunReport {
     pub pipeline_s: f64,
     /// Output frames per second over `pipeline_s`.
     pub pipeline_fps: f64,
+    /// Seconds from the run's start to the first output frame handed to the encoder (`None`
+    /// when this run wrote no frame, e.g. every segment was reused).
+    pub first_frame_s: Option<f64>,
+    /// The start-up's steps in the order they ended: `probe`, `index` (a new job) or
+    /// `resume`, `load_model` (the first worker's backend choice and engine build),
+    /// `first_frame`.
+    pub startup: Vec<StartupStep>,
     /// Per-stage counters.
     pub stages: Vec<StageSnapshot>,
     /// Decoder counters (frames, repaired timestamps, copied packets).
@@ -93,6 +100,17 @@ pub struct RunReport {
     pub gpu: Option<GpuRunReport>,
     /// How the job was cut into segments and how many were reused.
     pub segments: SegmentsReport,
+}
+
+/// One timed step of a run's start-up.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StartupStep {
+    /// What the step did (`probe`, `index`, `resume`, `load_model`, `first_frame`).
+    pub name: String,
+    /// How long it took.
+    pub seconds: f64,
+    /// Seconds from the run's start to the step's end.
+    pub at_s: f64,
 }
 
 /// How a job was segmented and run.

@@ -13,6 +13,7 @@ use crate::config::UpscaleConfig;
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
 use crate::report::RunReport;
+use crate::segments::startup::StartupClock;
 use crate::segments::{job, run_job};
 
 /// Upscale `config.input` into `config.output`. On cancellation the finalized partial file is
@@ -23,19 +24,25 @@ pub fn run_upscale(
     progress: &dyn ProgressSink,
     cancel: &CancelToken,
 ) -> Result<RunReport> {
-    let started = Instant::now();
+    let clock = StartupClock::new(Instant::now());
     Container::from_path(&config.output)?;
     let mut target = None;
-    let prepared = job::prepare(config, progress, cancel, &mut || {
-        if !config.null_output {
-            target = Some(OutputTarget::prepare(
-                &config.output,
-                &config.input,
-                config.overwrite,
-            )?);
-        }
-        Ok(())
-    });
+    let prepared = job::prepare(
+        config,
+        progress,
+        cancel,
+        &mut || {
+            if !config.null_output {
+                target = Some(OutputTarget::prepare(
+                    &config.output,
+                    &config.input,
+                    config.overwrite,
+                )?);
+            }
+            Ok(())
+        },
+        &clock,
+    );
     let prepared = match prepared {
         Ok(p) => p,
         Err(e) => {
@@ -45,5 +52,5 @@ pub fn run_upscale(
             return Err(e);
         }
     };
-    run_job::run_job(prepared, target.as_ref(), progress, cancel, started)
+    run_job::run_job(prepared, target.as_ref(), progress, cancel, &clock)
 }

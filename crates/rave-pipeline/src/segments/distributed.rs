@@ -42,7 +42,8 @@ pub fn plan(
     progress: &dyn ProgressSink,
     cancel: &CancelToken,
 ) -> Result<Manifest> {
-    let job = job::prepare(config, progress, cancel, &mut || Ok(()))?;
+    let clock = super::startup::StartupClock::new(std::time::Instant::now());
+    let job = job::prepare(config, progress, cancel, &mut || Ok(()), &clock)?;
     Ok(job.manifest)
 }
 

@@ -11,6 +11,7 @@ use rave_ffmpeg::{Container, DecodeStats, VideoReader, probe};
 use super::fingerprint::{InputFingerprint, OutputSettings, file_sha256};
 use super::manifest::{MANIFEST_VERSION, Manifest, NOT_RAVES, SegmentEntry, SegmentState};
 use super::plan::{SegmentPlan, default_segment_frames, plan_segments};
+use super::startup::StartupClock;
 use super::work_folder::{JobClaim, WorkFolder};
 use super::worker::JobSpec;
 use crate::cancel::{CancelToken, StopReason};
@@ -69,13 +70,16 @@ fn settings_of(
 
 /// Prepare the job of `config`: plan it (or resume the one its work folder holds).
 /// `after_input_checks` runs once the input is known to be usable (the output's checks
-/// come next, before the long read of the whole input).
+/// come next, before the long read of the whole input). `clock` times the steps: `probe`,
+/// then `index` (a new job) or `resume`.
 pub fn prepare(
     config: &UpscaleConfig,
     progress: &dyn ProgressSink,
     cancel: &CancelToken,
     after_input_checks: &mut dyn FnMut() -> Result<()>,
+    clock: &StartupClock,
 ) -> Result<PreparedJob> {
+    let began = std::time::Instant::now();
     let container = Container::from_path(&config.output)?;
     let info = probe(&config.input)?;
     let in_size = info.frame_size()?;
@@ -120,6 +124,8 @@ pub fn prepare(
         structure: reader.structure_verdict(),
     };
     let bit_depth = reader.color().bit_depth;
+    clock.step("probe", began);
+    let began = std::time::Instant::now();
     let opts = &config.segments;
     let work = (!config.null_output).then(|| match &opts.work {
         Some(dir) => WorkFolder::at(dir),
@@ -144,6 +150,7 @@ pub fn prepare(
             work.sweep_leftovers();
             let manifest = verify_done(work)?;
             let reused = manifest.segments.len() - manifest.missing().len();
+            clock.step("resume", began);
             return Ok(PreparedJob {
                 spec,
                 manifest,
@@ -186,6 +193,7 @@ pub fn prepare(
         claim = Some(work.claim(false)?);
         manifest.write(&work.manifest_path())?;
     }
+    clock.step("index", began);
     Ok(PreparedJob {
         spec,
         manifest,

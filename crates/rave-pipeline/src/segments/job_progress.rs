@@ -1,16 +1,20 @@
 //! Progress of a whole job: every worker's frames counted into one total (with the frames
 //! of segments reused from an earlier run), shown as one bar with fps and ETA, plus the
-//! segments done.
+//! segments done; the first frame written is the end of the run's start-up.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use super::startup::StartupClock;
 use crate::progress::{Progress, ProgressSink};
 
 /// Counts the frames written by all workers and reports the job's progress to `inner`.
 pub struct JobProgress<'a> {
     inner: &'a dyn ProgressSink,
+    /// When this job's frames started (its rate leaves the preparation out).
     started: Instant,
+    /// The run's start-up, from the run's own start.
+    clock: &'a StartupClock,
     total: Option<u64>,
     /// Frames of segments done before this run (not counted in its rate).
     reused: u64,
@@ -18,11 +22,18 @@ pub struct JobProgress<'a> {
 }
 
 impl<'a> JobProgress<'a> {
-    /// Progress of a job of `total` frames of which `reused` are already done.
-    pub fn new(inner: &'a dyn ProgressSink, total: Option<u64>, reused: u64) -> Self {
+    /// Progress of a job of `total` frames of which `reused` are already done; the first
+    /// frame written is timed on `clock`.
+    pub fn new(
+        inner: &'a dyn ProgressSink,
+        total: Option<u64>,
+        reused: u64,
+        clock: &'a StartupClock,
+    ) -> Self {
         Self {
             inner,
             started: Instant::now(),
+            clock,
             total,
             reused,
             written: AtomicU64::new(0),
@@ -40,6 +51,9 @@ impl ProgressSink for JobProgress<'_> {
 
     fn frame_written(&self, _: &Progress) {
         let done = self.written.fetch_add(1, Ordering::Relaxed) + 1;
+        if done == 1 {
+            self.clock.first_frame();
+        }
         let mut p = Progress::new(
             done,
             self.total.map(|t| t - self.reused.min(t)),

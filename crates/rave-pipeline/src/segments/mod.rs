@@ -13,5 +13,6 @@ pub mod job_progress;
 pub mod manifest;
 pub mod plan;
 pub mod run_job;
+pub mod startup;
 pub mod work_folder;
 pub mod worker;

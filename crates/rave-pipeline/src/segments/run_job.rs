@@ -21,6 +21,7 @@ use super::job::PreparedJob;
 use super::job_progress::JobProgress;
 use super::manifest::{SegmentDecode, SegmentState};
 use super::plan::PlannedSegment;
+use super::startup::StartupClock;
 use super::worker::{BackendInfo, JobSpec, RunShared, Worker};
 use crate::backend_choice::Engine;
 use crate::cancel::{CancelToken, StopReason};
@@ -55,13 +56,14 @@ struct WorkerReport {
     gpu: Option<(GpuBackendReport, HealthSnapshot)>,
 }
 
-/// Run `job` to its end into `target` (`None` for a null sink).
+/// Run `job` to its end into `target` (`None` for a null sink); `clock` has the run's start
+/// and times the rest of its start-up (`load_model`, `first_frame`).
 pub fn run_job(
     job: PreparedJob,
     target: Option<&OutputTarget>,
     progress: &dyn ProgressSink,
     cancel: &CancelToken,
-    started: Instant,
+    clock: &StartupClock,
 ) -> Result<RunReport> {
     let PreparedJob {
         spec,
@@ -97,7 +99,8 @@ pub fn run_job(
     let queue = Mutex::new(pending);
     let frames_total = manifest.frames_total;
     progress.started(Some(frames_total));
-    let job_progress = JobProgress::new(progress, Some(frames_total), manifest.frames_done());
+    let job_progress =
+        JobProgress::new(progress, Some(frames_total), manifest.frames_done(), clock);
     let metrics = PipelineMetrics::default();
     let copies = Arc::new(HostCopies::default());
     let errors = FirstError::default();
@@ -122,7 +125,9 @@ pub fn run_job(
         for _ in 0..jobs {
             s.spawn(|| {
                 guarded(&errors, cancel, || {
+                    let loading = Instant::now();
                     let mut worker = Worker::start(&spec, cancel)?;
+                    clock.step("load_model", loading);
                     stages_started.get_or_init(Instant::now);
                     if let Some(w) = &worker.info.warning {
                         warned.call_once(|| progress.warning(w));
@@ -311,7 +316,7 @@ pub fn run_job(
         warnings.push(w);
     }
     mux.warnings.extend(warnings);
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed = clock.started().elapsed().as_secs_f64();
     let (w, h) = spec.in_size;
     let meta = first.info.metadata.clone();
     let gpu = first.gpu.clone().map(|(backend, health)| GpuRunReport {
@@ -342,6 +347,8 @@ pub fn run_job(
         fps: ratio(written as f64, elapsed),
         pipeline_s,
         pipeline_fps: ratio(written as f64, pipeline_s),
+        first_frame_s: clock.first_frame_s(),
+        startup: clock.steps(),
         stages: metrics.snapshots(),
         decode,
         input_damage: damage,
