@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use rave_core::color::ColorInfo;
 use cudarc::driver::DevicePtr;
+use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
 use rave_core::gpu::{GpuContext, GpuTimer, cuda_err};
@@ -201,13 +201,13 @@ impl GpuConverter {
         let stream = &self.ctx.streams().preprocess;
         let mut yuv = self.ctx.alloc_pooled(layout.bytes)?;
         {
-            let mut dst = yuv
-                .slice_mut()
-                .try_slice_mut(..host.len())
-                .ok_or(EngineError::BufferTooSmall {
-                    required: host.len(),
-                    available: layout.bytes,
-                })?;
+            let mut dst =
+                yuv.slice_mut()
+                    .try_slice_mut(..host.len())
+                    .ok_or(EngineError::BufferTooSmall {
+                        required: host.len(),
+                        available: layout.bytes,
+                    })?;
             stream
                 .memcpy_htod(&host, &mut dst)
                 .map_err(cuda_err("uploading a frame"))?;

@@ -106,7 +106,11 @@ pub fn infer(
 /// Record the GPU times of the frames whose inference has finished (all of them with
 /// `wait`), for a backend that returns before the GPU is done; false for one whose run is
 /// synchronous (the stage's host time is then its time).
-fn record_gpu_times(backend: &dyn GpuInference, metrics: &StageMetrics, wait: bool) -> Result<bool> {
+fn record_gpu_times(
+    backend: &dyn GpuInference,
+    metrics: &StageMetrics,
+    wait: bool,
+) -> Result<bool> {
     match backend.finished_gpu_times(wait)? {
         Some(times) => {
             times.into_iter().for_each(|t| metrics.record(t));

@@ -71,6 +71,10 @@ impl Worker {
         let config = &job.config;
         let (w, h) = job.in_size;
         let downstream = config.channels.inferred.max(1) + 1;
+        if config.device != crate::config::Device::Cpu {
+            // NVRTC compiles the colour kernels while the backend is chosen and built.
+            rave_cuda::gpu_kernels::ColorKernels::compile_in_background();
+        }
         let ChosenBackend {
             engine,
             metadata,
