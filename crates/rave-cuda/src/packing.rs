@@ -206,24 +206,63 @@ fn pack_planar(frame: &YuvFrame, layout: &PlaneLayout, buf: &mut [u8]) {
     }
 }
 
-fn unpack_planar(buf: &[u8], layout: &PlaneLayout, frame: &mut YuvFrame) {
-    let sb = layout.layout.sample_bytes();
-    for (p, offset, pitch, width, rows) in planes(layout) {
-        let dst = plane_mut(frame, p);
-        for r in 0..rows {
-            let src = &buf[offset + r * pitch..][..width * sb];
-            let row = &mut dst[r * width..][..width];
-            if sb == 1 {
-                row.iter_mut()
-                    .zip(src)
-                    .for_each(|(d, s)| *d = u16::from(*s));
-            } else {
-                row.iter_mut()
-                    .zip(src.chunks_exact(2))
-                    .for_each(|(d, s)| *d = u16::from_le_bytes([s[0], s[1]]));
-            }
+/// Samples below which a frame is unpacked on the calling thread alone.
+const PARALLEL_SAMPLES: usize = 1 << 20;
+
+/// Threads that unpack one frame of `samples` samples (a 4K frame is about 12 million:
+/// one thread takes several milliseconds, the download stage's whole budget at 120 fps).
+fn unpack_threads(samples: usize) -> usize {
+    if samples < PARALLEL_SAMPLES {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
+/// Rows `first ..` of one plane of `buf` (`pitch` bytes apart from `offset`) into `dst`,
+/// `width` samples a row.
+fn unpack_rows(
+    buf: &[u8],
+    (offset, pitch, sb): (usize, usize, usize),
+    width: usize,
+    first: usize,
+    dst: &mut [u16],
+) {
+    for (r, row) in dst.chunks_exact_mut(width).enumerate() {
+        let src = &buf[offset + (first + r) * pitch..][..width * sb];
+        if sb == 1 {
+            row.iter_mut()
+                .zip(src)
+                .for_each(|(d, s)| *d = u16::from(*s));
+        } else {
+            row.iter_mut()
+                .zip(src.chunks_exact(2))
+                .for_each(|(d, s)| *d = u16::from_le_bytes([s[0], s[1]]));
         }
     }
+}
+
+/// Planar 8- and 16-bit layouts, whole rows at a time, large frames in bands of rows on
+/// several threads (the GPU path's per-frame hot loop before the software encoder).
+fn unpack_planar(buf: &[u8], layout: &PlaneLayout, frame: &mut YuvFrame) {
+    let sb = layout.layout.sample_bytes();
+    let threads = unpack_threads(frame.y.len() + 2 * frame.u.len());
+    let targets = [&mut frame.y, &mut frame.u, &mut frame.v];
+    std::thread::scope(|scope| {
+        for ((_, offset, pitch, width, rows), dst) in planes(layout).into_iter().zip(targets) {
+            if width == 0 || rows == 0 {
+                continue;
+            }
+            let band = rows.div_ceil(threads);
+            for (i, chunk) in dst[..rows * width].chunks_mut(band * width).enumerate() {
+                let geometry = (offset, pitch, sb);
+                if threads == 1 {
+                    unpack_rows(buf, geometry, width, i * band, chunk);
+                } else {
+                    scope.spawn(move || unpack_rows(buf, geometry, width, i * band, chunk));
+                }
+            }
+        }
+    });
 }
 
 /// Lay `frame` out as `layout` (its bit depth must match the layout's).
@@ -296,6 +335,19 @@ mod tests {
             &(1023u16 << 6).to_le_bytes(),
             "P010 keeps 10 bits high"
         );
+    }
+
+    #[test]
+    fn large_frames_unpack_in_bands_on_several_threads_like_small_ones() {
+        // Above PARALLEL_SAMPLES, with rows that do not divide into the bands evenly and
+        // odd chroma sizes.
+        for layout in [YuvLayout::Yuv420p8, YuvLayout::Yuv420p16] {
+            let (w, h) = (1283, 1027);
+            let f = patterned(layout, w, h, 89);
+            assert!(f.y.len() + 2 * f.u.len() >= PARALLEL_SAMPLES);
+            let pl = PlaneLayout::new(layout, w, h, 64);
+            assert_eq!(unpack(&pack(&f, &pl), &pl), f, "{layout:?}");
+        }
     }
 
     #[test]
