@@ -95,6 +95,8 @@ pub struct GpuConverter {
     pinned: std::sync::Mutex<Option<cudarc::driver::PinnedHostSlice<u8>>>,
     /// GPU time of the downloads.
     timer: GpuTimer,
+    /// Whether the first frame's preprocess time was logged.
+    logged_first: std::sync::atomic::AtomicBool,
 }
 
 fn layout_for(bit_depth: u8) -> YuvLayout {
@@ -114,14 +116,21 @@ impl GpuConverter {
         copies: Arc<HostCopies>,
     ) -> Result<Self> {
         copies.watch(&ctx);
+        let started = Instant::now();
+        let kernels = ColorKernels::load(ctx.cuda())?;
+        tracing::info!(
+            "colour kernels compiled (or taken from the background compile) and loaded in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
         Ok(Self {
-            kernels: ColorKernels::load(ctx.cuda())?,
+            kernels,
             ctx,
             color,
             tensor,
             copies,
             pinned: std::sync::Mutex::new(None),
             timer: GpuTimer::default(),
+            logged_first: Default::default(),
         })
     }
 
@@ -143,6 +152,7 @@ impl GpuConverter {
     /// surface is rewritten (FFmpeg's copies are queued there) only once it has been read;
     /// the host does not wait.
     fn convert_surface(&self, meta: FrameMeta, surface: CudaFrame) -> Result<GpuFrame> {
+        let started = Instant::now();
         let p = surface.planes()?;
         let (w, h) = p.size;
         let layout = PlaneLayout {
@@ -169,6 +179,7 @@ impl GpuConverter {
             v: p.uv,
             layout,
         };
+        let allocated = Instant::now();
         self.ctx.order_after(stream, &streams.decode)?;
         // SAFETY: `planes` are the decoder's surface, held (`surface`) until the decode
         // stream, where anything rewriting it is queued, has been ordered after this kernel
@@ -179,6 +190,7 @@ impl GpuConverter {
         }?;
         self.ctx.order_after(&streams.decode, stream)?;
         drop(surface);
+        self.first_call("preprocess (NVDEC surface)", started, allocated);
         Ok(GpuFrame {
             meta,
             texture: GpuTexture {
@@ -191,15 +203,29 @@ impl GpuConverter {
         })
     }
 
+    /// Log, once, how long the first frame's call took up to its allocation and in all
+    /// (one-off costs, such as a kernel's first launch, show there).
+    fn first_call(&self, what: &str, started: Instant, allocated: Instant) {
+        if !self.logged_first.swap(true, Ordering::Relaxed) {
+            tracing::info!(
+                "first frame: {what}: {:.1} ms, of which {:.1} ms until its buffer was allocated",
+                started.elapsed().as_secs_f64() * 1e3,
+                (allocated - started).as_secs_f64() * 1e3
+            );
+        }
+    }
+
     /// Upload a decoded frame (one host-to-device copy) and convert it to the model's RGB.
     /// The copy is from pageable memory, which CUDA stages after the stream's earlier work:
     /// the host waits for it, counted as a host synchronisation.
     pub fn upload(&self, frame: HostYuvFrame) -> Result<GpuFrame> {
+        let started = Instant::now();
         let img = &frame.image;
         let layout = PlaneLayout::new(layout_for(img.bit_depth), img.width, img.height, 1);
         let host = pack(img, &layout);
         let stream = &self.ctx.streams().preprocess;
         let mut yuv = self.ctx.alloc_pooled(layout.bytes)?;
+        let allocated = Instant::now();
         {
             let mut dst =
                 yuv.slice_mut()
@@ -224,6 +250,7 @@ impl GpuConverter {
             self.tensor,
             &self.color,
         )?;
+        self.first_call("upload and preprocess", started, allocated);
         // `yuv` goes back to the pool now; its events order the next writer after this
         // kernel's read.
         Ok(GpuFrame {
