@@ -355,6 +355,27 @@ impl ColorKernels {
         unsafe { self.yuv_to_rgb(stream, src, out, format, color) }
     }
 
+    /// Convert planar RGB in `src` (`format`) to the planes of a surface not owned by RAVE
+    /// (an encoder's CUDA surface), queued on `stream` after the work that wrote `src`.
+    ///
+    /// # Safety
+    /// As for [`ColorKernels::rgb_to_yuv`]'s destination: `dst` must describe live device
+    /// memory of `stream`'s context, not read or written by other work until the kernel
+    /// queued here has run.
+    pub unsafe fn rgb_to_surface(
+        &self,
+        stream: &CudaStream,
+        src: &CudaSlice<u8>,
+        format: PixelFormat,
+        dst: &DeviceYuv,
+        color: &ColorInfo,
+    ) -> Result<()> {
+        holds(src.len(), rgb_bytes(&dst.layout, format))?;
+        let (rgb, _read) = src.device_ptr(stream);
+        // SAFETY: `src` holds the RGB frame (checked); `dst` is the caller's promise.
+        unsafe { self.rgb_to_yuv(stream, rgb, format, dst, color) }
+    }
+
     /// Convert planar RGB in `src` (`format`) to the packed surface `dst` laid out as
     /// `layout`, queued on `stream` after the work that wrote `src`, before later users.
     pub fn rgb_to_packed(

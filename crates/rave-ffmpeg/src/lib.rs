@@ -9,6 +9,7 @@ mod sys;
 pub mod carried_metadata;
 pub mod codec_choice;
 pub mod color;
+pub mod cuda_surfaces;
 pub mod demuxer;
 pub mod encoder;
 pub mod encoder_choice;
@@ -20,6 +21,7 @@ pub mod integrity;
 pub mod keyframe_index;
 pub mod muxer;
 pub mod nvdec;
+pub mod nvenc_encoder;
 pub mod nvenc_settings;
 pub mod probe;
 pub mod reader;
@@ -37,6 +39,7 @@ pub use probe::{MediaInfo, StreamInfo, VideoInfo, probe};
 pub use reader::{
     CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds, KeyframeIndex, VideoReader,
 };
+pub use sys::RawColor;
 pub use writer::{CopyOutcome, MediaWriter, WriterSummary};
 
 use std::sync::Once;

@@ -12,9 +12,9 @@ use rave_core::error::{EngineError, Result};
 /// FFmpeg's `AVCUDADeviceContext` (libavutil/hwcontext_cuda.h, unchanged since FFmpeg 4):
 /// the CUDA context and stream FFmpeg works in.
 #[repr(C)]
-struct AvCudaDeviceContext {
-    cuda_ctx: *mut c_void,
-    stream: *mut c_void,
+pub(crate) struct AvCudaDeviceContext {
+    pub(crate) cuda_ctx: *mut c_void,
+    pub(crate) stream: *mut c_void,
     internal: *mut c_void,
 }
 
@@ -30,6 +30,11 @@ unsafe impl Send for CudaDevice {}
 unsafe impl Sync for CudaDevice {}
 
 impl CudaDevice {
+    /// The device's FFmpeg reference (borrowed: take a new reference to keep it).
+    pub(crate) fn raw(&self) -> *mut ffi::AVBufferRef {
+        self.device
+    }
+
     /// A device using `cuda_ctx` and queuing FFmpeg's copies on `stream`.
     ///
     /// # Safety
@@ -155,36 +160,43 @@ impl CudaFrame {
 
     /// The planes (NV12 or P010 layout).
     pub fn planes(&self) -> Result<CudaPlanes> {
-        // SAFETY: `frame` is a valid CUDA frame; its hw_frames_ctx describes its surfaces.
-        unsafe {
-            let f = &*self.frame;
-            let frames_ctx = f.hw_frames_ctx;
-            if frames_ctx.is_null() {
-                return Err(EngineError::Decode(
-                    "CUDA frame without a frames context".into(),
-                ));
-            }
-            let fc = &*((*frames_ctx).data as *const ffi::AVHWFramesContext);
-            let sixteen_bit = match fc.sw_format {
-                ffi::AVPixelFormat::AV_PIX_FMT_NV12 => false,
-                ffi::AVPixelFormat::AV_PIX_FMT_P010LE | ffi::AVPixelFormat::AV_PIX_FMT_P016LE => {
-                    true
-                }
-                other => {
-                    return Err(EngineError::Decode(format!(
-                        "NVDEC produced {other:?} surfaces; RAVE reads NV12 and P010 (use --decoder software)"
-                    )));
-                }
-            };
-            Ok(CudaPlanes {
-                y: f.data[0] as u64,
-                uv: f.data[1] as u64,
-                y_pitch: f.linesize[0] as usize,
-                uv_pitch: f.linesize[1] as usize,
-                sixteen_bit,
-                size: (f.width as u32, f.height as u32),
-            })
+        // SAFETY: `frame` is a valid CUDA frame owned by this value.
+        unsafe { planes_of(self.frame) }
+    }
+}
+
+/// Where the planes of the CUDA frame `frame` are (NV12, or P010/P016).
+///
+/// # Safety
+/// `frame` must be a valid frame of format CUDA.
+pub(crate) unsafe fn planes_of(frame: *const ffi::AVFrame) -> Result<CudaPlanes> {
+    // SAFETY: the caller's promise; its hw_frames_ctx describes its surfaces.
+    unsafe {
+        let f = &*frame;
+        let frames_ctx = f.hw_frames_ctx;
+        if frames_ctx.is_null() {
+            return Err(EngineError::Decode(
+                "CUDA frame without a frames context".into(),
+            ));
         }
+        let fc = &*((*frames_ctx).data as *const ffi::AVHWFramesContext);
+        let sixteen_bit = match fc.sw_format {
+            ffi::AVPixelFormat::AV_PIX_FMT_NV12 => false,
+            ffi::AVPixelFormat::AV_PIX_FMT_P010LE | ffi::AVPixelFormat::AV_PIX_FMT_P016LE => true,
+            other => {
+                return Err(EngineError::Decode(format!(
+                    "NVDEC produced {other:?} surfaces; RAVE reads NV12 and P010 (use --decoder software)"
+                )));
+            }
+        };
+        Ok(CudaPlanes {
+            y: f.data[0] as u64,
+            uv: f.data[1] as u64,
+            y_pitch: f.linesize[0] as usize,
+            uv_pitch: f.linesize[1] as usize,
+            sixteen_bit,
+            size: (f.width as u32, f.height as u32),
+        })
     }
 }
 

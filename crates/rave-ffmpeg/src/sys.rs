@@ -280,6 +280,17 @@ pub struct RawColor {
 }
 
 impl RawColor {
+    /// BT.709 limited range, left-sited chroma (tests, and sources that say nothing).
+    pub fn bt709() -> Self {
+        Self {
+            primaries: ffi::AVColorPrimaries::AVCOL_PRI_BT709,
+            transfer: ffi::AVColorTransferCharacteristic::AVCOL_TRC_BT709,
+            space: ffi::AVColorSpace::AVCOL_SPC_BT709,
+            range: ffi::AVColorRange::AVCOL_RANGE_MPEG,
+            chroma_location: ffi::AVChromaLocation::AVCHROMA_LOC_LEFT,
+        }
+    }
+
     /// Read the colour fields of codec parameters.
     pub fn from_params(p: &ffi::AVCodecParameters) -> Self {
         Self {

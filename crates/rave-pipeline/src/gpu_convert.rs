@@ -14,6 +14,7 @@ use rave_core::gpu::{GpuContext, GpuTimer, cuda_err};
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_cuda::gpu_kernels::{ColorKernels, DeviceYuv};
 use rave_cuda::packing::{PlaneLayout, YuvLayout, pack, unpack};
+use rave_ffmpeg::cuda_surfaces::CudaSurface;
 use rave_ffmpeg::nvdec::CudaFrame;
 use rave_ffmpeg::{DecodedFrame, DecodedImage};
 use serde::Serialize;
@@ -263,6 +264,49 @@ impl GpuConverter {
                 format: self.tensor,
             },
         })
+    }
+
+    /// Convert an upscaled frame straight into an encoder's CUDA surface (NV12 or P010, its
+    /// pitches), with no host copy: queued on the encode stream after the inference's write
+    /// of the frame, and FFmpeg's device stream (where the encoder and FFmpeg's transfers
+    /// read the surface) ordered after it; the host does not wait.
+    pub fn to_surface(&self, frame: &GpuFrame, surface: &mut CudaSurface) -> Result<()> {
+        let t = &frame.texture;
+        let p = surface.planes()?;
+        if p.size != (t.width, t.height) {
+            return Err(EngineError::DimensionMismatch(format!(
+                "a {}x{} frame for a {}x{} surface",
+                t.width, t.height, p.size.0, p.size.1
+            )));
+        }
+        let planes = DeviceYuv {
+            y: p.y,
+            u: p.uv,
+            v: p.uv,
+            layout: PlaneLayout {
+                layout: if p.sixteen_bit {
+                    YuvLayout::P010
+                } else {
+                    YuvLayout::Nv12
+                },
+                width: t.width,
+                height: t.height,
+                y_pitch: p.y_pitch,
+                c_pitch: p.uv_pitch,
+                u_offset: 0,
+                v_offset: 0,
+                bytes: 0,
+            },
+        };
+        let streams = self.ctx.streams();
+        // SAFETY: the surface is held (`&mut`) by the caller, which hands it to the encoder
+        // only after this call; FFmpeg reads it on the decode stream (its device's), which
+        // is ordered after this kernel below.
+        unsafe {
+            self.kernels
+                .rgb_to_surface(&streams.encode, &t.data, t.format, &planes, &self.color)
+        }?;
+        self.ctx.order_after(&streams.decode, &streams.encode)
     }
 
     /// Convert an upscaled frame to YUV at `bit_depth` and copy it to the host (one
