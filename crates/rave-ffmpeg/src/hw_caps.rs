@@ -135,9 +135,11 @@ pub fn nvenc_session(ask: SessionAsk) -> Result<(), String> {
             Some(line) => format!("{line} ({e})"),
             None => e,
         };
-        // The answer of a GPU that has no NVENC at all (or of a machine with no GPU), as
-        // against one that refuses this size or bit depth.
-        match why.contains("No capable devices") || why.contains("libcuda") {
+        // The answer of a GPU that has no NVENC at all (NV_ENC_ERR_NO_ENCODE_DEVICE, or
+        // NV_ENC_ERR_UNSUPPORTED_DEVICE on a context of RAVE's), or of a machine with no GPU,
+        // as against one that refuses this size or bit depth.
+        let no_encoder = why.contains("No capable devices") || why.contains("unsupported device");
+        match no_encoder || why.contains("libcuda") {
             true => format!("{why}; GPUs without NVENC (A100, H100, H200) answer this way"),
             false => why,
         }

@@ -92,6 +92,7 @@ pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<()> {
     let errors = FirstError::default();
     // An error opening a later segment: reported once the segments before it are settled.
     let deferred: Mutex<Option<EngineError>> = Mutex::new(None);
+    let retired = RetiredReaders::default();
     std::thread::scope(|s| {
         let middle = Middle {
             segments: Segments {
@@ -99,6 +100,7 @@ pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<()> {
                 next,
                 control: control_tx,
                 deferred: &deferred,
+                retired: &retired,
             },
             decoded: caps.decoded.max(1),
             post_tx,
@@ -138,6 +140,26 @@ struct Segments<'a> {
     next: &'a mut NextSegment<'a>,
     control: Sender<Control<MediaWriter>>,
     deferred: &'a Mutex<Option<EngineError>>,
+    retired: &'a RetiredReaders,
+}
+
+/// Readers whose segment is decoded, dropped only after the stages have ended (the last
+/// one) or when the next is retired: closing an NVDEC decoder holds up the other stages'
+/// CUDA calls for a few hundred milliseconds, which would otherwise land on the last
+/// frames of the run.
+#[derive(Default)]
+struct RetiredReaders(Mutex<Option<VideoReader>>);
+
+impl RetiredReaders {
+    /// Keep `reader` until the run ends (the one kept before is closed now).
+    fn keep(&self, reader: VideoReader) {
+        let before = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(reader);
+        drop(before);
+    }
 }
 
 impl Segments<'_> {
@@ -156,6 +178,7 @@ impl Segments<'_> {
             next,
             control,
             deferred,
+            retired,
         } = self;
         let announce = |seg: &mut OpenSegment| {
             let (file, sink) = seg.sink.take().unzip();
@@ -213,17 +236,24 @@ impl Segments<'_> {
             end(&seg, sent);
             let go_on = sent.is_some() && !cancel.is_cancelled();
             match upcoming {
-                Ok(Some(next_seg)) if go_on => seg = next_seg,
+                Ok(Some(next_seg)) if go_on => {
+                    retired.keep(std::mem::replace(&mut seg, next_seg).reader);
+                }
                 Ok(Some(mut opened)) => {
                     // Opened, but the run stopped: announced unread, so it is settled.
                     announce(&mut opened);
                     end(&opened, None);
+                    retired.keep(seg.reader);
                     return decoded.map(|_| ());
                 }
-                Ok(None) => return decoded.map(|_| ()),
+                Ok(None) => {
+                    retired.keep(seg.reader);
+                    return decoded.map(|_| ());
+                }
                 Err(e) => {
                     // The segment before it is complete: let it be settled first.
                     *deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    retired.keep(seg.reader);
                     return decoded.map(|_| ());
                 }
             }

@@ -1,8 +1,8 @@
 //! NVENC up to the encoder's door (issue 12), on a GPU: the CUDA surfaces are made on RAVE's
 //! own context, come from their pool, and hold exactly what the software path downloads once
 //! the postprocess kernel has written them; the NVENC configuration is built and the encoder
-//! opened, which on a GPU without NVENC (H200) must fail with NVENC's "no capable devices"
-//! answer and nothing else. Ignored without a GPU; run by scripts/gpu_tests.sh.
+//! opened, which on a GPU without NVENC (H200) must fail with NVENC's answer that the device
+//! has no encoder and nothing else. Ignored without a GPU; run by scripts/gpu_tests.sh.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -134,7 +134,12 @@ fn nvenc_surfaces_on_raves_context_hold_what_the_software_path_downloads() {
                 Ok(_) => "opened (this GPU has NVENC)".to_string(),
                 Err(e) => e.to_string(),
             };
-            let no_nvenc = door.contains("No capable devices") || door.starts_with("opened");
+            // NVENC's answers of a GPU without it: NV_ENC_ERR_NO_ENCODE_DEVICE ("No capable
+            // devices found", FFmpeg's own session) and NV_ENC_ERR_UNSUPPORTED_DEVICE (a
+            // session on RAVE's context, as measured on the H200).
+            let no_nvenc = door.contains("No capable devices")
+                || door.contains("unsupported device")
+                || door.starts_with("opened");
             println!(
                 "{case}: surfaces on RAVE's context {on_raves}, from the pool {from_pool}, surface == software download {same} ({differing} samples differ), options {:?}; open: {door}",
                 config.options
