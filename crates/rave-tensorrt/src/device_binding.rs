@@ -47,11 +47,14 @@ pub struct DeviceBinding {
     element_bytes: usize,
     /// Run options by CUDA-graph id; index 0 runs without graph annotation.
     run_options: Vec<RunOptions>,
+    /// Whether a run returns before its work is done (queued on the caller's stream).
+    asynchronous: bool,
 }
 
 impl DeviceBinding {
     /// A binding for `session`'s `input`/`output` tensors of `format` in `memory`;
-    /// `graph_ids` run-option sets are made ahead (id `i` replays graph `i`).
+    /// `graph_ids` run-option sets are made ahead (id `i` replays graph `i`); `asynchronous`:
+    /// the provider queues on the caller's stream and runs do not synchronize at their end.
     pub fn new(
         session: &Session,
         input: &str,
@@ -59,6 +62,7 @@ impl DeviceBinding {
         format: PixelFormat,
         memory: MemoryInfo<'static>,
         graph_ids: usize,
+        asynchronous: bool,
     ) -> Result<Self> {
         let err = |e: ort::Error| EngineError::Inference(format!("IO binding: {e}"));
         let name = |n: &str| {
@@ -71,11 +75,20 @@ impl DeviceBinding {
             }
             _ => ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT,
         };
-        let mut run_options = vec![RunOptions::new().map_err(err)?];
-        for id in 1..=graph_ids {
+        let options = |graph: Option<usize>| -> Result<RunOptions> {
             let mut o = RunOptions::new().map_err(err)?;
-            o.set("gpu_graph_id", id.to_string()).map_err(err)?;
-            run_options.push(o);
+            if let Some(id) = graph {
+                o.set("gpu_graph_id", id.to_string()).map_err(err)?;
+            }
+            if asynchronous {
+                o.set("disable_synchronize_execution_providers", "1")
+                    .map_err(err)?;
+            }
+            Ok(o)
+        };
+        let mut run_options = vec![options(None)?];
+        for id in 1..=graph_ids {
+            run_options.push(options(Some(id))?);
         }
         Ok(Self {
             binding: session.create_binding().map_err(err)?,
@@ -85,7 +98,14 @@ impl DeviceBinding {
             element,
             element_bytes: format.element_bytes(),
             run_options,
+            asynchronous,
         })
+    }
+
+    /// Whether a run returns before its work is done: it is then queued on the stream the
+    /// provider was given, and complete only once that stream reaches it.
+    pub fn is_asynchronous(&self) -> bool {
+        self.asynchronous
     }
 
     /// Bytes of a tensor of `shape` in this binding's element type.
@@ -140,7 +160,8 @@ impl DeviceBinding {
 
     /// Run `session` reading `shape_in` at `input` and writing `shape_out` at `output`
     /// (with CUDA graph `graph` when non-zero). Returns the address the runtime wrote the
-    /// output to, for the pointer audit. Synchronous: the output is complete on return.
+    /// output to, for the pointer audit. Synchronous (the output complete on return) unless
+    /// the binding [is asynchronous](DeviceBinding::is_asynchronous).
     ///
     /// # Safety
     ///

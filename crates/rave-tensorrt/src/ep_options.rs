@@ -182,13 +182,17 @@ pub struct CudaSettings {
     /// of in a separate pass over the output. Applied only with `prefer_nhwc`: on the H200,
     /// cuDNN found no fused plan for half-precision NCHW convolutions.
     pub fuse_conv_bias: bool,
+    /// The CUDA stream (its `CUstream` as an address) the provider queues its work on:
+    /// RAVE's inference stream, so ONNX Runtime's runs are ordered by the same events as the
+    /// other stages. `None`: the provider's own stream.
+    pub compute_stream: Option<usize>,
 }
 
 impl CudaSettings {
     /// The provider options, in the order they are applied.
     pub fn entries(&self, device_id: i32) -> Vec<(&'static str, String)> {
         let flag = |b: bool| if b { "1" } else { "0" }.to_string();
-        vec![
+        let mut out = vec![
             ("device_id", device_id.to_string()),
             ("cudnn_conv_algo_search", "EXHAUSTIVE".into()),
             ("cudnn_conv_use_max_workspace", flag(true)),
@@ -198,7 +202,12 @@ impl CudaSettings {
                 "fuse_conv_bias",
                 flag(self.fuse_conv_bias && self.prefer_nhwc),
             ),
-        ]
+        ];
+        if let Some(stream) = self.compute_stream {
+            out.push(("has_user_compute_stream", flag(true)));
+            out.push(("user_compute_stream", stream.to_string()));
+        }
+        out
     }
 }
 
@@ -289,6 +298,7 @@ mod tests {
             prefer_nhwc: true,
             cuda_graph: true,
             fuse_conv_bias: false,
+            compute_stream: None,
         }
         .entries(2);
         assert_eq!(value(&e, "fuse_conv_bias"), Some("0"));
@@ -296,6 +306,7 @@ mod tests {
             prefer_nhwc: false,
             cuda_graph: false,
             fuse_conv_bias: true,
+            compute_stream: None,
         }
         .entries(0);
         assert_eq!(
@@ -307,6 +318,7 @@ mod tests {
             prefer_nhwc: true,
             cuda_graph: false,
             fuse_conv_bias: true,
+            compute_stream: None,
         }
         .entries(0);
         assert_eq!(value(&fused, "fuse_conv_bias"), Some("1"));

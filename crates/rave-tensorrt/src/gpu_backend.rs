@@ -136,6 +136,8 @@ pub struct TensorRtBackend {
     counters: crate::backend_report::Counters,
     /// Set while `initialize` runs the warm-up frames, which are not counted.
     warming: std::sync::atomic::AtomicBool,
+    /// GPU time of the runs queued without synchronizing.
+    timer: rave_core::gpu::GpuTimer,
 }
 
 fn cuda_memory(device_id: i32) -> Result<MemoryInfo<'static>> {
@@ -166,6 +168,7 @@ impl TensorRtBackend {
             metrics: StageMetrics::default(),
             counters: Default::default(),
             warming: Default::default(),
+            timer: Default::default(),
         }
     }
 
@@ -231,6 +234,7 @@ impl TensorRtBackend {
                     prefer_nhwc: self.config.cuda_prefer_nhwc,
                     cuda_graph: self.config.cuda_graph,
                     fuse_conv_bias: self.config.cuda_fuse_conv_bias,
+                    compute_stream: Some(self.ctx.streams().inference.cu_stream() as usize),
                 };
                 settings
                     .entries(id)
@@ -341,6 +345,9 @@ impl UpscaleBackend for TensorRtBackend {
             } else {
                 0
             },
+            // The CUDA provider queues on RAVE's inference stream: its runs need not end
+            // with a synchronization (TensorRT's provider has its own stream: they must).
+            kind == ProviderKind::Cuda,
         )?;
         info!(model = %meta.name, scale = meta.scale, provider = kind.label(), format = ?meta.tensor_format, max_batch = self.config.batch.max_batch, cuda_graph = self.config.cuda_graph, "GPU backend ready");
         let _ = self.meta.set(meta.clone());

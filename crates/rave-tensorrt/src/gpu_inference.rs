@@ -60,4 +60,8 @@ impl GpuInference for TensorRtBackend {
     fn counters(&self) -> GpuBackendReport {
         self.report()
     }
+
+    fn finished_gpu_times(&self, wait: bool) -> Result<Option<Vec<std::time::Duration>>> {
+        self.async_gpu_times(wait)
+    }
 }

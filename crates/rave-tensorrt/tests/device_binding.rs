@@ -43,7 +43,7 @@ fn nearest_x2(input: &[f32], n: usize, h: usize, w: usize) -> Vec<f32> {
 /// A session of fixture `name` and a binding of its tensors in host memory.
 fn bound(name: &str, format: PixelFormat) -> (Session, DeviceBinding) {
     let s = session(name);
-    let b = DeviceBinding::new(&s, "input", "output", format, cpu_memory(), 0).unwrap();
+    let b = DeviceBinding::new(&s, "input", "output", format, cpu_memory(), 0, false).unwrap();
     (s, b)
 }
 

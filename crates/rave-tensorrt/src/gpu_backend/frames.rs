@@ -149,10 +149,13 @@ impl TensorRtBackend {
                 });
             }
         }
-        // The preprocess work that wrote the inputs (queued on the preprocess stream) must be
-        // done before the runtime, which takes raw addresses on its own stream, reads them.
-        self.ctx
-            .host_sync(&self.ctx.streams().preprocess, "input sync")?;
+        let asynchronous = self.runs_asynchronously(state);
+        if !asynchronous {
+            // The preprocess work that wrote the inputs (queued on the preprocess stream)
+            // must be done before the runtime, which takes raw addresses, reads them.
+            self.ctx
+                .host_sync(&self.ctx.streams().preprocess, "input sync")?;
+        }
         let changed = self.fit_buffers(state, w, h, (in_bytes, out_bytes))?;
         let t0 = Instant::now();
         let State {
@@ -163,6 +166,35 @@ impl TensorRtBackend {
         } = state;
         let ring = ring.as_mut().expect("fit_buffers made the ring");
         match staging {
+            None if asynchronous => {
+                // The CUDA provider queues on the inference stream and the run does not
+                // synchronize: the buffers' events order it. Taking the input and the slot
+                // on that stream makes it wait for the input's writer and the slot's last
+                // reader; the guards, dropped after the run is queued, record the input's
+                // read and the slot's write there for whoever comes next.
+                let stream = &self.ctx.streams().inference;
+                let (in_ptr, _read) = cudarc::driver::DevicePtr::device_ptr(&**first.data, stream);
+                let started = self.timer.start(stream)?;
+                let slot = ring.acquire_with(|slot| {
+                    let (out_ptr, _written) =
+                        cudarc::driver::DevicePtrMut::device_ptr_mut(slot.slice_mut(), stream);
+                    // SAFETY: the texture's buffer holds `in_bytes` (checked above) and the
+                    // ring slot, held only here, `out_bytes`; the run is queued on `stream`
+                    // after their earlier users, and later users wait for the events the
+                    // guards record after it.
+                    let used =
+                        unsafe { binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0) }?;
+                    self.audit("output", out_ptr, used)
+                })?;
+                self.timer.end(stream, started)?;
+                sink(GpuTexture {
+                    data: slot,
+                    width: w * s,
+                    height: h * s,
+                    pitch: (w * s) as usize * meta.tensor_format.element_bytes(),
+                    format: meta.tensor_format,
+                });
+            }
             None => {
                 let slot = ring.acquire()?;
                 // SAFETY: the addresses are used only by the synchronous run below: after the
@@ -173,7 +205,7 @@ impl TensorRtBackend {
                 // slot, held only here, was allocated for `out_bytes`; both are device
                 // memory of this context and outlive the synchronous run.
                 let used = unsafe { binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0) }?;
-                // ONNX Runtime's CUDA provider synchronizes its stream at the end of a run.
+                // A run on the provider's own stream synchronizes it at its end.
                 self.ctx.count_host_sync();
                 self.audit("output", out_ptr, used)?;
                 self.record(t0.elapsed());
@@ -249,6 +281,30 @@ impl TensorRtBackend {
         Ok(changed)
     }
 
+    /// Whether a frame's run is queued on the inference stream without synchronizing (the
+    /// CUDA provider given RAVE's stream, one frame a run, no staging copies); the GPU
+    /// times are then read from timing events.
+    pub(super) fn runs_asynchronously(&self, state: &State) -> bool {
+        state.binding.is_asynchronous() && !self.config.staged()
+    }
+
+    /// The GPU times of the frames whose asynchronous runs have finished (all, with `wait`),
+    /// recorded in the backend's metrics; `None` when runs synchronize (their host time is
+    /// recorded as they return).
+    pub(crate) fn async_gpu_times(
+        &self,
+        wait: bool,
+    ) -> Result<Option<Vec<std::time::Duration>>> {
+        let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !guard.as_ref().is_some_and(|s| self.runs_asynchronously(s)) {
+            return Ok(None);
+        }
+        drop(guard);
+        let times = self.timer.finished(wait)?;
+        times.iter().for_each(|t| self.record(*t));
+        Ok(Some(times))
+    }
+
     fn record(&self, busy: std::time::Duration) {
         if !self.warming.load(std::sync::atomic::Ordering::Relaxed) {
             self.metrics.record(busy);
@@ -283,9 +339,11 @@ impl TensorRtBackend {
             let frames = vec![frame.clone(); n];
             self.infer_frames(&frames, &mut drop).map(|_| ())
         });
+        // The warm-up's timings, if its runs were timed by events, are not frames'.
+        let drained = self.timer.finished(true).map(|_| ());
         self.warming
             .store(false, std::sync::atomic::Ordering::Relaxed);
         self.ctx.vram_dec(bytes);
-        result
+        result.and(drained)
     }
 }
