@@ -186,17 +186,7 @@ impl VideoEncoder {
         if self.ended_empty {
             return Ok(None);
         }
-        let mut packet = Packet::empty();
-        match self.encoder.receive_packet(&mut packet) {
-            Ok(()) => Ok(Some(packet)),
-            Err(ffmpeg_next::Error::Eof) => Ok(None),
-            Err(ffmpeg_next::Error::Other { errno })
-                if errno == ffmpeg_next::util::error::EAGAIN =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(EngineError::Encode(e.to_string())),
-        }
+        next_packet(&mut self.encoder)
     }
 }
 
@@ -223,6 +213,22 @@ impl Drop for VideoEncoder {
         }
         let mut packet = Packet::empty();
         while self.encoder.receive_packet(&mut packet).is_ok() {}
+    }
+}
+
+/// The next finished packet of an opened encoder, `None` when it needs more input or has
+/// ended.
+pub(crate) fn next_packet(
+    encoder: &mut ffmpeg_next::encoder::video::Encoder,
+) -> Result<Option<Packet>> {
+    let mut packet = Packet::empty();
+    match encoder.receive_packet(&mut packet) {
+        Ok(()) => Ok(Some(packet)),
+        Err(ffmpeg_next::Error::Eof) => Ok(None),
+        Err(ffmpeg_next::Error::Other { errno }) if errno == ffmpeg_next::util::error::EAGAIN => {
+            Ok(None)
+        }
+        Err(e) => Err(EngineError::Encode(e.to_string())),
     }
 }
 

@@ -131,16 +131,6 @@ impl NvencEncoder {
 
     /// The next finished packet, if one is ready.
     pub fn receive(&mut self) -> Result<Option<Packet>> {
-        let mut packet = Packet::empty();
-        match self.encoder.receive_packet(&mut packet) {
-            Ok(()) => Ok(Some(packet)),
-            Err(ffmpeg_next::Error::Eof) => Ok(None),
-            Err(ffmpeg_next::Error::Other { errno })
-                if errno == ffmpeg_next::util::error::EAGAIN =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(EngineError::Encode(e.to_string())),
-        }
+        crate::encoder::next_packet(&mut self.encoder)
     }
 }

@@ -15,7 +15,7 @@ use rave_core::types::{GpuTexture, PixelFormat};
 use rave_cuda::gpu_kernels::{ColorKernels, DeviceYuv};
 use rave_cuda::packing::{PlaneLayout, YuvLayout, pack, unpack};
 use rave_ffmpeg::cuda_surfaces::CudaSurface;
-use rave_ffmpeg::nvdec::CudaFrame;
+use rave_ffmpeg::nvdec::{CudaFrame, CudaPlanes};
 use rave_ffmpeg::{DecodedFrame, DecodedImage};
 use serde::Serialize;
 
@@ -108,6 +108,30 @@ fn layout_for(bit_depth: u8) -> YuvLayout {
     }
 }
 
+/// The planes of a CUDA surface (NVDEC's or an encoder's: NV12 or P010 at its pitches) as
+/// the colour kernels take them.
+fn surface_planes(p: &CudaPlanes) -> DeviceYuv {
+    DeviceYuv {
+        y: p.y,
+        u: p.uv,
+        v: p.uv,
+        layout: PlaneLayout {
+            layout: if p.sixteen_bit {
+                YuvLayout::P010
+            } else {
+                YuvLayout::Nv12
+            },
+            width: p.size.0,
+            height: p.size.1,
+            y_pitch: p.y_pitch,
+            c_pitch: p.uv_pitch,
+            u_offset: 0,
+            v_offset: 0,
+            bytes: 0,
+        },
+    }
+}
+
 impl GpuConverter {
     /// Load the kernels into `ctx` for frames of `color`, producing `tensor` (F32 or F16).
     pub fn new(
@@ -156,30 +180,11 @@ impl GpuConverter {
         let started = Instant::now();
         let p = surface.planes()?;
         let (w, h) = p.size;
-        let layout = PlaneLayout {
-            layout: if p.sixteen_bit {
-                YuvLayout::P010
-            } else {
-                YuvLayout::Nv12
-            },
-            width: w,
-            height: h,
-            y_pitch: p.y_pitch,
-            c_pitch: p.uv_pitch,
-            u_offset: 0,
-            v_offset: 0,
-            bytes: 0,
-        };
         let streams = self.ctx.streams();
         let stream = &streams.preprocess;
         let n = 3 * w as usize * h as usize;
         let mut rgb = self.ctx.alloc_pooled(n * self.tensor.element_bytes())?;
-        let planes = DeviceYuv {
-            y: p.y,
-            u: p.uv,
-            v: p.uv,
-            layout,
-        };
+        let planes = surface_planes(&p);
         let allocated = Instant::now();
         self.ctx.order_after(stream, &streams.decode)?;
         // SAFETY: `planes` are the decoder's surface, held (`surface`) until the decode
@@ -279,25 +284,7 @@ impl GpuConverter {
                 t.width, t.height, p.size.0, p.size.1
             )));
         }
-        let planes = DeviceYuv {
-            y: p.y,
-            u: p.uv,
-            v: p.uv,
-            layout: PlaneLayout {
-                layout: if p.sixteen_bit {
-                    YuvLayout::P010
-                } else {
-                    YuvLayout::Nv12
-                },
-                width: t.width,
-                height: t.height,
-                y_pitch: p.y_pitch,
-                c_pitch: p.uv_pitch,
-                u_offset: 0,
-                v_offset: 0,
-                bytes: 0,
-            },
-        };
+        let planes = surface_planes(&p);
         let streams = self.ctx.streams();
         // SAFETY: the surface is held (`&mut`) by the caller, which hands it to the encoder
         // only after this call; FFmpeg reads it on the decode stream (its device's), which

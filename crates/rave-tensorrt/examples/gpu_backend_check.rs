@@ -154,7 +154,14 @@ fn throughput(b: &TensorRtBackend, input: &GpuTexture, batch: usize, frames: usi
     };
     // A run may return before the GPU is done (queued on RAVE's stream): the clock stops
     // when the device is idle.
-    let idle = || input.data.stream().context().synchronize().expect("device sync");
+    let idle = || {
+        input
+            .data
+            .stream()
+            .context()
+            .synchronize()
+            .expect("device sync")
+    };
     run(3 * batch);
     idle();
     let t = Instant::now();

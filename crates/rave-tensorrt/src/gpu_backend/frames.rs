@@ -165,6 +165,14 @@ impl TensorRtBackend {
             staging,
         } = state;
         let ring = ring.as_mut().expect("fit_buffers made the ring");
+        // An output slot as the upscaled frame's texture.
+        let upscaled = |data: Arc<GpuBuffer>| GpuTexture {
+            data,
+            width: w * s,
+            height: h * s,
+            pitch: (w * s) as usize * meta.tensor_format.element_bytes(),
+            format: meta.tensor_format,
+        };
         match staging {
             None if asynchronous => {
                 // The CUDA provider queues on the inference stream and the run does not
@@ -187,13 +195,7 @@ impl TensorRtBackend {
                     self.audit("output", out_ptr, used)
                 })?;
                 self.timer.end(stream, started)?;
-                sink(GpuTexture {
-                    data: slot,
-                    width: w * s,
-                    height: h * s,
-                    pitch: (w * s) as usize * meta.tensor_format.element_bytes(),
-                    format: meta.tensor_format,
-                });
+                sink(upscaled(slot));
             }
             None => {
                 let slot = ring.acquire()?;
@@ -209,13 +211,7 @@ impl TensorRtBackend {
                 self.ctx.count_host_sync();
                 self.audit("output", out_ptr, used)?;
                 self.record(t0.elapsed());
-                sink(GpuTexture {
-                    data: slot,
-                    width: w * s,
-                    height: h * s,
-                    pitch: (w * s) as usize * meta.tensor_format.element_bytes(),
-                    format: meta.tensor_format,
-                });
+                sink(upscaled(slot));
             }
             Some(stage) => {
                 let stream = &self.ctx.streams().inference;
@@ -291,10 +287,7 @@ impl TensorRtBackend {
     /// The GPU times of the frames whose asynchronous runs have finished (all, with `wait`),
     /// recorded in the backend's metrics; `None` when runs synchronize (their host time is
     /// recorded as they return).
-    pub(crate) fn async_gpu_times(
-        &self,
-        wait: bool,
-    ) -> Result<Option<Vec<std::time::Duration>>> {
+    pub(crate) fn async_gpu_times(&self, wait: bool) -> Result<Option<Vec<std::time::Duration>>> {
         let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if !guard.as_ref().is_some_and(|s| self.runs_asynchronously(s)) {
             return Ok(None);
