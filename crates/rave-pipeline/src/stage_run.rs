@@ -13,7 +13,6 @@ use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
-use rave_core::frame::HostYuvFrame;
 use rave_ffmpeg::{MediaWriter, VideoReader};
 
 use crate::backend_choice::{Engine, GpuPath};
@@ -23,7 +22,8 @@ use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::gpu_stages;
 use crate::progress::ProgressSink;
 use crate::segment_sink::{
-    Control, EncodeReporting, SegmentEnd, SegmentOutcome, encode_segments, finish_segments,
+    Control, EncodeFrame, EncodeReporting, SegmentEnd, SegmentOutcome, encode_segments,
+    finish_segments,
 };
 use crate::stages::{self, DecodePolicy, FirstError, PipelineMetrics, guarded};
 
@@ -278,7 +278,7 @@ struct Shared<'a> {
 struct Middle<'a> {
     segments: Segments<'a>,
     decoded: usize,
-    post_tx: Sender<HostYuvFrame>,
+    post_tx: Sender<EncodeFrame>,
     shared: Shared<'a>,
 }
 
@@ -289,7 +289,7 @@ impl<'a> Middle<'a> {
         self,
         s: &'s std::thread::Scope<'s, '_>,
         pull: impl FnMut(&mut VideoReader) -> Result<Option<T>> + Send + 's,
-    ) -> (Receiver<T>, Sender<HostYuvFrame>, Shared<'a>)
+    ) -> (Receiver<T>, Sender<EncodeFrame>, Shared<'a>)
     where
         'a: 's,
     {
@@ -331,7 +331,7 @@ impl<'a> Middle<'a> {
         s.spawn(move || {
             guarded(sh.errors, sh.cancel, || {
                 stages::convert(inf_rx, post_tx, sh.cancel, &m.postprocess, |f| {
-                    Ok(stages::to_yuv(f, sh.color))
+                    Ok(stages::to_yuv(f, sh.color).into())
                 })
             })
         });
@@ -383,7 +383,9 @@ impl<'a> Middle<'a> {
         s.spawn(move || {
             guarded(errors, cancel, || {
                 stages::convert_measured(inf_rx, post_tx, cancel, &m.postprocess, |f| {
-                    converter.download(f, depth)
+                    converter
+                        .download(f, depth)
+                        .map(|(frame, busy)| (frame.into(), busy))
                 })
             })
         });

@@ -12,8 +12,9 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use rave_core::codec::FrameSink;
 use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
-use rave_core::frame::HostYuvFrame;
+use rave_core::frame::FrameMeta;
 use rave_core::metrics::StageMetrics;
+use rave_ffmpeg::cuda_surfaces::CudaSurface;
 use rave_ffmpeg::{DecodeStats, MediaWriter, VideoReader};
 
 use crate::cancel::{CancelToken, StopReason};
@@ -22,10 +23,29 @@ use crate::progress::{Progress, ProgressSink};
 use crate::segments::manifest::SegmentDecode;
 use crate::stages::FirstError;
 
+mod encode_frame;
+pub use encode_frame::EncodeFrame;
+
 /// A segment's output: a frame sink that knows the earliest timestamp written.
 pub trait SegmentSink: FrameSink {
     /// The earliest timestamp written so far.
     fn first_pts(&self) -> Option<i64>;
+    /// Encode a frame already in a CUDA surface of the sink's encoder (NVENC); a sink with
+    /// a software encoder refuses it.
+    fn write_surface(&mut self, meta: FrameMeta, surface: CudaSurface) -> Result<()> {
+        let _ = surface;
+        Err(EngineError::InvariantViolation(format!(
+            "frame {}: a CUDA surface reached an output that encodes host frames",
+            meta.index
+        )))
+    }
+    /// Encode `frame`, whichever memory it is in.
+    fn write(&mut self, frame: EncodeFrame) -> Result<()> {
+        match frame {
+            EncodeFrame::Host(f) => self.write_frame(f),
+            EncodeFrame::Surface { meta, surface } => self.write_surface(meta, surface),
+        }
+    }
 }
 
 impl SegmentSink for MediaWriter {
@@ -144,7 +164,7 @@ pub struct EncodeReporting<'a> {
 /// failure is recorded in `errors` at once (stopping the other stages), then the rest of the
 /// announcements are drained.
 pub fn encode_segments<S: SegmentSink>(
-    rx: Receiver<HostYuvFrame>,
+    rx: Receiver<EncodeFrame>,
     control: Receiver<Control<S>>,
     finish: Sender<Finishing<S>>,
     report: EncodeReporting<'_>,
@@ -185,7 +205,7 @@ pub fn encode_segments<S: SegmentSink>(
             let seg = current.as_mut().expect("a segment is current");
             let t = Instant::now();
             if let Some(sink) = seg.sink.as_mut() {
-                sink.write_frame(frame)?;
+                sink.write(frame)?;
             }
             seg.written += 1;
             report.metrics.record(t.elapsed());

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::{bounded, unbounded};
-use rave_core::frame::{FrameMeta, YuvFrame};
+use rave_core::frame::{FrameMeta, HostYuvFrame, YuvFrame};
 
 use super::*;
 use crate::progress::NoProgress;
@@ -131,7 +131,7 @@ fn run_with(
                             .unwrap();
                     }
                     Step::Frame(pts) => {
-                        if !crate::channel::send(&frame_tx, frame(pts), cancel) {
+                        if !crate::channel::send(&frame_tx, frame(pts).into(), cancel) {
                             return;
                         }
                     }
