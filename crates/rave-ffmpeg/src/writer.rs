@@ -11,9 +11,12 @@ use serde::Serialize;
 
 use crate::carried_metadata::CarriedMetadata;
 use crate::codec_choice::{Container, EncoderSettings};
+use crate::cuda_surfaces::{CudaSurface, CudaSurfacePool};
 use crate::encoder::{EncoderGeometry, VideoEncoder};
 use crate::encoder_limits;
 use crate::muxer::{Muxer, OutputDescription, VideoStreamSpec};
+use crate::nvenc_encoder::NvencEncoder;
+use crate::nvenc_settings::NvencConfig;
 use crate::reader::VideoReader;
 use crate::stream_plan::{self, PlannedVideo};
 use crate::sys;
@@ -46,9 +49,54 @@ pub struct WriterSummary {
     pub warnings: Vec<String>,
 }
 
+/// The encoder of a segment: software from host frames, or NVENC from CUDA surfaces.
+enum SegmentEncoder {
+    Software(VideoEncoder),
+    Nvenc(NvencEncoder),
+}
+
+impl SegmentEncoder {
+    fn context(&self) -> &ffmpeg_next::encoder::video::Encoder {
+        match self {
+            SegmentEncoder::Software(e) => e.context(),
+            SegmentEncoder::Nvenc(e) => e.context(),
+        }
+    }
+
+    fn time_base(&self) -> Rational {
+        match self {
+            SegmentEncoder::Software(e) => e.time_base(),
+            SegmentEncoder::Nvenc(e) => e.time_base(),
+        }
+    }
+
+    fn receive(&mut self) -> Result<Option<ffmpeg_next::Packet>> {
+        match self {
+            SegmentEncoder::Software(e) => e.receive(),
+            SegmentEncoder::Nvenc(e) => e.receive(),
+        }
+    }
+
+    fn send_eof(&mut self) -> Result<()> {
+        match self {
+            SegmentEncoder::Software(e) => e.send_eof(),
+            SegmentEncoder::Nvenc(e) => e.send_eof(),
+        }
+    }
+}
+
+/// NVENC for a segment: its configuration and the surfaces the postprocess kernel writes.
+#[derive(Clone, Copy)]
+pub struct NvencOutput<'a> {
+    /// Encoder, options and surface format (`--crf`, `--preset`, bit depth mapped).
+    pub config: &'a NvencConfig,
+    /// The pool of CUDA surfaces (on RAVE's context) the frames arrive in.
+    pub surfaces: &'a CudaSurfacePool,
+}
+
 /// An output file being written: the encoder and the muxer it feeds.
 pub struct MediaWriter {
-    encoder: VideoEncoder,
+    encoder: SegmentEncoder,
     muxer: Muxer,
     finished: bool,
     /// The earliest timestamp of the frames sent.
@@ -56,14 +104,16 @@ pub struct MediaWriter {
 }
 
 /// Open the encoder for `reader`'s video upscaled to `width` x `height`, as `container`
-/// needs it, after refusing what the encoder or the container cannot take.
+/// needs it, after refusing what the encoder or the container cannot take: the software
+/// encoder of `settings`, or NVENC on `nvenc`'s surfaces.
 fn open_encoder(
     container: Container,
     reader: &VideoReader,
     settings: &EncoderSettings,
     (width, height): (u32, u32),
     shown_as: &Path,
-) -> Result<(VideoEncoder, Rational)> {
+    nvenc: Option<NvencOutput<'_>>,
+) -> Result<(SegmentEncoder, Rational)> {
     let input = reader.input();
     let vidx = reader.video_index();
     let (in_w, in_h) = reader.size();
@@ -72,7 +122,7 @@ fn open_encoder(
         codec: settings.codec,
         width,
         height,
-        bit_depth: reader.color().bit_depth,
+        bit_depth: nvenc.map_or(reader.color().bit_depth, |n| n.config.output_bits),
         time_base: reader.time_base(),
     };
     stream_plan::check_video(container, planned, shown_as)?;
@@ -92,13 +142,19 @@ fn open_encoder(
     };
     // Every container RAVE writes keeps codec headers out of band (MP4, MOV, Matroska), and
     // segment files are encoded the same way so their packets join into any of them.
-    let encoder = VideoEncoder::open(
-        settings,
-        geometry,
-        &crate::color::output_tags(raw, &reader.color()),
-        true,
-        &carried.encoder_params(settings.codec),
-    )?;
+    let tags = crate::color::output_tags(raw, &reader.color());
+    let encoder = match nvenc {
+        Some(n) => SegmentEncoder::Nvenc(NvencEncoder::open(
+            n.config, geometry, &tags, n.surfaces, true,
+        )?),
+        None => SegmentEncoder::Software(VideoEncoder::open(
+            settings,
+            geometry,
+            &tags,
+            true,
+            &carried.encoder_params(settings.codec),
+        )?),
+    };
     Ok((encoder, rate))
 }
 
@@ -120,6 +176,8 @@ impl MediaWriter {
     /// encoded as the final output in `container` needs it, with no other stream (those are
     /// copied when the segments are assembled). Messages name `shown_as` (the user's output).
     /// What the encoder or the container cannot take is refused before anything is written.
+    /// With `nvenc`, the frames arrive in its CUDA surfaces ([`MediaWriter::write_surface`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn create_segment(
         path: &Path,
         shown_as: &Path,
@@ -128,10 +186,17 @@ impl MediaWriter {
         settings: &EncoderSettings,
         width: u32,
         height: u32,
+        nvenc: Option<NvencOutput<'_>>,
     ) -> Result<Self> {
         crate::init();
-        let (encoder, frame_rate) =
-            open_encoder(container, reader, settings, (width, height), shown_as)?;
+        let (encoder, frame_rate) = open_encoder(
+            container,
+            reader,
+            settings,
+            (width, height),
+            shown_as,
+            nvenc,
+        )?;
         let description = OutputDescription {
             container: None,
             video: VideoStreamSpec {
@@ -161,6 +226,21 @@ impl MediaWriter {
         self.first_pts
     }
 
+    /// Encode a frame already in one of the NVENC surfaces (`pts` in the encoder's time
+    /// base), with no host copy.
+    pub fn write_surface(&mut self, mut surface: CudaSurface, pts: i64) -> Result<()> {
+        let SegmentEncoder::Nvenc(encoder) = &mut self.encoder else {
+            return Err(rave_core::error::EngineError::InvariantViolation(
+                "a CUDA surface reached a software encoder".into(),
+            ));
+        };
+        self.first_pts = Some(self.first_pts.map_or(pts, |p| p.min(pts)));
+        surface.set_pts(pts);
+        encoder.send(surface)?;
+        self.muxer.count_frames(1);
+        self.write_encoded()
+    }
+
     fn write_encoded(&mut self) -> Result<()> {
         let tb = self.encoder.time_base();
         while let Some(packet) = self.encoder.receive()? {
@@ -185,7 +265,15 @@ impl FrameSink for MediaWriter {
             self.first_pts
                 .map_or(frame.meta.pts, |p| p.min(frame.meta.pts)),
         );
-        self.encoder.send(&frame)?;
+        match &mut self.encoder {
+            SegmentEncoder::Software(e) => e.send(&frame)?,
+            SegmentEncoder::Nvenc(_) => {
+                return Err(rave_core::error::EngineError::InvariantViolation(format!(
+                    "frame {}: a host frame reached the NVENC encoder",
+                    frame.meta.index
+                )));
+            }
+        }
         self.muxer.count_frames(1);
         self.write_encoded()
     }

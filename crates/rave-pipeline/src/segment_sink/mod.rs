@@ -52,6 +52,10 @@ impl SegmentSink for MediaWriter {
     fn first_pts(&self) -> Option<i64> {
         MediaWriter::first_pts(self)
     }
+
+    fn write_surface(&mut self, meta: FrameMeta, surface: CudaSurface) -> Result<()> {
+        MediaWriter::write_surface(self, surface, meta.pts)
+    }
 }
 
 /// What the decode stage knew of a segment when its reader stopped.

@@ -197,6 +197,7 @@ fn open_segment(
                 &config.encoder,
                 w * scale,
                 h * scale,
+                None,
             )?;
             Some((path, writer))
         }
