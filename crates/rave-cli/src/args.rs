@@ -163,9 +163,12 @@ impl Command {
 /// Which encoder writes the video.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EncoderArg {
-    /// The software encoder of --codec (the report says why not NVENC).
+    /// NVENC where the frames are on the GPU and a session opens for --codec at the output's
+    /// size, else the software encoder of --codec (the report says which and why).
     Auto,
-    /// NVIDIA's hardware encoder for --codec (h264 or hevc), where the GPU has one.
+    /// NVIDIA's hardware encoder for --codec (h264_nvenc, hevc_nvenc, av1_nvenc where FFmpeg
+    /// has it) from CUDA surfaces, no host copy; refused (exit 6) where no session opens.
+    /// Not yet run on NVENC hardware (see docs/NVENC.md).
     Nvenc,
     /// libx264 (H.264).
     X264,
@@ -376,11 +379,13 @@ pub struct UpscaleArgs {
     #[arg(long, value_enum, default_value_t = EncoderArg::Auto)]
     pub encoder: EncoderArg,
     /// Constant rate factor: lower is better quality; 0-51 for h264 and hevc, 0-63 for av1
-    /// (default 18 h264, 20 hevc, 28 av1).
+    /// (default 18 h264, 20 hevc, 28 av1). With NVENC: constant quality (rc vbr, cq CRF, no
+    /// bitrate cap; av1's 0-63 scaled to NVENC's 0-51; 0 is constant QP 0).
     #[arg(long, allow_negative_numbers = true,
           value_parser = bounds::whole_in::<u32>(0, 63, Some("0 to 51 for h264 and hevc, 0 to 63 for av1")))]
     pub crf: Option<u32>,
-    /// Encoder preset: ultrafast..placebo for h264/hevc (default medium), 0-13 for av1 (default 8).
+    /// Encoder preset: ultrafast..placebo for h264/hevc (default medium), 0-13 for av1 (default
+    /// 8). With NVENC also p1 (fastest)..p7 (best); the other names map by speed (medium p4).
     #[arg(long, allow_negative_numbers = true)]
     pub preset: Option<String>,
     /// Replace OUT (and an existing OUT's NAME.partial.EXT after Ctrl+C) if it exists; the

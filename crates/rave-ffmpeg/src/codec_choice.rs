@@ -98,9 +98,23 @@ pub struct EncoderSettings {
     pub crf: u32,
     /// Speed preset (x264/x265 names, SVT-AV1 numbers 0-13).
     pub preset: String,
+    /// Software or NVENC (`--encoder`); the software encoder unless set.
+    pub request: crate::encoder_choice::EncoderRequest,
 }
 
 impl EncoderSettings {
+    /// Settings for NVENC (`--encoder nvenc`): `crf` on the codec's scale and `preset` one of
+    /// NVENC's p1..p7 or a name `nvenc_settings::nvenc_preset` maps, checked.
+    pub fn for_nvenc(codec: VideoCodec, crf: Option<u32>, preset: Option<&str>) -> Result<Self> {
+        let nvenc = crate::nvenc_settings::NvencConfig::new(codec, crf, preset, 8, 1)?;
+        Ok(Self {
+            codec,
+            crf: crf.unwrap_or(codec.default_crf()),
+            preset: nvenc.preset.to_string(),
+            request: crate::encoder_choice::EncoderRequest::Nvenc,
+        })
+    }
+
     /// Check `crf` and `preset` against what the codec's encoder accepts, filling defaults.
     pub fn new(codec: VideoCodec, crf: Option<u32>, preset: Option<&str>) -> Result<Self> {
         let crf = crf.unwrap_or(codec.default_crf());
@@ -128,7 +142,12 @@ impl EncoderSettings {
                 codec.encoder_name()
             )));
         }
-        Ok(Self { codec, crf, preset })
+        Ok(Self {
+            codec,
+            crf,
+            preset,
+            request: crate::encoder_choice::EncoderRequest::Software,
+        })
     }
 }
 
@@ -207,6 +226,31 @@ mod tests {
         assert!(EncoderSettings::new(VideoCodec::Av1, None, Some("fast")).is_err());
         let e = EncoderSettings::new(VideoCodec::Hevc, None, Some("turbo")).unwrap_err();
         assert!(e.to_string().contains("ultrafast"), "{e}");
+    }
+
+    #[test]
+    fn nvenc_settings_take_nvenc_presets_and_the_usual_names() {
+        use crate::encoder_choice::EncoderRequest;
+        // Software settings are software unless the caller asks otherwise.
+        let s = EncoderSettings::new(VideoCodec::H264, None, None).unwrap();
+        assert_eq!(s.request, EncoderRequest::Software);
+        let p6 = EncoderSettings::for_nvenc(VideoCodec::Hevc, Some(24), Some("P6")).unwrap();
+        assert_eq!(
+            (p6.crf, p6.preset.as_str(), p6.request),
+            (24, "p6", EncoderRequest::Nvenc)
+        );
+        let named = EncoderSettings::for_nvenc(VideoCodec::H264, None, Some("veryfast")).unwrap();
+        assert_eq!((named.crf, named.preset.as_str()), (18, "p2"));
+        assert_eq!(
+            EncoderSettings::for_nvenc(VideoCodec::H264, None, None)
+                .unwrap()
+                .preset,
+            "p4"
+        );
+        assert!(EncoderSettings::for_nvenc(VideoCodec::H264, None, Some("p8")).is_err());
+        assert!(EncoderSettings::for_nvenc(VideoCodec::H264, Some(52), None).is_err());
+        // x264 has no p-presets.
+        assert!(EncoderSettings::new(VideoCodec::H264, None, Some("p4")).is_err());
     }
 
     #[test]

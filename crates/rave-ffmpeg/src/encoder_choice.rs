@@ -7,7 +7,8 @@
 use crate::codec_choice::VideoCodec;
 
 /// What the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EncoderRequest {
     /// NVENC where it works, else software.
     Auto,

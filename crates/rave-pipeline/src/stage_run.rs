@@ -26,6 +26,7 @@ use crate::segment_sink::{
     finish_segments,
 };
 use crate::stages::{self, DecodePolicy, FirstError, PipelineMetrics, guarded};
+use rave_ffmpeg::cuda_surfaces::CudaSurfacePool;
 
 /// A segment opened for the stages.
 pub struct OpenSegment {
@@ -71,7 +72,11 @@ pub struct StageRun<'a> {
 
 /// Run the stages over `run.first` and the segments `run.next` opens, with `engine`. Every
 /// segment opened is settled once; the first error of any stage is the result.
-pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<()> {
+pub fn run_stages(
+    engine: &mut Engine,
+    surfaces: Option<Arc<CudaSurfacePool>>,
+    run: StageRun<'_>,
+) -> Result<()> {
     let StageRun {
         first,
         next,
@@ -114,7 +119,9 @@ pub fn run_stages(engine: &mut Engine, run: StageRun<'_>) -> Result<()> {
         };
         match engine {
             Engine::Cpu(backend) => middle.spawn_cpu(s, backend.as_mut(), caps.inferred.max(1)),
-            Engine::Gpu(gpu) => middle.spawn_gpu(s, gpu, copies, caps.inferred.max(1)),
+            Engine::Gpu(gpu) => {
+                middle.spawn_gpu(s, gpu, copies, caps.inferred.max(1), surfaces.as_ref())
+            }
         }
         let errors = &errors;
         s.spawn(move || finish_segments(finish_rx, settle, errors, cancel, &metrics.encode));
@@ -344,6 +351,7 @@ impl<'a> Middle<'a> {
         gpu: &'s GpuPath,
         copies: &'s Arc<HostCopies>,
         inferred: usize,
+        surfaces: Option<&'s Arc<CudaSurfacePool>>,
     ) where
         'a: 's,
     {
@@ -383,9 +391,19 @@ impl<'a> Middle<'a> {
         s.spawn(move || {
             guarded(errors, cancel, || {
                 stages::convert_measured(inf_rx, post_tx, cancel, &m.postprocess, |f| {
-                    converter
-                        .download(f, depth)
-                        .map(|(frame, busy)| (frame.into(), busy))
+                    match surfaces {
+                        // NVENC: into a surface of its pool, no host copy or wait.
+                        Some(pool) => {
+                            let t = std::time::Instant::now();
+                            let mut surface = pool.take()?;
+                            converter.to_surface(&f, &mut surface)?;
+                            let meta = f.meta;
+                            Ok((EncodeFrame::Surface { meta, surface }, t.elapsed()))
+                        }
+                        None => converter
+                            .download(f, depth)
+                            .map(|(frame, busy)| (frame.into(), busy)),
+                    }
                 })
             })
         });

@@ -26,8 +26,7 @@ use crate::{locate, progress_view, summary};
 /// Run `rave upscale`; returns the exit code (0, or 130 for a partial run; a batch's is
 /// described in `batch::BatchReport::new`).
 pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
-    let codec = choose_codec(args.codec, args.encoder, args.run.device)?;
-    let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
+    let encoder = encoder_settings(args)?;
     let job = match batch::plan(&args.input, &args.output)? {
         Plan::Single(job) => job,
         Plan::Batch { folder, jobs } => return batch::run(global, args, encoder, &folder, &jobs),
@@ -50,14 +49,30 @@ pub fn config_for(
     input: &Path,
     output: &Path,
 ) -> Result<UpscaleConfig> {
-    let codec = choose_codec(args.codec, args.encoder, args.run.device)?;
-    let encoder = EncoderSettings::new(codec, args.crf, args.preset.as_deref())?;
+    let encoder = encoder_settings(args)?;
     pipeline_config(global, &args.run, args, encoder, input, output)
 }
 
+/// The encoder settings of `--codec`, `--encoder`, `--crf` and `--preset`: `auto` asks for
+/// NVENC where a session opens at the output's size (decided once the input is read) and
+/// the software encoder otherwise; `nvenc` is refused here, before the input is read, where
+/// no session opens (FFmpeg's answer), and takes NVENC's presets (p1..p7) besides the usual
+/// names.
+fn encoder_settings(args: &UpscaleArgs) -> Result<EncoderSettings> {
+    let codec = choose_codec(args.codec, args.encoder, args.run.device)?;
+    let (crf, preset) = (args.crf, args.preset.as_deref());
+    Ok(match args.encoder {
+        EncoderArg::Nvenc => EncoderSettings::for_nvenc(codec, crf, preset)?,
+        EncoderArg::Auto => EncoderSettings {
+            request: EncoderRequest::Auto,
+            ..EncoderSettings::new(codec, crf, preset)?
+        },
+        _ => EncoderSettings::new(codec, crf, preset)?,
+    })
+}
+
 /// The codec from `--codec` and `--encoder` (which must agree); `nvenc` is refused with the
-/// reason: where the GPU has no NVENC, FFmpeg's own answer; where it has one, that RAVE's
-/// NVENC path is not implemented yet.
+/// reason where no session opens (FFmpeg's own answer).
 fn choose_codec(
     codec: Option<CodecArg>,
     encoder: EncoderArg,
@@ -87,18 +102,16 @@ fn choose_codec(
     };
     if encoder == EncoderArg::Nvenc {
         // Before the input is read: a small 8-bit test session (frames are on the GPU unless
-        // --device cpu). Until RAVE's NVENC path exists, every outcome here is a refusal.
+        // --device cpu); the session at the output's size is asked once the input is read.
         let on_gpu = device != DeviceArg::Cpu;
         let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, on_gpu, nvenc_session);
-        return Err(match pick {
-            Ok(EncoderPick::Nvenc { encoder: name }) => EngineError::Config(format!(
-                "--encoder nvenc: {name} is available, but RAVE's NVENC path is not implemented yet; use --encoder auto (software, one download per frame)"
-            )),
-            Ok(EncoderPick::Software { reason }) => EngineError::Config(reason),
+        return match pick {
+            Ok(EncoderPick::Nvenc { .. }) => Ok(codec),
+            Ok(EncoderPick::Software { reason }) => Err(EngineError::Config(reason)),
             // --device cpu with --encoder nvenc: the options disagree (exit 2).
-            Err(refusal) if !on_gpu => EngineError::Config(refusal),
-            Err(refusal) => EngineError::NoGpu(refusal),
-        });
+            Err(refusal) if !on_gpu => Err(EngineError::Config(refusal)),
+            Err(refusal) => Err(EngineError::NoGpu(refusal)),
+        };
     }
     Ok(codec)
 }

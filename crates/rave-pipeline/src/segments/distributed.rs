@@ -103,6 +103,7 @@ pub fn run_segment(
         config: config.clone(),
         container: Container::from_path(&config.output)?,
         in_size: probe(&config.input)?.frame_size()?,
+        bit_depth,
         structure: None,
     };
     let mut worker = Worker::start(&spec, cancel)?;

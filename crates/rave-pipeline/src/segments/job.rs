@@ -117,13 +117,14 @@ pub fn prepare(
     for w in &carried.warnings {
         progress.warning(w);
     }
+    let bit_depth = reader.color().bit_depth;
     let spec = JobSpec {
         config: config.clone(),
         container,
         in_size,
+        bit_depth,
         structure: reader.structure_verdict(),
     };
-    let bit_depth = reader.color().bit_depth;
     clock.step("probe", began);
     let began = std::time::Instant::now();
     let opts = &config.segments;

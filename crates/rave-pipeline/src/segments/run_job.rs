@@ -54,6 +54,8 @@ type PartialSegment = (usize, PathBuf, u64, Option<i64>);
 struct WorkerReport {
     info: BackendInfo,
     gpu: Option<(GpuBackendReport, HealthSnapshot)>,
+    /// The NVENC encoder it used, or why it used the software one (`--encoder auto`).
+    encoder: (Option<&'static str>, Option<String>),
 }
 
 /// Run `job` to its end into `target` (`None` for a null sink); `clock` has the run's start
@@ -187,12 +189,14 @@ pub fn run_job(
                         Engine::Gpu(g) => Some((g.backend.counters(), g.ctx.health())),
                         Engine::Cpu(_) => None,
                     };
+                    let encoder = (worker.nvenc_encoder(), worker.software_reason.clone());
                     reports
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .push(WorkerReport {
                             info: worker.info,
                             gpu,
+                            encoder,
                         });
                     result
                 });
@@ -322,9 +326,16 @@ pub fn run_job(
     let gpu = first.gpu.clone().map(|(backend, health)| GpuRunReport {
         backend,
         decoder: gpu_stages::describe_decoder(&decode, config.gpu.nvdec),
-        encoder: match config.null_output {
-            true => "none (null sink)".into(),
-            false => gpu_stages::describe_encoder(config.encoder.codec),
+        encoder: match (config.null_output, &first.encoder) {
+            (true, _) => "none (null sink)".into(),
+            (false, (Some(nvenc), _)) => format!(
+                "{nvenc} (NVENC) from CUDA surfaces the postprocess kernel writes: no host copy"
+            ),
+            (false, (None, Some(why))) => format!(
+                "{} (software) from one page-locked device-to-host copy per frame; {why}",
+                config.encoder.codec.encoder_name()
+            ),
+            (false, (None, None)) => gpu_stages::describe_encoder(config.encoder.codec),
         },
         host_copies: copies.report(metrics.encode.frames()),
         health,

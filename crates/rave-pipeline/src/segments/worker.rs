@@ -5,8 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::cuda_surfaces::CudaSurfacePool;
+use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
+use rave_ffmpeg::hw_caps::nvenc_session;
 use rave_ffmpeg::nvdec::CudaDevice;
+use rave_ffmpeg::nvenc_settings::NvencConfig;
 use rave_ffmpeg::structure_check::StructureProblem;
+use rave_ffmpeg::writer::NvencOutput;
 use rave_ffmpeg::{Container, FrameBounds, MediaWriter, VideoReader};
 
 use super::plan::PlannedSegment;
@@ -27,6 +32,8 @@ pub struct JobSpec {
     pub container: Container,
     /// Input frame size.
     pub in_size: (u32, u32),
+    /// Bits per sample of the input (8 or 10).
+    pub bit_depth: u8,
     /// The verdict of the input's structure check (not repeated per segment).
     pub structure: Option<StructureProblem>,
 }
@@ -47,6 +54,10 @@ pub struct RunShared<'a> {
 pub struct Worker {
     engine: Engine,
     nvdec: Option<CudaDevice>,
+    /// NVENC, where `--encoder auto|nvenc` got a session for the output (None: software).
+    nvenc: Option<NvencPath>,
+    /// Why the software encoder runs where NVENC was asked for by `auto`, for the report.
+    pub software_reason: Option<String>,
     /// The model's scale.
     pub scale: u32,
     /// What `choose_backend` chose (for the report).
@@ -102,9 +113,14 @@ impl Worker {
             Engine::Gpu(gpu) if config.gpu.nvdec => Some(gpu_stages::nvdec_device(&gpu.ctx)?),
             _ => None,
         };
+        let surfaces = (config.channels.inferred + 4) as u32;
+        let (nvenc, software_reason) =
+            choose_nvenc(job, &engine, (w * scale, h * scale), surfaces)?;
         Ok(Self {
             engine,
             nvdec,
+            nvenc,
+            software_reason,
             scale,
             info: BackendInfo {
                 metadata,
@@ -113,6 +129,11 @@ impl Worker {
                 warning,
             },
         })
+    }
+
+    /// The NVENC encoder in use, if any (its FFmpeg name).
+    pub fn nvenc_encoder(&self) -> Option<&'static str> {
+        self.nvenc.as_ref().map(|n| n.config.encoder)
     }
 
     /// The engine (for the GPU report).
@@ -137,17 +158,23 @@ impl Worker {
         let held = (caps.decoded + caps.preprocessed + 2) as i32;
         let nvdec = self.nvdec.as_ref().map(|d| (d, held));
         let scale = self.scale;
+        let nvenc = self.nvenc.as_ref().map(|n| NvencOutput {
+            config: &n.config,
+            surfaces: &n.surfaces,
+        });
         let mut open = || -> Result<Option<OpenSegment>> {
             let Some((seg, out)) = next()? else {
                 return Ok(None);
             };
-            open_segment(job, &seg, out, nvdec, scale).map(Some)
+            open_segment(job, &seg, out, nvdec, scale, nvenc).map(Some)
         };
+        let surfaces = self.nvenc.as_ref().map(|n| n.surfaces.clone());
         let Some(first) = open()? else {
             return Ok(());
         };
         run_stages(
             &mut self.engine,
+            surfaces,
             StageRun {
                 first,
                 next: &mut open,
@@ -177,6 +204,7 @@ fn open_segment(
     out: Option<PathBuf>,
     nvdec: Option<(&CudaDevice, i32)>,
     scale: u32,
+    nvenc: Option<NvencOutput<'_>>,
 ) -> Result<OpenSegment> {
     let config = &job.config;
     let bounds = FrameBounds {
@@ -197,7 +225,7 @@ fn open_segment(
                 &config.encoder,
                 w * scale,
                 h * scale,
-                None,
+                nvenc,
             )?;
             Some((path, writer))
         }
@@ -213,4 +241,69 @@ fn open_segment(
             max_frames: seg.end_pts.is_none().then_some(config.max_frames).flatten(),
         },
     })
+}
+
+/// NVENC for a worker: its configuration, the pool of CUDA surfaces on RAVE's context the
+/// postprocess kernel writes, and the FFmpeg CUDA device they were made on.
+struct NvencPath {
+    config: NvencConfig,
+    surfaces: Arc<CudaSurfacePool>,
+    _device: CudaDevice,
+}
+
+/// Keyframes every this many frames with NVENC (each an IDR, so segments join).
+const NVENC_GOP: u32 = 250;
+
+/// Whether the run encodes with NVENC (`--encoder auto|nvenc`): a session must open for the
+/// codec at `out_size` and the output's bits, and the frames must be on the GPU; with `auto`
+/// otherwise the software encoder and why, with `nvenc` otherwise an error (exit 6).
+fn choose_nvenc(
+    job: &JobSpec,
+    engine: &Engine,
+    out_size: (u32, u32),
+    surfaces: u32,
+) -> Result<(Option<NvencPath>, Option<String>)> {
+    let config = &job.config;
+    let settings = &config.encoder;
+    if settings.request == EncoderRequest::Software || config.null_output {
+        return Ok((None, None));
+    }
+    let gpu = match engine {
+        Engine::Gpu(gpu) => Some(gpu),
+        Engine::Cpu(_) => None,
+    };
+    let nvenc = NvencConfig::new(
+        settings.codec,
+        Some(settings.crf),
+        Some(&settings.preset),
+        job.bit_depth,
+        NVENC_GOP,
+    )?;
+    let pick = choose_encoder(
+        settings.request,
+        settings.codec,
+        Some(out_size),
+        nvenc.output_bits,
+        gpu.is_some(),
+        nvenc_session,
+    );
+    match (pick, gpu) {
+        (Err(refusal), _) => Err(EngineError::NoGpu(refusal)),
+        (Ok(EncoderPick::Software { reason }), _) => Ok((None, Some(reason))),
+        (Ok(EncoderPick::Nvenc { .. }), Some(gpu)) => {
+            let device = gpu_stages::nvdec_device(&gpu.ctx)?;
+            let pool = CudaSurfacePool::new(&device, nvenc.surface, out_size, surfaces)?;
+            Ok((
+                Some(NvencPath {
+                    config: nvenc,
+                    surfaces: Arc::new(pool),
+                    _device: device,
+                }),
+                None,
+            ))
+        }
+        (Ok(EncoderPick::Nvenc { .. }), None) => Err(EngineError::InvariantViolation(
+            "NVENC chosen for frames on the CPU".into(),
+        )),
+    }
 }

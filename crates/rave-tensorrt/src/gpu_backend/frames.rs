@@ -198,10 +198,17 @@ impl TensorRtBackend {
                 sink(upscaled(slot));
             }
             None => {
-                let slot = ring.acquire()?;
+                // The slot's last reader (the postprocess kernel, which the host need not
+                // have waited for: NVENC) must be done before a runtime on its own stream
+                // rewrites it: the inference stream waits for it, and the host for that.
+                let stream = &self.ctx.streams().inference;
+                let slot = ring.acquire_with(|slot| {
+                    let _ = cudarc::driver::DevicePtrMut::device_ptr_mut(slot.slice_mut(), stream);
+                    self.ctx.host_sync(stream, "output slot sync")
+                })?;
                 // SAFETY: the addresses are used only by the synchronous run below: after the
-                // input was written (the preprocess stream was synchronized above) and while
-                // the ring slot is held here, released downstream only after its download.
+                // input was written (the preprocess stream was synchronized above) and the
+                // slot's last reader finished (above), while the ring slot is held here.
                 let (in_ptr, out_ptr) = unsafe { (first.device_ptr(), slot.device_addr()) };
                 // SAFETY: the texture's buffer holds `in_bytes` (checked above) and the ring
                 // slot, held only here, was allocated for `out_bytes`; both are device
@@ -246,17 +253,17 @@ impl TensorRtBackend {
                 self.audit("output", stage_out, used)?;
                 let mut slots: [Option<Arc<GpuBuffer>>; MAX_BATCH] = Default::default();
                 for (i, slot) in slots.iter_mut().take(n).enumerate() {
-                    let buf = ring.acquire()?;
-                    // SAFETY: ring slots hold `out_bytes` and the staging output `max_batch`
-                    // of them; both stay alive past the sync below.
-                    unsafe {
-                        copy_on(
-                            stream,
-                            buf.device_addr(),
-                            stage_out + (i * out_bytes) as u64,
-                            out_bytes,
-                        )
-                    }?;
+                    // Taken on the inference stream, the slot orders the copy after its last
+                    // reader and records the copy as its writer.
+                    let buf = ring.acquire_with(|buf| {
+                        let (addr, _written) =
+                            cudarc::driver::DevicePtrMut::device_ptr_mut(buf.slice_mut(), stream);
+                        // SAFETY: ring slots hold `out_bytes` and the staging output
+                        // `max_batch` of them; both stay alive past the sync below.
+                        unsafe {
+                            copy_on(stream, addr, stage_out + (i * out_bytes) as u64, out_bytes)
+                        }
+                    })?;
                     *slot = Some(buf);
                 }
                 self.ctx.host_sync(stream, "staging sync")?;
