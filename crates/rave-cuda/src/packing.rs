@@ -215,7 +215,8 @@ fn unpack_threads(samples: usize) -> usize {
     if samples < PARALLEL_SAMPLES {
         return 1;
     }
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
 }
 
 /// Rows `first ..` of one plane of `buf` (`pitch` bytes apart from `offset`) into `dst`,

@@ -150,7 +150,12 @@ impl NativeBackend {
         let s = self.meta.scale as usize;
         let out_bytes = 3 * w as usize * h as usize * s * s * 4;
         // The old engine's maps go before the new engine's are allocated (an RRDBNet holds
-        // gigabytes of them at 1080p), so a size change never needs both at once.
+        // gigabytes of them at 1080p), so a size change never needs both at once; its queued
+        // kernels (the runs do not wait for them) finish first.
+        if state.is_some() {
+            self.ctx
+                .host_sync(&self.ctx.streams().inference, "finishing the old engine")?;
+        }
         let mut old_ring = state.take().map(|old| old.ring);
         if let Some(ring) = old_ring.as_mut() {
             let ctx = &self.ctx;
@@ -249,7 +254,13 @@ impl GpuInference for NativeBackend {
     }
 
     fn close(&self) -> Result<()> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.is_some() {
+            // The engine's queued kernels finish before its modules and maps go.
+            self.ctx
+                .host_sync(&self.ctx.streams().inference, "finishing the engine")?;
+        }
+        state.take();
         Ok(())
     }
 

@@ -211,6 +211,8 @@ pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<Inferen
             let t = Instant::now();
             run(repeats)?;
             gpu.ctx.host_sync(inference, "inference sync")?;
+            // The timing events of the runs (for the backend's own counters).
+            gpu.backend.finished_gpu_times(true)?;
             let frames = repeats.div_ceil(batch as u64) * batch as u64;
             let fps = frames as f64 / t.elapsed().as_secs_f64();
             gpu.backend.close()?;

@@ -324,9 +324,15 @@ impl GpuConverter {
         let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
         if pinned.as_ref().is_none_or(|p| p.len() < layout.bytes) {
             // SAFETY: page-locked host memory whose contents are written by the copy below
-            // before anything reads them.
-            let fresh = unsafe { self.ctx.cuda().alloc_pinned::<u8>(layout.bytes) }
-                .map_err(cuda_err("allocating page-locked memory"))?;
+            // before anything reads them. Cached (flags 0), not cudarc's default
+            // write-combined memory: the host reads every byte of it (unpacking), and reads
+            // of write-combined memory bypass the caches.
+            let fresh = unsafe {
+                self.ctx
+                    .cuda()
+                    .alloc_pinned_with_flags::<u8>(layout.bytes, 0)
+            }
+            .map_err(cuda_err("allocating page-locked memory"))?;
             *pinned = Some(fresh);
         }
         let host = pinned.as_mut().expect("allocated above");

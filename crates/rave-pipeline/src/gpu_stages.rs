@@ -57,9 +57,9 @@ pub fn describe_encoder(codec: VideoCodec) -> String {
     let nvenc = codec.nvenc_encoder();
     let status = rave_ffmpeg::hw_caps::nvenc_status_of(nvenc);
     let why = match (status.available, status.reason) {
-        (true, _) => format!(
-            "{nvenc} is available on this GPU (--encoder auto or nvenc would take it)"
-        ),
+        (true, _) => {
+            format!("{nvenc} is available on this GPU (--encoder auto or nvenc would take it)")
+        }
         (false, Some(reason)) => format!("{nvenc}: {reason}"),
         (false, None) => format!("{nvenc} is unavailable"),
     };

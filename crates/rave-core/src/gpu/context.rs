@@ -114,9 +114,15 @@ impl GpuContext {
         self.home.vram.reserve(bucket)?;
         // SAFETY: the contents are unspecified until a stage writes them; every user writes
         // before reading (kernels fill whole planes, copies fill whole buffers).
-        let slice = unsafe { self.streams.preprocess.alloc::<u8>(bucket) }
+        let mut slice = unsafe { self.streams.preprocess.alloc::<u8>(bucket) }
             .inspect_err(|_| self.home.vram.release(bucket))
             .map_err(cuda_err("allocating device memory"))?;
+        // The allocation is stream-ordered on the preprocess stream: record it as the
+        // buffer's first write there, so a first use on another stream waits for it.
+        drop(cudarc::driver::DevicePtrMut::device_ptr_mut(
+            &mut slice,
+            &self.streams.preprocess,
+        ));
         Ok(GpuBuffer::new(slice, bucket, &self.home))
     }
 

@@ -43,7 +43,10 @@ impl GpuTimer {
         let mut pending = self.lock();
         let mut out = Vec::new();
         while let Some((start, end)) = pending.front() {
-            if !wait && !end.is_complete() {
+            let done = end
+                .try_is_complete()
+                .map_err(cuda_err("reading a timing event"))?;
+            if !wait && !done {
                 break;
             }
             // elapsed_ms waits for both events: at once when `end` is complete.

@@ -2,7 +2,7 @@
 //! recycle and overflow counters. Generic over the buffer type so the bookkeeping is tested
 //! without a GPU.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -47,7 +47,7 @@ impl PoolStats {
 /// Free lists by bucket size.
 #[derive(Debug)]
 pub struct BucketPool<B> {
-    free: Mutex<HashMap<usize, Vec<B>>>,
+    free: Mutex<HashMap<usize, VecDeque<B>>>,
     max_per_bucket: usize,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -71,15 +71,17 @@ impl<B> BucketPool<B> {
         }
     }
 
-    /// An idle buffer of `bucket` bytes, counting a hit; `None` counts a miss (the caller
-    /// allocates a new one).
+    /// An idle buffer of `bucket` bytes, the one returned longest ago (its last users on the
+    /// GPU the likeliest to be done: the newest would make its next writer wait for the work
+    /// that just released it), counting a hit; `None` counts a miss (the caller allocates a
+    /// new one).
     pub fn take(&self, bucket: usize) -> Option<B> {
         let found = self
             .free
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(&bucket)
-            .and_then(Vec::pop);
+            .and_then(VecDeque::pop_front);
         if found.is_some() {
             self.hits.fetch_add(1, Ordering::Relaxed);
             self.since_miss.fetch_add(1, Ordering::Relaxed);
@@ -99,7 +101,7 @@ impl<B> BucketPool<B> {
             self.overflows.fetch_add(1, Ordering::Relaxed);
             return Some(buffer);
         }
-        list.push(buffer);
+        list.push_back(buffer);
         self.recycles.fetch_add(1, Ordering::Relaxed);
         None
     }
@@ -147,6 +149,17 @@ mod tests {
         // 1080p NV12 (3,110,400 bytes) wastes less than one granule.
         let b = bucket_size(3_110_400);
         assert!(b >= 3_110_400 && b - 3_110_400 < LARGE_GRANULE);
+    }
+
+    #[test]
+    fn the_buffer_returned_longest_ago_is_taken_first() {
+        let pool: BucketPool<&str> = BucketPool::new(4);
+        pool.give_back(1024, "first");
+        pool.give_back(1024, "second");
+        assert_eq!(pool.take(1024), Some("first"));
+        pool.give_back(1024, "third");
+        assert_eq!(pool.take(1024), Some("second"));
+        assert_eq!(pool.take(1024), Some("third"));
     }
 
     #[test]

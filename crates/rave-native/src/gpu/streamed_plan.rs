@@ -63,6 +63,12 @@ pub(super) fn plan(
     if height == 0 || width == 0 {
         return Err("an empty image".into());
     }
+    // The kernels' walk releases the stage of the k-step before each one: it needs one.
+    if read == 0 || cout == 0 {
+        return Err(format!(
+            "a layer of {read} input and {cout} output channels"
+        ));
+    }
     if height > MOST || width > MOST || read > MOST || cout > MOST {
         return Err(format!("{width}x{height} is too large"));
     }
@@ -241,6 +247,8 @@ mod tests {
         assert!(err(plan(64, 32, map(64), nhwc(192, 176), NONE, SIZE)).contains("of a map of 192"));
         assert!(err(plan(64, 32, map(64), nhwc(192, 33), NONE, SIZE)).contains("channel 33"));
         assert!(err(plan(64, 3, map(64), nhwc(64, 0), NONE, SIZE)).contains("3 channels"));
+        // A layer with no input channels (no k-step to walk).
+        assert!(err(plan(0, 32, map(64), nhwc(192, 64), NONE, SIZE)).contains("0 input"));
         // Buffers one pixel short.
         let short_source = SourceShape::Map {
             len: PIXELS * 64 - 1,

@@ -215,7 +215,9 @@ impl TensorRtBackend {
                 // memory of this context and outlive the synchronous run.
                 let used = unsafe { binding.run(session, in_ptr, &one_in, out_ptr, &one_out, 0) }?;
                 // A run on the provider's own stream synchronizes it at its end.
-                self.ctx.count_host_sync();
+                if !binding.is_asynchronous() {
+                    self.ctx.count_host_sync();
+                }
                 self.audit("output", out_ptr, used)?;
                 self.record(t0.elapsed());
                 sink(upscaled(slot));
@@ -249,7 +251,11 @@ impl TensorRtBackend {
                 let used = unsafe {
                     binding.run(session, stage_in, &shape_in, stage_out, &shape_out, graph)
                 }?;
-                self.ctx.count_host_sync();
+                // A run on RAVE's stream is ordered there (the copies below follow it); one
+                // on the provider's own stream synchronized it at its end.
+                if !binding.is_asynchronous() {
+                    self.ctx.count_host_sync();
+                }
                 self.audit("output", stage_out, used)?;
                 let mut slots: [Option<Arc<GpuBuffer>>; MAX_BATCH] = Default::default();
                 for (i, slot) in slots.iter_mut().take(n).enumerate() {
