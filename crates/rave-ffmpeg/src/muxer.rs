@@ -266,6 +266,11 @@ impl Muxer {
         self.summary.frames_encoded += n;
     }
 
+    /// Name the encoder in the summary when it is not the codec's software encoder (NVENC).
+    pub fn set_encoder_name(&mut self, name: &str) {
+        self.summary.encoder = name.into();
+    }
+
     /// Write a packet of a copied stream, unchanged but for its timestamps' time base. A
     /// packet the muxer refuses as invalid (damaged data: a broken header a bitstream filter
     /// cannot parse, timestamps it cannot store) is left out and reported as `Refused`;

@@ -207,7 +207,10 @@ impl MediaWriter {
             },
             source: None,
         };
-        let muxer = Muxer::create(path, shown_as, &description)?;
+        let mut muxer = Muxer::create(path, shown_as, &description)?;
+        if let Some(n) = nvenc {
+            muxer.set_encoder_name(n.config.encoder);
+        }
         Ok(Self {
             encoder,
             muxer,

@@ -320,6 +320,10 @@ pub fn run_job(
         warnings.push(w);
     }
     mux.warnings.extend(warnings);
+    // The assembly copies the segments' packets: it names the codec's software encoder.
+    if let (Some(nvenc), _) = first.encoder {
+        mux.encoder = nvenc.into();
+    }
     let elapsed = clock.started().elapsed().as_secs_f64();
     let (w, h) = spec.in_size;
     let meta = first.info.metadata.clone();
