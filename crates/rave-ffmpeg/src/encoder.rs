@@ -84,15 +84,7 @@ impl VideoEncoder {
                 "encoder {name} is not available in this FFmpeg build; choose another --codec"
             ))
         })?;
-        let mut enc = ffmpeg_next::codec::context::Context::new_with_codec(codec)
-            .encoder()
-            .video()
-            .map_err(|e| EngineError::Encode(format!("{name}: {e}")))?;
-        enc.set_width(geometry.width);
-        enc.set_height(geometry.height);
-        enc.set_format(working_format(geometry.bit_depth));
-        enc.set_time_base(geometry.time_base);
-        enc.set_frame_rate(Some(geometry.frame_rate));
+        let mut enc = unopened(codec, name, geometry, working_format(geometry.bit_depth))?;
         // SAFETY: `enc` owns a valid, unopened codec context for the duration of the call.
         let ctx = unsafe { enc.as_mut_ptr() };
         sys::prepare_encoder(ctx, color, global_header, geometry.sample_aspect.into());
@@ -214,6 +206,26 @@ impl Drop for VideoEncoder {
         let mut packet = Packet::empty();
         while self.encoder.receive_packet(&mut packet).is_ok() {}
     }
+}
+
+/// An unopened video encoder context of `codec` (FFmpeg name `name`) for `geometry`'s size,
+/// time base and rate, taking frames of `format`.
+pub(crate) fn unopened(
+    codec: ffmpeg_next::Codec,
+    name: &str,
+    geometry: EncoderGeometry,
+    format: ffmpeg_next::format::Pixel,
+) -> Result<ffmpeg_next::encoder::video::Video> {
+    let mut enc = ffmpeg_next::codec::context::Context::new_with_codec(codec)
+        .encoder()
+        .video()
+        .map_err(|e| EngineError::Encode(format!("{name}: {e}")))?;
+    enc.set_width(geometry.width);
+    enc.set_height(geometry.height);
+    enc.set_format(format);
+    enc.set_time_base(geometry.time_base);
+    enc.set_frame_rate(Some(geometry.frame_rate));
+    Ok(enc)
 }
 
 /// The next finished packet of an opened encoder, `None` when it needs more input or has

@@ -56,15 +56,8 @@ impl NvencEncoder {
         }
         let codec = ffmpeg_next::encoder::find_by_name(name)
             .ok_or_else(|| EngineError::Encode(format!("{name} is not in this FFmpeg build")))?;
-        let mut enc = ffmpeg_next::codec::context::Context::new_with_codec(codec)
-            .encoder()
-            .video()
-            .map_err(|e| EngineError::Encode(format!("{name}: {e}")))?;
-        enc.set_width(geometry.width);
-        enc.set_height(geometry.height);
-        enc.set_format(ffmpeg_next::format::Pixel::CUDA);
-        enc.set_time_base(geometry.time_base);
-        enc.set_frame_rate(Some(geometry.frame_rate));
+        let mut enc =
+            crate::encoder::unopened(codec, name, geometry, ffmpeg_next::format::Pixel::CUDA)?;
         // SAFETY: `enc` owns a valid, unopened codec context; it takes its own reference to
         // the frames context, released when the context is freed.
         unsafe {
