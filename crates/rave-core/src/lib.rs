@@ -12,6 +12,7 @@ pub mod error;
 pub mod frame;
 pub mod gpu;
 pub mod metrics;
+pub mod tiling;
 pub mod types;
 
 pub use error::{EngineError, ErrorFamily, Result};
