@@ -136,8 +136,14 @@ impl EncoderSettings {
                 VideoCodec::Av1 => "0 (slowest) to 13 (fastest)".to_string(),
                 _ => X26X_PRESETS.join(", "),
             };
+            let nvenc = crate::nvenc_settings::nvenc_preset(codec, Some(&preset))
+                .is_ok_and(|p| p == preset);
+            let hint = match nvenc {
+                true => " (p1..p7 are NVENC's presets: --encoder nvenc)",
+                false => "",
+            };
             return Err(EngineError::Config(format!(
-                "--preset {:?} is not a {} preset: use {allowed}",
+                "--preset {:?} is not a {} preset: use {allowed}{hint}",
                 preset,
                 codec.encoder_name()
             )));
@@ -249,8 +255,9 @@ mod tests {
         );
         assert!(EncoderSettings::for_nvenc(VideoCodec::H264, None, Some("p8")).is_err());
         assert!(EncoderSettings::for_nvenc(VideoCodec::H264, Some(52), None).is_err());
-        // x264 has no p-presets.
-        assert!(EncoderSettings::new(VideoCodec::H264, None, Some("p4")).is_err());
+        // x264 has no p-presets; the refusal says whose they are.
+        let e = EncoderSettings::new(VideoCodec::H264, None, Some("p4")).unwrap_err();
+        assert!(e.to_string().contains("--encoder nvenc"), "{e}");
     }
 
     #[test]
