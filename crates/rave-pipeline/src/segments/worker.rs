@@ -272,13 +272,20 @@ fn choose_nvenc(
         Engine::Gpu(gpu) => Some(gpu),
         Engine::Cpu(_) => None,
     };
-    let nvenc = NvencConfig::new(
+    let nvenc = match NvencConfig::new(
         settings.codec,
         Some(settings.crf),
         Some(&settings.preset),
         job.bit_depth,
         NVENC_GOP,
-    )?;
+    ) {
+        Ok(c) => c,
+        // `auto` with settings NVENC cannot map: the software encoder, saying why.
+        Err(e) if settings.request == EncoderRequest::Auto => {
+            return Ok((None, Some(format!("not NVENC: {e}"))));
+        }
+        Err(e) => return Err(e),
+    };
     let pick = choose_encoder(
         settings.request,
         settings.codec,
