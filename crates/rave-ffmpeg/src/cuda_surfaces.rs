@@ -142,6 +142,17 @@ impl CudaSurface {
         unsafe { planes_of(self.frame) }
     }
 
+    /// The CUDA stream of the FFmpeg device its pool was made on (where NVENC and FFmpeg's
+    /// transfers read it), as its `CUstream` address.
+    pub fn device_stream(&self) -> usize {
+        // SAFETY: a frame of a pool has a frames context, which holds its CUDA device context.
+        unsafe {
+            let frames = &*((*(*self.frame).hw_frames_ctx).data as *const ffi::AVHWFramesContext);
+            let device = &*frames.device_ctx;
+            (*(device.hwctx as *const AvCudaDeviceContext)).stream as usize
+        }
+    }
+
     /// Whether it came from `pool`.
     pub fn is_from(&self, pool: &CudaSurfacePool) -> bool {
         // SAFETY: both are valid; only the contexts' data pointers are compared.

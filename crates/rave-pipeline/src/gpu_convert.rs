@@ -273,8 +273,10 @@ impl GpuConverter {
 
     /// Convert an upscaled frame straight into an encoder's CUDA surface (NV12 or P010, its
     /// pitches), with no host copy: queued on the encode stream after the inference's write
-    /// of the frame, and FFmpeg's device stream (where the encoder and FFmpeg's transfers
-    /// read the surface) ordered after it; the host does not wait.
+    /// of the frame. FFmpeg's device stream (where the encoder and FFmpeg's transfers read
+    /// the surface) is the encode stream itself for a pool on `gpu_stages::nvenc_device`;
+    /// the decode stream (a pool on NVDEC's device) is ordered after the kernel; any other
+    /// waits on the host.
     pub fn to_surface(&self, frame: &GpuFrame, surface: &mut CudaSurface) -> Result<()> {
         let t = &frame.texture;
         let p = surface.planes()?;
@@ -293,7 +295,14 @@ impl GpuConverter {
             self.kernels
                 .rgb_to_surface(&streams.encode, &t.data, t.format, &planes, &self.color)
         }?;
-        self.ctx.order_after(&streams.decode, &streams.encode)
+        let device = surface.device_stream();
+        if device == streams.encode.cu_stream() as usize {
+            Ok(())
+        } else if device == streams.decode.cu_stream() as usize {
+            self.ctx.order_after(&streams.decode, &streams.encode)
+        } else {
+            self.ctx.host_sync(&streams.encode, "surface sync")
+        }
     }
 
     /// Convert an upscaled frame to YUV at `bit_depth` and copy it to the host (one

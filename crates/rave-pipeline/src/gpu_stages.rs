@@ -31,6 +31,19 @@ pub fn nvdec_device(ctx: &GpuContext) -> Result<CudaDevice> {
     }
 }
 
+/// An FFmpeg CUDA device on RAVE's context whose work (NVENC's reads of its surfaces,
+/// FFmpeg's transfers) is queued on the encode stream, where the postprocess kernel writes
+/// the surfaces: the two are ordered by the stream itself.
+pub fn nvenc_device(ctx: &GpuContext) -> Result<CudaDevice> {
+    // SAFETY: as for `nvdec_device`, with the encode stream.
+    unsafe {
+        CudaDevice::new(
+            ctx.cuda().cu_ctx().cast(),
+            ctx.streams().encode.cu_stream().cast(),
+        )
+    }
+}
+
 /// The next decoded frame. An NVDEC frame's copy into its surface is queued on the decode
 /// stream when returned; the preprocess orders itself after that stream (no host wait).
 pub fn next_decoded(reader: &mut VideoReader) -> Result<Option<DecodedFrame>> {

@@ -19,7 +19,7 @@ use rave_ffmpeg::encoder::EncoderGeometry;
 use rave_ffmpeg::nvenc_encoder::NvencEncoder;
 use rave_ffmpeg::nvenc_settings::NvencConfig;
 use rave_pipeline::gpu_convert::{GpuConverter, GpuFrame, HostCopies};
-use rave_pipeline::gpu_stages::nvdec_device;
+use rave_pipeline::gpu_stages::{nvdec_device, nvenc_device};
 
 /// A frame with gradients, edges and noise over the whole code range of `bits`.
 fn pattern(w: u32, h: u32, bits: u8) -> YuvFrame {
@@ -54,98 +54,112 @@ fn pattern(w: u32, h: u32, bits: u8) -> YuvFrame {
 #[ignore = "needs an NVIDIA GPU"]
 fn nvenc_surfaces_on_raves_context_hold_what_the_software_path_downloads() {
     let ctx = GpuContext::new(0).expect("a CUDA device");
-    let device = nvdec_device(&ctx).expect("FFmpeg's CUDA device on RAVE's context");
-    let mut failures = Vec::new();
-    let cases = [
-        (VideoCodec::H264, 8u8),
-        (VideoCodec::Hevc, 8),
-        (VideoCodec::Hevc, 10),
-        (VideoCodec::H264, 10),
+    // Surfaces of FFmpeg's device on the decode stream (NVDEC's) and on the encode stream
+    // (the one the pipeline gives NVENC): the kernel's writes must be seen either way.
+    let devices = [
+        (
+            "decode stream",
+            nvdec_device(&ctx).expect("FFmpeg's CUDA device on RAVE's context"),
+        ),
+        (
+            "encode stream",
+            nvenc_device(&ctx).expect("FFmpeg's CUDA device on RAVE's context"),
+        ),
     ];
-    for (codec, input_bits) in cases {
-        for (w, h) in [(1920u32, 1080u32), (330, 186)] {
-            let config = NvencConfig::new(codec, Some(20), Some("slow"), input_bits, 48).unwrap();
-            let bits = config.output_bits;
-            let case = format!(
-                "{} {w}x{h} {input_bits}-bit in, {:?}",
-                config.encoder, config.surface
-            );
-            let pool = CudaSurfacePool::new(&device, config.surface, (w, h), 2).unwrap();
-            let on_raves = pool.cuda_context() == ctx.cuda().cu_ctx() as *mut c_void;
-            let color = ColorInfo {
-                matrix: ColorMatrix::Bt709,
-                range: ColorRange::Limited,
-                bit_depth: bits,
-            };
-            let converter = GpuConverter::new(
-                ctx.clone(),
-                color,
-                PixelFormat::RgbPlanarF32,
-                Arc::new(HostCopies::default()),
-            )
-            .unwrap();
-            let meta = FrameMeta {
-                index: 0,
-                pts: 0,
-                keyframe: true,
-            };
-            let rgb = converter
-                .upload(HostYuvFrame {
-                    meta,
-                    image: pattern(w, h, bits),
-                })
-                .unwrap();
-            // The software path: postprocess into RAVE's buffer, one download.
-            let copy = GpuFrame {
-                meta,
-                texture: rgb.texture.clone(),
-            };
-            let (soft, _) = converter.download(copy, bits).unwrap();
-            // The NVENC path: postprocess into a surface of the pool, FFmpeg's own transfer.
-            let mut surface = pool.take().unwrap();
-            let from_pool = surface.is_from(&pool);
-            converter.to_surface(&rgb, &mut surface).unwrap();
-            let hard = surface.download().unwrap();
-            let same = hard == soft.image;
-            let differing = hard
-                .y
-                .iter()
-                .chain(&hard.u)
-                .chain(&hard.v)
-                .zip(
-                    soft.image
-                        .y
-                        .iter()
-                        .chain(&soft.image.u)
-                        .chain(&soft.image.v),
+    let mut failures = Vec::new();
+    for (stream, device) in &devices {
+        let cases = [
+            (VideoCodec::H264, 8u8),
+            (VideoCodec::Hevc, 8),
+            (VideoCodec::Hevc, 10),
+            (VideoCodec::H264, 10),
+        ];
+        for (codec, input_bits) in cases {
+            for (w, h) in [(1920u32, 1080u32), (330, 186)] {
+                let config =
+                    NvencConfig::new(codec, Some(20), Some("slow"), input_bits, 48).unwrap();
+                let bits = config.output_bits;
+                let case = format!(
+                    "{} {w}x{h} {input_bits}-bit in, {:?}, device on the {stream}",
+                    config.encoder, config.surface
+                );
+                let pool = CudaSurfacePool::new(device, config.surface, (w, h), 2).unwrap();
+                let on_raves = pool.cuda_context() == ctx.cuda().cu_ctx() as *mut c_void;
+                let color = ColorInfo {
+                    matrix: ColorMatrix::Bt709,
+                    range: ColorRange::Limited,
+                    bit_depth: bits,
+                };
+                let converter = GpuConverter::new(
+                    ctx.clone(),
+                    color,
+                    PixelFormat::RgbPlanarF32,
+                    Arc::new(HostCopies::default()),
                 )
-                .filter(|(a, b)| a != b)
-                .count();
-            let geometry = EncoderGeometry {
-                width: w,
-                height: h,
-                bit_depth: bits,
-                time_base: Rational::new(1, 24),
-                frame_rate: Rational::new(24, 1),
-                sample_aspect: Rational::new(1, 1),
-            };
-            let door = match NvencEncoder::open(&config, geometry, &RawColor::bt709(), &pool, false)
-            {
-                Ok(_) => "opened (this GPU has NVENC)".to_string(),
-                Err(e) => e.to_string(),
-            };
-            // NVENC's answers of a GPU without it: NV_ENC_ERR_NO_ENCODE_DEVICE ("No capable
-            // devices found", FFmpeg's own session) and NV_ENC_ERR_UNSUPPORTED_DEVICE (a
-            // session on RAVE's context, as measured on the H200).
-            let no_nvenc = door.contains("No capable devices")
-                || door.contains("unsupported device")
-                || door.starts_with("opened");
-            println!(
-                "{case}: surfaces on RAVE's context {on_raves}, from the pool {from_pool}, surface == software download {same} ({differing} samples differ), options {:?}; open: {door}",
-                config.options
-            );
-            if !(on_raves && from_pool && same && no_nvenc) {
-                failures.push(case);
+                .unwrap();
+                let meta = FrameMeta {
+                    index: 0,
+                    pts: 0,
+                    keyframe: true,
+                };
+                let rgb = converter
+                    .upload(HostYuvFrame {
+                        meta,
+                        image: pattern(w, h, bits),
+                    })
+                    .unwrap();
+                // The software path: postprocess into RAVE's buffer, one download.
+                let copy = GpuFrame {
+                    meta,
+                    texture: rgb.texture.clone(),
+                };
+                let (soft, _) = converter.download(copy, bits).unwrap();
+                // The NVENC path: postprocess into a surface of the pool, FFmpeg's own transfer.
+                let mut surface = pool.take().unwrap();
+                let from_pool = surface.is_from(&pool);
+                converter.to_surface(&rgb, &mut surface).unwrap();
+                let hard = surface.download().unwrap();
+                let same = hard == soft.image;
+                let differing = hard
+                    .y
+                    .iter()
+                    .chain(&hard.u)
+                    .chain(&hard.v)
+                    .zip(
+                        soft.image
+                            .y
+                            .iter()
+                            .chain(&soft.image.u)
+                            .chain(&soft.image.v),
+                    )
+                    .filter(|(a, b)| a != b)
+                    .count();
+                let geometry = EncoderGeometry {
+                    width: w,
+                    height: h,
+                    bit_depth: bits,
+                    time_base: Rational::new(1, 24),
+                    frame_rate: Rational::new(24, 1),
+                    sample_aspect: Rational::new(1, 1),
+                };
+                let door =
+                    match NvencEncoder::open(&config, geometry, &RawColor::bt709(), &pool, false) {
+                        Ok(_) => "opened (this GPU has NVENC)".to_string(),
+                        Err(e) => e.to_string(),
+                    };
+                // NVENC's answers of a GPU without it: NV_ENC_ERR_NO_ENCODE_DEVICE ("No capable
+                // devices found", FFmpeg's own session) and NV_ENC_ERR_UNSUPPORTED_DEVICE (a
+                // session on RAVE's context, as measured on the H200).
+                let no_nvenc = door.contains("No capable devices")
+                    || door.contains("unsupported device")
+                    || door.starts_with("opened");
+                println!(
+                    "{case}: surfaces on RAVE's context {on_raves}, from the pool {from_pool}, surface == software download {same} ({differing} samples differ), options {:?}; open: {door}",
+                    config.options
+                );
+                if !(on_raves && from_pool && same && no_nvenc) {
+                    failures.push(case);
+                }
             }
         }
     }

@@ -244,7 +244,8 @@ fn open_segment(
 }
 
 /// NVENC for a worker: its configuration, the pool of CUDA surfaces on RAVE's context the
-/// postprocess kernel writes, and the FFmpeg CUDA device they were made on.
+/// postprocess kernel writes, and the FFmpeg CUDA device they were made on (its stream the
+/// encode stream: the kernel and NVENC's reads are ordered by it).
 struct NvencPath {
     config: NvencConfig,
     surfaces: Arc<CudaSurfacePool>,
@@ -298,7 +299,7 @@ fn choose_nvenc(
         (Err(refusal), _) => Err(EngineError::NoGpu(refusal)),
         (Ok(EncoderPick::Software { reason }), _) => Ok((None, Some(reason))),
         (Ok(EncoderPick::Nvenc { .. }), Some(gpu)) => {
-            let device = gpu_stages::nvdec_device(&gpu.ctx)?;
+            let device = gpu_stages::nvenc_device(&gpu.ctx)?;
             let pool = CudaSurfacePool::new(&device, nvenc.surface, out_size, surfaces)?;
             Ok((
                 Some(NvencPath {
