@@ -213,10 +213,8 @@ impl GpuInference for NativeBackend {
         let State { engine, ring, .. } = state;
         // The engine's launches take the input view and the slot on the inference stream,
         // waiting there for the input's writer and the slot's last reader (their events).
-        {
-            // The wait for the input's writer, before the timing starts.
-            let (_addr, _read) = cudarc::driver::DevicePtr::device_ptr(&**input.data, &stream);
-        }
+        // The wait for the input's writer, before the timing starts.
+        input.data.wait_for_writer(&stream);
         let started = self.timer.start(&stream)?;
         let slot = ring.acquire_with(|slot| {
             let available = slot.capacity();

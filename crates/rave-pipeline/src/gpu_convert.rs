@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use cudarc::driver::DevicePtr;
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
@@ -317,10 +316,8 @@ impl GpuConverter {
         let layout = PlaneLayout::new(layout_for(bit_depth), t.width, t.height, 1);
         let stream = &self.ctx.streams().encode;
         let mut yuv = self.ctx.alloc_pooled(layout.bytes)?;
-        {
-            // The wait for the inference's write of this frame, before the timing starts.
-            let (_addr, _read) = t.data.device_ptr(stream);
-        }
+        // The wait for the inference's write of this frame, before the timing starts.
+        t.data.wait_for_writer(stream);
         let started = self.timer.start(stream)?;
         self.kernels.rgb_to_packed(
             stream,

@@ -58,6 +58,14 @@ impl GpuBuffer {
         ptr
     }
 
+    /// Make `stream` wait, on the GPU, for the last write to the buffer (its event), with
+    /// no work of its own: so that what `stream` queues next (a timing event, say) comes
+    /// after that write. The host does not wait.
+    pub fn wait_for_writer(&self, stream: &cudarc::driver::CudaStream) {
+        let slice: &CudaSlice<u8> = self;
+        drop(cudarc::driver::DevicePtr::device_ptr(slice, stream));
+    }
+
     /// The allocation, for writing (a holder with `&mut` is its only user).
     pub fn slice_mut(&mut self) -> &mut CudaSlice<u8> {
         self.slice.as_mut().expect("present until drop")
