@@ -16,6 +16,8 @@ use rave_ffmpeg::RawColor;
 use rave_ffmpeg::VideoCodec;
 use rave_ffmpeg::cuda_surfaces::CudaSurfacePool;
 use rave_ffmpeg::encoder::EncoderGeometry;
+use rave_ffmpeg::encoder_choice::SessionAsk;
+use rave_ffmpeg::hw_caps::{nvenc_session, nvenc_session_on};
 use rave_ffmpeg::nvenc_encoder::NvencEncoder;
 use rave_ffmpeg::nvenc_settings::NvencConfig;
 use rave_pipeline::gpu_convert::{GpuConverter, GpuFrame, HostCopies};
@@ -164,4 +166,45 @@ fn nvenc_surfaces_on_raves_context_hold_what_the_software_path_downloads() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The answer NVENC gives on a GPU without it (or the session it opens where there is one).
+fn says_no_nvenc(answer: &Result<(), String>) -> bool {
+    match answer {
+        Ok(()) => true,
+        Err(why) => why.contains("No capable devices") || why.contains("unsupported device"),
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_session_probe_on_raves_device_answers_like_ffmpegs_own_and_costs_no_context() {
+    let ctx = GpuContext::new(0).expect("a CUDA device");
+    let device = nvenc_device(&ctx).expect("FFmpeg's CUDA device on RAVE's context");
+    let mut failures = Vec::new();
+    for (encoder, size, bits) in [
+        ("h264_nvenc", (3840, 2160), 8),
+        ("hevc_nvenc", (3840, 2160), 10),
+        ("hevc_nvenc", (1920, 1080), 8),
+    ] {
+        let ask = SessionAsk {
+            encoder,
+            size: Some(size),
+            bits,
+        };
+        let t = std::time::Instant::now();
+        let on_raves = nvenc_session_on(ask, Some(&device));
+        let raves_s = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let own = nvenc_session(ask);
+        let own_s = t.elapsed().as_secs_f64();
+        println!(
+            "{encoder} {}x{} {bits}-bit: on RAVE's context {raves_s:.3} s {on_raves:?}; FFmpeg's own context {own_s:.3} s {own:?}",
+            size.0, size.1
+        );
+        if !(says_no_nvenc(&on_raves) && says_no_nvenc(&own) && on_raves.is_ok() == own.is_ok()) {
+            failures.push(encoder);
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
 }

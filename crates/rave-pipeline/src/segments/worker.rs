@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::cuda_surfaces::CudaSurfacePool;
 use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
-use rave_ffmpeg::hw_caps::nvenc_session;
+use rave_ffmpeg::hw_caps::nvenc_session_on;
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::nvenc_settings::NvencConfig;
 use rave_ffmpeg::structure_check::StructureProblem;
@@ -287,19 +287,24 @@ fn choose_nvenc(
         }
         Err(e) => return Err(e),
     };
+    // The probe opens its session on the device the surfaces would come from: RAVE's
+    // context on the run's GPU (no context of FFmpeg's own, on whichever GPU is first).
+    let device = match gpu {
+        Some(gpu) => Some(gpu_stages::nvenc_device(&gpu.ctx)?),
+        None => None,
+    };
     let pick = choose_encoder(
         settings.request,
         settings.codec,
         Some(out_size),
         nvenc.output_bits,
         gpu.is_some(),
-        nvenc_session,
+        |ask| nvenc_session_on(ask, device.as_ref()),
     );
-    match (pick, gpu) {
+    match (pick, device) {
         (Err(refusal), _) => Err(EngineError::NoGpu(refusal)),
         (Ok(EncoderPick::Software { reason }), _) => Ok((None, Some(reason))),
-        (Ok(EncoderPick::Nvenc { .. }), Some(gpu)) => {
-            let device = gpu_stages::nvenc_device(&gpu.ctx)?;
+        (Ok(EncoderPick::Nvenc { .. }), Some(device)) => {
             let pool = CudaSurfacePool::new(&device, nvenc.surface, out_size, surfaces)?;
             Ok((
                 Some(NvencPath {
