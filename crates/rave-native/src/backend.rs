@@ -216,6 +216,7 @@ impl GpuInference for NativeBackend {
         // The wait for the input's writer, before the timing starts.
         input.data.wait_for_writer(&stream);
         let started = self.timer.start(&stream)?;
+        rave_core::gpu::timeline::gpu("inf_start", &stream);
         let slot = ring.acquire_with(|slot| {
             let available = slot.capacity();
             // SAFETY: as above, f32 from bytes; transmute_mut checks the length.
@@ -228,6 +229,7 @@ impl GpuInference for NativeBackend {
             engine.run(&view, &mut out).map_err(native_error)
         })?;
         self.timer.end(&stream, started)?;
+        rave_core::gpu::timeline::gpu("inf_done", &stream);
         self.frames
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(GpuTexture {

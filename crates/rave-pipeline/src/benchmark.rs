@@ -123,7 +123,9 @@ pub fn run_benchmark(
     cancel: &CancelToken,
 ) -> Result<BenchmarkReport> {
     let repeats = config.max_frames.unwrap_or(100).clamp(1, 300);
+    rave_core::gpu::timeline::section("inference_only");
     let inference_only = measure_inference(config, repeats)?;
+    rave_core::gpu::timeline::section("null_encode");
     let null_report = run_upscale(
         &UpscaleConfig {
             null_output: true,
@@ -132,6 +134,7 @@ pub fn run_benchmark(
         progress,
         cancel,
     )?;
+    rave_core::gpu::timeline::section("full");
     let full_report = run_upscale(config, progress, cancel)?;
     // The scratch output has served its purpose.
     let _ = std::fs::remove_file(&full_report.output);

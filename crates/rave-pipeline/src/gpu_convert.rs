@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
-use rave_core::gpu::{GpuContext, GpuTimer, cuda_err};
+use rave_core::gpu::{GpuContext, GpuTimer, cuda_err, timeline};
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_cuda::gpu_kernels::{ColorKernels, DeviceYuv};
 use rave_cuda::packing::{PlaneLayout, YuvLayout, pack, unpack};
@@ -161,6 +161,7 @@ impl GpuConverter {
     /// Convert a decoded frame to the model's RGB: an NVDEC surface in place, a host frame
     /// after one upload.
     pub fn ingest(&self, frame: DecodedFrame) -> Result<GpuFrame> {
+        timeline::host("pre_begin");
         match frame.image {
             DecodedImage::Host(image) => self.upload(HostYuvFrame {
                 meta: frame.meta,
@@ -193,6 +194,7 @@ impl GpuConverter {
             self.kernels
                 .surface_to_rgb(stream, &planes, rgb.slice_mut(), self.tensor, &self.color)
         }?;
+        timeline::gpu("pre_done", stream);
         self.ctx.order_after(&streams.decode, stream)?;
         drop(surface);
         self.first_call("preprocess (NVDEC surface)", started, allocated);
@@ -255,6 +257,7 @@ impl GpuConverter {
             self.tensor,
             &self.color,
         )?;
+        timeline::gpu("pre_done", stream);
         self.first_call("upload and preprocess", started, allocated);
         // `yuv` goes back to the pool now; its events order the next writer after this
         // kernel's read.
@@ -312,6 +315,7 @@ impl GpuConverter {
     /// The texture is released only after the copy completed, so its ring slot is never
     /// rewritten while the kernel still reads it.
     pub fn download(&self, frame: GpuFrame, bit_depth: u8) -> Result<(HostYuvFrame, Duration)> {
+        timeline::host("post_begin");
         let t = &frame.texture;
         let layout = PlaneLayout::new(layout_for(bit_depth), t.width, t.height, 1);
         let stream = &self.ctx.streams().encode;
@@ -327,6 +331,7 @@ impl GpuConverter {
             layout,
             &self.color,
         )?;
+        timeline::gpu("post_convert_done", stream);
         let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
         if pinned.as_ref().is_none_or(|p| p.len() < layout.bytes) {
             // SAFETY: page-locked host memory whose contents are written by the copy below
@@ -352,13 +357,16 @@ impl GpuConverter {
             .memcpy_dtoh(&src, host)
             .map_err(cuda_err("downloading a frame"))?;
         self.timer.end(stream, started)?;
+        timeline::gpu("post_copy_done", stream);
         self.ctx.host_sync(stream, "download sync")?;
+        timeline::host("post_synced");
         let unpacking = Instant::now();
         self.copies.downloads.fetch_add(1, Ordering::Relaxed);
         drop(frame.texture);
         let gpu: Duration = self.timer.finished(true)?.into_iter().sum();
         let bytes = host.as_slice().map_err(cuda_err("page-locked buffer"))?;
         let image = unpack(&bytes[..layout.bytes], &layout);
+        timeline::host("post_unpacked");
         Ok((
             HostYuvFrame {
                 meta: frame.meta,

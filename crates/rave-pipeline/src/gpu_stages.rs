@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rave_core::error::Result;
-use rave_core::gpu::GpuContext;
+use rave_core::gpu::{GpuContext, timeline};
 use rave_core::metrics::StageMetrics;
 use rave_core::types::GpuTexture;
 use rave_ffmpeg::nvdec::CudaDevice;
@@ -144,6 +144,7 @@ fn run_batch(
     let first = frames[0].meta.index;
     let n = frames.len();
     let t = Instant::now();
+    timeline::host("inf_begin");
     let outputs = if n == 1 {
         backend
             .process_one(frames[0].texture.clone())
@@ -153,6 +154,7 @@ fn run_batch(
         backend.process_many(&inputs)
     }
     .map_err(|e| name_frames(e, first, n))?;
+    timeline::host("inf_end");
     let per_frame = t.elapsed() / n as u32;
     let gpu_timed = record_gpu_times(backend, metrics, false)?;
     for (frame, texture) in frames.into_iter().zip(outputs) {

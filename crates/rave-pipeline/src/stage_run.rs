@@ -132,6 +132,9 @@ pub fn run_stages(
         };
         encode_segments(post_rx, control_rx, finish_tx, report, errors, cancel);
     });
+    if let Err(e) = rave_core::gpu::timeline::write() {
+        tracing::warn!("RAVE_TIMELINE: could not write the timeline: {e}");
+    }
     match (
         errors.take(),
         deferred.into_inner().unwrap_or_else(|e| e.into_inner()),
@@ -227,6 +230,7 @@ impl Segments<'_> {
                 });
                 let counted = |r: &mut VideoReader| {
                     let frame = pull(r);
+                    rave_core::gpu::timeline::host("dec_out");
                     sent_so_far.fetch_add(1, Ordering::Relaxed);
                     frame
                 };

@@ -1,5 +1,5 @@
 //! The GPU foundation: probing for the CUDA driver without crashing, the device context with
-//! its stage streams, the bucketed buffer pool, timing of queued work, VRAM accounting and the health snapshot.
+//! its stage streams, the bucketed buffer pool, timing of queued work, VRAM accounting, the health snapshot and a diagnostic timeline.
 
 pub mod buffer;
 pub mod context;
@@ -7,6 +7,7 @@ pub mod gpu_timer;
 pub mod health;
 pub mod pool;
 pub mod probe;
+pub mod timeline;
 pub mod vram;
 
 pub use buffer::GpuBuffer;
