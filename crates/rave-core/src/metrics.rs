@@ -1,7 +1,8 @@
 //! Per-stage counters that stages update as they run and the report reads at the end.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -11,6 +12,22 @@ pub struct StageMetrics {
     frames: AtomicU64,
     busy_ns: AtomicU64,
     peak_ns: AtomicU64,
+    /// When the first and the latest frame were recorded: nanoseconds after [`origin`]
+    /// plus one (0: none yet).
+    first_at: AtomicU64,
+    last_at: AtomicU64,
+}
+
+/// The instant the recording times count from (the first use in the process).
+fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+fn instant_of(stamp: u64) -> Option<Instant> {
+    stamp
+        .checked_sub(1)
+        .map(|ns| origin() + Duration::from_nanos(ns))
 }
 
 impl StageMetrics {
@@ -20,6 +37,22 @@ impl StageMetrics {
         self.frames.fetch_add(1, Ordering::Relaxed);
         self.busy_ns.fetch_add(ns, Ordering::Relaxed);
         self.peak_ns.fetch_max(ns, Ordering::Relaxed);
+        let base = origin();
+        let now = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX - 1) + 1;
+        let _ = self
+            .first_at
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        self.last_at.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// When the first frame was recorded, if any was.
+    pub fn first_recorded(&self) -> Option<Instant> {
+        instant_of(self.first_at.load(Ordering::Relaxed))
+    }
+
+    /// When the latest frame was recorded, if any was.
+    pub fn last_recorded(&self) -> Option<Instant> {
+        instant_of(self.last_at.load(Ordering::Relaxed))
     }
 
     /// Add busy time not tied to a frame (flushes, finalisation).
@@ -87,5 +120,25 @@ mod tests {
         assert!((s.avg_ms - 20.0).abs() < 1e-6);
         assert!((s.peak_ms - 30.0).abs() < 1e-6);
         assert!((s.capacity_fps - 50.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_first_and_latest_records_are_timed() {
+        let m = StageMetrics::default();
+        assert_eq!((m.first_recorded(), m.last_recorded()), (None, None));
+        let before = Instant::now();
+        m.record(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(20));
+        m.record(Duration::ZERO);
+        let after = Instant::now();
+        let (first, last) = (m.first_recorded().unwrap(), m.last_recorded().unwrap());
+        // The stamps have nanosecond steps from an origin taken at the first record.
+        let slack = Duration::from_micros(1);
+        assert!(first + slack >= before && first <= last && last <= after + slack);
+        assert!(
+            last - first >= Duration::from_millis(20),
+            "{:?}",
+            last - first
+        );
     }
 }

@@ -76,7 +76,8 @@ pub struct RunReport {
     pub elapsed_s: f64,
     /// Output frames per second over the whole run.
     pub fps: f64,
-    /// Seconds from the stages' start to their end (model loading and warm-up excluded).
+    /// Seconds from the first frame decoded to the last written (loading the model, opening
+    /// the input and closing the decoders excluded).
     pub pipeline_s: f64,
     /// Output frames per second over `pipeline_s`.
     pub pipeline_fps: f64,

@@ -204,9 +204,17 @@ pub fn run_job(
         }
     });
     progress.finished();
-    let pipeline_s = stages_started
-        .get()
-        .map_or(0.0, |t| t.elapsed().as_secs_f64());
+    // From the first frame decoded to the last written; without frames, from the model's
+    // load to now.
+    let pipeline_s = match (
+        metrics.decode.first_recorded(),
+        metrics.encode.last_recorded(),
+    ) {
+        (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
+        _ => stages_started
+            .get()
+            .map_or(0.0, |t| t.elapsed().as_secs_f64()),
+    };
     let written = job_progress.written();
     let keep_or_remove_work = |nothing_done: bool| {
         if let Some(w) = &work
