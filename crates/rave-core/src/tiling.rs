@@ -109,6 +109,22 @@ impl TilePlan {
         self.columns.len() == 1 && self.rows.len() == 1
     }
 
+    /// Tiles across and down (the tiles are row by row, `across` a row).
+    pub fn grid(&self) -> (usize, usize) {
+        (self.columns.len(), self.rows.len())
+    }
+
+    /// The blending weights of tile `i` of [`TilePlan::tiles`] at output scale `scale`,
+    /// along x and along y: its upscaled pixel (x, y) weighs `wx[x] * wy[y]`, as in
+    /// [`TilePlan::blend`] (for a device blend to use the same).
+    pub fn tile_weights(&self, i: usize, scale: u32) -> (Vec<f32>, Vec<f32>) {
+        let across = self.columns.len();
+        (
+            Self::axis_weights(&self.columns, i % across, self.tile.0, scale),
+            Self::axis_weights(&self.rows, i / across, self.tile.1, scale),
+        )
+    }
+
     /// The blending weights along one axis of the tile starting at `starts[i]` of `len`
     /// pixels, at output scale `scale`: for each output position of the tile, a ramp up
     /// across what it shares with the tile before and down across what it shares with the
@@ -317,5 +333,53 @@ mod tests {
         assert!(first[39] < 0.1, "shared with the next tile");
         assert!(last[0] < 0.1 && last[39] == 1.0);
         assert!(plan.blend(&[vec![0.0; 3]], 3, 1).is_err(), "wrong count");
+    }
+
+    #[test]
+    fn summing_tiles_with_their_weights_in_order_is_the_blend_bit_for_bit() {
+        // What the device blend does (rave-cuda tile_kernels.cu): per tile, in order,
+        // w = wx * wy, weight += w, sum += w * value; then sum / weight.
+        let (w, h, s, ch) = (53u32, 29u32, 2u32, 3usize);
+        let plan = TilePlan::new((w, h), (20, 12), 5).unwrap();
+        let tiles = plan.tiles();
+        assert_eq!(plan.grid().0 * plan.grid().1, tiles.len());
+        let outs: Vec<Vec<f32>> = tiles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let n = ch * (t.width * s * t.height * s) as usize;
+                (0..n)
+                    .map(|k| ((k * 31 + i * 7) % 101) as f32 / 101.0)
+                    .collect()
+            })
+            .collect();
+        let (ow, oh) = ((w * s) as usize, (h * s) as usize);
+        let (tw, th) = ((plan.tile.0 * s) as usize, (plan.tile.1 * s) as usize);
+        let mut sum = vec![0.0f32; ch * ow * oh];
+        let mut weight = vec![0.0f32; ow * oh];
+        for (i, (t, out)) in tiles.iter().zip(&outs).enumerate() {
+            let (wx, wy) = plan.tile_weights(i, s);
+            assert_eq!((wx.len(), wy.len()), (tw, th));
+            for ty in 0..th {
+                for tx in 0..tw {
+                    let p = (t.y as usize * s as usize + ty) * ow + t.x as usize * s as usize + tx;
+                    let wt = wx[tx] * wy[ty];
+                    weight[p] += wt;
+                    for c in 0..ch {
+                        sum[c * ow * oh + p] += wt * out[(c * th + ty) * tw + tx];
+                    }
+                }
+            }
+        }
+        let summed: Vec<f32> = (0..ch * ow * oh)
+            .map(|k| sum[k] / weight[k % (ow * oh)])
+            .collect();
+        let blended = plan.blend(&outs, ch, s).unwrap();
+        assert!(
+            summed
+                .iter()
+                .zip(&blended)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
     }
 }
