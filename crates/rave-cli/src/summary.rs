@@ -210,13 +210,20 @@ pub fn print_gpu(g: &rave_pipeline::report::GpuRunReport) {
         );
     }
     outln!(
-        "  host copies per frame: {:.2} ({} uploads, {} downloads); host waits for the GPU per frame: {:.2}; VRAM {:.0} MiB now, {:.0} MiB peak; pool hit rate {:.1}%",
+        "  host copies per frame: {:.2} ({} uploads, {} downloads); host waits for the GPU per frame: {:.2}; VRAM {:.0} MiB now, {:.0} MiB peak{}; pool hit rate {:.1}%",
         g.host_copies.per_frame,
         g.host_copies.uploads,
         g.host_copies.downloads,
         g.host_copies.host_syncs_per_frame,
         g.health.vram_current as f64 / 1048576.0,
         g.health.vram_peak as f64 / 1048576.0,
+        match g.health.device_peak {
+            Some(p) => format!(
+                " (the device {:.0} MiB at most beyond the context, runtimes included)",
+                p as f64 / 1048576.0
+            ),
+            None => String::new(),
+        },
         g.health.pool_hit_rate * 100.0
     );
     outln!("  decoder: {}", g.decoder);

@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod block_on;
+pub mod byte_size;
 pub mod codec;
 pub mod color;
 pub mod damage;

@@ -297,6 +297,7 @@ impl GpuConverter {
             self.kernels
                 .rgb_to_surface(&streams.encode, &t.data, t.format, &planes, &self.color)
         }?;
+        self.ctx.sample_device_memory();
         let device = surface.device_stream();
         if device == streams.encode.cu_stream() as usize {
             Ok(())
@@ -360,6 +361,7 @@ impl GpuConverter {
         timeline::gpu("post_copy_done", stream);
         self.ctx.host_sync(stream, "download sync")?;
         timeline::host("post_synced");
+        self.ctx.sample_device_memory();
         let unpacking = Instant::now();
         self.copies.downloads.fetch_add(1, Ordering::Relaxed);
         drop(frame.texture);

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError};
 
 use super::buffer::{GpuBuffer, PoolHome};
+use super::device_memory::DeviceMemoryWatch;
 use super::health::HealthSnapshot;
 use super::pool::{BucketPool, bucket_size};
 use super::probe::probe_driver;
@@ -38,6 +39,8 @@ pub struct GpuContext {
     home: Arc<PoolHome>,
     queues: Mutex<BTreeMap<String, usize>>,
     host_syncs: AtomicU64,
+    /// The device's memory in use beyond what it was once this context existed.
+    device_memory: DeviceMemoryWatch,
 }
 
 /// Map a CUDA driver error to `EngineError::Cuda`, prefixed with what was being done.
@@ -75,6 +78,7 @@ impl GpuContext {
             }),
             queues: Mutex::new(BTreeMap::new()),
             host_syncs: AtomicU64::new(0),
+            device_memory: DeviceMemoryWatch::start(&cuda),
             cuda,
         }))
     }
@@ -189,8 +193,15 @@ impl GpuContext {
             .insert(queue.to_owned(), depth);
     }
 
+    /// Sample the device's memory in use (for the peak in [`GpuContext::health`]); the
+    /// stages call it once a frame.
+    pub fn sample_device_memory(&self) {
+        self.device_memory.sample(&self.cuda);
+    }
+
     /// The GPU side of the run right now.
     pub fn health(&self) -> HealthSnapshot {
+        self.sample_device_memory();
         let queues = self
             .queues
             .lock()
@@ -206,6 +217,7 @@ impl GpuContext {
             self.home.pool.requests_since_miss(),
             queues,
         )
+        .with_device_peak(self.device_memory.peak_above_start())
     }
 }
 

@@ -27,6 +27,11 @@ pub struct HealthSnapshot {
     pub queue_depths: Vec<(String, usize)>,
     /// True once the last `STEADY_AFTER` allocations were all served by the pool.
     pub steady_state: bool,
+    /// The most of the device's memory in use beyond what it was when the context was made
+    /// (everything the process took: RAVE's buffers, ONNX Runtime's arena, cuDNN, NVDEC;
+    /// and any other process's meanwhile), sampled once a frame; `None` where the driver
+    /// did not say.
+    pub device_peak: Option<usize>,
 }
 
 impl HealthSnapshot {
@@ -48,7 +53,14 @@ impl HealthSnapshot {
             pool_hit_rate: pool.hit_rate(),
             queue_depths,
             steady_state: requests_since_miss >= STEADY_AFTER,
+            device_peak: None,
         }
+    }
+
+    /// The snapshot with the device-wide peak (see [`HealthSnapshot::device_peak`]).
+    pub fn with_device_peak(mut self, peak: Option<usize>) -> Self {
+        self.device_peak = peak;
+        self
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod buffer;
 pub mod context;
+pub mod device_memory;
 pub mod gpu_timer;
 pub mod health;
 pub mod pool;
