@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
-use rave_ffmpeg::hw_caps::nvenc_session;
+use rave_ffmpeg::hw_caps::{nvenc_session, nvenc_session_on};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
@@ -59,7 +59,8 @@ pub fn config_for(
 /// no session opens (FFmpeg's answer), and takes NVENC's presets (p1..p7) besides the usual
 /// names.
 fn encoder_settings(args: &UpscaleArgs) -> Result<EncoderSettings> {
-    let codec = choose_codec(args.codec, args.encoder, args.run.device)?;
+    let gpu = args.run.gpu.gpu_index.unwrap_or(0);
+    let codec = choose_codec(args.codec, args.encoder, args.run.device, gpu)?;
     let (crf, preset) = (args.crf, args.preset.as_deref());
     Ok(match args.encoder {
         EncoderArg::Nvenc => EncoderSettings::for_nvenc(codec, crf, preset)?,
@@ -72,11 +73,12 @@ fn encoder_settings(args: &UpscaleArgs) -> Result<EncoderSettings> {
 }
 
 /// The codec from `--codec` and `--encoder` (which must agree); `nvenc` is refused with the
-/// reason where no session opens (FFmpeg's own answer).
+/// reason where no session opens on GPU `gpu` (FFmpeg's own answer).
 fn choose_codec(
     codec: Option<CodecArg>,
     encoder: EncoderArg,
     device: DeviceArg,
+    gpu: usize,
 ) -> Result<VideoCodec> {
     let implied = match encoder {
         EncoderArg::X264 => Some(CodecArg::H264),
@@ -104,7 +106,9 @@ fn choose_codec(
         // Before the input is read: a small 8-bit test session (frames are on the GPU unless
         // --device cpu); the session at the output's size is asked once the input is read.
         let on_gpu = device != DeviceArg::Cpu;
-        let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, on_gpu, nvenc_session);
+        let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, on_gpu, |ask| {
+            nvenc_session_on_gpu(ask, gpu)
+        });
         return match pick {
             Ok(EncoderPick::Nvenc { .. }) => Ok(codec),
             Ok(EncoderPick::Software { reason }) => Err(EngineError::Config(reason)),
@@ -114,6 +118,22 @@ fn choose_codec(
         };
     }
     Ok(codec)
+}
+
+/// A session probe on GPU `gpu` (its primary context, as the run will use it); where no
+/// context can be made there, FFmpeg's own probe, whose answer then says why.
+fn nvenc_session_on_gpu(
+    ask: rave_ffmpeg::encoder_choice::SessionAsk,
+    gpu: usize,
+) -> std::result::Result<(), String> {
+    let ctx = match rave_core::gpu::GpuContext::new(gpu) {
+        Ok(ctx) => ctx,
+        Err(_) => return nvenc_session(ask),
+    };
+    match rave_pipeline::gpu_stages::nvenc_device(&ctx) {
+        Ok(device) => nvenc_session_on(ask, Some(&device)),
+        Err(_) => nvenc_session(ask),
+    }
 }
 
 /// The run configuration for `rave upscale` of `input` into `output` (also used by
