@@ -94,6 +94,15 @@ fn real_model_upscale_keeps_frames_timestamps_audio_and_matches_reference() {
     for s in report["stages"].as_array().unwrap() {
         assert_eq!(s["frames"], FRAMES, "{s}");
     }
+    // The pipeline's window (first frame decoded to last written) holds all of the one
+    // encode thread's work, its flush included, and lies within the whole run.
+    let pipeline_s = report["pipeline_s"].as_f64().unwrap();
+    let encode_busy = report["stages"][4]["busy_s"].as_f64().unwrap();
+    assert!(
+        encode_busy <= pipeline_s && pipeline_s <= report["elapsed_s"].as_f64().unwrap(),
+        "encode busy {encode_busy} s, pipeline {pipeline_s} s, run {}",
+        report["elapsed_s"]
+    );
 
     assert_eq!(video_field(&output, "width"), (2 * W).to_string());
     assert_eq!(video_field(&output, "height"), (2 * H).to_string());

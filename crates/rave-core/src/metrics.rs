@@ -24,6 +24,11 @@ fn origin() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
+/// Now as a stamp: nanoseconds after [`origin`] plus one.
+fn stamp_now() -> u64 {
+    u64::try_from(origin().elapsed().as_nanos()).unwrap_or(u64::MAX - 1) + 1
+}
+
 fn instant_of(stamp: u64) -> Option<Instant> {
     stamp
         .checked_sub(1)
@@ -37,8 +42,7 @@ impl StageMetrics {
         self.frames.fetch_add(1, Ordering::Relaxed);
         self.busy_ns.fetch_add(ns, Ordering::Relaxed);
         self.peak_ns.fetch_max(ns, Ordering::Relaxed);
-        let base = origin();
-        let now = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX - 1) + 1;
+        let now = stamp_now();
         let _ = self
             .first_at
             .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
@@ -50,15 +54,17 @@ impl StageMetrics {
         instant_of(self.first_at.load(Ordering::Relaxed))
     }
 
-    /// When the latest frame was recorded, if any was.
+    /// When the latest frame was recorded or busy time added, if any was.
     pub fn last_recorded(&self) -> Option<Instant> {
         instant_of(self.last_at.load(Ordering::Relaxed))
     }
 
-    /// Add busy time not tied to a frame (flushes, finalisation).
+    /// Add busy time not tied to a frame (flushes, finalisation), ending now: it moves
+    /// [`StageMetrics::last_recorded`] (an encoder's flush writes the last frames).
     pub fn add_busy(&self, busy: Duration) {
         let ns = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
         self.busy_ns.fetch_add(ns, Ordering::Relaxed);
+        self.last_at.fetch_max(stamp_now(), Ordering::Relaxed);
     }
 
     /// Frames recorded so far.
@@ -140,5 +146,10 @@ mod tests {
             "{:?}",
             last - first
         );
+        // Busy time added after the frames (an encoder's flush) ends the stage later.
+        std::thread::sleep(Duration::from_millis(5));
+        m.add_busy(Duration::from_millis(1));
+        assert!(m.last_recorded().unwrap() >= last + Duration::from_millis(5));
+        assert_eq!(m.first_recorded(), Some(first));
     }
 }

@@ -112,8 +112,8 @@ pub fn run_job(
     let warned = std::sync::Once::new();
     // Segments finished by this run (a null sink's are not marked done in a manifest).
     let processed = AtomicUsize::new(0);
-    // The stages' clock starts when the first worker has its model loaded (as the report's
-    // `pipeline_s` says: model loading and warm-up excluded).
+    // When the first worker has its model loaded: the stages' clock where no frame was
+    // decoded (`pipeline_s` counts from the first frame decoded to the last written).
     let stages_started: OnceLock<Instant> = OnceLock::new();
     let strict = manifest.segments.len() > 1;
     let shared = RunShared {
@@ -204,8 +204,8 @@ pub fn run_job(
         }
     });
     progress.finished();
-    // From the first frame decoded to the last written; without frames, from the model's
-    // load to now.
+    // From the first frame decoded to the last written (the encoder's flush included);
+    // without frames, from the model's load to now.
     let pipeline_s = match (
         metrics.decode.first_recorded(),
         metrics.encode.last_recorded(),
