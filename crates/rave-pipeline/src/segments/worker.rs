@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::cuda_surfaces::CudaSurfacePool;
-use rave_ffmpeg::encoder_choice::SessionAsk;
 use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
-use rave_ffmpeg::hw_caps::{nvenc_session_on, says_no_encoder};
+use rave_ffmpeg::hw_caps::nvenc_session_on;
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::nvenc_settings::NvencConfig;
 use rave_ffmpeg::structure_check::StructureProblem;
@@ -87,7 +86,6 @@ impl Worker {
             // NVRTC compiles the colour kernels while the backend is chosen and built.
             rave_cuda::gpu_kernels::ColorKernels::compile_in_background();
         }
-        let early_nvenc = EarlyNvencProbe::start(job);
         let ChosenBackend {
             engine,
             metadata,
@@ -116,13 +114,8 @@ impl Worker {
             _ => None,
         };
         let surfaces = (config.channels.inferred + 4) as u32;
-        let (nvenc, software_reason) = choose_nvenc(
-            job,
-            &engine,
-            (w * scale, h * scale),
-            surfaces,
-            early_nvenc.answer(),
-        )?;
+        let (nvenc, software_reason) =
+            choose_nvenc(job, &engine, (w * scale, h * scale), surfaces)?;
         Ok(Self {
             engine,
             nvdec,
@@ -270,7 +263,6 @@ fn choose_nvenc(
     engine: &Engine,
     out_size: (u32, u32),
     surfaces: u32,
-    early: Option<String>,
 ) -> Result<(Option<NvencPath>, Option<String>)> {
     let config = &job.config;
     let settings = &config.encoder;
@@ -307,11 +299,7 @@ fn choose_nvenc(
         Some(out_size),
         nvenc.output_bits,
         gpu.is_some(),
-        // A GPU that has no encoder at all has said so already (the early probe).
-        |ask| match early {
-            Some(no_encoder) => Err(no_encoder),
-            None => nvenc_session_on(ask, device.as_ref()),
-        },
+        |ask| nvenc_session_on(ask, device.as_ref()),
     );
     match (pick, device) {
         (Err(refusal), _) => Err(EngineError::NoGpu(refusal)),
@@ -330,54 +318,5 @@ fn choose_nvenc(
         (Ok(EncoderPick::Nvenc { .. }), None) => Err(EngineError::InvariantViolation(
             "NVENC chosen for frames on the CPU".into(),
         )),
-    }
-}
-
-/// NVENC's answer for the GPU itself, asked on a thread while the model loads: a session
-/// at a small size on the GPU's primary context (the one RAVE's context is). On a GPU without
-/// NVENC (A100, H100, H200) that answer holds for every size and takes 0.26 s on the H200,
-/// which the start-up then no longer waits for; anywhere else the exact probe follows.
-struct EarlyNvencProbe(Option<std::thread::JoinHandle<Option<String>>>);
-
-impl EarlyNvencProbe {
-    /// Start the probe where the run may encode with NVENC.
-    fn start(job: &JobSpec) -> Self {
-        let config = &job.config;
-        let settings = &config.encoder;
-        let wanted = config.device != crate::config::Device::Cpu
-            && settings.request != EncoderRequest::Software
-            && !config.null_output;
-        let Some(config) = wanted
-            .then(|| {
-                NvencConfig::new(
-                    settings.codec,
-                    Some(settings.crf),
-                    Some(&settings.preset),
-                    job.bit_depth,
-                    NVENC_GOP,
-                )
-                .ok()
-            })
-            .flatten()
-        else {
-            return Self(None);
-        };
-        let gpu = job.config.gpu.device_id;
-        let ask = SessionAsk {
-            encoder: config.encoder,
-            size: None,
-            bits: config.output_bits,
-        };
-        Self(Some(std::thread::spawn(move || {
-            let ctx = rave_core::gpu::GpuContext::new(gpu).ok()?;
-            let device = gpu_stages::nvenc_device(&ctx).ok()?;
-            let answer = nvenc_session_on(ask, Some(&device));
-            answer.err().filter(|why| says_no_encoder(why))
-        })))
-    }
-
-    /// NVENC's "this GPU has no encoder", if that was its answer.
-    fn answer(self) -> Option<String> {
-        self.0.and_then(|t| t.join().ok().flatten())
     }
 }
