@@ -208,6 +208,11 @@ impl WgmmaKernels {
             return Err(too_small("the input", main.len(), pixels * main_channels));
         }
         let dims = [height, width].map(|d| i32::try_from(d).unwrap_or(i32::MAX));
+        if dims.contains(&i32::MAX) {
+            return Err(GpuError(format!(
+                "a {width}x{height} image is too large for the convolution kernels"
+            )));
+        }
         let act = i32::from(layer.activated);
         let swap = i32::from(form == WgmmaForm::SerialSwapped);
         let null = 0u64;
@@ -263,6 +268,14 @@ impl WgmmaKernels {
                 }
                 if out.len() < 3 * pixels * b * b {
                     return Err(too_small("the output", out.len(), 3 * pixels * b * b));
+                }
+                // The epilogue indexes the planar output with 32-bit offsets.
+                if 3 * pixels * b * b > i32::MAX as usize {
+                    return Err(GpuError(format!(
+                        "a {width}x{height} frame upscaled x{b} has more output values than the depth-to-space epilogue can address ({} > {}); tile it",
+                        3 * pixels * b * b,
+                        i32::MAX
+                    )));
                 }
                 if let Some(r) = residual
                     && r.len() < 3 * pixels
