@@ -116,7 +116,8 @@ impl TilePlan {
 
     /// The blending weights of tile `i` of [`TilePlan::tiles`] at output scale `scale`,
     /// along x and along y: its upscaled pixel (x, y) weighs `wx[x] * wy[y]`, as in
-    /// [`TilePlan::blend`] (for a device blend to use the same).
+    /// [`TilePlan::blend`] (for a device blend to use the same). `i` must be below the
+    /// number of tiles (it panics otherwise, like an index).
     pub fn tile_weights(&self, i: usize, scale: u32) -> (Vec<f32>, Vec<f32>) {
         let across = self.columns.len();
         (

@@ -5,7 +5,9 @@
 //! the blended frame. Called tile by tile in the plan's order on one stream they give what
 //! [`rave_core::tiling::TilePlan::blend`] gives on the host (bit for bit in F32). Every buffer is one of RAVE's
 //! and is passed whole, so each launch is ordered after the work that wrote what it reads
-//! and before later users of what it writes, on any stream (the buffers' events).
+//! and before later writers of what it reads or writes, on any stream (the buffers' events;
+//! cudarc keeps one read event a buffer, so of several readers on different streams only
+//! the last is waited for by a writer: keep a blend's launches on one stream).
 
 use std::sync::{Arc, OnceLock};
 
@@ -108,6 +110,16 @@ impl BlendSums<'_> {
         (CHANNELS as usize * pixels, pixels)
     }
 
+    /// Zero the sums before a frame's first tile, queued on `stream` (a pooled buffer holds
+    /// whatever it held before).
+    pub fn clear(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        self.check()?;
+        stream
+            .memset_zeros(&mut *self.sum)
+            .and_then(|_| stream.memset_zeros(&mut *self.weight))
+            .map_err(|e| EngineError::Cuda(format!("zeroing the blend's sums: {e}")))
+    }
+
     fn check(&self) -> Result<()> {
         let (sum, weight) = Self::bytes(self.size);
         holds(self.sum.len(), sum)?;
@@ -146,7 +158,11 @@ impl TileKernels {
     ) -> Result<()> {
         let t = type_index(format)?;
         let (fw, fh) = frame_size;
-        if tile.x + tile.width > fw || tile.y + tile.height > fh {
+        let ends = tile
+            .x
+            .checked_add(tile.width)
+            .zip(tile.y.checked_add(tile.height));
+        if ends.is_none_or(|(right, bottom)| right > fw || bottom > fh) {
             return Err(EngineError::DimensionMismatch(format!(
                 "tile {}x{} at ({}, {}) leaves the {fw}x{fh} frame",
                 tile.width, tile.height, tile.x, tile.y
@@ -197,7 +213,8 @@ impl TileKernels {
         let t = type_index(format)?;
         let (w, h) = size;
         let (ow, oh) = sums.size;
-        if at.0 + w > ow || at.1 + h > oh {
+        let ends = at.0.checked_add(w).zip(at.1.checked_add(h));
+        if ends.is_none_or(|(right, bottom)| right > ow || bottom > oh) {
             return Err(EngineError::DimensionMismatch(format!(
                 "upscaled tile {w}x{h} at ({}, {}) leaves the {ow}x{oh} output",
                 at.0, at.1

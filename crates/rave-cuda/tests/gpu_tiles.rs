@@ -79,13 +79,15 @@ fn tiles_cut_and_blended_on_the_gpu_equal_the_host_plan() {
             }
             let (ow, oh) = (w * scale, h * scale);
             let (sum_bytes, weight_bytes) = BlendSums::bytes((ow, oh));
-            let mut sum = stream.alloc_zeros::<u8>(sum_bytes).unwrap();
-            let mut weight = stream.alloc_zeros::<u8>(weight_bytes).unwrap();
+            // Buffers full of NaNs, as a reused one may be: `clear` must zero them.
+            let mut sum = upload(&vec![0xFF; sum_bytes]);
+            let mut weight = upload(&vec![0xFF; weight_bytes]);
             let mut sums = BlendSums {
                 sum: &mut sum,
                 weight: &mut weight,
                 size: (ow, oh),
             };
+            sums.clear(&stream).unwrap();
             for (i, (t, out)) in tiles.iter().zip(&outputs).enumerate() {
                 let (wx, wy) = plan.tile_weights(i, scale);
                 let (wx, wy) = (

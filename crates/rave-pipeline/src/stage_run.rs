@@ -230,7 +230,9 @@ impl Segments<'_> {
                 });
                 let counted = |r: &mut VideoReader| {
                     let frame = pull(r);
-                    rave_core::gpu::timeline::host("dec_out");
+                    if matches!(frame, Ok(Some(_))) {
+                        rave_core::gpu::timeline::host("dec_out");
+                    }
                     sent_so_far.fetch_add(1, Ordering::Relaxed);
                     frame
                 };

@@ -8,8 +8,13 @@
 //!
 //! GPU marks are placed on the host's clock through one event the first GPU mark records and
 //! waits for: its completion is taken to be the host instant the wait returned (within tens
-//! of microseconds). Marking costs an event record (a few microseconds); off, it costs an
-//! atomic load.
+//! of microseconds; that one wait is not in the report's count of host waits). Marking
+//! costs an event record (a few microseconds); off, it costs an atomic load. Each GPU mark
+//! keeps its event until the file is written, so recording stops after [`MAX_MARKS`]
+//! (about an hour of 1080p at 100 fps). Marks are on one GPU: those of another device's
+//! streams cannot be placed and are left out. Which stages mark: the decode, preprocess and
+//! postprocess stages, and RAVE's native engine inside the inference (ONNX Runtime's
+//! backends do not mark their GPU work; the host's `inf_begin`/`inf_end` are there).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,6 +23,9 @@ use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
+
+/// Marks kept at most; later ones are dropped.
+pub const MAX_MARKS: usize = 4_000_000;
 
 /// Where a mark was taken.
 enum When {
@@ -69,6 +77,9 @@ fn recorder() -> Option<&'static Recorder> {
 impl Recorder {
     fn push(&self, what: &'static str, when: When) {
         let mut m = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        if m.marks.len() >= MAX_MARKS {
+            return;
+        }
         let count = m.counts.entry(what).or_insert(0);
         let seq = *count;
         *count += 1;
@@ -109,6 +120,9 @@ pub fn gpu(what: &'static str, stream: &CudaStream) {
     let record = || stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
     {
         let mut m = r.marks.lock().unwrap_or_else(|e| e.into_inner());
+        if m.marks.len() >= MAX_MARKS {
+            return;
+        }
         if m.base.is_none() {
             let Ok(base) = record() else { return };
             if base.synchronize().is_err() {
