@@ -15,12 +15,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rave_core::backend::ModelMetadata;
+use rave_core::batch::Batching;
 use rave_core::error::{EngineError, Result};
 use rave_core::gpu::{GpuBuffer, GpuContext, GpuTimer};
 use rave_core::metrics::StageMetrics;
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_tensorrt::backend_report::{GpuBackendReport, RingReport};
-use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_inference::GpuInference;
 use rave_tensorrt::output_ring::OutputRing;
@@ -243,8 +243,8 @@ impl GpuInference for NativeBackend {
         inputs.iter().map(|t| self.process_one(t.clone())).collect()
     }
 
-    fn batching(&self) -> BatchConfig {
-        BatchConfig::default()
+    fn batching(&self) -> Batching {
+        Batching::default()
     }
 
     fn model(&self) -> Result<&ModelMetadata> {

@@ -5,13 +5,13 @@
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use rave_core::batch::{BatchCollector, Batching};
 use rave_core::error::Result;
 use rave_core::gpu::GpuContext;
 use rave_core::metrics::StageMetrics;
 use rave_core::types::GpuTexture;
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::{DecodeStats, DecodedFrame, VideoCodec, VideoReader};
-use rave_tensorrt::batch::{BatchCollector, BatchConfig};
 use rave_tensorrt::gpu_inference::GpuInference;
 
 use crate::cancel::CancelToken;
@@ -83,7 +83,7 @@ pub fn describe_encoder(codec: VideoCodec) -> String {
 /// whatever arrived within the latency deadline of the first), in order.
 pub fn infer(
     backend: &dyn GpuInference,
-    batch: BatchConfig,
+    batch: Batching,
     rx: Receiver<GpuFrame>,
     tx: Sender<GpuFrame>,
     cancel: &CancelToken,

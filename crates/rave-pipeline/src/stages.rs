@@ -214,7 +214,7 @@ pub fn name_frames(e: EngineError, first: u64, n: usize) -> EngineError {
     match e {
         EngineError::Inference(msg) => EngineError::Inference(format!(
             "{}: {msg}",
-            rave_tensorrt::batch::describe_frames(first, n)
+            rave_core::batch::describe_frames(first, n)
         )),
         other => other,
     }

@@ -19,11 +19,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rave_core::backend::{HostUpscaleBackend, UpscaleBackend};
+use rave_core::batch::Batching;
 use rave_core::block_on::block_on;
 use rave_core::frame::RgbImage;
 use rave_core::gpu::{GpuBuffer, GpuContext};
 use rave_core::types::{GpuTexture, PixelFormat};
-use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
 use rave_tensorrt::provider_paths::{self, ProviderCandidate, SearchInputs};
@@ -120,9 +120,9 @@ impl Setup<'_> {
         c.policy = policy;
         c.engine_cache = Some(std::env::temp_dir().join("rave-trt-cache"));
         c.frame_size = Some((1920, 1080));
-        c.batch = BatchConfig {
+        c.batch = Batching {
             max_batch: batch,
-            ..BatchConfig::default()
+            ..Batching::default()
         };
         c.cuda_graph = graph;
         c.ring_size = c.min_ring_slots();

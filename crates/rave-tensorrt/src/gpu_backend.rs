@@ -28,12 +28,12 @@ use rave_core::types::GpuTexture;
 use tracing::{info, warn};
 
 use crate::backend_report::GpuBackendReport;
-use crate::batch::BatchConfig;
 use crate::device_binding::DeviceBinding;
 use crate::ep_options::{CudaSettings, Precision, ShapeProfile, TrtSettings};
 use crate::ep_policy::EpPolicy;
 use crate::model::{LoadedModel, first_line};
 use crate::output_ring::OutputRing;
+use rave_core::batch::Batching;
 
 mod frames;
 use crate::provider_paths::{ProviderCandidate, ProviderKind, resolve};
@@ -70,7 +70,7 @@ pub struct GpuBackendConfig {
     /// Capture CUDA graphs and replay them.
     pub cuda_graph: bool,
     /// Micro-batching.
-    pub batch: BatchConfig,
+    pub batch: Batching,
 }
 
 impl GpuBackendConfig {
@@ -78,7 +78,7 @@ impl GpuBackendConfig {
     /// convolutions with fused bias on the CUDA provider (the fastest measured on the H200),
     /// no graphs, the smallest safe ring for a downstream capacity of 4.
     pub fn new(model: PathBuf, provider_candidates: Vec<ProviderCandidate>) -> Self {
-        let batch = BatchConfig::default();
+        let batch = Batching::default();
         Self {
             model,
             policy: EpPolicy::Auto,
@@ -278,7 +278,7 @@ impl TensorRtBackend {
     }
 
     /// The micro-batching this backend was configured with.
-    pub fn batch_config(&self) -> BatchConfig {
+    pub fn batch_config(&self) -> Batching {
         self.config.batch
     }
 }

@@ -8,8 +8,8 @@ use rave_core::error::Result;
 use rave_core::types::GpuTexture;
 
 use crate::backend_report::GpuBackendReport;
-use crate::batch::BatchConfig;
 use crate::gpu_backend::TensorRtBackend;
+use rave_core::batch::Batching;
 
 /// A backend that upscales device frames, initialized and ready.
 pub trait GpuInference: Send + Sync {
@@ -19,7 +19,7 @@ pub trait GpuInference: Send + Sync {
     /// Upscale a micro-batch of frames of one size, results in input order.
     fn process_many(&self, inputs: &[GpuTexture]) -> Result<Vec<GpuTexture>>;
     /// The micro-batching the stages should collect for.
-    fn batching(&self) -> BatchConfig;
+    fn batching(&self) -> Batching;
     /// The loaded model's description.
     fn model(&self) -> Result<&ModelMetadata>;
     /// Release the runtime.
@@ -45,7 +45,7 @@ impl GpuInference for TensorRtBackend {
         self.process_batch(inputs)
     }
 
-    fn batching(&self) -> BatchConfig {
+    fn batching(&self) -> Batching {
         self.batch_config()
     }
 

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use rave_core::batch::Batching;
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
 use rave_ffmpeg::hw_caps::nvenc_session;
@@ -12,7 +13,6 @@ use rave_pipeline::{
     ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, UpscaleConfig,
     run_upscale,
 };
-use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 
 use crate::args::{
@@ -222,7 +222,7 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
         precision,
         engine_cache: args.engine_cache.clone(),
         workspace_bytes: args.trt_workspace.map(|mib| mib << 20),
-        batch: BatchConfig {
+        batch: Batching {
             max_batch: args.max_batch.unwrap_or(GpuArgs::DEFAULT_MAX_BATCH),
             latency_deadline: std::time::Duration::from_secs_f64(deadline_ms / 1000.0),
         },
