@@ -44,6 +44,20 @@ impl Batching {
     }
 }
 
+impl Batching {
+    /// Check that one call of `frames` frames fits: at most `max_batch` (the stages collect
+    /// no more, so more is a bug of the caller).
+    pub fn admits(&self, frames: usize) -> Result<()> {
+        if frames > self.max_batch {
+            return Err(EngineError::InvariantViolation(format!(
+                "a call of {frames} frames to a backend that takes at most {}",
+                self.max_batch
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Groups items into batches of at most `max_batch`.
 #[derive(Debug)]
 pub struct BatchCollector<T> {

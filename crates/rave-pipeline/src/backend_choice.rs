@@ -7,8 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rave_core::backend::{HostUpscaleBackend, ModelMetadata, UpscaleBackend};
+use rave_core::backend::{Interrupt, ModelMetadata, UpscaleBackend, Upscaler};
+use rave_core::batch::Batching;
 use rave_core::error::{EngineError, ErrorFamily, Result};
+use rave_core::frame::RgbImage;
 use rave_core::gpu::GpuContext;
 use rave_core::types::PixelFormat;
 use rave_native::Architecture;
@@ -34,10 +36,28 @@ pub struct GpuPath {
 /// What runs the model.
 pub enum Engine {
     /// Host frames through the CPU backend.
-    Cpu(Box<dyn HostUpscaleBackend>),
+    Cpu(Box<dyn Upscaler<Frame = RgbImage>>),
     /// Device frames through the GPU backend.
     Gpu(Box<GpuPath>),
 }
+
+impl Engine {
+    /// A handle that interrupts the backend's call in flight, where it has one.
+    pub fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        match self {
+            Engine::Cpu(backend) => backend.interrupter(),
+            Engine::Gpu(gpu) => gpu.backend.interrupter(),
+        }
+    }
+}
+
+/// How many frames the CPU backend runs at once: one. On the 2-core development machine a
+/// batch of 2 or 4 frames in one ONNX Runtime run measured within the run-to-run noise of
+/// one frame a run (docs/BENCHMARKS.md), and a batch holds frames back and costs memory.
+pub const CPU_BATCHING: Batching = Batching {
+    max_batch: 1,
+    latency_deadline: std::time::Duration::from_millis(8),
+};
 
 /// The engine chosen for a run, with the report entry.
 pub struct ChosenBackend {
@@ -126,13 +146,14 @@ fn cpu(config: &UpscaleConfig, reason: String) -> Result<ChosenBackend> {
     } else {
         config.threads
     };
-    let backend = CpuBackend::new(runtime, &config.model, &ModelOptions { threads })?;
+    let backend = CpuBackend::new(runtime, &config.model, &ModelOptions { threads })?
+        .with_batching(CPU_BATCHING)?;
     Ok(ChosenBackend {
-        metadata: backend.metadata().clone(),
+        metadata: backend.model()?.clone(),
         model: config.model.clone(),
         report: BackendReport {
             requested: config.device,
-            name: backend.backend_name().into(),
+            name: backend.engine_name().into(),
             reason,
             runtime_library: Some(runtime.library().to_path_buf()),
         },
@@ -260,10 +281,7 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     let backend = TensorRtBackend::new(c, ctx.clone(), runtime);
     block_on(backend.initialize())?;
     let provider = backend.selected_provider().unwrap_or(ProviderKind::Cuda);
-    let name = match provider {
-        ProviderKind::Cuda => "onnxruntime-cuda",
-        ProviderKind::TensorRt => "onnxruntime-tensorrt",
-    };
+    let name = backend.engine_name().to_string();
     let mut reason = format!(
         "{}GPU {} via {}, {model_note}",
         if config.device == Device::Auto {
@@ -284,11 +302,11 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
         reason.push_str(&format!("; not the native engine: {why}"));
     }
     Ok(ChosenBackend {
-        metadata: backend.metadata()?.clone(),
+        metadata: UpscaleBackend::metadata(&backend)?.clone(),
         model,
         report: BackendReport {
             requested: config.device,
-            name: name.into(),
+            name,
             reason,
             runtime_library: Some(runtime.library().to_path_buf()),
         },
@@ -375,7 +393,7 @@ fn native(
         model: config.model.clone(),
         report: BackendReport {
             requested: config.device,
-            name: rave_native::backend::ENGINE_NAME.into(),
+            name: backend.engine_name().into(),
             reason,
             runtime_library: None,
         },

@@ -10,6 +10,7 @@ pub mod config;
 pub mod copied_streams;
 pub mod gpu_convert;
 pub mod gpu_stages;
+pub mod infer_stage;
 pub mod no_replace;
 pub mod output_file;
 pub mod output_lock;

@@ -12,6 +12,7 @@ pub mod model;
 pub mod output_ring;
 pub mod provider_paths;
 pub mod providers;
+mod run_terminator;
 pub mod runtime;
 
 pub use cpu_backend::CpuBackend;

@@ -77,7 +77,7 @@ pub struct BackendInfo {
 }
 
 impl Worker {
-    /// Load the model for frames of `job.in_size`; `cancel` interrupts a CPU inference.
+    /// Load the model for frames of `job.in_size`; `cancel` interrupts an inference in flight.
     pub fn start(job: &JobSpec, cancel: &CancelToken) -> Result<Self> {
         let config = &job.config;
         let (w, h) = job.in_size;
@@ -104,9 +104,7 @@ impl Worker {
             )));
         }
         let scale = meta.scale;
-        if let Engine::Cpu(backend) = &engine
-            && let Some(i) = backend.interrupter()
-        {
+        if let Some(i) = engine.interrupter() {
             cancel.on_cancel(i);
         }
         let nvdec = match &engine {
@@ -173,7 +171,7 @@ impl Worker {
             return Ok(());
         };
         run_stages(
-            &mut self.engine,
+            &self.engine,
             surfaces,
             StageRun {
                 first,
