@@ -90,6 +90,32 @@ pub trait Interrupt: Send + Sync {
     fn interrupt(&self);
 }
 
+/// A boxed backend is the backend (the pipeline holds the CPU's as a trait object, which a
+/// wrapper such as tiling then takes).
+impl<U: Upscaler + ?Sized> Upscaler for Box<U> {
+    type Frame = U::Frame;
+
+    fn model(&self) -> Result<&ModelMetadata> {
+        (**self).model()
+    }
+
+    fn engine_name(&self) -> &str {
+        (**self).engine_name()
+    }
+
+    fn batching(&self) -> Batching {
+        (**self).batching()
+    }
+
+    fn upscale(&self, frames: &[Self::Frame]) -> Result<Vec<Self::Frame>> {
+        (**self).upscale(frames)
+    }
+
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        (**self).interrupter()
+    }
+}
+
 /// An [`Interrupt`] that raises a flag, for a backend that checks it between its own steps
 /// (frames or tiles) rather than inside a runtime call.
 #[derive(Debug, Default)]

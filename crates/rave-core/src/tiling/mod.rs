@@ -6,9 +6,13 @@
 //! Each tile's output is weighted by a ramp across the parts it shares with a neighbour
 //! (zero at its own edge, where the model saw padding, one where the neighbour's edge is),
 //! and the weighted sums are divided by the weights' sum. Host blending of planar f32 RGB
-//! is here; a device one follows the same weights.
+//! is here; a device one follows the same weights. [`Tiled`] runs any backend this way.
 
 use std::ops::Range;
+
+mod tiled;
+
+pub use tiled::{HostTiles, TileOps, Tiled};
 
 /// Input pixels neighbouring tiles share at least, unless asked otherwise: on a 150x90
 /// picture-like frame through the CPU reference of the SRVGGNetCompact and RRDBNet fixtures,
