@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use rave_core::batch::Batching;
 use rave_ffmpeg::EncoderSettings;
 use rave_tensorrt::RuntimeCandidate;
+
+use crate::tiling_choice::TileRequest;
 use rave_tensorrt::ep_options::Precision;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::provider_paths::SearchInputs;
@@ -188,4 +190,6 @@ pub struct UpscaleConfig {
     pub null_output: bool,
     /// Segmenting, parallel workers and the work folder.
     pub segments: SegmentOptions,
+    /// Whether frames are cut into tiles for the model (`--tile`, `--tile-overlap`).
+    pub tiling: TileRequest,
 }

@@ -20,6 +20,7 @@ pub mod segment_sink;
 pub mod segments;
 pub mod stage_run;
 pub mod stages;
+pub mod tiling_choice;
 pub mod upscale;
 
 pub use cancel::CancelToken;
@@ -29,4 +30,5 @@ pub use config::{
 };
 pub use progress::{Progress, ProgressSink};
 pub use report::RunReport;
+pub use tiling_choice::{TileMode, TileRequest};
 pub use upscale::run_upscale;

@@ -10,8 +10,8 @@ use rave_ffmpeg::hw_caps::nvenc_session;
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
-    ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, UpscaleConfig,
-    run_upscale,
+    ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, TileRequest,
+    UpscaleConfig, run_upscale,
 };
 use rave_tensorrt::ep_policy::EpPolicy;
 
@@ -135,7 +135,13 @@ pub fn pipeline_config(
             if given.len() == 1 { "it" } else { "them" },
         )));
     }
+    let tiling = TileRequest {
+        mode: run.tile,
+        overlap: run.tile_overlap,
+    };
+    tiling.validate()?;
     Ok(UpscaleConfig {
+        tiling,
         input: input.to_path_buf(),
         output: output.to_path_buf(),
         model: locate::resolve_model(&run.model, &locate::model_dirs(global)?)?,

@@ -108,6 +108,11 @@ impl TilePlan {
             .collect()
     }
 
+    /// Tiles across and down.
+    pub fn grid(&self) -> (u32, u32) {
+        (self.columns.len() as u32, self.rows.len() as u32)
+    }
+
     /// Whether the frame is one tile (no cutting needed).
     pub fn is_whole(&self) -> bool {
         self.columns.len() == 1 && self.rows.len() == 1
@@ -257,6 +262,11 @@ mod tests {
         // A frame smaller than the tile is one tile of the frame's size, any overlap.
         let p = TilePlan::new((20, 10), (64, 64), 16).unwrap();
         assert!(p.is_whole());
+        assert_eq!(p.grid(), (1, 1));
+        assert_eq!(
+            TilePlan::new((150, 90), (64, 64), 16).unwrap().grid(),
+            (3, 2)
+        );
         assert_eq!(
             p.tiles(),
             vec![Tile {

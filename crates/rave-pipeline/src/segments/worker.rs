@@ -74,6 +74,8 @@ pub struct BackendInfo {
     pub report: crate::report::BackendReport,
     /// Something the user should be told.
     pub warning: Option<String>,
+    /// Whether frames are cut into tiles, and why.
+    pub tiling: crate::tiling_choice::TilingReport,
 }
 
 impl Worker {
@@ -92,11 +94,16 @@ impl Worker {
             model,
             report,
             warning,
+            tiling,
         } = choose_backend(config, (w, h), downstream)?;
         let meta = &metadata;
-        if !meta.accepts(w, h) {
+        if !engine.model()?.accepts(w, h) {
+            let hint = match &engine {
+                Engine::Gpu(_) => "; the GPU path does not tile yet (--device cpu tiles it)",
+                Engine::Cpu(_) => "; --tile auto tiles it",
+            };
             return Err(EngineError::ModelMetadata(format!(
-                "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}",
+                "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}{hint}",
                 model.display(),
                 meta.name,
                 meta.min_input_hw.1,
@@ -125,6 +132,7 @@ impl Worker {
                 model,
                 report,
                 warning,
+                tiling,
             },
         })
     }
