@@ -116,6 +116,31 @@ fn the_summary_and_the_benchmark_say_what_tiling_ran() {
         "{}",
         stdout(&o)
     );
+    assert!(
+        stdout(&o).contains("(2 frames, batch 1)"),
+        "a model fixed at batch 1 runs one tile a run: {}",
+        stdout(&o)
+    );
+    // A dynamic batch axis: tiles run four a run (CPU_TILE_BATCHING), whole frames one.
+    for (tile, batch) in [("48x40", 4), ("off", 1)] {
+        let o = run(&[
+            "benchmark",
+            "-i",
+            input.to_str().unwrap(),
+            "-m",
+            fixture("nearest_x2.onnx").to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--frames",
+            "2",
+            "--tile",
+            tile,
+            "--json",
+        ]);
+        let r = json(&o);
+        assert_eq!(r["inference_only"]["batch"], batch, "--tile {tile}");
+        assert_eq!(r["full_report"]["tiling"]["tiled"], tile != "off");
+    }
 }
 
 #[test]

@@ -61,12 +61,20 @@ impl Engine {
     }
 }
 
-/// How many frames the CPU backend runs at once: one. On the 2-core development machine a
-/// batch of 2 or 4 frames in one ONNX Runtime run measured within the run-to-run noise of
-/// one frame a run (docs/BENCHMARKS.md), and a batch holds frames back and costs memory.
+/// How many whole frames the CPU backend runs at once: one. On the 2-core development
+/// machine a batch of 2 or 4 frames in one ONNX Runtime run measured within the run-to-run
+/// noise of one frame a run (docs/BENCHMARKS.md), and a batch holds frames back.
 pub const CPU_BATCHING: Batching = Batching {
     max_batch: 1,
     latency_deadline: std::time::Duration::from_millis(8),
+};
+
+/// How many tiles the CPU backend runs at once when it tiles: four (where the model's batch
+/// axis is dynamic). Tiles are small, and four a run measured about 10% faster than one
+/// there, in each of six rounds (docs/BENCHMARKS.md).
+pub const CPU_TILE_BATCHING: Batching = Batching {
+    max_batch: 4,
+    ..CPU_BATCHING
 };
 
 /// The engine chosen for a run, with the report entry.
@@ -170,14 +178,16 @@ fn cpu(config: &UpscaleConfig, reason: String, frame: (u32, u32)) -> Result<Chos
     } else {
         config.threads
     };
-    let backend = CpuBackend::new(runtime, &config.model, &ModelOptions { threads })?
-        .with_batching(CPU_BATCHING)?;
+    let backend = CpuBackend::new(runtime, &config.model, &ModelOptions { threads })?;
     let metadata = backend.model()?.clone();
     let Tiling { tiles, report } = decide_cpu(&config.tiling, &config.model, &metadata, frame)?;
     let name = backend.engine_name().to_string();
     let engine: Box<dyn Upscaler<Frame = RgbImage>> = match tiles {
-        Some((tile, overlap)) => Box::new(Tiled::new(backend, HostTiles, tile, overlap)?),
-        None => Box::new(backend),
+        Some((tile, overlap)) => {
+            let backend = backend.with_batching(CPU_TILE_BATCHING)?;
+            Box::new(Tiled::new(backend, HostTiles, tile, overlap)?)
+        }
+        None => Box::new(backend.with_batching(CPU_BATCHING)?),
     };
     Ok(ChosenBackend {
         metadata,
