@@ -5,6 +5,8 @@
   (its output is exactly predictable, so pipeline tests can check pixels precisely).
 - nearest_x2_fp16.onnx: the same with float16 input and output (the GPU's FP16 tensor path).
 - fixed_64x48_x2.onnx: the same with a static 1x3x48x64 input (scale from the shapes).
+- fixed_64x64_x2.onnx: the same with a static 1x3x64x64 input (a fixed-size model that larger
+  frames reach through tiling).
 - batch2_x2.onnx: the same with its batch axis fixed at 2 (the CPU path runs one frame at
   a time: refused up front).
 - rank3.onnx: input rank 3 -> must be rejected.
@@ -52,6 +54,7 @@ def main():
     nearest_x2(out, "nearest_x2", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"])
     nearest_x2(out, "nearest_x2_fp16", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"], TensorProto.FLOAT16)
     nearest_x2(out, "fixed_64x48_x2", [1, 3, 48, 64], [1, 3, 96, 128])
+    nearest_x2(out, "fixed_64x64_x2", [1, 3, 64, 64], [1, 3, 128, 128])
     nearest_x2(out, "batch2_x2", [2, 3, "h", "w"], [2, 3, "h2", "w2"])
     unary(out, "rank3", ["n", 3, "w"], ["n", 3, "w"])
     unary(out, "gray", ["n", 1, "h", "w"], ["n", 1, "h", "w"])

@@ -4,19 +4,24 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::bounds::{self, MAX_DEADLINE_MS, MAX_FRAMES, MAX_GPU, MAX_THREADS, MAX_WORKSPACE_MIB};
+use crate::bounds::{
+    self, MAX_DEADLINE_MS, MAX_FRAMES, MAX_GPU, MAX_THREADS, MAX_TILE_OVERLAP, MAX_WORKSPACE_MIB,
+};
 
 const EXIT_CODES: &str = "\
 Exit codes:
   0    success
   1    internal error (a bug in RAVE; please report it)
   2    bad option or value (each numeric option says its accepted range), a GPU-only
-       option with --device cpu, or a --models-dir / RAVE_MODELS_DIR that is not a folder
+       option with --device cpu, a --tile the model or path cannot take (--tile WxH where
+       the GPU runs the model: tiles run on the CPU path only so far), or a --models-dir /
+       RAVE_MODELS_DIR that is not a folder
   3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec; a
        pipe, stdin or a device (save it to a regular file first)
   4    output problem: exists (use --overwrite), being written by another rave run, cannot
        be written, encode or mux failure
-  5    model problem: missing, not ONNX, or not an image-to-image model
+  5    model problem: missing, not ONNX, or not an image-to-image model, or a fixed-size
+       model the frames cannot be tiled for (smaller than its input, --tile off, the GPU)
   6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or
        ORT_DYLIB_PATH naming one that does not load), or GPU problem (CUDA driver error,
        VRAM limit, or a --backend / RAVE_ORT_TENSORRT provider that cannot run)
@@ -271,6 +276,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "D,P,I", value_parser = bounds::capacities, default_value = "4,2,4",
           allow_hyphen_values = true)]
     pub channels: [usize; 3],
+    /// Cut each frame into overlapping tiles for the model, and blend them back so no seam
+    /// shows: auto tiles only where the model cannot take the whole frame (a fixed-size
+    /// model smaller than the frame, at its size); off never; WxH tiles of W x H input
+    /// pixels (1 to 16384 each; the CPU path only so far: refused, exit 2, where the GPU
+    /// runs the model). The report says what ran and why.
+    #[arg(long, value_name = "auto|off|WxH", default_value = "auto", value_parser = bounds::tile)]
+    pub tile: rave_pipeline::TileMode,
+    /// Input pixels neighbouring tiles share at least, 0 to 4096 and under half a tile; the
+    /// tiles are blended across it.
+    #[arg(long, value_name = "N", default_value_t = rave_core::tiling::DEFAULT_OVERLAP,
+          allow_negative_numbers = true,
+          value_parser = bounds::whole::<u32>(0, MAX_TILE_OVERLAP))]
+    pub tile_overlap: u32,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -5,6 +5,8 @@
 
 use std::num::IntErrorKind;
 
+use rave_pipeline::TileMode;
+
 /// Inference threads: 0 (one per core) up to this.
 pub const MAX_THREADS: i64 = 1024;
 /// Frames one channel between stages may hold.
@@ -17,6 +19,10 @@ pub const MAX_GPU: i64 = 63;
 pub const MAX_WORKSPACE_MIB: i64 = 1 << 20;
 /// Longest batch deadline, in milliseconds.
 pub const MAX_DEADLINE_MS: f64 = 10_000.0;
+/// Largest tile side, in input pixels.
+pub const MAX_TILE: u32 = 16_384;
+/// Largest tile overlap, in input pixels.
+pub const MAX_TILE_OVERLAP: i64 = 4_096;
 
 /// A whole number in `lo..=hi`.
 pub fn whole<T: TryFrom<i64>>(
@@ -87,6 +93,30 @@ pub fn capacities(s: &str) -> Result<[usize; 3], String> {
     Ok([one(d)?, one(p)?, one(i)?])
 }
 
+/// `--tile auto|off|WxH`, W and H 1 to [`MAX_TILE`].
+pub fn tile(s: &str) -> Result<TileMode, String> {
+    let use_ = || format!("use auto, off or WxH with W and H 1 to {MAX_TILE}, like 256x256");
+    match s.trim().to_ascii_lowercase().as_str() {
+        "auto" => return Ok(TileMode::Auto),
+        "off" => return Ok(TileMode::Off),
+        _ => {}
+    }
+    let Some((w, h)) = s.trim().split_once(['x', 'X']) else {
+        return Err(format!("not a tile size; {}", use_()));
+    };
+    let side = |v: &str| -> Result<u32, String> {
+        match v.trim().parse::<i128>() {
+            Ok(n) if (1..=i128::from(MAX_TILE)).contains(&n) => Ok(n as u32),
+            Ok(n) => Err(format!("{n} is out of range; {}", use_())),
+            Err(_) => Err(format!("'{v}' is not a whole number; {}", use_())),
+        }
+    };
+    Ok(TileMode::Size {
+        width: side(w)?,
+        height: side(h)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +166,31 @@ mod tests {
                 .unwrap_err()
                 .contains("'a' is not a whole number")
         );
+    }
+
+    #[test]
+    fn tiles_are_auto_off_or_a_bounded_size() {
+        assert_eq!(tile("auto"), Ok(TileMode::Auto));
+        assert_eq!(tile("OFF"), Ok(TileMode::Off));
+        assert_eq!(
+            tile("64x48"),
+            Ok(TileMode::Size {
+                width: 64,
+                height: 48
+            })
+        );
+        assert!(
+            tile("0x5")
+                .unwrap_err()
+                .starts_with("0 is out of range; use auto, off or WxH")
+        );
+        assert!(tile("abc").unwrap_err().starts_with("not a tile size"));
+        assert!(
+            tile("64x")
+                .unwrap_err()
+                .contains("'' is not a whole number")
+        );
+        assert!(tile("99999x64").unwrap_err().contains("out of range"));
+        assert!(tile("-4x4").unwrap_err().contains("out of range"));
     }
 }

@@ -52,6 +52,7 @@ pub fn print_run(r: &RunReport) {
     }
     print_segments(&r.segments);
     outln!("  backend: {}", r.backend.reason);
+    outln!("  tiling: {}", r.tiling.describe());
     if let Some(gpu) = &r.gpu {
         print_gpu(gpu);
     }
@@ -141,6 +142,7 @@ pub fn print_benchmark(r: &BenchmarkReport) {
         r.output_size[1],
     );
     outln!("  backend: {}", r.backend_reason);
+    outln!("  tiling: {}", r.full_report.tiling.describe());
     outln!(
         "  inference alone:  {:8.2} fps ({} frames, batch {})",
         r.inference_only.fps,

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use rave_core::backend::HostUpscaleBackend;
+use rave_core::backend::Upscaler;
 use rave_core::color::{ColorInfo, ColorMatrix, ColorRange};
 use rave_core::frame::YuvFrame;
 use rave_cuda::{rgb_to_yuv420, yuv420_to_rgb};
@@ -29,7 +29,7 @@ fn reference_yuv(input: &Path, model: &Path) -> Vec<u8> {
         .join("lib/libonnxruntime.so");
     let runtime = OrtRuntime::load(&[RuntimeCandidate::new(lib, "test")])
         .expect("ONNX Runtime (scripts/setup.sh)");
-    let mut backend = CpuBackend::new(runtime, model, &ModelOptions { threads: 2 }).unwrap();
+    let backend = CpuBackend::new(runtime, model, &ModelOptions { threads: 2 }).unwrap();
     let color = ColorInfo {
         matrix: ColorMatrix::Bt709,
         range: ColorRange::Limited,
@@ -44,8 +44,9 @@ fn reference_yuv(input: &Path, model: &Path) -> Vec<u8> {
         frame.y = widen(&bytes[..w * h]);
         frame.u = widen(&bytes[w * h..w * h * 5 / 4]);
         frame.v = widen(&bytes[w * h * 5 / 4..]);
-        let up = backend.process(&yuv420_to_rgb(&frame, &color)).unwrap();
-        let yuv = rgb_to_yuv420(&up, &color, 8);
+        let up = backend.upscale(&[yuv420_to_rgb(&frame, &color)]).unwrap();
+        let up = &up[0];
+        let yuv = rgb_to_yuv420(up, &color, 8);
         for plane in [&yuv.y, &yuv.u, &yuv.v] {
             out.extend(plane.iter().map(|v| *v as u8));
         }

@@ -1,11 +1,15 @@
-//! Upscaling backends: the model description they expose and the two frame paths, device
-//! textures (`UpscaleBackend`, the GPU contract) and host images (`HostUpscaleBackend`).
+//! Upscaling backends: the model description they expose, [`Upscaler`] (the one synchronous,
+//! batch-aware contract over host images or device textures, with interruption) that every
+//! stage and wrapper uses, and the seed's async device contract [`UpscaleBackend`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::frame::RgbImage;
+use crate::batch::Batching;
+use crate::error::{EngineError, Result};
 use crate::types::{GpuTexture, PixelFormat};
 
 /// What RAVE knows about a loaded super-resolution model.
@@ -53,22 +57,105 @@ pub trait UpscaleBackend: Send + Sync {
     fn metadata(&self) -> Result<&ModelMetadata>;
 }
 
-/// A backend that upscales images in host memory (the CPU path).
-pub trait HostUpscaleBackend: Send {
-    /// The loaded model's description.
-    fn metadata(&self) -> &ModelMetadata;
-    /// Upscale one image; the result is `scale` times larger in each dimension.
-    fn process(&mut self, input: &RgbImage) -> Result<RgbImage>;
-    /// Short name of what runs the model (e.g. "onnxruntime-cpu").
-    fn backend_name(&self) -> &'static str;
-    /// A handle that interrupts `process` from another thread, where the backend has one.
-    fn interrupter(&self) -> Option<std::sync::Arc<dyn Interrupt>> {
-        None
-    }
+/// What runs a model, ready to upscale: frames of one kind (`RgbImage` for the CPU backend,
+/// `GpuTexture` for the GPU ones), a micro-batch of one size at a time, from any thread, with
+/// a handle that interrupts a call in flight. Wrappers (tiling) implement it over another
+/// `Upscaler`, so whatever is written on it is written once for every engine.
+pub trait Upscaler: Send + Sync {
+    /// One frame: planar RGB in the model's tensor layout, on the host or the device.
+    type Frame;
+    /// The loaded model's description (`NotInitialized` for a backend whose two-step start,
+    /// the seed's `initialize`, has not run).
+    fn model(&self) -> Result<&ModelMetadata>;
+    /// Short name of what runs the model, as the run report gives it (e.g.
+    /// "onnxruntime-cpu").
+    fn engine_name(&self) -> &str;
+    /// How many frames one [`Upscaler::upscale`] call takes at most, and how long a stage may
+    /// hold the first of them while it collects the rest.
+    fn batching(&self) -> Batching;
+    /// Upscale `frames`, all of one size and at most `batching().max_batch` of them; the
+    /// results come back in input order, `scale` times larger. Host results are complete on
+    /// return; device results are complete, or ordered by the events of their buffers before
+    /// anything that reads them.
+    fn upscale(&self, frames: &[Self::Frame]) -> Result<Vec<Self::Frame>>;
+    /// A handle that makes an `upscale` in flight return early (with an error) from another
+    /// thread, where the backend has one. It is for stopping the run: an interrupted backend
+    /// may refuse every later call too.
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>>;
 }
 
 /// Something that can stop a backend's in-flight work from another thread (used on Ctrl+C).
 pub trait Interrupt: Send + Sync {
     /// Ask the in-flight call to return as soon as it can.
     fn interrupt(&self);
+}
+
+/// A boxed backend is the backend (the pipeline holds the CPU's as a trait object, which a
+/// wrapper such as tiling then takes).
+impl<U: Upscaler + ?Sized> Upscaler for Box<U> {
+    type Frame = U::Frame;
+
+    fn model(&self) -> Result<&ModelMetadata> {
+        (**self).model()
+    }
+
+    fn engine_name(&self) -> &str {
+        (**self).engine_name()
+    }
+
+    fn batching(&self) -> Batching {
+        (**self).batching()
+    }
+
+    fn upscale(&self, frames: &[Self::Frame]) -> Result<Vec<Self::Frame>> {
+        (**self).upscale(frames)
+    }
+
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        (**self).interrupter()
+    }
+}
+
+/// An [`Interrupt`] that raises a flag, for a backend that checks it between its own steps
+/// (frames or tiles) rather than inside a runtime call.
+#[derive(Debug, Default)]
+pub struct InterruptFlag(AtomicBool);
+
+impl InterruptFlag {
+    /// Whether an interrupt was asked for.
+    pub fn raised(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// `Err(Cancelled)` once an interrupt was asked for, so a step can `?` it.
+    pub fn check(&self) -> Result<()> {
+        match self.raised() {
+            true => Err(EngineError::Cancelled),
+            false => Ok(()),
+        }
+    }
+}
+
+impl Interrupt for InterruptFlag {
+    fn interrupt(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raised_flag_stops_the_next_step() {
+        let flag = Arc::new(InterruptFlag::default());
+        assert!(flag.check().is_ok());
+        let handle: Arc<dyn Interrupt> = flag.clone();
+        handle.interrupt();
+        assert!(flag.raised());
+        assert_eq!(
+            flag.check().unwrap_err().kind(),
+            EngineError::Cancelled.kind()
+        );
+    }
 }

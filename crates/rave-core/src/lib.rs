@@ -2,6 +2,7 @@
 //! codec traits, the error type with its stable codes, and run metrics.
 
 pub mod backend;
+pub mod batch;
 pub mod block_on;
 pub mod byte_size;
 pub mod codec;

@@ -1,6 +1,6 @@
 //! `NativeBackend`: RAVE's own engine ([`crate::gpu::NativeEngine`]: SRVGGNetCompact or
-//! RRDBNet) behind the GPU
-//! pipeline's backend interface ([`GpuInference`]), beside ONNX Runtime.
+//! RRDBNet) behind the backend contract ([`Upscaler`] on device frames, with the GPU path's
+//! [`GpuInference`] extras), beside ONNX Runtime.
 //!
 //! Frames come and go as in the ONNX Runtime backend: planar f32 RGB textures in, and out
 //! a slot of a pre-allocated output ring, reused only once every downstream holder has let
@@ -10,17 +10,21 @@
 //! wrote the input (its buffer's events), and whoever reads the output or rewrites the
 //! input is ordered after them the same way. GPU time is read from timing events once the
 //! work is done ([`GpuTimer`]).
+//!
+//! One frame a call (no micro-batches). Interruption is a flag checked before each frame:
+//! the kernels of a frame are queued without waiting, so a call returns quickly anyway; what
+//! it cannot cut short is the first frame's engine build (the kernels' compile).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use rave_core::backend::ModelMetadata;
+use rave_core::backend::{Interrupt, InterruptFlag, ModelMetadata, Upscaler};
+use rave_core::batch::Batching;
 use rave_core::error::{EngineError, Result};
 use rave_core::gpu::{GpuBuffer, GpuContext, GpuTimer};
 use rave_core::metrics::StageMetrics;
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_tensorrt::backend_report::{GpuBackendReport, RingReport};
-use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_inference::GpuInference;
 use rave_tensorrt::output_ring::OutputRing;
@@ -92,6 +96,7 @@ pub struct NativeBackend {
     metrics: StageMetrics,
     timer: GpuTimer,
     frames: std::sync::atomic::AtomicU64,
+    interrupted: Arc<InterruptFlag>,
 }
 
 fn native_error(e: crate::gpu::GpuError) -> EngineError {
@@ -134,6 +139,7 @@ impl NativeBackend {
             metrics: StageMetrics::default(),
             timer: GpuTimer::default(),
             frames: Default::default(),
+            interrupted: Arc::default(),
         };
         if let Some((w, h)) = frame {
             let mut guard = backend.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -188,8 +194,9 @@ impl NativeBackend {
     }
 }
 
-impl GpuInference for NativeBackend {
-    fn process_one(&self, input: GpuTexture) -> Result<GpuTexture> {
+impl NativeBackend {
+    /// Upscale one frame: the engine's kernels queued on the inference stream.
+    fn run_frame(&self, input: &GpuTexture) -> Result<GpuTexture> {
         if input.format != PixelFormat::RgbPlanarF32 {
             return Err(EngineError::FormatMismatch {
                 expected: PixelFormat::RgbPlanarF32,
@@ -240,19 +247,40 @@ impl GpuInference for NativeBackend {
             format: PixelFormat::RgbPlanarF32,
         })
     }
+}
 
-    fn process_many(&self, inputs: &[GpuTexture]) -> Result<Vec<GpuTexture>> {
-        inputs.iter().map(|t| self.process_one(t.clone())).collect()
-    }
-
-    fn batching(&self) -> BatchConfig {
-        BatchConfig::default()
-    }
+impl Upscaler for NativeBackend {
+    type Frame = GpuTexture;
 
     fn model(&self) -> Result<&ModelMetadata> {
         Ok(&self.meta)
     }
 
+    fn engine_name(&self) -> &str {
+        ENGINE_NAME
+    }
+
+    fn batching(&self) -> Batching {
+        Batching::default()
+    }
+
+    fn upscale(&self, frames: &[GpuTexture]) -> Result<Vec<GpuTexture>> {
+        self.batching().admits(frames.len())?;
+        frames
+            .iter()
+            .map(|frame| {
+                self.interrupted.check()?;
+                self.run_frame(frame)
+            })
+            .collect()
+    }
+
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        Some(self.interrupted.clone())
+    }
+}
+
+impl GpuInference for NativeBackend {
     fn close(&self) -> Result<()> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.is_some() {

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use rave_core::backend::HostUpscaleBackend;
+use rave_core::backend::Upscaler;
 use rave_core::frame::RgbImage;
 use rave_native::recognise_file;
 use rave_native::reference::{self, FeatureMap};
@@ -29,14 +29,15 @@ fn image(w: usize, h: usize, seed: u64) -> Vec<f32> {
 /// Compare the reference with ORT on `path` at each `(w, h)`; returns the worst max abs error.
 fn compare(path: &Path, sizes: &[(usize, usize)], max_abs_limit: f32) -> f32 {
     let net = recognise_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut ort = CpuBackend::new(common::runtime(), path, &ModelOptions { threads: 2 })
+    let ort = CpuBackend::new(common::runtime(), path, &ModelOptions { threads: 2 })
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut worst = 0.0f32;
     for (k, &(w, h)) in sizes.iter().enumerate() {
         let data = image(w, h, k as u64 + 1);
         let expected = ort
-            .process(&RgbImage::new(w as u32, h as u32, data.clone()).unwrap())
-            .unwrap();
+            .upscale(&[RgbImage::new(w as u32, h as u32, data.clone()).unwrap()])
+            .unwrap()
+            .remove(0);
         let got = reference::run(&net, &FeatureMap::from_planar(3, h, w, data).unwrap());
         let s = net.scale as usize;
         assert_eq!(

@@ -7,9 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rave_core::backend::{HostUpscaleBackend, ModelMetadata, UpscaleBackend};
+use rave_core::backend::{Interrupt, ModelMetadata, UpscaleBackend, Upscaler};
+use rave_core::batch::Batching;
 use rave_core::error::{EngineError, ErrorFamily, Result};
+use rave_core::frame::RgbImage;
 use rave_core::gpu::GpuContext;
+use rave_core::tiling::{HostTiles, Tiled};
 use rave_core::types::PixelFormat;
 use rave_native::Architecture;
 use rave_tensorrt::ep_options::Precision;
@@ -21,6 +24,7 @@ use rave_tensorrt::{CpuBackend, LoadedModel, ModelOptions, OrtRuntime};
 
 use crate::config::{Device, GpuOptions, NativeChoice, PrecisionChoice, UpscaleConfig};
 use crate::report::BackendReport;
+use crate::tiling_choice::{Tiling, TilingReport, decide_cpu, decide_gpu};
 use rave_core::block_on::block_on;
 
 /// The GPU path, ready to run.
@@ -34,10 +38,44 @@ pub struct GpuPath {
 /// What runs the model.
 pub enum Engine {
     /// Host frames through the CPU backend.
-    Cpu(Box<dyn HostUpscaleBackend>),
+    Cpu(Box<dyn Upscaler<Frame = RgbImage>>),
     /// Device frames through the GPU backend.
     Gpu(Box<GpuPath>),
 }
+
+impl Engine {
+    /// The model as the engine takes it (with tiling, frames of any size its tiles cover).
+    pub fn model(&self) -> Result<&ModelMetadata> {
+        match self {
+            Engine::Cpu(backend) => backend.model(),
+            Engine::Gpu(gpu) => gpu.backend.model(),
+        }
+    }
+
+    /// A handle that interrupts the backend's call in flight, where it has one.
+    pub fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        match self {
+            Engine::Cpu(backend) => backend.interrupter(),
+            Engine::Gpu(gpu) => gpu.backend.interrupter(),
+        }
+    }
+}
+
+/// How many whole frames the CPU backend runs at once: one. On the 2-core development
+/// machine a batch of 2 or 4 frames in one ONNX Runtime run measured within the run-to-run
+/// noise of one frame a run (docs/BENCHMARKS.md), and a batch holds frames back.
+pub const CPU_BATCHING: Batching = Batching {
+    max_batch: 1,
+    latency_deadline: std::time::Duration::from_millis(8),
+};
+
+/// How many tiles the CPU backend runs at once when it tiles: four (where the model's batch
+/// axis is dynamic). Tiles are small, and four a run measured about 10% faster than one
+/// there, in each of six rounds (docs/BENCHMARKS.md).
+pub const CPU_TILE_BATCHING: Batching = Batching {
+    max_batch: 4,
+    ..CPU_BATCHING
+};
 
 /// The engine chosen for a run, with the report entry.
 pub struct ChosenBackend {
@@ -52,6 +90,8 @@ pub struct ChosenBackend {
     /// Something the user should be told before the run (GPU-only options ignored on the
     /// CPU).
     pub warning: Option<String>,
+    /// Whether the frames are cut into tiles for the model, and why.
+    pub tiling: TilingReport,
 }
 
 /// Load the model where `config.device` asks; `frame` is the clip's size (TensorRT's
@@ -65,15 +105,25 @@ pub fn choose_backend(
     // where ONNX Runtime runs the model.
     OrtRuntime::check_named(&config.runtime_candidates)?;
     match config.device {
-        Device::Cpu => cpu(config, "--device cpu".into()),
-        Device::Gpu => gpu(config, frame, downstream).map_err(|e| match e {
-            EngineError::NoGpu(m) => {
-                EngineError::NoGpu(format!("{m}; --device cpu runs on the CPU"))
+        Device::Cpu => cpu(config, "--device cpu".into(), frame),
+        Device::Gpu => {
+            // A tile size is refused before anything of the GPU is set up.
+            if let Some(refusal) = config.tiling.refusal_on_gpu() {
+                return Err(refusal);
             }
-            other => other,
-        }),
+            gpu(config, frame, downstream).map_err(|e| match e {
+                EngineError::NoGpu(m) => {
+                    EngineError::NoGpu(format!("{m}; --device cpu runs on the CPU"))
+                }
+                other => other,
+            })
+        }
         Device::Auto => match gpu(config, frame, downstream) {
-            Ok(chosen) => Ok(chosen),
+            // The GPU came up: a tile size is refused there, not run elsewhere.
+            Ok(chosen) => match config.tiling.refusal_on_gpu() {
+                Some(refusal) => Err(refusal),
+                None => Ok(chosen),
+            },
             Err(e) => match &config.gpu.provider_requested_by {
                 Some(by) => Err(provider_required(e, by)),
                 None => {
@@ -82,6 +132,7 @@ pub fn choose_backend(
                         format!(
                             "auto: the GPU path is not available ({e}); the CPU runs the model"
                         ),
+                        frame,
                     )?;
                     chosen.warning = ignored_on_cpu(&config.gpu.given);
                     Ok(chosen)
@@ -119,7 +170,8 @@ fn ignored_on_cpu(given: &[String]) -> Option<String> {
     })
 }
 
-fn cpu(config: &UpscaleConfig, reason: String) -> Result<ChosenBackend> {
+/// The CPU backend, wrapped in tiles where `config.tiling` decides so for frames of `frame`.
+fn cpu(config: &UpscaleConfig, reason: String, frame: (u32, u32)) -> Result<ChosenBackend> {
     let runtime = load_runtime(config)?;
     let threads = if config.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -127,17 +179,28 @@ fn cpu(config: &UpscaleConfig, reason: String) -> Result<ChosenBackend> {
         config.threads
     };
     let backend = CpuBackend::new(runtime, &config.model, &ModelOptions { threads })?;
+    let metadata = backend.model()?.clone();
+    let Tiling { tiles, report } = decide_cpu(&config.tiling, &config.model, &metadata, frame)?;
+    let name = backend.engine_name().to_string();
+    let engine: Box<dyn Upscaler<Frame = RgbImage>> = match tiles {
+        Some((tile, overlap)) => {
+            let backend = backend.with_batching(CPU_TILE_BATCHING)?;
+            Box::new(Tiled::new(backend, HostTiles, tile, overlap)?)
+        }
+        None => Box::new(backend.with_batching(CPU_BATCHING)?),
+    };
     Ok(ChosenBackend {
-        metadata: backend.metadata().clone(),
+        metadata,
         model: config.model.clone(),
         report: BackendReport {
             requested: config.device,
-            name: backend.backend_name().into(),
+            name,
             reason,
             runtime_library: Some(runtime.library().to_path_buf()),
         },
-        engine: Engine::Cpu(Box::new(backend)),
+        engine: Engine::Cpu(engine),
         warning: None,
+        tiling: report,
     })
 }
 
@@ -260,10 +323,7 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     let backend = TensorRtBackend::new(c, ctx.clone(), runtime);
     block_on(backend.initialize())?;
     let provider = backend.selected_provider().unwrap_or(ProviderKind::Cuda);
-    let name = match provider {
-        ProviderKind::Cuda => "onnxruntime-cuda",
-        ProviderKind::TensorRt => "onnxruntime-tensorrt",
-    };
+    let name = backend.engine_name().to_string();
     let mut reason = format!(
         "{}GPU {} via {}, {model_note}",
         if config.device == Device::Auto {
@@ -283,12 +343,14 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     if let Some(why) = native_skipped {
         reason.push_str(&format!("; not the native engine: {why}"));
     }
+    let metadata = UpscaleBackend::metadata(&backend)?.clone();
     Ok(ChosenBackend {
-        metadata: backend.metadata()?.clone(),
+        tiling: decide_gpu(&config.tiling, &metadata, frame),
+        metadata,
         model,
         report: BackendReport {
             requested: config.device,
-            name: name.into(),
+            name,
             reason,
             runtime_library: Some(runtime.library().to_path_buf()),
         },
@@ -370,12 +432,14 @@ fn native(
         },
         config.gpu.device_id
     );
+    let metadata = backend.model()?.clone();
     Ok(ChosenBackend {
-        metadata: backend.model()?.clone(),
+        tiling: decide_gpu(&config.tiling, &metadata, frame),
+        metadata,
         model: config.model.clone(),
         report: BackendReport {
             requested: config.device,
-            name: rave_native::backend::ENGINE_NAME.into(),
+            name: backend.engine_name().into(),
             reason,
             runtime_library: None,
         },

@@ -173,17 +173,20 @@ pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<Inferen
     let chosen = choose_backend(config, probe(&config.input)?.frame_size()?, 2)?;
     let (frame, color) = first_frame(config)?;
     match chosen.engine {
-        Engine::Cpu(mut backend) => {
+        Engine::Cpu(backend) => {
             let rgb = crate::stages::to_rgb(frame, &color);
-            backend.process(&rgb.image)?;
+            let batch = backend.batching().max_batch;
+            let inputs = vec![rgb.image; batch];
+            backend.upscale(&inputs)?;
             let t = Instant::now();
-            for _ in 0..repeats {
-                backend.process(&rgb.image)?;
+            let calls = repeats.div_ceil(batch as u64);
+            for _ in 0..calls {
+                backend.upscale(&inputs)?;
             }
             Ok(InferenceOnly {
-                frames: repeats,
-                fps: repeats as f64 / t.elapsed().as_secs_f64(),
-                batch: 1,
+                frames: calls * batch as u64,
+                fps: (calls * batch as u64) as f64 / t.elapsed().as_secs_f64(),
+                batch,
             })
         }
         Engine::Gpu(gpu) => {
@@ -196,14 +199,10 @@ pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<Inferen
             )?;
             let texture = converter.upload(frame)?.texture;
             let batch = gpu.backend.batching().max_batch;
-            let inputs: Vec<GpuTexture> = vec![texture.clone(); batch];
+            let inputs: Vec<GpuTexture> = vec![texture; batch];
             let run = |n: u64| -> Result<()> {
                 for _ in 0..n.div_ceil(batch as u64) {
-                    if batch == 1 {
-                        gpu.backend.process_one(texture.clone())?;
-                    } else {
-                        gpu.backend.process_many(&inputs)?;
-                    }
+                    gpu.backend.upscale(&inputs)?;
                 }
                 Ok(())
             };

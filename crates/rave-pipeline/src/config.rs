@@ -2,9 +2,11 @@
 
 use std::path::PathBuf;
 
+use rave_core::batch::Batching;
 use rave_ffmpeg::EncoderSettings;
 use rave_tensorrt::RuntimeCandidate;
-use rave_tensorrt::batch::BatchConfig;
+
+use crate::tiling_choice::TileRequest;
 use rave_tensorrt::ep_options::Precision;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::provider_paths::SearchInputs;
@@ -75,7 +77,7 @@ pub struct GpuOptions {
     /// TensorRT builder workspace limit in bytes.
     pub workspace_bytes: Option<usize>,
     /// Micro-batching.
-    pub batch: BatchConfig,
+    pub batch: Batching,
     /// Capture and replay CUDA graphs.
     pub cuda_graph: bool,
     /// Decode on NVDEC where it can (else the software decoder).
@@ -96,7 +98,7 @@ impl Default for GpuOptions {
             precision: PrecisionChoice::Auto,
             engine_cache: None,
             workspace_bytes: None,
-            batch: BatchConfig::default(),
+            batch: Batching::default(),
             cuda_graph: false,
             nvdec: true,
             provider_search: SearchInputs::default(),
@@ -188,4 +190,6 @@ pub struct UpscaleConfig {
     pub null_output: bool,
     /// Segmenting, parallel workers and the work folder.
     pub segments: SegmentOptions,
+    /// Whether frames are cut into tiles for the model (`--tile`, `--tile-overlap`).
+    pub tiling: TileRequest,
 }

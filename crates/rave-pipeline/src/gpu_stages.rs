@@ -1,23 +1,11 @@
 //! The GPU path's stages around the converter (`gpu_convert.rs`): NVDEC set-up and decoded
-//! frames, the inference stage with micro-batches, and what the report says about the
-//! decoder and encoder.
+//! frames, and what the report says about the decoder and encoder (the inference stage is
+//! both paths' `infer_stage`).
 
-use std::time::Instant;
-
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rave_core::error::Result;
-use rave_core::gpu::{GpuContext, timeline};
-use rave_core::metrics::StageMetrics;
-use rave_core::types::GpuTexture;
+use rave_core::gpu::GpuContext;
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::{DecodeStats, DecodedFrame, VideoCodec, VideoReader};
-use rave_tensorrt::batch::{BatchCollector, BatchConfig};
-use rave_tensorrt::gpu_inference::GpuInference;
-
-use crate::cancel::CancelToken;
-use crate::channel::send;
-use crate::gpu_convert::GpuFrame;
-use crate::stages::name_frames;
 
 /// An FFmpeg CUDA device on RAVE's context, FFmpeg's copies queued on the decode stream.
 pub fn nvdec_device(ctx: &GpuContext) -> Result<CudaDevice> {
@@ -77,101 +65,6 @@ pub fn describe_encoder(codec: VideoCodec) -> String {
         (false, None) => format!("{nvenc} is unavailable"),
     };
     format!("{software} (software) from one page-locked device-to-host copy per frame; {why}")
-}
-
-/// Run the model on the GPU, collecting micro-batches of up to `batch.max_batch` frames (or
-/// whatever arrived within the latency deadline of the first), in order.
-pub fn infer(
-    backend: &dyn GpuInference,
-    batch: BatchConfig,
-    rx: Receiver<GpuFrame>,
-    tx: Sender<GpuFrame>,
-    cancel: &CancelToken,
-    metrics: &StageMetrics,
-) -> Result<()> {
-    let mut collector = BatchCollector::new(batch);
-    loop {
-        if cancel.is_cancelled() {
-            return Ok(());
-        }
-        let wait = collector
-            .time_left(Instant::now())
-            .unwrap_or(std::time::Duration::from_millis(50));
-        let ready = match rx.recv_timeout(wait) {
-            Ok(frame) => collector.push(frame, Instant::now()),
-            Err(RecvTimeoutError::Timeout) => collector.take_if_due(Instant::now()),
-            Err(RecvTimeoutError::Disconnected) => {
-                if let Some(rest) = collector.flush() {
-                    run_batch(backend, rest, &tx, cancel, metrics)?;
-                }
-                record_gpu_times(backend, metrics, true)?;
-                return Ok(());
-            }
-        };
-        if let Some(frames) = ready
-            && !run_batch(backend, frames, &tx, cancel, metrics)?
-        {
-            return Ok(());
-        }
-    }
-}
-
-/// Record the GPU times of the frames whose inference has finished (all of them with
-/// `wait`), for a backend that returns before the GPU is done; false for one whose run is
-/// synchronous (the stage's host time is then its time).
-fn record_gpu_times(
-    backend: &dyn GpuInference,
-    metrics: &StageMetrics,
-    wait: bool,
-) -> Result<bool> {
-    match backend.finished_gpu_times(wait)? {
-        Some(times) => {
-            times.into_iter().for_each(|t| metrics.record(t));
-            Ok(true)
-        }
-        None => Ok(false),
-    }
-}
-
-/// One inference over `frames`; returns false when the next stage is gone.
-fn run_batch(
-    backend: &dyn GpuInference,
-    frames: Vec<GpuFrame>,
-    tx: &Sender<GpuFrame>,
-    cancel: &CancelToken,
-    metrics: &StageMetrics,
-) -> Result<bool> {
-    let first = frames[0].meta.index;
-    let n = frames.len();
-    let t = Instant::now();
-    timeline::host("inf_begin");
-    let outputs = if n == 1 {
-        backend
-            .process_one(frames[0].texture.clone())
-            .map(|t| vec![t])
-    } else {
-        let inputs: Vec<GpuTexture> = frames.iter().map(|f| f.texture.clone()).collect();
-        backend.process_many(&inputs)
-    }
-    .map_err(|e| name_frames(e, first, n))?;
-    timeline::host("inf_end");
-    let per_frame = t.elapsed() / n as u32;
-    let gpu_timed = record_gpu_times(backend, metrics, false)?;
-    for (frame, texture) in frames.into_iter().zip(outputs) {
-        if !gpu_timed {
-            metrics.record(per_frame);
-        }
-        // The input texture goes back to the pool here; its events order the next writer
-        // after the run's reads (a synchronous run has finished them).
-        let out = GpuFrame {
-            meta: frame.meta,
-            texture,
-        };
-        if !send(tx, out, cancel) {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod config;
 pub mod copied_streams;
 pub mod gpu_convert;
 pub mod gpu_stages;
+pub mod infer_stage;
 pub mod no_replace;
 pub mod output_file;
 pub mod output_lock;
@@ -19,6 +20,7 @@ pub mod segment_sink;
 pub mod segments;
 pub mod stage_run;
 pub mod stages;
+pub mod tiling_choice;
 pub mod upscale;
 
 pub use cancel::CancelToken;
@@ -28,4 +30,5 @@ pub use config::{
 };
 pub use progress::{Progress, ProgressSink};
 pub use report::RunReport;
+pub use tiling_choice::{TileMode, TileRequest};
 pub use upscale::run_upscale;

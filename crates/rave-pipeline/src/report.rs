@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::config::Device;
 use crate::gpu_convert::HostCopyReport;
+use crate::tiling_choice::TilingReport;
 
 /// Whether the output is the whole video.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,6 +63,8 @@ pub struct RunReport {
     pub model: ModelReport,
     /// Backend.
     pub backend: BackendReport,
+    /// Whether frames were cut into tiles for the model, and why.
+    pub tiling: TilingReport,
     /// Encoder settings.
     pub encoder: EncoderSettings,
     /// Input size [width, height].

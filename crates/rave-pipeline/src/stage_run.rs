@@ -10,9 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use rave_core::backend::Upscaler;
 use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
+use rave_core::frame::RgbImage;
 use rave_ffmpeg::{MediaWriter, VideoReader};
 
 use crate::backend_choice::{Engine, GpuPath};
@@ -20,6 +22,7 @@ use crate::cancel::CancelToken;
 use crate::config::ChannelCapacities;
 use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::gpu_stages;
+use crate::infer_stage;
 use crate::progress::ProgressSink;
 use crate::segment_sink::{
     Control, EncodeFrame, EncodeReporting, SegmentEnd, SegmentOutcome, encode_segments,
@@ -73,7 +76,7 @@ pub struct StageRun<'a> {
 /// Run the stages over `run.first` and the segments `run.next` opens, with `engine`. Every
 /// segment opened is settled once; the first error of any stage is the result.
 pub fn run_stages(
-    engine: &mut Engine,
+    engine: &Engine,
     surfaces: Option<Arc<CudaSurfacePool>>,
     run: StageRun<'_>,
 ) -> Result<()> {
@@ -118,7 +121,7 @@ pub fn run_stages(
             },
         };
         match engine {
-            Engine::Cpu(backend) => middle.spawn_cpu(s, backend.as_mut(), caps.inferred.max(1)),
+            Engine::Cpu(backend) => middle.spawn_cpu(s, backend.as_ref(), caps.inferred.max(1)),
             Engine::Gpu(gpu) => {
                 middle.spawn_gpu(s, gpu, copies, caps.inferred.max(1), surfaces.as_ref())
             }
@@ -320,7 +323,7 @@ impl<'a> Middle<'a> {
     fn spawn_cpu<'s>(
         self,
         s: &'s std::thread::Scope<'s, '_>,
-        backend: &'s mut dyn rave_core::backend::HostUpscaleBackend,
+        backend: &'s dyn Upscaler<Frame = RgbImage>,
         inferred: usize,
     ) where
         'a: 's,
@@ -338,7 +341,7 @@ impl<'a> Middle<'a> {
         });
         s.spawn(move || {
             guarded(sh.errors, sh.cancel, || {
-                stages::infer(backend, pre_rx, inf_tx, sh.cancel, &m.infer)
+                infer_stage::infer(backend, pre_rx, inf_tx, sh.cancel, &m.infer, &|_| Ok(None))
             })
         });
         s.spawn(move || {
@@ -380,17 +383,11 @@ impl<'a> Middle<'a> {
                 stages::convert(dec_rx, pre_tx, cancel, &m.preprocess, |f| up.ingest(f))
             })
         });
-        let batch = gpu.backend.batching();
         s.spawn(move || {
             guarded(errors, cancel, || {
-                gpu_stages::infer(
-                    gpu.backend.as_ref(),
-                    batch,
-                    pre_rx,
-                    inf_tx,
-                    cancel,
-                    &m.infer,
-                )
+                let backend = gpu.backend.as_ref();
+                let finished = |wait| backend.finished_gpu_times(wait);
+                infer_stage::infer(backend, pre_rx, inf_tx, cancel, &m.infer, &finished)
             })
         });
         let depth = color.bit_depth;

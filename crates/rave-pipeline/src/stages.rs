@@ -5,7 +5,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use rave_core::backend::HostUpscaleBackend;
 use rave_core::color::ColorInfo;
 use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
@@ -214,41 +213,10 @@ pub fn name_frames(e: EngineError, first: u64, n: usize) -> EngineError {
     match e {
         EngineError::Inference(msg) => EngineError::Inference(format!(
             "{}: {msg}",
-            rave_tensorrt::batch::describe_frames(first, n)
+            rave_core::batch::describe_frames(first, n)
         )),
         other => other,
     }
-}
-
-/// Run the model on each frame.
-pub fn infer(
-    backend: &mut dyn HostUpscaleBackend,
-    rx: Receiver<HostRgbFrame>,
-    tx: Sender<HostRgbFrame>,
-    cancel: &CancelToken,
-    metrics: &StageMetrics,
-) -> Result<()> {
-    while let Some(frame) = recv(&rx, cancel) {
-        let t = Instant::now();
-        let image = match backend.process(&frame.image) {
-            Ok(image) => image,
-            // An interrupted run reports an error; it is the cancellation, not a failure.
-            Err(_) if cancel.is_cancelled() => return Ok(()),
-            Err(e) => return Err(name_frames(e, frame.meta.index, 1)),
-        };
-        metrics.record(t.elapsed());
-        if !send(
-            &tx,
-            HostRgbFrame {
-                meta: frame.meta,
-                image,
-            },
-            cancel,
-        ) {
-            return Ok(());
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

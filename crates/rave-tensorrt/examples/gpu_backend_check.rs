@@ -18,12 +18,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rave_core::backend::{HostUpscaleBackend, UpscaleBackend};
+use rave_core::backend::{UpscaleBackend, Upscaler};
+use rave_core::batch::Batching;
 use rave_core::block_on::block_on;
 use rave_core::frame::RgbImage;
 use rave_core::gpu::{GpuBuffer, GpuContext};
 use rave_core::types::{GpuTexture, PixelFormat};
-use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
 use rave_tensorrt::provider_paths::{self, ProviderCandidate, SearchInputs};
@@ -120,9 +120,9 @@ impl Setup<'_> {
         c.policy = policy;
         c.engine_cache = Some(std::env::temp_dir().join("rave-trt-cache"));
         c.frame_size = Some((1920, 1080));
-        c.batch = BatchConfig {
+        c.batch = Batching {
             max_batch: batch,
-            ..BatchConfig::default()
+            ..Batching::default()
         };
         c.cuda_graph = graph;
         c.ring_size = c.min_ring_slots();
@@ -145,11 +145,7 @@ fn throughput(b: &TensorRtBackend, input: &GpuTexture, batch: usize, frames: usi
     let inputs = vec![input.clone(); batch];
     let run = |n: usize| {
         for _ in 0..n.div_ceil(batch) {
-            if batch == 1 {
-                drop(block_on(b.process(input.clone())).expect("frame"));
-            } else {
-                drop(b.process_batch(&inputs).expect("batch"));
-            }
+            drop(b.upscale(&inputs).expect("frames"));
         }
     };
     // A run may return before the GPU is done (queued on RAVE's stream): the clock stops
@@ -214,7 +210,7 @@ fn main() {
         c.cuda_prefer_nhwc = switch("RAVE_NHWC", true);
         c.cuda_fuse_conv_bias = switch("RAVE_FUSE_CONV_BIAS", false);
         let b = setup.backend(c);
-        let format = b.metadata().unwrap().tensor_format;
+        let format = b.model().unwrap().tensor_format;
         let input = upload(&ctx, &picture(1920, 1080, 7), format);
         throughput(&b, &input, 1, 5);
         // SAFETY: plain driver calls bracketing the profiled region; no memory involved.
@@ -243,8 +239,7 @@ fn main() {
     }
 
     // Accuracy against the CPU backend running the FP32 model.
-    let mut cpu =
-        CpuBackend::new(runtime, &fp32, &ModelOptions { threads: 16 }).expect("CPU backend");
+    let cpu = CpuBackend::new(runtime, &fp32, &ModelOptions { threads: 16 }).expect("CPU backend");
     let mut failed = false;
     let models: Vec<(PathBuf, f64)> = std::iter::once((fp32.clone(), 60.0))
         .chain(fp16.iter().map(|p| (p.clone(), 45.0)))
@@ -254,7 +249,7 @@ fn main() {
             let mut c = setup.config(model, EpPolicy::Cuda, batch, graph);
             c.frame_size = None; // small frames here: no warm-up at 1080p
             let b = setup.backend(c);
-            let format = b.metadata().unwrap().tensor_format;
+            let format = b.model().unwrap().tensor_format;
             let mut worst = f64::INFINITY;
             for (i, (w, h)) in [(96u32, 64u32), (127, 71), (320, 180)]
                 .into_iter()
@@ -268,9 +263,12 @@ fn main() {
                     .collect();
                 let inputs: Vec<GpuTexture> =
                     imgs.iter().map(|m| upload(&ctx, m, format)).collect();
-                let outs = b.process_batch(&inputs).expect("gpu");
+                let outs = b.upscale(&inputs).expect("gpu");
                 for (img, out) in imgs.iter().zip(&outs) {
-                    let reference = cpu.process(img).expect("cpu");
+                    let reference = cpu
+                        .upscale(std::slice::from_ref(img))
+                        .expect("cpu")
+                        .remove(0);
                     let got = download(&ctx, out);
                     worst = worst.min(rave_cuda::quality::psnr(&got, &reference.data, 1.0));
                 }

@@ -8,11 +8,13 @@
 //! this binds exactly what it is given.
 
 use std::ffi::{CStr, CString, c_void};
+use std::sync::Arc;
 
 use ort::AsPointer;
 use ort::memory::MemoryInfo;
 use ort::session::{IoBinding, RunOptions, Session};
 use ort::sys::{ONNXTensorElementDataType, OrtStatusPtr, OrtValue};
+use rave_core::backend::Interrupt;
 use rave_core::error::{EngineError, Result};
 use rave_core::types::PixelFormat;
 
@@ -45,8 +47,9 @@ pub struct DeviceBinding {
     memory: MemoryInfo<'static>,
     element: ONNXTensorElementDataType,
     element_bytes: usize,
-    /// Run options by CUDA-graph id; index 0 runs without graph annotation.
-    run_options: Vec<RunOptions>,
+    /// Run options by CUDA-graph id; index 0 runs without graph annotation. Shared with the
+    /// interrupter, which sets their terminate flag.
+    run_options: Vec<Arc<RunOptions>>,
     /// Whether a run returns before its work is done (queued on the caller's stream).
     asynchronous: bool,
 }
@@ -86,9 +89,9 @@ impl DeviceBinding {
             }
             Ok(o)
         };
-        let mut run_options = vec![options(None)?];
+        let mut run_options = vec![Arc::new(options(None)?)];
         for id in 1..=graph_ids {
-            run_options.push(options(Some(id))?);
+            run_options.push(Arc::new(options(Some(id))?));
         }
         Ok(Self {
             binding: session.create_binding().map_err(err)?,
@@ -106,6 +109,13 @@ impl DeviceBinding {
     /// provider was given, and complete only once that stream reaches it.
     pub fn is_asynchronous(&self) -> bool {
         self.asynchronous
+    }
+
+    /// A handle that makes the run in flight (and every later one) return with an error.
+    pub fn interrupter(&self) -> Arc<dyn Interrupt> {
+        Arc::new(crate::run_terminator::RunTerminator(
+            self.run_options.clone(),
+        ))
     }
 
     /// Bytes of a tensor of `shape` in this binding's element type.

@@ -28,12 +28,12 @@ use rave_core::types::GpuTexture;
 use tracing::{info, warn};
 
 use crate::backend_report::GpuBackendReport;
-use crate::batch::BatchConfig;
 use crate::device_binding::DeviceBinding;
 use crate::ep_options::{CudaSettings, Precision, ShapeProfile, TrtSettings};
 use crate::ep_policy::EpPolicy;
 use crate::model::{LoadedModel, first_line};
 use crate::output_ring::OutputRing;
+use rave_core::batch::Batching;
 
 mod frames;
 use crate::provider_paths::{ProviderCandidate, ProviderKind, resolve};
@@ -70,7 +70,7 @@ pub struct GpuBackendConfig {
     /// Capture CUDA graphs and replay them.
     pub cuda_graph: bool,
     /// Micro-batching.
-    pub batch: BatchConfig,
+    pub batch: Batching,
 }
 
 impl GpuBackendConfig {
@@ -78,7 +78,7 @@ impl GpuBackendConfig {
     /// convolutions with fused bias on the CUDA provider (the fastest measured on the H200),
     /// no graphs, the smallest safe ring for a downstream capacity of 4.
     pub fn new(model: PathBuf, provider_candidates: Vec<ProviderCandidate>) -> Self {
-        let batch = BatchConfig::default();
+        let batch = Batching::default();
         Self {
             model,
             policy: EpPolicy::Auto,
@@ -134,6 +134,8 @@ pub struct TensorRtBackend {
     state: Mutex<Option<State>>,
     metrics: StageMetrics,
     counters: crate::backend_report::Counters,
+    /// Terminates the session's runs (set by `initialize`, with the binding).
+    interrupter: OnceLock<Arc<dyn rave_core::backend::Interrupt>>,
     /// Set while `initialize` runs the warm-up frames, which are not counted.
     warming: std::sync::atomic::AtomicBool,
     /// GPU time of the runs queued without synchronizing.
@@ -167,6 +169,7 @@ impl TensorRtBackend {
             state: Mutex::new(None),
             metrics: StageMetrics::default(),
             counters: Default::default(),
+            interrupter: OnceLock::new(),
             warming: Default::default(),
             timer: Default::default(),
         }
@@ -175,6 +178,16 @@ impl TensorRtBackend {
     /// The provider the session runs on, after `initialize`.
     pub fn selected_provider(&self) -> Option<ProviderKind> {
         self.provider.get().copied()
+    }
+
+    /// The micro-batching this backend was configured with.
+    pub fn batching_config(&self) -> Batching {
+        self.config.batch
+    }
+
+    /// A handle that terminates the session's runs, once `initialize` has made it.
+    pub fn run_interrupter(&self) -> Option<Arc<dyn rave_core::backend::Interrupt>> {
+        self.interrupter.get().cloned()
     }
 
     /// Why `auto` fell back from TensorRT, when it did.
@@ -277,9 +290,57 @@ impl TensorRtBackend {
         Ok(out)
     }
 
-    /// The micro-batching this backend was configured with.
-    pub fn batch_config(&self) -> BatchConfig {
-        self.config.batch
+    /// Upscale one frame (the seed's `process`, synchronous): zero-copy at batch 1 without
+    /// CUDA graphs, else through the staging pair; host allocations counted with
+    /// `debug-alloc`.
+    pub fn process_frame(&self, input: GpuTexture) -> Result<GpuTexture> {
+        #[cfg(feature = "debug-alloc")]
+        let scope = rave_core::debug_alloc::CountScope::begin();
+        let mut out = None;
+        let changed = self.infer_frames(std::slice::from_ref(&input), &mut |t| out = Some(t))?;
+        #[cfg(feature = "debug-alloc")]
+        {
+            let allocations = scope.finish();
+            if !changed && allocations > 0 {
+                self.counters.host_allocations(allocations);
+                let message = format!("{allocations} host allocations while processing one frame");
+                if cfg!(feature = "strict-no-host-copies") {
+                    return Err(EngineError::InvariantViolation(message));
+                }
+                warn!("{message}");
+            }
+        }
+        let _ = changed;
+        out.ok_or_else(|| EngineError::InvariantViolation("inference produced no frame".into()))
+    }
+
+    /// Release the session (the seed's `shutdown`), keeping the ring's counters for the
+    /// report.
+    pub fn close_session(&self) -> Result<()> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(state) = state {
+            self.ctx.sync_all()?;
+            if let Some(ring) = &state.ring {
+                let m = ring.metrics();
+                info!(
+                    reuse = m.reuse,
+                    contention = m.contention,
+                    first_use = m.first_use,
+                    reallocations = m.reallocations,
+                    "output ring"
+                );
+                self.ctx.vram_dec(ring.slot_bytes() * ring.len());
+                self.counters.keep_ring((m, ring.len()));
+            }
+            let m = self.metrics.snapshot("infer");
+            info!(
+                frames = m.frames,
+                avg_ms = m.avg_ms,
+                peak_ms = m.peak_ms,
+                "inference"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -349,6 +410,7 @@ impl UpscaleBackend for TensorRtBackend {
             // with a synchronization (TensorRT's provider has its own stream: they must).
             kind == ProviderKind::Cuda,
         )?;
+        let _ = self.interrupter.set(binding.interrupter());
         info!(model = %meta.name, scale = meta.scale, provider = kind.label(), format = ?meta.tensor_format, max_batch = self.config.batch.max_batch, cuda_graph = self.config.cuda_graph, "GPU backend ready");
         let _ = self.meta.set(meta.clone());
         let _ = self.provider.set(kind);
@@ -363,51 +425,11 @@ impl UpscaleBackend for TensorRtBackend {
     }
 
     async fn process(&self, input: GpuTexture) -> Result<GpuTexture> {
-        #[cfg(feature = "debug-alloc")]
-        let scope = rave_core::debug_alloc::CountScope::begin();
-        let mut out = None;
-        let changed = self.infer_frames(std::slice::from_ref(&input), &mut |t| out = Some(t))?;
-        #[cfg(feature = "debug-alloc")]
-        {
-            let allocations = scope.finish();
-            if !changed && allocations > 0 {
-                self.counters.host_allocations(allocations);
-                let message = format!("{allocations} host allocations while processing one frame");
-                if cfg!(feature = "strict-no-host-copies") {
-                    return Err(EngineError::InvariantViolation(message));
-                }
-                warn!("{message}");
-            }
-        }
-        let _ = changed;
-        out.ok_or_else(|| EngineError::InvariantViolation("inference produced no frame".into()))
+        self.process_frame(input)
     }
 
     async fn shutdown(&self) -> Result<()> {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(state) = state {
-            self.ctx.sync_all()?;
-            if let Some(ring) = &state.ring {
-                let m = ring.metrics();
-                info!(
-                    reuse = m.reuse,
-                    contention = m.contention,
-                    first_use = m.first_use,
-                    reallocations = m.reallocations,
-                    "output ring"
-                );
-                self.ctx.vram_dec(ring.slot_bytes() * ring.len());
-                self.counters.keep_ring((m, ring.len()));
-            }
-            let m = self.metrics.snapshot("infer");
-            info!(
-                frames = m.frames,
-                avg_ms = m.avg_ms,
-                peak_ms = m.peak_ms,
-                "inference"
-            );
-        }
-        Ok(())
+        self.close_session()
     }
 
     fn metadata(&self) -> Result<&ModelMetadata> {

@@ -2,7 +2,6 @@
 //! model loading and metadata shared by every backend, and the CPU backend.
 
 pub mod backend_report;
-pub mod batch;
 pub mod cpu_backend;
 pub mod device_binding;
 pub mod ep_options;
@@ -13,6 +12,7 @@ pub mod model;
 pub mod output_ring;
 pub mod provider_paths;
 pub mod providers;
+mod run_terminator;
 pub mod runtime;
 
 pub use cpu_backend::CpuBackend;

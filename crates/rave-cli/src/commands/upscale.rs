@@ -3,16 +3,16 @@
 
 use std::path::Path;
 
+use rave_core::batch::Batching;
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
 use rave_ffmpeg::hw_caps::{nvenc_session, nvenc_session_on};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
-    ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, UpscaleConfig,
-    run_upscale,
+    ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, TileRequest,
+    UpscaleConfig, run_upscale,
 };
-use rave_tensorrt::batch::BatchConfig;
 use rave_tensorrt::ep_policy::EpPolicy;
 
 use crate::args::{
@@ -155,7 +155,13 @@ pub fn pipeline_config(
             if given.len() == 1 { "it" } else { "them" },
         )));
     }
+    let tiling = TileRequest {
+        mode: run.tile,
+        overlap: run.tile_overlap,
+    };
+    tiling.validate()?;
     Ok(UpscaleConfig {
+        tiling,
         input: input.to_path_buf(),
         output: output.to_path_buf(),
         model: locate::resolve_model(&run.model, &locate::model_dirs(global)?)?,
@@ -242,7 +248,7 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
         precision,
         engine_cache: args.engine_cache.clone(),
         workspace_bytes: args.trt_workspace.map(|mib| mib << 20),
-        batch: BatchConfig {
+        batch: Batching {
             max_batch: args.max_batch.unwrap_or(GpuArgs::DEFAULT_MAX_BATCH),
             latency_deadline: std::time::Duration::from_secs_f64(deadline_ms / 1000.0),
         },

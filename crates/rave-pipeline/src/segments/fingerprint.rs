@@ -100,6 +100,16 @@ pub struct OutputSettings {
     pub max_frames: Option<u64>,
     /// Target segment length in frames.
     pub segment_frames: u64,
+    /// `--tile` and `--tile-overlap` as asked ("auto, overlap 16" in manifests written
+    /// before tiling existed, which ran no other way).
+    #[serde(default = "tiling_before_it_was_recorded")]
+    pub tiling: String,
+}
+
+/// The tiling of a job planned before the manifest recorded it: what `--tile auto` does,
+/// as the only way such a job ran (fixed-size models were refused then).
+fn tiling_before_it_was_recorded() -> String {
+    crate::tiling_choice::TileRequest::default().describe()
 }
 
 /// `--max-frames` as a user wrote it ("not given" when absent).
@@ -147,6 +157,7 @@ impl OutputSettings {
             self.segment_frames.to_string(),
             now.segment_frames.to_string(),
         );
+        cmp("--tile", self.tiling.clone(), now.tiling.clone());
         out
     }
 }
@@ -189,14 +200,29 @@ mod tests {
             container: "matroska".into(),
             max_frames: None,
             segment_frames: 1500,
+            tiling: "auto, overlap 16".into(),
         };
         let mut b = a.clone();
         assert!(a.differences(&b).is_empty());
         b.crf = 20;
         b.preset = "fast".into();
+        b.tiling = "64x64, overlap 16".into();
         assert_eq!(
             a.differences(&b),
-            ["--crf was 18, now 20", "--preset was medium, now fast"]
+            [
+                "--crf was 18, now 20",
+                "--preset was medium, now fast",
+                "--tile was auto, overlap 16, now 64x64, overlap 16"
+            ]
         );
+    }
+
+    #[test]
+    fn a_manifest_from_before_tiling_reads_as_the_tiling_it_ran_with() {
+        let old = r#"{"model_sha256": "ab", "device": "cpu", "precision": "auto", "codec": "h264",
+            "crf": 18, "preset": "medium", "bit_depth": 8, "container": "mp4",
+            "max_frames": null, "segment_frames": 1500}"#;
+        let settings: OutputSettings = serde_json::from_str(old).unwrap();
+        assert_eq!(settings.tiling, "auto, overlap 16");
     }
 }

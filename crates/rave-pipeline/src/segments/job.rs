@@ -65,6 +65,7 @@ fn settings_of(
         container: container.muxer().into(),
         max_frames: config.max_frames,
         segment_frames,
+        tiling: config.tiling.describe(),
     })
 }
 

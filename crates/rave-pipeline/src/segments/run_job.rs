@@ -361,6 +361,7 @@ pub fn run_job(
             path: first.info.model.clone(),
         },
         backend: first.info.report.clone(),
+        tiling: first.info.tiling.clone(),
         encoder: config.encoder.clone(),
         input_size: [w, h],
         output_size: [w * meta.scale, h * meta.scale],

@@ -74,10 +74,12 @@ pub struct BackendInfo {
     pub report: crate::report::BackendReport,
     /// Something the user should be told.
     pub warning: Option<String>,
+    /// Whether frames are cut into tiles, and why.
+    pub tiling: crate::tiling_choice::TilingReport,
 }
 
 impl Worker {
-    /// Load the model for frames of `job.in_size`; `cancel` interrupts a CPU inference.
+    /// Load the model for frames of `job.in_size`; `cancel` interrupts an inference in flight.
     pub fn start(job: &JobSpec, cancel: &CancelToken) -> Result<Self> {
         let config = &job.config;
         let (w, h) = job.in_size;
@@ -92,11 +94,16 @@ impl Worker {
             model,
             report,
             warning,
+            tiling,
         } = choose_backend(config, (w, h), downstream)?;
         let meta = &metadata;
-        if !meta.accepts(w, h) {
+        if !engine.model()?.accepts(w, h) {
+            let hint = match &engine {
+                Engine::Gpu(_) => "; the GPU path does not tile yet (--device cpu tiles it)",
+                Engine::Cpu(_) => "; --tile auto tiles it",
+            };
             return Err(EngineError::ModelMetadata(format!(
-                "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}",
+                "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}{hint}",
                 model.display(),
                 meta.name,
                 meta.min_input_hw.1,
@@ -104,9 +111,7 @@ impl Worker {
             )));
         }
         let scale = meta.scale;
-        if let Engine::Cpu(backend) = &engine
-            && let Some(i) = backend.interrupter()
-        {
+        if let Some(i) = engine.interrupter() {
             cancel.on_cancel(i);
         }
         let nvdec = match &engine {
@@ -127,6 +132,7 @@ impl Worker {
                 model,
                 report,
                 warning,
+                tiling,
             },
         })
     }
@@ -173,7 +179,7 @@ impl Worker {
             return Ok(());
         };
         run_stages(
-            &mut self.engine,
+            &self.engine,
             surfaces,
             StageRun {
                 first,

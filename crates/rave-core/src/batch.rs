@@ -4,19 +4,19 @@
 
 use std::time::{Duration, Instant};
 
-use rave_core::backend::ModelMetadata;
-use rave_core::error::{EngineError, Result};
+use crate::backend::ModelMetadata;
+use crate::error::{EngineError, Result};
 
 /// How many frames one inference may take, and how long the first may wait for the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchConfig {
+pub struct Batching {
     /// Largest batch (1 = no batching).
     pub max_batch: usize,
     /// Longest wait, from a batch's first frame, before it runs unfilled.
     pub latency_deadline: Duration,
 }
 
-impl Default for BatchConfig {
+impl Default for Batching {
     fn default() -> Self {
         Self {
             max_batch: 1,
@@ -25,7 +25,7 @@ impl Default for BatchConfig {
     }
 }
 
-impl BatchConfig {
+impl Batching {
     /// Check the configuration against the model: batching needs a dynamic batch axis.
     pub fn validate(&self, meta: &ModelMetadata, model: &std::path::Path) -> Result<()> {
         if self.max_batch == 0 {
@@ -44,17 +44,31 @@ impl BatchConfig {
     }
 }
 
+impl Batching {
+    /// Check that one call of `frames` frames fits: at most `max_batch` (the stages collect
+    /// no more, so more is a bug of the caller).
+    pub fn admits(&self, frames: usize) -> Result<()> {
+        if frames > self.max_batch {
+            return Err(EngineError::InvariantViolation(format!(
+                "a call of {frames} frames to a backend that takes at most {}",
+                self.max_batch
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Groups items into batches of at most `max_batch`.
 #[derive(Debug)]
 pub struct BatchCollector<T> {
-    config: BatchConfig,
+    config: Batching,
     items: Vec<T>,
     first_at: Option<Instant>,
 }
 
 impl<T> BatchCollector<T> {
     /// An empty collector.
-    pub fn new(config: BatchConfig) -> Self {
+    pub fn new(config: Batching) -> Self {
         Self {
             items: Vec::with_capacity(config.max_batch),
             config,
@@ -107,10 +121,10 @@ pub fn describe_frames(first: u64, count: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rave_core::types::PixelFormat;
+    use crate::types::PixelFormat;
 
     fn collector(max_batch: usize, deadline_ms: u64) -> BatchCollector<u32> {
-        BatchCollector::new(BatchConfig {
+        BatchCollector::new(Batching {
             max_batch,
             latency_deadline: Duration::from_millis(deadline_ms),
         })
@@ -173,7 +187,7 @@ mod tests {
 
     #[test]
     fn batching_a_fixed_batch_one_model_is_a_config_error() {
-        let cfg = BatchConfig {
+        let cfg = Batching {
             max_batch: 4,
             latency_deadline: Duration::from_millis(8),
         };
@@ -184,10 +198,8 @@ mod tests {
         assert!(err.to_string().contains("fixed batch size of 1"), "{err}");
         assert!(err.to_string().contains("fixed.onnx"), "{err}");
         cfg.validate(&meta(None), path).unwrap();
-        BatchConfig::default()
-            .validate(&meta(Some(1)), path)
-            .unwrap();
-        let zero = BatchConfig {
+        Batching::default().validate(&meta(Some(1)), path).unwrap();
+        let zero = Batching {
             max_batch: 0,
             ..cfg
         };

@@ -6,9 +6,13 @@
 //! Each tile's output is weighted by a ramp across the parts it shares with a neighbour
 //! (zero at its own edge, where the model saw padding, one where the neighbour's edge is),
 //! and the weighted sums are divided by the weights' sum. Host blending of planar f32 RGB
-//! is here; a device one follows the same weights.
+//! is here; a device one follows the same weights. [`Tiled`] runs any backend this way.
 
 use std::ops::Range;
+
+mod tiled;
+
+pub use tiled::{HostTiles, TileOps, Tiled};
 
 /// Input pixels neighbouring tiles share at least, unless asked otherwise: on a 150x90
 /// picture-like frame through the CPU reference of the SRVGGNetCompact and RRDBNet fixtures,
@@ -104,14 +108,14 @@ impl TilePlan {
             .collect()
     }
 
+    /// Tiles across and down.
+    pub fn grid(&self) -> (u32, u32) {
+        (self.columns.len() as u32, self.rows.len() as u32)
+    }
+
     /// Whether the frame is one tile (no cutting needed).
     pub fn is_whole(&self) -> bool {
         self.columns.len() == 1 && self.rows.len() == 1
-    }
-
-    /// Tiles across and down (the tiles are row by row, `across` a row).
-    pub fn grid(&self) -> (usize, usize) {
-        (self.columns.len(), self.rows.len())
     }
 
     /// The blending weights of tile `i` of [`TilePlan::tiles`] at output scale `scale`,
@@ -270,6 +274,11 @@ mod tests {
         // A frame smaller than the tile is one tile of the frame's size, any overlap.
         let p = TilePlan::new((20, 10), (64, 64), 16).unwrap();
         assert!(p.is_whole());
+        assert_eq!(p.grid(), (1, 1));
+        assert_eq!(
+            TilePlan::new((150, 90), (64, 64), 16).unwrap().grid(),
+            (3, 2)
+        );
         assert_eq!(
             p.tiles(),
             vec![Tile {
@@ -343,7 +352,7 @@ mod tests {
         let (w, h, s, ch) = (53u32, 29u32, 2u32, 3usize);
         let plan = TilePlan::new((w, h), (20, 12), 5).unwrap();
         let tiles = plan.tiles();
-        assert_eq!(plan.grid().0 * plan.grid().1, tiles.len());
+        assert_eq!((plan.grid().0 * plan.grid().1) as usize, tiles.len());
         let outs: Vec<Vec<f32>> = tiles
             .iter()
             .enumerate()

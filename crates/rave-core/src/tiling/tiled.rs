@@ -1,0 +1,397 @@
+//! [`Tiled`]: any [`Upscaler`] run tile by tile, itself an [`Upscaler`]. Each frame is cut by
+//! a [`TilePlan`], the tiles run through the inner backend in batches of up to its
+//! `max_batch`, and the upscaled tiles are blended back. Cutting and blending a frame kind is
+//! a [`TileOps`]: the host's ([`HostTiles`]) is here; a device one (CUDA crop and blend
+//! kernels on `GpuTexture`) plugs in the same way, so tiling is written once for every engine.
+
+use std::sync::Arc;
+
+use super::{Tile, TilePlan};
+use crate::backend::{Interrupt, ModelMetadata, Upscaler};
+use crate::batch::Batching;
+use crate::error::{EngineError, Result};
+use crate::frame::RgbImage;
+
+/// Cutting tiles out of frames of one kind and blending upscaled tiles back.
+pub trait TileOps<F>: Send + Sync {
+    /// The frame's (width, height).
+    fn size(&self, frame: &F) -> (u32, u32);
+    /// Tile `tile` of `plan` cut out of `frame` (a frame of `plan.frame`'s size).
+    fn crop(&self, plan: &TilePlan, frame: &F, tile: &Tile) -> Result<F>;
+    /// One frame's upscaled tiles, in the order of [`TilePlan::tiles`], blended into the
+    /// whole upscaled frame.
+    fn blend(&self, plan: &TilePlan, tiles: Vec<F>, scale: u32) -> Result<F>;
+}
+
+/// Host frames' tile operations: planar f32 RGB through [`TilePlan::extract`] and
+/// [`TilePlan::blend`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HostTiles;
+
+/// An error unless `image` is a whole planar RGB image of `w` x `h`.
+fn check_image(image: &RgbImage, (w, h): (u32, u32), what: &str) -> Result<()> {
+    if (image.width, image.height) != (w, h) || image.data.len() != image.plane_len() * 3 {
+        return Err(EngineError::DimensionMismatch(format!(
+            "{what} is {}x{} with {} samples, expected {w}x{h} with {}",
+            image.width,
+            image.height,
+            image.data.len(),
+            3 * w as usize * h as usize
+        )));
+    }
+    Ok(())
+}
+
+impl TileOps<RgbImage> for HostTiles {
+    fn size(&self, frame: &RgbImage) -> (u32, u32) {
+        (frame.width, frame.height)
+    }
+
+    fn crop(&self, plan: &TilePlan, frame: &RgbImage, tile: &Tile) -> Result<RgbImage> {
+        check_image(frame, plan.frame, "a frame to tile")?;
+        RgbImage::new(tile.width, tile.height, plan.extract(&frame.data, 3, tile))
+    }
+
+    fn blend(&self, plan: &TilePlan, tiles: Vec<RgbImage>, scale: u32) -> Result<RgbImage> {
+        let (tw, th) = (plan.tile.0 * scale, plan.tile.1 * scale);
+        for tile in &tiles {
+            check_image(tile, (tw, th), "an upscaled tile")?;
+        }
+        let outputs: Vec<Vec<f32>> = tiles.into_iter().map(|t| t.data).collect();
+        let data = plan
+            .blend(&outputs, 3, scale)
+            .map_err(EngineError::DimensionMismatch)?;
+        RgbImage::new(plan.frame.0 * scale, plan.frame.1 * scale, data)
+    }
+}
+
+/// `inner` run on overlapping tiles of one size, blended back: it takes frames of any size
+/// the tiles cover (a fixed-size model thereby takes frames larger than its input).
+pub struct Tiled<U, O> {
+    inner: U,
+    ops: O,
+    tile: (u32, u32),
+    overlap: u32,
+    meta: ModelMetadata,
+}
+
+impl<U, O> Tiled<U, O>
+where
+    U: Upscaler,
+    O: TileOps<U::Frame>,
+{
+    /// `inner` on tiles of `tile` (width, height) input pixels sharing at least `overlap`.
+    /// Refused: an empty tile, an overlap of half a tile or more, a tile the model does not
+    /// take.
+    pub fn new(inner: U, ops: O, tile: (u32, u32), overlap: u32) -> Result<Self> {
+        let (tw, th) = tile;
+        if tw == 0 || th == 0 {
+            return Err(EngineError::Config(format!(
+                "tiles of {tw}x{th}: a tile is at least 1x1"
+            )));
+        }
+        if 2 * u64::from(overlap) >= u64::from(tw.min(th)) {
+            return Err(EngineError::Config(format!(
+                "a tile overlap of {overlap} px needs tiles over {} px each way (these are {tw}x{th})",
+                2 * u64::from(overlap)
+            )));
+        }
+        let model = inner.model()?;
+        if !model.accepts(tw, th) {
+            return Err(EngineError::Config(format!(
+                "model {} does not take {tw}x{th} tiles (it takes {:?}..{:?}, height x width)",
+                model.name, model.min_input_hw, model.max_input_hw
+            )));
+        }
+        // Any frame at least the model's smallest input: a tile is clipped to a frame
+        // smaller than it, and a frame larger than it is cut into tiles.
+        let meta = ModelMetadata {
+            max_input_hw: (u32::MAX, u32::MAX),
+            fixed_batch: None,
+            ..model.clone()
+        };
+        Ok(Self {
+            inner,
+            ops,
+            tile,
+            overlap,
+            meta,
+        })
+    }
+
+    /// The backend the tiles run through.
+    pub fn inner(&self) -> &U {
+        &self.inner
+    }
+}
+
+impl<U, O> Upscaler for Tiled<U, O>
+where
+    U: Upscaler,
+    O: TileOps<U::Frame>,
+{
+    type Frame = U::Frame;
+
+    fn model(&self) -> Result<&ModelMetadata> {
+        Ok(&self.meta)
+    }
+
+    fn engine_name(&self) -> &str {
+        self.inner.engine_name()
+    }
+
+    /// As many frames a call as the inner backend takes; their tiles are run together.
+    fn batching(&self) -> Batching {
+        self.inner.batching()
+    }
+
+    fn upscale(&self, frames: &[U::Frame]) -> Result<Vec<U::Frame>> {
+        let Some(first) = frames.first() else {
+            return Ok(Vec::new());
+        };
+        self.batching().admits(frames.len())?;
+        let size = self.ops.size(first);
+        if let Some(other) = frames.iter().map(|f| self.ops.size(f)).find(|s| *s != size) {
+            return Err(EngineError::DimensionMismatch(format!(
+                "one batch holds {}x{} and {}x{} frames",
+                size.0, size.1, other.0, other.1
+            )));
+        }
+        let plan = TilePlan::new(size, self.tile, self.overlap).map_err(EngineError::Config)?;
+        if plan.is_whole() {
+            return self.inner.upscale(frames);
+        }
+        let tiles = plan.tiles();
+        // Every frame's tiles in order, run in batches of what the inner backend takes;
+        // each batch is cut just before it runs.
+        let jobs: Vec<(&U::Frame, &Tile)> = frames
+            .iter()
+            .flat_map(|f| tiles.iter().map(move |t| (f, t)))
+            .collect();
+        let mut upscaled = Vec::with_capacity(jobs.len());
+        for batch in jobs.chunks(self.inner.batching().max_batch.max(1)) {
+            let cut = batch
+                .iter()
+                .map(|(f, t)| self.ops.crop(&plan, f, t))
+                .collect::<Result<Vec<_>>>()?;
+            let out = self.inner.upscale(&cut)?;
+            if out.len() != cut.len() {
+                return Err(EngineError::InvariantViolation(format!(
+                    "{} upscaled tiles for {}",
+                    out.len(),
+                    cut.len()
+                )));
+            }
+            upscaled.extend(out);
+        }
+        let mut upscaled = upscaled.into_iter();
+        frames
+            .iter()
+            .map(|_| {
+                let one: Vec<U::Frame> = upscaled.by_ref().take(tiles.len()).collect();
+                self.ops.blend(&plan, one, self.meta.scale)
+            })
+            .collect()
+    }
+
+    /// The inner backend's: a tile in flight is interrupted like a frame.
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        self.inner.interrupter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::backend::InterruptFlag;
+    use crate::types::PixelFormat;
+
+    /// A pointwise x2 "model" (each pixel's value mapped and repeated 2x2), fixed to one
+    /// input size or dynamic, recording the size and count of every call.
+    struct Pointwise {
+        meta: ModelMetadata,
+        max_batch: usize,
+        calls: Mutex<Vec<(usize, (u32, u32))>>,
+        flag: Arc<InterruptFlag>,
+    }
+
+    impl Pointwise {
+        fn new(fixed: Option<(u32, u32)>, max_batch: usize) -> Self {
+            let (min, max) = match fixed {
+                Some((w, h)) => ((h, w), (h, w)),
+                None => ((1, 1), (u32::MAX, u32::MAX)),
+            };
+            Self {
+                meta: ModelMetadata {
+                    name: "pointwise".into(),
+                    scale: 2,
+                    input_name: "input".into(),
+                    output_name: "output".into(),
+                    input_channels: 3,
+                    min_input_hw: min,
+                    max_input_hw: max,
+                    tensor_format: PixelFormat::RgbPlanarF32,
+                    fixed_batch: fixed.map(|_| 1),
+                },
+                max_batch,
+                calls: Mutex::default(),
+                flag: Arc::default(),
+            }
+        }
+
+        fn one(img: &RgbImage) -> RgbImage {
+            let (w, h) = (img.width as usize, img.height as usize);
+            let mut out = Vec::with_capacity(12 * w * h);
+            for c in 0..3 {
+                for y in 0..2 * h {
+                    for x in 0..2 * w {
+                        out.push(0.5 * img.data[(c * h + y / 2) * w + x / 2] + 0.1);
+                    }
+                }
+            }
+            RgbImage::new(img.width * 2, img.height * 2, out).unwrap()
+        }
+    }
+
+    impl Upscaler for Pointwise {
+        type Frame = RgbImage;
+
+        fn model(&self) -> Result<&ModelMetadata> {
+            Ok(&self.meta)
+        }
+
+        fn engine_name(&self) -> &str {
+            "pointwise"
+        }
+
+        fn batching(&self) -> Batching {
+            Batching {
+                max_batch: self.max_batch,
+                ..Batching::default()
+            }
+        }
+
+        fn upscale(&self, frames: &[RgbImage]) -> Result<Vec<RgbImage>> {
+            self.batching().admits(frames.len())?;
+            self.flag.check()?;
+            let size = (frames[0].width, frames[0].height);
+            assert!(self.meta.accepts(size.0, size.1), "{size:?}");
+            self.calls.lock().unwrap().push((frames.len(), size));
+            Ok(frames.iter().map(Self::one).collect())
+        }
+
+        fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+            Some(self.flag.clone())
+        }
+    }
+
+    fn frame(w: u32, h: u32, seed: u32) -> RgbImage {
+        let data = (0..3 * w * h)
+            .map(|i| ((i * 31 + seed * 7) % 97) as f32 / 97.0)
+            .collect();
+        RgbImage::new(w, h, data).unwrap()
+    }
+
+    fn worst(a: &RgbImage, b: &RgbImage) -> f32 {
+        assert_eq!((a.width, a.height), (b.width, b.height));
+        a.data
+            .iter()
+            .zip(&b.data)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
+
+    #[test]
+    fn a_fixed_size_model_upscales_larger_frames_tile_by_tile_in_batches() {
+        let tiled = Tiled::new(Pointwise::new(Some((16, 16)), 3), HostTiles, (16, 16), 4).unwrap();
+        let frames = [frame(37, 23, 1), frame(37, 23, 2)];
+        let out = tiled.upscale(&frames).unwrap();
+        for (f, o) in frames.iter().zip(&out) {
+            let w = worst(o, &Pointwise::one(f));
+            assert!(w < 1e-5, "tiled differs from whole by {w}");
+        }
+        let plan = TilePlan::new((37, 23), (16, 16), 4).unwrap();
+        let calls = tiled.inner().calls.lock().unwrap();
+        assert!(
+            calls.iter().all(|&(n, size)| n <= 3 && size == (16, 16)),
+            "{calls:?}"
+        );
+        let tiles: usize = calls.iter().map(|c| c.0).sum();
+        assert_eq!(
+            tiles,
+            2 * plan.tiles().len(),
+            "every tile of both frames, once"
+        );
+        assert_eq!(
+            calls.len(),
+            tiles.div_ceil(3),
+            "batches filled up to max_batch"
+        );
+    }
+
+    #[test]
+    fn the_wrapper_takes_any_frame_its_tiles_cover() {
+        let tiled = Tiled::new(Pointwise::new(Some((16, 16)), 1), HostTiles, (16, 16), 4).unwrap();
+        let meta = tiled.model().unwrap();
+        assert!(meta.accepts(37, 23) && meta.accepts(16, 16) && meta.accepts(4000, 3000));
+        assert!(!meta.accepts(15, 23), "narrower than one tile");
+        assert_eq!((meta.scale, meta.fixed_batch), (2, None));
+        assert_eq!(tiled.engine_name(), "pointwise");
+        assert_eq!(tiled.batching().max_batch, 1);
+    }
+
+    #[test]
+    fn a_frame_within_one_tile_runs_whole() {
+        let tiled = Tiled::new(Pointwise::new(None, 2), HostTiles, (64, 64), 16).unwrap();
+        let f = frame(20, 10, 3);
+        let out = tiled.upscale(std::slice::from_ref(&f)).unwrap();
+        assert_eq!(out[0], Pointwise::one(&f));
+        assert_eq!(*tiled.inner().calls.lock().unwrap(), [(1, (20, 10))]);
+    }
+
+    #[test]
+    fn tilings_that_cannot_work_are_refused() {
+        let fixed = || Pointwise::new(Some((16, 16)), 2);
+        let kind = |r: Result<Tiled<Pointwise, HostTiles>>| r.err().map(|e| e.kind());
+        assert_eq!(
+            kind(Tiled::new(fixed(), HostTiles, (16, 16), 8)),
+            Some("config")
+        );
+        assert_eq!(
+            kind(Tiled::new(fixed(), HostTiles, (0, 16), 0)),
+            Some("config")
+        );
+        assert_eq!(
+            kind(Tiled::new(fixed(), HostTiles, (12, 12), 2)),
+            Some("config")
+        );
+        let tiled = Tiled::new(fixed(), HostTiles, (16, 16), 4).unwrap();
+        let mixed = tiled.upscale(&[frame(37, 23, 1), frame(36, 23, 1)]);
+        assert_eq!(mixed.unwrap_err().kind(), "dimension_mismatch");
+        let three = [frame(37, 23, 1), frame(37, 23, 2), frame(37, 23, 3)];
+        assert!(
+            tiled.upscale(&three).is_err(),
+            "more frames than the inner batch"
+        );
+        let bad = RgbImage {
+            width: 37,
+            height: 23,
+            data: vec![0.0; 5],
+        };
+        assert_eq!(
+            tiled.upscale(&[bad]).unwrap_err().kind(),
+            "dimension_mismatch"
+        );
+    }
+
+    #[test]
+    fn interrupting_the_wrapper_interrupts_the_backend_it_wraps() {
+        let tiled = Tiled::new(Pointwise::new(None, 1), HostTiles, (16, 16), 4).unwrap();
+        let handle = tiled.interrupter().expect("the inner backend's");
+        handle.interrupt();
+        let err = tiled.upscale(&[frame(37, 23, 1)]).unwrap_err();
+        assert_eq!(err.kind(), EngineError::Cancelled.kind());
+    }
+}

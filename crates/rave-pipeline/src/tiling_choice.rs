@@ -1,0 +1,391 @@
+//! Whether a run cuts its frames into tiles (`--tile auto|off|WxH`, `--tile-overlap N`),
+//! decided once the model and the frame size are known, and the report's account of what
+//! ran and why. Tiles run on the CPU path only so far: the GPU's crop and blend kernels are
+//! not written yet, so there `auto` is off and a tile size is refused.
+
+use std::path::Path;
+
+use rave_core::backend::ModelMetadata;
+use rave_core::error::{EngineError, Result};
+use rave_core::tiling::{DEFAULT_OVERLAP, TilePlan};
+use serde::Serialize;
+
+/// What `--tile` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TileMode {
+    /// Tiles only where the model cannot take the whole frame (a fixed-size model smaller
+    /// than the frame gets tiles of its size).
+    Auto,
+    /// Never tile.
+    Off,
+    /// Tiles of this many input pixels.
+    Size {
+        /// Tile width.
+        width: u32,
+        /// Tile height.
+        height: u32,
+    },
+}
+
+/// `--tile` and `--tile-overlap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileRequest {
+    /// Whether and how to tile.
+    pub mode: TileMode,
+    /// Input pixels neighbouring tiles share at least.
+    pub overlap: u32,
+}
+
+impl Default for TileRequest {
+    fn default() -> Self {
+        Self {
+            mode: TileMode::Auto,
+            overlap: DEFAULT_OVERLAP,
+        }
+    }
+}
+
+impl TileRequest {
+    /// Check what can be checked before the model is read: a tile size is not empty and
+    /// takes the overlap (under half a tile each way).
+    pub fn validate(&self) -> Result<()> {
+        if let TileMode::Size { width, height } = self.mode {
+            if width == 0 || height == 0 {
+                return Err(EngineError::Config(format!(
+                    "--tile {width}x{height}: a tile is at least 1x1 pixels"
+                )));
+            }
+            let shorter = width.min(height);
+            if 2 * u64::from(self.overlap) >= u64::from(shorter) {
+                return Err(EngineError::Config(format!(
+                    "--tile-overlap {}: tiles of {width}x{height} take an overlap under half a tile (at most {}); lower --tile-overlap or use larger tiles",
+                    self.overlap,
+                    shorter.saturating_sub(1) / 2
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The request as the job's manifest records it ("auto, overlap 16", "off",
+    /// "64x48, overlap 16").
+    pub fn describe(&self) -> String {
+        match self.mode {
+            TileMode::Auto => format!("auto, overlap {}", self.overlap),
+            TileMode::Off => "off".into(),
+            TileMode::Size { width, height } => {
+                format!("{width}x{height}, overlap {}", self.overlap)
+            }
+        }
+    }
+
+    /// The refusal of a tile size on the GPU path (where `auto` is off), if one was asked.
+    pub fn refusal_on_gpu(&self) -> Option<EngineError> {
+        let TileMode::Size { width, height } = self.mode else {
+            return None;
+        };
+        Some(EngineError::Config(format!(
+            "--tile {width}x{height}: tiling runs on the CPU path only so far (the GPU's tile crop and blend are not written yet); use --device cpu, or drop --tile"
+        )))
+    }
+}
+
+/// What tiling ran and why, for the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TilingReport {
+    /// Whether frames were cut into tiles.
+    pub tiled: bool,
+    /// Tile [width, height] in input pixels, when tiled.
+    pub tile: Option<[u32; 2]>,
+    /// Input pixels neighbouring tiles share at least, when tiled.
+    pub overlap: Option<u32>,
+    /// Tiles per frame [across, down], when tiled.
+    pub grid: Option<[u32; 2]>,
+    /// Why.
+    pub reason: String,
+}
+
+impl TilingReport {
+    /// No tiling, for `reason`.
+    pub fn off(reason: impl Into<String>) -> Self {
+        Self {
+            tiled: false,
+            tile: None,
+            overlap: None,
+            grid: None,
+            reason: reason.into(),
+        }
+    }
+
+    /// One line: "tiles 64x64, overlap 16, 3x2 per frame: the model takes fixed 64x64
+    /// inputs", or "off: the model takes the whole frame".
+    pub fn describe(&self) -> String {
+        match (self.tile, self.overlap, self.grid) {
+            (Some([w, h]), Some(o), Some([x, y])) => format!(
+                "tiles {w}x{h}, overlap {o}, {x}x{y} per frame: {}",
+                self.reason
+            ),
+            _ => format!("off: {}", self.reason),
+        }
+    }
+}
+
+/// The tiling a run uses: tile and overlap where frames are cut, and the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tiling {
+    /// Tile (width, height) and overlap, where frames are cut.
+    pub tiles: Option<((u32, u32), u32)>,
+    /// What the report says.
+    pub report: TilingReport,
+}
+
+/// The input sizes the model takes, in words ("fixed 64x48", "at most 512x512").
+fn accepted(meta: &ModelMetadata) -> String {
+    let ((min_h, min_w), (max_h, max_w)) = (meta.min_input_hw, meta.max_input_hw);
+    if (min_h, min_w) == (max_h, max_w) {
+        format!("fixed {max_w}x{max_h}")
+    } else {
+        format!("{min_w}x{min_h} to {max_w}x{max_h}")
+    }
+}
+
+/// The tiling on the CPU path for `request`, model `meta` (from `model`) and frames of
+/// `frame` (width, height).
+pub fn decide_cpu(
+    request: &TileRequest,
+    model: &Path,
+    meta: &ModelMetadata,
+    frame: (u32, u32),
+) -> Result<Tiling> {
+    let (fw, fh) = frame;
+    let off = |reason: &str| Tiling {
+        tiles: None,
+        report: TilingReport::off(reason),
+    };
+    let (tile, reason) = match request.mode {
+        TileMode::Off => return Ok(off("--tile off")),
+        TileMode::Auto if meta.accepts(fw, fh) => {
+            return Ok(off("the model takes the whole frame"));
+        }
+        TileMode::Auto => {
+            let tile = (meta.max_input_hw.1.min(fw), meta.max_input_hw.0.min(fh));
+            if !meta.accepts(tile.0, tile.1) {
+                return Err(EngineError::ModelMetadata(format!(
+                    "{}: model {} takes {} inputs, the video is {fw}x{fh}: smaller than one input, so tiles cannot help (scale or pad the video to the model's size)",
+                    model.display(),
+                    meta.name,
+                    accepted(meta)
+                )));
+            }
+            (tile, format!("the model takes {} inputs", accepted(meta)))
+        }
+        TileMode::Size { width, height } => {
+            let tile = (width.min(fw), height.min(fh));
+            if tile == frame {
+                return Ok(off(&format!(
+                    "--tile {width}x{height} covers the {fw}x{fh} frame in one tile"
+                )));
+            }
+            if !meta.accepts(tile.0, tile.1) {
+                return Err(EngineError::Config(format!(
+                    "--tile {width}x{height}: model {} takes {} inputs, not tiles of {}x{} (--tile auto picks its size)",
+                    meta.name,
+                    accepted(meta),
+                    tile.0,
+                    tile.1
+                )));
+            }
+            (tile, format!("--tile {width}x{height}"))
+        }
+    };
+    let plan = TilePlan::new(frame, tile, request.overlap)
+        .map_err(|why| EngineError::Config(format!("--tile-overlap {}: {why}", request.overlap)))?;
+    if plan.is_whole() {
+        return Ok(off(&reason));
+    }
+    let (columns, rows) = plan.grid();
+    Ok(Tiling {
+        tiles: Some((plan.tile, request.overlap)),
+        report: TilingReport {
+            tiled: true,
+            tile: Some([plan.tile.0, plan.tile.1]),
+            overlap: Some(request.overlap),
+            grid: Some([columns, rows]),
+            reason,
+        },
+    })
+}
+
+/// What the report says of tiling on the GPU path, which does not tile yet (a tile size is
+/// refused there: [`TileRequest::refusal_on_gpu`], which the caller checks first).
+pub fn decide_gpu(request: &TileRequest, meta: &ModelMetadata, frame: (u32, u32)) -> TilingReport {
+    TilingReport::off(match request.mode {
+        TileMode::Off => "--tile off",
+        TileMode::Auto if meta.accepts(frame.0, frame.1) => "the model takes the whole frame",
+        _ => "the GPU path does not tile yet",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rave_core::types::PixelFormat;
+
+    fn meta(fixed: Option<(u32, u32)>) -> ModelMetadata {
+        let (min, max) = match fixed {
+            Some((w, h)) => ((h, w), (h, w)),
+            None => ((1, 1), (u32::MAX, u32::MAX)),
+        };
+        ModelMetadata {
+            name: "m".into(),
+            scale: 2,
+            input_name: "input".into(),
+            output_name: "output".into(),
+            input_channels: 3,
+            min_input_hw: min,
+            max_input_hw: max,
+            tensor_format: PixelFormat::RgbPlanarF32,
+            fixed_batch: Some(1),
+        }
+    }
+
+    fn request(mode: TileMode) -> TileRequest {
+        TileRequest {
+            mode,
+            overlap: DEFAULT_OVERLAP,
+        }
+    }
+
+    const M: &str = "/models/m.onnx";
+
+    #[test]
+    fn auto_tiles_a_fixed_size_model_at_its_size_and_nothing_else() {
+        let auto = request(TileMode::Auto);
+        let t = decide_cpu(&auto, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap();
+        assert_eq!(t.tiles, Some(((64, 64), 16)));
+        assert_eq!(
+            t.report.describe(),
+            "tiles 64x64, overlap 16, 3x2 per frame: the model takes fixed 64x64 inputs"
+        );
+        let t = decide_cpu(&auto, Path::new(M), &meta(None), (150, 90)).unwrap();
+        assert_eq!(t.tiles, None);
+        assert_eq!(t.report.describe(), "off: the model takes the whole frame");
+        let t = decide_cpu(&auto, Path::new(M), &meta(Some((150, 90))), (150, 90)).unwrap();
+        assert_eq!(t.tiles, None, "a fixed size that is the frame's");
+    }
+
+    #[test]
+    fn a_frame_smaller_than_a_fixed_size_model_is_refused_as_a_model_problem() {
+        let e = decide_cpu(
+            &request(TileMode::Auto),
+            Path::new(M),
+            &meta(Some((64, 48))),
+            (32, 32),
+        )
+        .unwrap_err();
+        assert_eq!(e.family().exit_code(), 5);
+        let text = e.to_string();
+        assert!(
+            text.starts_with(
+                "/models/m.onnx: model m takes fixed 64x48 inputs, the video is 32x32"
+            ),
+            "{text}"
+        );
+        // Wider than the model but not as tall: still no tile fits.
+        let e = decide_cpu(
+            &request(TileMode::Auto),
+            Path::new(M),
+            &meta(Some((64, 64))),
+            (150, 40),
+        )
+        .unwrap_err();
+        assert_eq!(e.family().exit_code(), 5, "{e}");
+    }
+
+    #[test]
+    fn a_tile_size_runs_where_the_model_takes_it() {
+        let size = request(TileMode::Size {
+            width: 48,
+            height: 40,
+        });
+        let t = decide_cpu(&size, Path::new(M), &meta(None), (150, 90)).unwrap();
+        assert_eq!(t.tiles, Some(((48, 40), 16)));
+        assert_eq!(
+            t.report.describe(),
+            "tiles 48x40, overlap 16, 5x4 per frame: --tile 48x40"
+        );
+        let e = decide_cpu(&size, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap_err();
+        assert_eq!(e.family().exit_code(), 2);
+        assert!(e.to_string().contains("takes fixed 64x64 inputs"), "{e}");
+        let big = request(TileMode::Size {
+            width: 512,
+            height: 512,
+        });
+        let t = decide_cpu(&big, Path::new(M), &meta(None), (150, 90)).unwrap();
+        assert_eq!(t.tiles, None);
+        assert!(t.report.reason.contains("one tile"), "{}", t.report.reason);
+        let off = decide_cpu(
+            &request(TileMode::Off),
+            Path::new(M),
+            &meta(None),
+            (150, 90),
+        );
+        assert_eq!(off.unwrap().report.describe(), "off: --tile off");
+    }
+
+    #[test]
+    fn bad_requests_are_option_errors_before_anything_runs() {
+        let r = |width, height, overlap| TileRequest {
+            mode: TileMode::Size { width, height },
+            overlap,
+        };
+        assert!(r(64, 64, 16).validate().is_ok());
+        assert!(TileRequest::default().validate().is_ok());
+        for bad in [r(0, 5, 0), r(20, 40, 10), r(64, 64, 32)] {
+            let e = bad.validate().unwrap_err();
+            assert_eq!(e.family().exit_code(), 2, "{e}");
+        }
+        let e = r(20, 40, 10).validate().unwrap_err().to_string();
+        assert!(e.starts_with("--tile-overlap 10: tiles of 20x40"), "{e}");
+        assert!(e.contains("at most 9"), "{e}");
+        // An overlap too large for the model's own size, found once the model is read.
+        let wide = TileRequest {
+            mode: TileMode::Auto,
+            overlap: 40,
+        };
+        let e = decide_cpu(&wide, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap_err();
+        assert_eq!(e.family().exit_code(), 2);
+        assert!(e.to_string().starts_with("--tile-overlap 40: "), "{e}");
+    }
+
+    #[test]
+    fn the_gpu_path_refuses_a_tile_size_and_does_not_tile_otherwise() {
+        let size = request(TileMode::Size {
+            width: 64,
+            height: 64,
+        });
+        let e = size.refusal_on_gpu().expect("a tile size is refused");
+        assert_eq!(e.family().exit_code(), 2);
+        assert!(
+            e.to_string().contains("use --device cpu, or drop --tile"),
+            "{e}"
+        );
+        let auto = request(TileMode::Auto);
+        assert!(auto.refusal_on_gpu().is_none());
+        let t = decide_gpu(&auto, &meta(None), (150, 90));
+        assert_eq!(t.describe(), "off: the model takes the whole frame");
+        let t = decide_gpu(&auto, &meta(Some((64, 64))), (150, 90));
+        assert_eq!(t.describe(), "off: the GPU path does not tile yet");
+    }
+
+    #[test]
+    fn the_manifest_records_the_request() {
+        assert_eq!(TileRequest::default().describe(), "auto, overlap 16");
+        assert_eq!(request(TileMode::Off).describe(), "off");
+        let r = request(TileMode::Size {
+            width: 64,
+            height: 48,
+        });
+        assert_eq!(r.describe(), "64x48, overlap 16");
+    }
+}

@@ -1,0 +1,168 @@
+//! Tiling through the real CPU path: `Tiled` over ONNX Runtime's CPU backend against the same
+//! backend on the whole frame, with the SRVGGNetCompact and RRDBNet fixtures on small odd-size
+//! picture-like frames and tiles that do not divide them. At the default overlap the tiled
+//! output must be within 45 dB of the whole frame's and its seam rows and columns no worse
+//! than the rest; tiles batched (4 a run) must give what tiles one a run give.
+
+mod common;
+
+use common::{fixture, runtime};
+use rave_core::backend::Upscaler;
+use rave_core::batch::Batching;
+use rave_core::frame::RgbImage;
+use rave_core::tiling::{DEFAULT_OVERLAP, HostTiles, TilePlan, Tiled};
+use rave_tensorrt::{CpuBackend, ModelOptions};
+
+/// Smooth gradients, hard edges and a little noise (noise alone is the worst case no real
+/// frame is).
+fn picture(w: u32, h: u32) -> RgbImage {
+    let (wu, hu) = (w as usize, h as usize);
+    let mut data = vec![0.0f32; 3 * wu * hu];
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    for c in 0..3 {
+        for y in 0..hu {
+            for x in 0..wu {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let noise = (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+                let edge = if (x / 11 + y / 7 + c) % 3 == 0 {
+                    0.3
+                } else {
+                    0.0
+                };
+                let v = 0.2 + 0.5 * x as f32 / wu as f32 + edge + 0.05 * noise;
+                data[(c * hu + y) * wu + x] = v.clamp(0.0, 1.0);
+            }
+        }
+    }
+    RgbImage::new(w, h, data).unwrap()
+}
+
+fn cpu(name: &str, max_batch: usize) -> CpuBackend {
+    CpuBackend::new(runtime(), &fixture(name), &ModelOptions { threads: 2 })
+        .unwrap()
+        .with_batching(Batching {
+            max_batch,
+            ..Batching::default()
+        })
+        .unwrap()
+}
+
+/// PSNR (peak 1) over the whole output, and the largest error on the seam rows and columns
+/// (where a tile starts or ends inside the frame, at output scale, and their neighbours)
+/// against the largest elsewhere.
+fn compare(got: &RgbImage, want: &RgbImage, plan: &TilePlan, s: u32) -> (f64, f32, f32) {
+    let (w, h) = (want.width as usize, want.height as usize);
+    let lines = |edges: Vec<u32>, len: usize| -> Vec<usize> {
+        let mut v: Vec<usize> = edges
+            .into_iter()
+            .map(|e| (e * s) as usize)
+            .filter(|&v| v > 0 && v < len)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let tiles = plan.tiles();
+    let cols = lines(tiles.iter().flat_map(|t| [t.x, t.x + t.width]).collect(), w);
+    let rows = lines(
+        tiles.iter().flat_map(|t| [t.y, t.y + t.height]).collect(),
+        h,
+    );
+    let near = |v: usize, list: &[usize]| list.iter().any(|&e| v + 2 >= e && v <= e + 1);
+    let (mut seam, mut rest, mut sq) = (0.0f32, 0.0f32, 0.0f64);
+    for c in 0..3 {
+        for y in 0..h {
+            for x in 0..w {
+                let i = (c * h + y) * w + x;
+                let e = (got.data[i] - want.data[i]).abs();
+                sq += f64::from(e) * f64::from(e);
+                if near(x, &cols) || near(y, &rows) {
+                    seam = seam.max(e);
+                } else {
+                    rest = rest.max(e);
+                }
+            }
+        }
+    }
+    let mse = sq / got.data.len() as f64;
+    let psnr = if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        -10.0 * mse.log10()
+    };
+    (psnr, seam, rest)
+}
+
+#[test]
+fn tiled_on_onnx_runtime_matches_the_whole_frame_without_visible_seams() {
+    for name in ["arch/compact_x2.onnx", "arch/rrdb_x4_nf32.onnx"] {
+        let whole_backend = cpu(name, 1);
+        let s = whole_backend.model().unwrap().scale;
+        for (w, h) in [(101u32, 67u32), (77, 45)] {
+            let frame = picture(w, h);
+            let whole = whole_backend
+                .upscale(std::slice::from_ref(&frame))
+                .unwrap()
+                .remove(0);
+            for (tile, overlap) in [
+                ((48, 40), DEFAULT_OVERLAP),
+                ((64, 64), DEFAULT_OVERLAP),
+                ((37, 33), 12),
+                ((40, 36), 8),
+            ] {
+                let plan = TilePlan::new((w, h), tile, overlap).unwrap();
+                assert!(!plan.is_whole(), "{w}x{h} {tile:?}: more than one tile");
+                let tiled = Tiled::new(cpu(name, 1), HostTiles, tile, overlap).unwrap();
+                let got = tiled
+                    .upscale(std::slice::from_ref(&frame))
+                    .unwrap()
+                    .remove(0);
+                assert_eq!((got.width, got.height), (w * s, h * s));
+                let (psnr, seam, rest) = compare(&got, &whole, &plan, s);
+                println!(
+                    "{name} {w}x{h}, tiles {}x{} overlap {overlap} ({} tiles): {psnr:.1} dB, worst on seams {seam:.2e}, elsewhere {rest:.2e}",
+                    tile.0,
+                    tile.1,
+                    plan.tiles().len()
+                );
+                if overlap == DEFAULT_OVERLAP {
+                    assert!(psnr >= 45.0, "{name} {w}x{h} {tile:?}: {psnr:.1} dB");
+                    assert!(
+                        seam <= rest,
+                        "{name} {w}x{h} {tile:?}: seams {seam:.2e} worse than the rest {rest:.2e}"
+                    );
+                } else {
+                    assert!(
+                        psnr >= 40.0,
+                        "{name} {w}x{h} {tile:?} overlap {overlap}: {psnr:.1} dB"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn tiles_batched_through_onnx_runtime_equal_tiles_one_a_run() {
+    let frames = [picture(77, 45), picture(77, 45)];
+    let one = Tiled::new(cpu("arch/compact_x2.onnx", 1), HostTiles, (32, 32), 8).unwrap();
+    let four = Tiled::new(cpu("arch/compact_x2.onnx", 4), HostTiles, (32, 32), 8).unwrap();
+    assert_eq!(four.batching().max_batch, 4);
+    let a: Vec<RgbImage> = frames
+        .iter()
+        .flat_map(|f| one.upscale(std::slice::from_ref(f)).unwrap())
+        .collect();
+    let b = four.upscale(&frames).unwrap();
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        let worst = x
+            .data
+            .iter()
+            .zip(&y.data)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst <= 1e-5, "{worst}");
+    }
+}
