@@ -11,12 +11,13 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
     LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
+use cudarc::nvrtc::Ptx;
 use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
 use rave_core::types::PixelFormat;
 
 use crate::coefficients::Coefficients;
+use crate::nvrtc_once::{compiled_once, holds};
 use crate::packing::{PlaneLayout, YuvLayout};
 
 const SOURCE: &str = include_str!("kernels.cu");
@@ -96,21 +97,7 @@ impl DeviceYuv {
 
 fn compiled_ptx() -> Result<&'static Ptx> {
     static PTX: OnceLock<std::result::Result<Ptx, String>> = OnceLock::new();
-    PTX.get_or_init(|| {
-        // SAFETY: only probes whether the NVRTC library can be loaded.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-            return Err("the NVRTC library (libnvrtc) is not installed".into());
-        }
-        let opts = CompileOptions {
-            fmad: Some(false),
-            name: Some("rave_color.cu".into()),
-            ..Default::default()
-        };
-        compile_ptx_with_opts(SOURCE, opts)
-            .map_err(|e| format!("compiling the colour kernels: {e}"))
-    })
-    .as_ref()
-    .map_err(|e| EngineError::Cuda(e.clone()))
+    compiled_once(&PTX, SOURCE, "rave_color.cu", "colour kernels")
 }
 
 /// The colour kernels loaded into one context.
@@ -290,17 +277,6 @@ impl ColorKernels {
 /// Bytes of planar RGB of `layout`'s size in `format`.
 fn rgb_bytes(layout: &PlaneLayout, format: PixelFormat) -> usize {
     3 * layout.width as usize * layout.height as usize * format.element_bytes()
-}
-
-/// An error unless a buffer of `have` bytes holds the `need` bytes asked of it.
-fn holds(have: usize, need: usize) -> Result<()> {
-    if have < need {
-        return Err(EngineError::BufferTooSmall {
-            required: need,
-            available: have,
-        });
-    }
-    Ok(())
 }
 
 impl ColorKernels {

@@ -6,6 +6,7 @@
 
 pub mod coefficients;
 pub mod gpu_kernels;
+mod nvrtc_once;
 pub mod packing;
 pub mod quality;
 pub mod reference;

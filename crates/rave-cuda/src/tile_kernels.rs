@@ -14,10 +14,12 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
+use cudarc::nvrtc::Ptx;
 use rave_core::error::{EngineError, Result};
 use rave_core::tiling::Tile;
 use rave_core::types::PixelFormat;
+
+use crate::nvrtc_once::{compiled_once, holds};
 
 const SOURCE: &str = include_str!("tile_kernels.cu");
 const BLOCK: (u32, u32) = (32, 8);
@@ -33,20 +35,7 @@ pub struct TileKernels {
 
 fn compiled_ptx() -> Result<&'static Ptx> {
     static PTX: OnceLock<std::result::Result<Ptx, String>> = OnceLock::new();
-    PTX.get_or_init(|| {
-        // SAFETY: only probes whether the NVRTC library can be loaded.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-            return Err("the NVRTC library (libnvrtc) is not installed".into());
-        }
-        let opts = CompileOptions {
-            fmad: Some(false),
-            name: Some("rave_tiles.cu".into()),
-            ..Default::default()
-        };
-        compile_ptx_with_opts(SOURCE, opts).map_err(|e| format!("compiling the tile kernels: {e}"))
-    })
-    .as_ref()
-    .map_err(|e| EngineError::Cuda(e.clone()))
+    compiled_once(&PTX, SOURCE, "rave_tiles.cu", "tile kernels")
 }
 
 /// 0 for F32, 1 for F16 (the kernels' order); other formats are not planar RGB.
@@ -59,17 +48,6 @@ fn type_index(format: PixelFormat) -> Result<usize> {
             actual: other,
         }),
     }
-}
-
-/// An error unless a buffer of `have` bytes holds the `need` bytes asked of it.
-fn holds(have: usize, need: usize) -> Result<()> {
-    if have < need {
-        return Err(EngineError::BufferTooSmall {
-            required: need,
-            available: have,
-        });
-    }
-    Ok(())
 }
 
 /// Bytes of a planar RGB picture of `w x h` in `format`.

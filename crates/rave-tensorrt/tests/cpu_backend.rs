@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{fixture, runtime};
+use common::{cpu_backend, fixture, runtime};
 use rave_core::backend::Upscaler;
 use rave_core::batch::Batching;
 use rave_core::frame::RgbImage;
@@ -25,16 +25,6 @@ fn image(w: u32, h: u32, seed: u64) -> RgbImage {
     RgbImage::new(w, h, data).unwrap()
 }
 
-fn backend(name: &str, max_batch: usize) -> CpuBackend {
-    CpuBackend::new(runtime(), &fixture(name), &ModelOptions { threads: 2 })
-        .unwrap()
-        .with_batching(Batching {
-            max_batch,
-            ..Batching::default()
-        })
-        .unwrap()
-}
-
 #[test]
 fn a_batch_in_one_call_equals_the_frames_one_call_each() {
     for name in [
@@ -42,7 +32,7 @@ fn a_batch_in_one_call_equals_the_frames_one_call_each() {
         "arch/compact_x2.onnx",
         "arch/rrdb_x4_nf32.onnx",
     ] {
-        let b = backend(name, 3);
+        let b = cpu_backend(name, 3);
         assert_eq!(b.batching().max_batch, 3, "{name}: a dynamic batch axis");
         let s = b.model().unwrap().scale;
         let frames: Vec<RgbImage> = (0..3).map(|k| image(13, 9, k + 1)).collect();
@@ -67,7 +57,7 @@ fn a_batch_in_one_call_equals_the_frames_one_call_each() {
 
 #[test]
 fn a_model_fixed_at_batch_one_takes_one_frame_a_call() {
-    let b = backend("fixed_64x48_x2.onnx", 4);
+    let b = cpu_backend("fixed_64x48_x2.onnx", 4);
     assert_eq!(b.batching().max_batch, 1);
     let one = b.upscale(&[image(64, 48, 1)]).unwrap();
     assert_eq!((one[0].width, one[0].height), (128, 96));
@@ -79,7 +69,7 @@ fn a_model_fixed_at_batch_one_takes_one_frame_a_call() {
 
 #[test]
 fn calls_outside_the_contract_are_refused() {
-    let b = backend("nearest_x2.onnx", 2);
+    let b = cpu_backend("nearest_x2.onnx", 2);
     assert!(b.upscale(&[]).unwrap().is_empty());
     let three: Vec<RgbImage> = (0..3).map(|k| image(8, 8, k)).collect();
     assert!(b.upscale(&three).is_err(), "more than max_batch");
@@ -102,7 +92,7 @@ fn calls_outside_the_contract_are_refused() {
 
 #[test]
 fn the_interrupter_stops_the_runs() {
-    let b = backend("arch/compact_x2.onnx", 1);
+    let b = cpu_backend("arch/compact_x2.onnx", 1);
     b.upscale(&[image(16, 16, 1)]).unwrap();
     b.interrupter()
         .expect("ONNX Runtime's terminate flag")

@@ -6,12 +6,10 @@
 
 mod common;
 
-use common::{fixture, runtime};
+use common::cpu_backend;
 use rave_core::backend::Upscaler;
-use rave_core::batch::Batching;
 use rave_core::frame::RgbImage;
 use rave_core::tiling::{DEFAULT_OVERLAP, HostTiles, TilePlan, Tiled};
-use rave_tensorrt::{CpuBackend, ModelOptions};
 
 /// Smooth gradients, hard edges and a little noise (noise alone is the worst case no real
 /// frame is).
@@ -37,16 +35,6 @@ fn picture(w: u32, h: u32) -> RgbImage {
         }
     }
     RgbImage::new(w, h, data).unwrap()
-}
-
-fn cpu(name: &str, max_batch: usize) -> CpuBackend {
-    CpuBackend::new(runtime(), &fixture(name), &ModelOptions { threads: 2 })
-        .unwrap()
-        .with_batching(Batching {
-            max_batch,
-            ..Batching::default()
-        })
-        .unwrap()
 }
 
 /// PSNR (peak 1) over the whole output, and the largest error on the seam rows and columns
@@ -98,7 +86,7 @@ fn compare(got: &RgbImage, want: &RgbImage, plan: &TilePlan, s: u32) -> (f64, f3
 #[test]
 fn tiled_on_onnx_runtime_matches_the_whole_frame_without_visible_seams() {
     for name in ["arch/compact_x2.onnx", "arch/rrdb_x4_nf32.onnx"] {
-        let whole_backend = cpu(name, 1);
+        let whole_backend = cpu_backend(name, 1);
         let s = whole_backend.model().unwrap().scale;
         for (w, h) in [(101u32, 67u32), (77, 45)] {
             let frame = picture(w, h);
@@ -114,7 +102,7 @@ fn tiled_on_onnx_runtime_matches_the_whole_frame_without_visible_seams() {
             ] {
                 let plan = TilePlan::new((w, h), tile, overlap).unwrap();
                 assert!(!plan.is_whole(), "{w}x{h} {tile:?}: more than one tile");
-                let tiled = Tiled::new(cpu(name, 1), HostTiles, tile, overlap).unwrap();
+                let tiled = Tiled::new(cpu_backend(name, 1), HostTiles, tile, overlap).unwrap();
                 let got = tiled
                     .upscale(std::slice::from_ref(&frame))
                     .unwrap()
@@ -147,8 +135,20 @@ fn tiled_on_onnx_runtime_matches_the_whole_frame_without_visible_seams() {
 #[test]
 fn tiles_batched_through_onnx_runtime_equal_tiles_one_a_run() {
     let frames = [picture(77, 45), picture(77, 45)];
-    let one = Tiled::new(cpu("arch/compact_x2.onnx", 1), HostTiles, (32, 32), 8).unwrap();
-    let four = Tiled::new(cpu("arch/compact_x2.onnx", 4), HostTiles, (32, 32), 8).unwrap();
+    let one = Tiled::new(
+        cpu_backend("arch/compact_x2.onnx", 1),
+        HostTiles,
+        (32, 32),
+        8,
+    )
+    .unwrap();
+    let four = Tiled::new(
+        cpu_backend("arch/compact_x2.onnx", 4),
+        HostTiles,
+        (32, 32),
+        8,
+    )
+    .unwrap();
     assert_eq!(four.batching().max_batch, 4);
     let a: Vec<RgbImage> = frames
         .iter()

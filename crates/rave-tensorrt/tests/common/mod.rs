@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use rave_tensorrt::{OrtRuntime, RuntimeCandidate};
+use rave_core::batch::Batching;
+use rave_tensorrt::{CpuBackend, ModelOptions, OrtRuntime, RuntimeCandidate};
 
 /// A file of tests/fixtures.
 pub fn fixture(name: &str) -> PathBuf {
@@ -28,4 +29,15 @@ pub fn runtime() -> &'static OrtRuntime {
         "RAVE_HOME",
     ));
     OrtRuntime::load(&candidates).expect("ONNX Runtime (run scripts/setup.sh)")
+}
+
+/// The CPU backend on fixture `name` (two threads), running up to `max_batch` frames a run.
+pub fn cpu_backend(name: &str, max_batch: usize) -> CpuBackend {
+    CpuBackend::new(runtime(), &fixture(name), &ModelOptions { threads: 2 })
+        .unwrap()
+        .with_batching(Batching {
+            max_batch,
+            ..Batching::default()
+        })
+        .unwrap()
 }
