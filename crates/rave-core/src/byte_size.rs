@@ -1,5 +1,5 @@
 //! Sizes of memory as people write them on a command line (`6GiB`, `512M`, `8e9`), parsed
-//! to bytes, and bytes written back for messages (`5.8 GiB`).
+//! to bytes.
 //!
 //! Binary units (KiB, MiB, GiB, TiB, and the bare letters K, M, G, T as `free` and
 //! `ulimit` use them) are powers of 1024; decimal units (kB, MB, GB, TB) powers of 1000; a
@@ -42,21 +42,6 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
-/// `bytes` in the largest binary unit that keeps a number of at least 1, one decimal.
-pub fn format_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{bytes} B"),
-        _ => format!("{v:.1} {}", UNITS[unit]),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,13 +74,5 @@ mod tests {
             assert!(e.contains("size"), "{text}: {e}");
         }
         assert!(parse_size("abc").unwrap_err().contains("e.g. 6GiB"));
-    }
-
-    #[test]
-    fn sizes_read_back_in_binary_units() {
-        assert_eq!(format_size(512), "512 B");
-        assert_eq!(format_size(6 << 30), "6.0 GiB");
-        assert_eq!(format_size(3 << 29), "1.5 GiB");
-        assert_eq!(format_size(772 << 20), "772.0 MiB");
     }
 }
