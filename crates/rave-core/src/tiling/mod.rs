@@ -10,8 +10,10 @@
 
 use std::ops::Range;
 
+mod host_blend;
 mod tiled;
 
+pub use host_blend::HostBlend;
 pub use tiled::{HostTiles, TileOps, Tiled};
 
 /// Input pixels neighbouring tiles share at least, unless asked otherwise: on a 150x90
@@ -159,67 +161,26 @@ impl TilePlan {
     }
 
     /// Blend the upscaled tiles (`outputs[i]` planar `channels x (h * scale) x (w * scale)`
-    /// of tile `i` of [`TilePlan::tiles`]) into the whole upscaled frame, planar.
+    /// of tile `i` of [`TilePlan::tiles`]) into the whole upscaled frame, planar: a
+    /// [`HostBlend`] fed every tile in order.
     pub fn blend(
         &self,
         outputs: &[Vec<f32>],
         channels: usize,
         scale: u32,
     ) -> Result<Vec<f32>, String> {
-        let tiles = self.tiles();
-        if outputs.len() != tiles.len() {
+        let count = self.columns.len() * self.rows.len();
+        if outputs.len() != count {
             return Err(format!(
-                "{} tile outputs for {} tiles",
-                outputs.len(),
-                tiles.len()
+                "{} tile outputs for {count} tiles",
+                outputs.len()
             ));
         }
-        let (ow, oh) = (
-            (self.frame.0 * scale) as usize,
-            (self.frame.1 * scale) as usize,
-        );
-        let (tw, th) = (
-            (self.tile.0 * scale) as usize,
-            (self.tile.1 * scale) as usize,
-        );
-        let mut sum = vec![0.0f32; channels * ow * oh];
-        let mut weight = vec![0.0f32; ow * oh];
-        let columns: Vec<Vec<f32>> = (0..self.columns.len())
-            .map(|i| Self::axis_weights(&self.columns, i, self.tile.0, scale))
-            .collect();
-        let rows: Vec<Vec<f32>> = (0..self.rows.len())
-            .map(|i| Self::axis_weights(&self.rows, i, self.tile.1, scale))
-            .collect();
-        for (i, (tile, out)) in tiles.iter().zip(outputs).enumerate() {
-            if out.len() != channels * tw * th {
-                return Err(format!(
-                    "tile {i}: {} values, a {tw}x{th} tile of {channels} channels has {}",
-                    out.len(),
-                    channels * tw * th
-                ));
-            }
-            let (wx, wy) = (
-                &columns[i % self.columns.len()],
-                &rows[i / self.columns.len()],
-            );
-            let (x0, y0) = ((tile.x * scale) as usize, (tile.y * scale) as usize);
-            for ty in 0..th {
-                let row = (y0 + ty) * ow + x0;
-                for tx in 0..tw {
-                    let w = wx[tx] * wy[ty];
-                    weight[row + tx] += w;
-                    for c in 0..channels {
-                        sum[c * ow * oh + row + tx] += w * out[(c * th + ty) * tw + tx];
-                    }
-                }
-            }
+        let mut blend = HostBlend::new(self, channels, scale);
+        for (i, out) in outputs.iter().enumerate() {
+            blend.add(i, out)?;
         }
-        for (p, &w) in weight.iter().enumerate() {
-            for c in 0..channels {
-                sum[c * ow * oh + p] /= w;
-            }
-        }
-        Ok(sum)
+        blend.finish()
     }
 
     /// Tile `tile`'s input, planar `channels x height x width`, cut from the planar frame

@@ -6,21 +6,29 @@
 
 use std::sync::Arc;
 
-use super::{Tile, TilePlan};
+use super::{HostBlend, Tile, TilePlan};
 use crate::backend::{Interrupt, ModelMetadata, Upscaler};
 use crate::batch::Batching;
 use crate::error::{EngineError, Result};
 use crate::frame::RgbImage;
 
-/// Cutting tiles out of frames of one kind and blending upscaled tiles back.
+/// Cutting tiles out of frames of one kind and blending upscaled tiles back, tile by tile
+/// as they come (so a frame's upscaled tiles need not all be held at once: on the GPU each
+/// holds a slot of the backend's output ring).
 pub trait TileOps<F>: Send + Sync {
+    /// One frame's blend in progress.
+    type Blend: Send;
     /// The frame's (width, height).
     fn size(&self, frame: &F) -> (u32, u32);
     /// Tile `tile` of `plan` cut out of `frame` (a frame of `plan.frame`'s size).
     fn crop(&self, plan: &TilePlan, frame: &F, tile: &Tile) -> Result<F>;
-    /// One frame's upscaled tiles, in the order of [`TilePlan::tiles`], blended into the
-    /// whole upscaled frame.
-    fn blend(&self, plan: &TilePlan, tiles: Vec<F>, scale: u32) -> Result<F>;
+    /// An empty blend for a frame of `plan` upscaled by `scale`.
+    fn start(&self, plan: &TilePlan, scale: u32) -> Result<Self::Blend>;
+    /// Add the upscaled tile `index` (of [`TilePlan::tiles`]) into `blend`; the tile is
+    /// dropped after.
+    fn add(&self, blend: &mut Self::Blend, index: usize, tile: F) -> Result<()>;
+    /// The whole upscaled frame, once every tile was added.
+    fn finish(&self, blend: Self::Blend) -> Result<F>;
 }
 
 /// Host frames' tile operations: planar f32 RGB through [`TilePlan::extract`] and
@@ -43,6 +51,8 @@ fn check_image(image: &RgbImage, (w, h): (u32, u32), what: &str) -> Result<()> {
 }
 
 impl TileOps<RgbImage> for HostTiles {
+    type Blend = (HostBlend, (u32, u32));
+
     fn size(&self, frame: &RgbImage) -> (u32, u32) {
         (frame.width, frame.height)
     }
@@ -52,16 +62,28 @@ impl TileOps<RgbImage> for HostTiles {
         RgbImage::new(tile.width, tile.height, plan.extract(&frame.data, 3, tile))
     }
 
-    fn blend(&self, plan: &TilePlan, tiles: Vec<RgbImage>, scale: u32) -> Result<RgbImage> {
-        let (tw, th) = (plan.tile.0 * scale, plan.tile.1 * scale);
-        for tile in &tiles {
-            check_image(tile, (tw, th), "an upscaled tile")?;
+    fn start(&self, plan: &TilePlan, scale: u32) -> Result<Self::Blend> {
+        let out = (plan.frame.0 * scale, plan.frame.1 * scale);
+        Ok((HostBlend::new(plan, 3, scale), out))
+    }
+
+    fn add(&self, (blend, _): &mut Self::Blend, index: usize, tile: RgbImage) -> Result<()> {
+        if tile.data.len() != tile.plane_len() * 3 {
+            return Err(EngineError::DimensionMismatch(format!(
+                "an upscaled tile of {}x{} holds {} samples",
+                tile.width,
+                tile.height,
+                tile.data.len()
+            )));
         }
-        let outputs: Vec<Vec<f32>> = tiles.into_iter().map(|t| t.data).collect();
-        let data = plan
-            .blend(&outputs, 3, scale)
-            .map_err(EngineError::DimensionMismatch)?;
-        RgbImage::new(plan.frame.0 * scale, plan.frame.1 * scale, data)
+        blend
+            .add(index, &tile.data)
+            .map_err(EngineError::DimensionMismatch)
+    }
+
+    fn finish(&self, (blend, (w, h)): Self::Blend) -> Result<RgbImage> {
+        let data = blend.finish().map_err(EngineError::InvariantViolation)?;
+        RgbImage::new(w, h, data)
     }
 }
 
@@ -162,35 +184,37 @@ where
             return self.inner.upscale(frames);
         }
         let tiles = plan.tiles();
-        // Every frame's tiles in order, run in batches of what the inner backend takes;
-        // each batch is cut just before it runs.
-        let jobs: Vec<(&U::Frame, &Tile)> = frames
+        let scale = self.meta.scale;
+        let mut blends = frames
             .iter()
-            .flat_map(|f| tiles.iter().map(move |t| (f, t)))
+            .map(|_| self.ops.start(&plan, scale))
+            .collect::<Result<Vec<_>>>()?;
+        // Every frame's tiles in order, run in batches of what the inner backend takes;
+        // each batch is cut just before it runs and blended as soon as it is back.
+        let jobs: Vec<(usize, usize)> = (0..frames.len())
+            .flat_map(|f| (0..tiles.len()).map(move |t| (f, t)))
             .collect();
-        let mut upscaled = Vec::with_capacity(jobs.len());
         for batch in jobs.chunks(self.inner.batching().max_batch.max(1)) {
             let cut = batch
                 .iter()
-                .map(|(f, t)| self.ops.crop(&plan, f, t))
+                .map(|&(f, t)| self.ops.crop(&plan, &frames[f], &tiles[t]))
                 .collect::<Result<Vec<_>>>()?;
             let out = self.inner.upscale(&cut)?;
-            if out.len() != cut.len() {
+            drop(cut);
+            if out.len() != batch.len() {
                 return Err(EngineError::InvariantViolation(format!(
                     "{} upscaled tiles for {}",
                     out.len(),
-                    cut.len()
+                    batch.len()
                 )));
             }
-            upscaled.extend(out);
+            for (&(f, t), tile) in batch.iter().zip(out) {
+                self.ops.add(&mut blends[f], t, tile)?;
+            }
         }
-        let mut upscaled = upscaled.into_iter();
-        frames
-            .iter()
-            .map(|_| {
-                let one: Vec<U::Frame> = upscaled.by_ref().take(tiles.len()).collect();
-                self.ops.blend(&plan, one, self.meta.scale)
-            })
+        blends
+            .into_iter()
+            .map(|blend| self.ops.finish(blend))
             .collect()
     }
 
@@ -384,6 +408,145 @@ mod tests {
             tiled.upscale(&[bad]).unwrap_err().kind(),
             "dimension_mismatch"
         );
+    }
+
+    /// A frame as a GPU backend hands it out: a slot of a small output ring, refused while
+    /// all of the ring's slots are held (as `OutputRing` refuses).
+    struct Slot {
+        image: RgbImage,
+        _held: Arc<()>,
+    }
+
+    /// A backend over [`Pointwise`] whose outputs hold one of `slots` ring slots each.
+    struct Ringed {
+        inner: Pointwise,
+        ring: Vec<Arc<()>>,
+    }
+
+    impl Upscaler for Ringed {
+        type Frame = Slot;
+
+        fn model(&self) -> Result<&ModelMetadata> {
+            self.inner.model()
+        }
+
+        fn engine_name(&self) -> &str {
+            "ringed"
+        }
+
+        fn batching(&self) -> Batching {
+            self.inner.batching()
+        }
+
+        fn upscale(&self, frames: &[Slot]) -> Result<Vec<Slot>> {
+            let images: Vec<RgbImage> = frames.iter().map(|f| f.image.clone()).collect();
+            let out = self.inner.upscale(&images)?;
+            out.into_iter()
+                .map(|image| {
+                    let free = self.ring.iter().find(|s| Arc::strong_count(s) == 1);
+                    let held = free.cloned().ok_or_else(|| {
+                        EngineError::InvariantViolation("every ring slot is held".into())
+                    })?;
+                    Ok(Slot {
+                        image,
+                        _held: held,
+                    })
+                })
+                .collect()
+        }
+
+        fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+            None
+        }
+    }
+
+    struct SlotTiles;
+
+    impl TileOps<Slot> for SlotTiles {
+        type Blend = <HostTiles as TileOps<RgbImage>>::Blend;
+
+        fn size(&self, frame: &Slot) -> (u32, u32) {
+            HostTiles.size(&frame.image)
+        }
+
+        fn crop(&self, plan: &TilePlan, frame: &Slot, tile: &Tile) -> Result<Slot> {
+            Ok(Slot {
+                image: HostTiles.crop(plan, &frame.image, tile)?,
+                _held: Arc::default(),
+            })
+        }
+
+        fn start(&self, plan: &TilePlan, scale: u32) -> Result<Self::Blend> {
+            HostTiles.start(plan, scale)
+        }
+
+        fn add(&self, blend: &mut Self::Blend, index: usize, tile: Slot) -> Result<()> {
+            HostTiles.add(blend, index, tile.image)
+        }
+
+        fn finish(&self, blend: Self::Blend) -> Result<Slot> {
+            Ok(Slot {
+                image: HostTiles.finish(blend)?,
+                _held: Arc::default(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_frame_of_more_tiles_than_the_backends_output_ring_is_blended_as_they_come() {
+        // 3 ring slots, 2 tiles a call, 2 frames of 4x3 tiles each: only the tiles of the
+        // call in hand may be held.
+        let ringed = Ringed {
+            inner: Pointwise::new(Some((16, 16)), 2),
+            ring: (0..3).map(|_| Arc::new(())).collect(),
+        };
+        let tiled = Tiled::new(ringed, SlotTiles, (16, 16), 4).unwrap();
+        let frames: Vec<Slot> = [frame(50, 37, 1), frame(50, 37, 2)]
+            .into_iter()
+            .map(|image| Slot {
+                image,
+                _held: Arc::default(),
+            })
+            .collect();
+        assert_eq!(TilePlan::new((50, 37), (16, 16), 4).unwrap().grid(), (4, 3));
+        let out = tiled.upscale(&frames[..2]).unwrap();
+        for (f, o) in frames.iter().zip(&out) {
+            let w = worst(&o.image, &Pointwise::one(&f.image));
+            assert!(w < 1e-5, "tiled differs from whole by {w}");
+        }
+    }
+
+    #[test]
+    fn the_streamed_blend_is_the_plans_blend_bit_for_bit() {
+        let plan = TilePlan::new((41, 29), (16, 12), 3).unwrap();
+        let outs: Vec<Vec<f32>> = (0..plan.tiles().len())
+            .map(|i| {
+                (0..3 * 32 * 24)
+                    .map(|k| ((k * 13 + i * 5) % 89) as f32 / 89.0)
+                    .collect()
+            })
+            .collect();
+        let whole = plan.blend(&outs, 3, 2).unwrap();
+        let mut blend = HostTiles.start(&plan, 2).unwrap();
+        // Added one by one, each dropped after (the plan's order, as `Tiled` adds them).
+        for (i, o) in outs.iter().enumerate() {
+            let tile = RgbImage::new(32, 24, o.clone()).unwrap();
+            HostTiles.add(&mut blend, i, tile).unwrap();
+        }
+        let streamed = HostTiles.finish(blend).unwrap();
+        assert_eq!((streamed.width, streamed.height), (82, 58));
+        assert!(
+            streamed
+                .data
+                .iter()
+                .zip(&whole)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
+        let mut twice = HostTiles.start(&plan, 2).unwrap();
+        let tile = || RgbImage::new(32, 24, outs[0].clone()).unwrap();
+        HostTiles.add(&mut twice, 0, tile()).unwrap();
+        assert!(HostTiles.add(&mut twice, 0, tile()).is_err(), "added twice");
+        assert!(HostTiles.finish(twice).is_err(), "tiles missing");
     }
 
     #[test]
