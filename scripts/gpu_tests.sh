@@ -48,9 +48,9 @@ stage() {
   "$py" tools/torch_sr_bench.py export .gpu-bin/models/realesrgan-x4plus-fp16.onnx .gpu-bin/x4plus.npz >/dev/null
   # The installed (folded) x2 graph, the one the native engine runs, for the compiled peer.
   "$py" tools/torch_sr_bench.py export "$models/realesr-animevideov3-x2.onnx" .gpu-bin/animevideov3-x2-folded.npz >/dev/null
-  # rave-pipeline: only its GPU test of the NVENC surfaces and encoder door.
+  # rave-pipeline: its GPU tests of the NVENC surfaces and encoder door, and of device tiling.
   { cargo test --release --no-run -p rave-core -p rave-cuda -p rave-native --message-format=json 2>/dev/null
-    cargo test --release --no-run -p rave-pipeline --test gpu_nvenc_door --message-format=json 2>/dev/null; } \
+    cargo test --release --no-run -p rave-pipeline --test gpu_nvenc_door --test gpu_tiled --message-format=json 2>/dev/null; } \
     | python3 -c '
 import json, shutil, sys
 for line in sys.stdin:

@@ -104,18 +104,9 @@ fn native_error(e: crate::gpu::GpuError) -> EngineError {
 }
 
 impl NativeBackend {
-    /// Load `network` (recognised from `model`) on `ctx`; `downstream` is how many frames the
-    /// stages after inference may hold (the ring gets two slots more), `frame` the clip's
-    /// size, for which the engine is built (and its kernels compiled) here.
-    pub fn new(
-        ctx: Arc<GpuContext>,
-        model: &Path,
-        network: NativeNetwork,
-        downstream: usize,
-        frame: Option<(u32, u32)>,
-    ) -> Result<Self> {
-        let NativeNetwork { net, scale } = network;
-        let meta = ModelMetadata {
+    /// What the engine takes for `model` of `scale`: planar f32 frames of any size.
+    pub fn metadata_for(model: &Path, scale: u32) -> ModelMetadata {
+        ModelMetadata {
             name: model
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -128,7 +119,21 @@ impl NativeBackend {
             max_input_hw: (u32::MAX, u32::MAX),
             tensor_format: PixelFormat::RgbPlanarF32,
             fixed_batch: None,
-        };
+        }
+    }
+
+    /// Load `network` (recognised from `model`) on `ctx`; `downstream` is how many frames the
+    /// stages after inference may hold (the ring gets two slots more), `frame` the clip's
+    /// size, for which the engine is built (and its kernels compiled) here.
+    pub fn new(
+        ctx: Arc<GpuContext>,
+        model: &Path,
+        network: NativeNetwork,
+        downstream: usize,
+        frame: Option<(u32, u32)>,
+    ) -> Result<Self> {
+        let NativeNetwork { net, scale } = network;
+        let meta = Self::metadata_for(model, scale);
         let backend = Self {
             ctx,
             net,

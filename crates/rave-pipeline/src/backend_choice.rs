@@ -23,8 +23,10 @@ use rave_tensorrt::provider_paths::{self, ProviderKind};
 use rave_tensorrt::{CpuBackend, LoadedModel, ModelOptions, OrtRuntime};
 
 use crate::config::{Device, GpuOptions, NativeChoice, PrecisionChoice, UpscaleConfig};
+use crate::device_tiles::DeviceTiles;
 use crate::report::BackendReport;
-use crate::tiling_choice::{Tiling, TilingReport, decide_cpu, decide_gpu};
+use crate::tiled_gpu::TiledGpu;
+use crate::tiling_choice::{Tiling, TilingReport, decide};
 use rave_core::block_on::block_on;
 
 /// The GPU path, ready to run.
@@ -106,24 +108,14 @@ pub fn choose_backend(
     OrtRuntime::check_named(&config.runtime_candidates)?;
     match config.device {
         Device::Cpu => cpu(config, "--device cpu".into(), frame),
-        Device::Gpu => {
-            // A tile size is refused before anything of the GPU is set up.
-            if let Some(refusal) = config.tiling.refusal_on_gpu() {
-                return Err(refusal);
+        Device::Gpu => gpu(config, frame, downstream).map_err(|e| match e {
+            EngineError::NoGpu(m) => {
+                EngineError::NoGpu(format!("{m}; --device cpu runs on the CPU"))
             }
-            gpu(config, frame, downstream).map_err(|e| match e {
-                EngineError::NoGpu(m) => {
-                    EngineError::NoGpu(format!("{m}; --device cpu runs on the CPU"))
-                }
-                other => other,
-            })
-        }
+            other => other,
+        }),
         Device::Auto => match gpu(config, frame, downstream) {
-            // The GPU came up: a tile size is refused there, not run elsewhere.
-            Ok(chosen) => match config.tiling.refusal_on_gpu() {
-                Some(refusal) => Err(refusal),
-                None => Ok(chosen),
-            },
+            Ok(chosen) => Ok(chosen),
             Err(e) => match &config.gpu.provider_requested_by {
                 Some(by) => Err(provider_required(e, by)),
                 None => {
@@ -180,7 +172,7 @@ fn cpu(config: &UpscaleConfig, reason: String, frame: (u32, u32)) -> Result<Chos
     };
     let backend = CpuBackend::new(runtime, &config.model, &ModelOptions { threads })?;
     let metadata = backend.model()?.clone();
-    let Tiling { tiles, report } = decide_cpu(&config.tiling, &config.model, &metadata, frame)?;
+    let Tiling { tiles, report } = decide(&config.tiling, &config.model, &metadata, frame)?;
     let name = backend.engine_name().to_string();
     let engine: Box<dyn Upscaler<Frame = RgbImage>> = match tiles {
         Some((tile, overlap)) => {
@@ -231,6 +223,15 @@ pub fn gpu_model(
     precision: &PrecisionChoice,
 ) -> Result<(PathBuf, String)> {
     let format = LoadedModel::inspect(runtime, model)?.tensor_format;
+    gpu_model_for(format, model, precision)
+}
+
+/// [`gpu_model`] for a model whose tensors are `format`.
+fn gpu_model_for(
+    format: PixelFormat,
+    model: &Path,
+    precision: &PrecisionChoice,
+) -> Result<(PathBuf, String)> {
     match (format, precision) {
         (PixelFormat::RgbPlanarF16, PrecisionChoice::Fp32) => Err(EngineError::Config(format!(
             "--precision fp32: {} is a half-precision model; pass its float32 original",
@@ -301,7 +302,13 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
         GpuEngineChoice::OnnxRuntime { native_skipped } => native_skipped,
     };
     let runtime = load_runtime(config)?;
-    let (model, model_note) = gpu_model(runtime, &config.model, &opts.precision)?;
+    let inspected = LoadedModel::inspect(runtime, &config.model)?;
+    let (model, model_note) =
+        gpu_model_for(inspected.tensor_format, &config.model, &opts.precision)?;
+    let Tiling {
+        tiles,
+        report: tiling,
+    } = decide(&config.tiling, &config.model, &inspected, frame)?;
     let mut search = opts.provider_search.clone();
     search.runtime_dir = runtime.library().parent().map(Path::to_path_buf);
     let mut c = GpuBackendConfig::new(model.clone(), provider_paths::candidates(&search));
@@ -310,7 +317,8 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     c.engine_cache = opts.engine_cache.clone();
     c.precision = opts.precision.trt();
     c.workspace_bytes = opts.workspace_bytes;
-    c.frame_size = Some(frame);
+    // TensorRT's profile and the warm-up are for what the model runs: tiles, where it does.
+    c.frame_size = Some(tiles.map_or(frame, |(tile, _)| tile));
     c.batch = opts.batch;
     c.cuda_graph = opts.cuda_graph;
     c.downstream_capacity = downstream;
@@ -345,7 +353,11 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     }
     let metadata = UpscaleBackend::metadata(&backend)?.clone();
     Ok(ChosenBackend {
-        tiling: decide_gpu(&config.tiling, &metadata, frame),
+        engine: Engine::Gpu(Box::new(GpuPath {
+            backend: tiled_on_gpu(&ctx, Box::new(backend), tiles)?,
+            ctx,
+        })),
+        tiling,
         metadata,
         model,
         report: BackendReport {
@@ -354,11 +366,24 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
             reason,
             runtime_library: Some(runtime.library().to_path_buf()),
         },
-        engine: Engine::Gpu(Box::new(GpuPath {
-            ctx,
-            backend: Box::new(backend),
-        })),
         warning: None,
+    })
+}
+
+/// `backend` behind the device's tiling where `tiles` (tile size, overlap) says so.
+fn tiled_on_gpu(
+    ctx: &Arc<GpuContext>,
+    backend: Box<dyn GpuInference>,
+    tiles: Option<((u32, u32), u32)>,
+) -> Result<Box<dyn GpuInference>> {
+    Ok(match tiles {
+        Some((tile, overlap)) => Box::new(TiledGpu::new(
+            backend,
+            DeviceTiles::new(ctx.clone())?,
+            tile,
+            overlap,
+        )?),
+        None => backend,
     })
 }
 
@@ -416,12 +441,23 @@ fn native(
             format!("RRDBNet x{}, {} RRDB blocks", network.scale, r.blocks.len())
         }
     };
+    // The engine's feature maps are sized for what it runs: tiles, where it does (its
+    // model takes any size, so only `--tile WxH` tiles it).
+    let Tiling {
+        tiles,
+        report: tiling,
+    } = decide(
+        &config.tiling,
+        &config.model,
+        &rave_native::backend::NativeBackend::metadata_for(&config.model, network.scale),
+        frame,
+    )?;
     let backend = rave_native::backend::NativeBackend::new(
         ctx.clone(),
         &config.model,
         network,
         downstream,
-        Some(frame),
+        Some(tiles.map_or(frame, |(tile, _)| tile)),
     )?;
     let reason = format!(
         "{}GPU {} via RAVE's native engine ({summary}; fp16 storage, fp32 accumulation, Hopper wgmma kernels; ONNX Runtime not loaded)",
@@ -434,9 +470,6 @@ fn native(
     );
     let metadata = backend.model()?.clone();
     Ok(ChosenBackend {
-        tiling: decide_gpu(&config.tiling, &metadata, frame),
-        metadata,
-        model: config.model.clone(),
         report: BackendReport {
             requested: config.device,
             name: backend.engine_name().into(),
@@ -444,9 +477,12 @@ fn native(
             runtime_library: None,
         },
         engine: Engine::Gpu(Box::new(GpuPath {
+            backend: tiled_on_gpu(&ctx, Box::new(backend), tiles)?,
             ctx,
-            backend: Box::new(backend),
         })),
+        tiling,
+        metadata,
+        model: config.model.clone(),
         warning: None,
     })
 }

@@ -8,6 +8,7 @@ pub mod cancel;
 pub mod channel;
 pub mod config;
 pub mod copied_streams;
+pub mod device_tiles;
 pub mod gpu_convert;
 pub mod gpu_stages;
 pub mod infer_stage;
@@ -20,6 +21,7 @@ pub mod segment_sink;
 pub mod segments;
 pub mod stage_run;
 pub mod stages;
+pub mod tiled_gpu;
 pub mod tiling_choice;
 pub mod upscale;
 

@@ -1,7 +1,7 @@
 //! Whether a run cuts its frames into tiles (`--tile auto|off|WxH`, `--tile-overlap N`),
 //! decided once the model and the frame size are known, and the report's account of what
-//! ran and why. Tiles run on the CPU path only so far: the GPU's crop and blend kernels are
-//! not written yet, so there `auto` is off and a tile size is refused.
+//! ran and why; the same on the CPU and the GPU path (where a VRAM budget may shrink the
+//! tiles further: `vram_fit`).
 
 use std::path::Path;
 
@@ -78,16 +78,6 @@ impl TileRequest {
             }
         }
     }
-
-    /// The refusal of a tile size on the GPU path (where `auto` is off), if one was asked.
-    pub fn refusal_on_gpu(&self) -> Option<EngineError> {
-        let TileMode::Size { width, height } = self.mode else {
-            return None;
-        };
-        Some(EngineError::Config(format!(
-            "--tile {width}x{height}: tiling runs on the CPU path only so far (the GPU's tile crop and blend are not written yet); use --device cpu, or drop --tile"
-        )))
-    }
 }
 
 /// What tiling ran and why, for the report.
@@ -149,9 +139,9 @@ fn accepted(meta: &ModelMetadata) -> String {
     }
 }
 
-/// The tiling on the CPU path for `request`, model `meta` (from `model`) and frames of
-/// `frame` (width, height).
-pub fn decide_cpu(
+/// The tiling for `request`, model `meta` (from `model`) and frames of `frame` (width,
+/// height), before any memory budget.
+pub fn decide(
     request: &TileRequest,
     model: &Path,
     meta: &ModelMetadata,
@@ -216,16 +206,6 @@ pub fn decide_cpu(
     })
 }
 
-/// What the report says of tiling on the GPU path, which does not tile yet (a tile size is
-/// refused there: [`TileRequest::refusal_on_gpu`], which the caller checks first).
-pub fn decide_gpu(request: &TileRequest, meta: &ModelMetadata, frame: (u32, u32)) -> TilingReport {
-    TilingReport::off(match request.mode {
-        TileMode::Off => "--tile off",
-        TileMode::Auto if meta.accepts(frame.0, frame.1) => "the model takes the whole frame",
-        _ => "the GPU path does not tile yet",
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,22 +241,22 @@ mod tests {
     #[test]
     fn auto_tiles_a_fixed_size_model_at_its_size_and_nothing_else() {
         let auto = request(TileMode::Auto);
-        let t = decide_cpu(&auto, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap();
+        let t = decide(&auto, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap();
         assert_eq!(t.tiles, Some(((64, 64), 16)));
         assert_eq!(
             t.report.describe(),
             "tiles 64x64, overlap 16, 3x2 per frame: the model takes fixed 64x64 inputs"
         );
-        let t = decide_cpu(&auto, Path::new(M), &meta(None), (150, 90)).unwrap();
+        let t = decide(&auto, Path::new(M), &meta(None), (150, 90)).unwrap();
         assert_eq!(t.tiles, None);
         assert_eq!(t.report.describe(), "off: the model takes the whole frame");
-        let t = decide_cpu(&auto, Path::new(M), &meta(Some((150, 90))), (150, 90)).unwrap();
+        let t = decide(&auto, Path::new(M), &meta(Some((150, 90))), (150, 90)).unwrap();
         assert_eq!(t.tiles, None, "a fixed size that is the frame's");
     }
 
     #[test]
     fn a_frame_smaller_than_a_fixed_size_model_is_refused_as_a_model_problem() {
-        let e = decide_cpu(
+        let e = decide(
             &request(TileMode::Auto),
             Path::new(M),
             &meta(Some((64, 48))),
@@ -292,7 +272,7 @@ mod tests {
             "{text}"
         );
         // Wider than the model but not as tall: still no tile fits.
-        let e = decide_cpu(
+        let e = decide(
             &request(TileMode::Auto),
             Path::new(M),
             &meta(Some((64, 64))),
@@ -308,23 +288,23 @@ mod tests {
             width: 48,
             height: 40,
         });
-        let t = decide_cpu(&size, Path::new(M), &meta(None), (150, 90)).unwrap();
+        let t = decide(&size, Path::new(M), &meta(None), (150, 90)).unwrap();
         assert_eq!(t.tiles, Some(((48, 40), 16)));
         assert_eq!(
             t.report.describe(),
             "tiles 48x40, overlap 16, 5x4 per frame: --tile 48x40"
         );
-        let e = decide_cpu(&size, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap_err();
+        let e = decide(&size, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap_err();
         assert_eq!(e.family().exit_code(), 2);
         assert!(e.to_string().contains("takes fixed 64x64 inputs"), "{e}");
         let big = request(TileMode::Size {
             width: 512,
             height: 512,
         });
-        let t = decide_cpu(&big, Path::new(M), &meta(None), (150, 90)).unwrap();
+        let t = decide(&big, Path::new(M), &meta(None), (150, 90)).unwrap();
         assert_eq!(t.tiles, None);
         assert!(t.report.reason.contains("one tile"), "{}", t.report.reason);
-        let off = decide_cpu(
+        let off = decide(
             &request(TileMode::Off),
             Path::new(M),
             &meta(None),
@@ -353,29 +333,9 @@ mod tests {
             mode: TileMode::Auto,
             overlap: 40,
         };
-        let e = decide_cpu(&wide, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap_err();
+        let e = decide(&wide, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap_err();
         assert_eq!(e.family().exit_code(), 2);
         assert!(e.to_string().starts_with("--tile-overlap 40: "), "{e}");
-    }
-
-    #[test]
-    fn the_gpu_path_refuses_a_tile_size_and_does_not_tile_otherwise() {
-        let size = request(TileMode::Size {
-            width: 64,
-            height: 64,
-        });
-        let e = size.refusal_on_gpu().expect("a tile size is refused");
-        assert_eq!(e.family().exit_code(), 2);
-        assert!(
-            e.to_string().contains("use --device cpu, or drop --tile"),
-            "{e}"
-        );
-        let auto = request(TileMode::Auto);
-        assert!(auto.refusal_on_gpu().is_none());
-        let t = decide_gpu(&auto, &meta(None), (150, 90));
-        assert_eq!(t.describe(), "off: the model takes the whole frame");
-        let t = decide_gpu(&auto, &meta(Some((64, 64))), (150, 90));
-        assert_eq!(t.describe(), "off: the GPU path does not tile yet");
     }
 
     #[test]

@@ -47,16 +47,16 @@ impl HostBlend {
     /// Refused: an index outside the plan, a tile added twice, the wrong number of values.
     pub fn add(&mut self, i: usize, out: &[f32]) -> Result<(), String> {
         let Some(seen) = self.added.get_mut(i) else {
-            return Err(format!(
-                "tile {i} of a plan of {} tiles",
-                self.added.len()
-            ));
+            return Err(format!("tile {i} of a plan of {} tiles", self.added.len()));
         };
         if std::mem::replace(seen, true) {
             return Err(format!("tile {i} blended twice"));
         }
         let s = self.scale as usize;
-        let (ow, oh) = (self.plan.frame.0 as usize * s, self.plan.frame.1 as usize * s);
+        let (ow, oh) = (
+            self.plan.frame.0 as usize * s,
+            self.plan.frame.1 as usize * s,
+        );
         let (tw, th) = (self.plan.tile.0 as usize * s, self.plan.tile.1 as usize * s);
         let ch = self.channels;
         if out.len() != ch * tw * th {

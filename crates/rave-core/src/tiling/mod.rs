@@ -11,6 +11,7 @@
 use std::ops::Range;
 
 mod host_blend;
+pub mod seam_check;
 mod tiled;
 
 pub use host_blend::HostBlend;
@@ -171,10 +172,7 @@ impl TilePlan {
     ) -> Result<Vec<f32>, String> {
         let count = self.columns.len() * self.rows.len();
         if outputs.len() != count {
-            return Err(format!(
-                "{} tile outputs for {count} tiles",
-                outputs.len()
-            ));
+            return Err(format!("{} tile outputs for {count} tiles", outputs.len()));
         }
         let mut blend = HostBlend::new(self, channels, scale);
         for (i, out) in outputs.iter().enumerate() {

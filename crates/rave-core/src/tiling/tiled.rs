@@ -145,6 +145,11 @@ where
     pub fn inner(&self) -> &U {
         &self.inner
     }
+
+    /// The plan that cuts frames of `size` (width, height).
+    pub fn plan(&self, size: (u32, u32)) -> Result<TilePlan> {
+        TilePlan::new(size, self.tile, self.overlap).map_err(EngineError::Config)
+    }
 }
 
 impl<U, O> Upscaler for Tiled<U, O>
@@ -179,7 +184,7 @@ where
                 size.0, size.1, other.0, other.1
             )));
         }
-        let plan = TilePlan::new(size, self.tile, self.overlap).map_err(EngineError::Config)?;
+        let plan = self.plan(size)?;
         if plan.is_whole() {
             return self.inner.upscale(frames);
         }
@@ -447,10 +452,7 @@ mod tests {
                     let held = free.cloned().ok_or_else(|| {
                         EngineError::InvariantViolation("every ring slot is held".into())
                     })?;
-                    Ok(Slot {
-                        image,
-                        _held: held,
-                    })
+                    Ok(Slot { image, _held: held })
                 })
                 .collect()
         }

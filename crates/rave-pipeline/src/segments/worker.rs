@@ -98,12 +98,8 @@ impl Worker {
         } = choose_backend(config, (w, h), downstream)?;
         let meta = &metadata;
         if !engine.model()?.accepts(w, h) {
-            let hint = match &engine {
-                Engine::Gpu(_) => "; the GPU path does not tile yet (--device cpu tiles it)",
-                Engine::Cpu(_) => "; --tile auto tiles it",
-            };
             return Err(EngineError::ModelMetadata(format!(
-                "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}{hint}",
+                "{}: model {} takes fixed {}x{} inputs, the video is {w}x{h}; --tile auto tiles it",
                 model.display(),
                 meta.name,
                 meta.min_input_hw.1,
