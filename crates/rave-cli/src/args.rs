@@ -278,9 +278,10 @@ pub struct RunArgs {
     pub channels: [usize; 3],
     /// Cut each frame into overlapping tiles for the model, and blend them back so no seam
     /// shows: auto tiles only where the model cannot take the whole frame (a fixed-size
-    /// model smaller than the frame, at its size); off never; WxH tiles of W x H input
-    /// pixels (1 to 16384 each; the CPU path only so far: refused, exit 2, where the GPU
-    /// runs the model). The report says what ran and why.
+    /// model smaller than the frame, at its size) or, on the GPU, where the whole frame does
+    /// not fit the VRAM budget (--vram-limit, else the GPU's free memory): then the largest
+    /// tiles that fit; off never; WxH tiles of W x H input pixels (1 to 16384 each). The
+    /// report says what ran and why.
     #[arg(long, value_name = "auto|off|WxH", default_value = "auto", value_parser = bounds::tile)]
     pub tile: rave_pipeline::TileMode,
     /// Input pixels neighbouring tiles share at least, 0 to 4096 and under half a tile; the
@@ -347,6 +348,14 @@ pub struct GpuArgs {
     /// Decoder on the GPU path (the report says which ran) [default: auto].
     #[arg(long, value_enum)]
     pub decoder: Option<DecoderArg>,
+    /// Most GPU memory the run may use, e.g. 6GiB, 512MiB, 8GB: RAVE's own buffers, ONNX
+    /// Runtime's arena and the native engine's maps together. A model that does not fit is
+    /// tiled (--tile auto) or refused before the first frame (exit 2 where even the smallest
+    /// tile does not fit, 6 where a given --tile does not); the report gives the peak used.
+    /// Proves on a big GPU that a run fits a small one (the CUDA context itself, about
+    /// 0.5 GiB, and NVDEC's surfaces are not in it) [default: the GPU's free memory].
+    #[arg(long, value_name = "SIZE", value_parser = bounds::vram_size)]
+    pub vram_limit: Option<usize>,
 }
 
 impl GpuArgs {
@@ -368,6 +377,7 @@ impl GpuArgs {
             ("--batch-deadline-ms", self.batch_deadline_ms.is_some()),
             ("--cuda-graph", self.cuda_graph),
             ("--decoder", self.decoder.is_some()),
+            ("--vram-limit", self.vram_limit.is_some()),
         ]
         .into_iter()
         .filter_map(|(flag, given)| given.then_some(flag))

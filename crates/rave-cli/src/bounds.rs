@@ -117,9 +117,34 @@ pub fn tile(s: &str) -> Result<TileMode, String> {
     })
 }
 
+/// Smallest `--vram-limit`: 16 MiB (no model runs in less; smaller is a typo).
+pub const MIN_VRAM_LIMIT: u64 = 16 << 20;
+
+/// `--vram-limit`: a size such as 6GiB, at least [`MIN_VRAM_LIMIT`].
+pub fn vram_size(s: &str) -> Result<usize, String> {
+    let bytes = rave_core::byte_size::parse_size(s)?;
+    if bytes < MIN_VRAM_LIMIT {
+        return Err(format!(
+            "{s:?} is below the smallest budget, 16MiB (write a unit: 6GiB, 512MiB)"
+        ));
+    }
+    usize::try_from(bytes).map_err(|_| format!("{s:?} is larger than this machine can address"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vram_budgets_are_sizes_with_units_and_not_tiny() {
+        assert_eq!(vram_size("6GiB"), Ok(6 << 30));
+        assert_eq!(vram_size("512MiB"), Ok(512 << 20));
+        assert_eq!(vram_size("8GB"), Ok(8_000_000_000));
+        let e = vram_size("4096").unwrap_err();
+        assert!(e.contains("below the smallest budget, 16MiB"), "{e}");
+        let e = vram_size("lots").unwrap_err();
+        assert!(e.contains("is not a size"), "{e}");
+    }
 
     #[test]
     fn whole_numbers_outside_the_range_say_so_with_the_range() {

@@ -219,12 +219,17 @@ pub fn print_gpu(g: &rave_pipeline::report::GpuRunReport) {
         g.host_copies.host_syncs_per_frame,
         g.health.vram_current as f64 / 1048576.0,
         g.health.vram_peak as f64 / 1048576.0,
-        match g.health.device_peak {
-            Some(p) => format!(
-                " (the device {:.0} MiB at most beyond the context, runtimes included)",
-                p as f64 / 1048576.0
+        match (g.health.device_peak, g.health.vram_limit) {
+            (Some(p), limit) => format!(
+                " (the device {:.0} MiB at most beyond the context, runtimes included{})",
+                p as f64 / 1048576.0,
+                limit.map_or(String::new(), |l| format!(
+                    "; budget {:.0} MiB",
+                    l as f64 / 1048576.0
+                ))
             ),
-            None => String::new(),
+            (None, Some(l)) => format!(" (budget {:.0} MiB)", l as f64 / 1048576.0),
+            (None, None) => String::new(),
         },
         g.health.pool_hit_rate * 100.0
     );

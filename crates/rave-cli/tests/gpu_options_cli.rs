@@ -84,6 +84,7 @@ fn gpu_options_with_device_cpu_are_refused_in_one_line() {
         (&["--gpu", "0"][..], "--gpu only applies"),
         (&["--cuda-graph"][..], "--cuda-graph only applies"),
         (&["--decoder", "software"][..], "--decoder only applies"),
+        (&["--vram-limit", "4GiB"][..], "--vram-limit only applies"),
         (
             &["--engine-cache", "/tmp"][..],
             "--engine-cache only applies",

@@ -21,7 +21,8 @@ pub enum EngineError {
     NoGpu(String),
     /// An allocation would exceed the configured VRAM limit.
     #[error(
-        "VRAM limit reached: {requested} more bytes would bring use to {would_be} of the {limit}-byte limit; raise the limit or lower channel capacities"
+        "VRAM budget exceeded: {:.1} MiB more would bring the run to {:.1} MiB of its {:.1} MiB budget (--vram-limit, else the GPU's free memory); use smaller --tile, lower channel capacities or raise --vram-limit",
+        mib(*.requested), mib(*.would_be), mib(*.limit)
     )]
     VramLimit {
         /// Bytes asked for.
@@ -260,6 +261,11 @@ impl ErrorFamily {
             ErrorFamily::Cancelled => 130,
         }
     }
+}
+
+/// Bytes in MiB, for messages.
+fn mib(bytes: usize) -> f64 {
+    bytes as f64 / 1048576.0
 }
 
 impl EngineError {

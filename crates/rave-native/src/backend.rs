@@ -38,6 +38,7 @@ use crate::recognise_file;
 pub const ENGINE_NAME: &str = "rave-native";
 
 /// A network the native engine runs, with its scale as the recogniser found it.
+#[derive(Clone)]
 pub struct NativeNetwork {
     /// The network.
     pub net: Architecture,

@@ -23,11 +23,12 @@ use rave_tensorrt::provider_paths::{self, ProviderKind};
 use rave_tensorrt::{CpuBackend, LoadedModel, ModelOptions, OrtRuntime};
 
 use crate::config::{Device, GpuOptions, NativeChoice, PrecisionChoice, UpscaleConfig};
-use crate::device_tiles::DeviceTiles;
+use crate::gpu_fit::{FitRequest, build_fitted};
 use crate::report::BackendReport;
-use crate::tiled_gpu::TiledGpu;
 use crate::tiling_choice::{Tiling, TilingReport, decide};
+use crate::vram_fit::Budget;
 use rave_core::block_on::block_on;
+use std::cell::RefCell;
 
 /// The GPU path, ready to run.
 pub struct GpuPath {
@@ -295,43 +296,72 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
             "--precision int8 needs TensorRT; use --backend tensorrt or auto".into(),
         ));
     }
-    let ctx = GpuContext::new(opts.device_id)?;
-    let native_skipped = match gpu_engine_choice(&opts.native, || native_eligibility(config, &ctx))?
-    {
-        GpuEngineChoice::Native(net) => return native(config, ctx, net, frame, downstream),
+    // A first context to look at the GPU: its compute capability and free memory (each
+    // build below gets a fresh one, limited to the budget).
+    let probe = GpuContext::new(opts.device_id)?;
+    let budget = Budget::for_run(opts.vram_limit, probe.device_free());
+    let choice = gpu_engine_choice(&opts.native, || native_eligibility(config, &probe))?;
+    drop(probe);
+    let native_skipped = match choice {
+        GpuEngineChoice::Native(net) => return native(config, net, frame, downstream, budget),
         GpuEngineChoice::OnnxRuntime { native_skipped } => native_skipped,
     };
     let runtime = load_runtime(config)?;
     let inspected = LoadedModel::inspect(runtime, &config.model)?;
     let (model, model_note) =
         gpu_model_for(inspected.tensor_format, &config.model, &opts.precision)?;
-    let Tiling {
-        tiles,
-        report: tiling,
-    } = decide(&config.tiling, &config.model, &inspected, frame)?;
+    let decided = decide(&config.tiling, &config.model, &inspected, frame)?;
     let mut search = opts.provider_search.clone();
     search.runtime_dir = runtime.library().parent().map(Path::to_path_buf);
-    let mut c = GpuBackendConfig::new(model.clone(), provider_paths::candidates(&search));
-    c.policy = opts.policy;
-    c.device_id = opts.device_id as i32;
-    c.engine_cache = opts.engine_cache.clone();
-    c.precision = opts.precision.trt();
-    c.workspace_bytes = opts.workspace_bytes;
-    // TensorRT's profile and the warm-up are for what the model runs: tiles, where it does.
-    c.frame_size = Some(tiles.map_or(frame, |(tile, _)| tile));
-    c.batch = opts.batch;
-    c.cuda_graph = opts.cuda_graph;
-    c.downstream_capacity = downstream;
-    c.ring_size = c.min_ring_slots();
-    let precision = match &c.precision {
+    let candidates = provider_paths::candidates(&search);
+    let precision = match opts.precision.trt() {
         Precision::Fp32 => "fp32",
         Precision::Fp16 => "fp16",
         Precision::Int8 { .. } => "int8",
     };
-    let backend = TensorRtBackend::new(c, ctx.clone(), runtime);
-    block_on(backend.initialize())?;
-    let provider = backend.selected_provider().unwrap_or(ProviderKind::Cuda);
-    let name = backend.engine_name().to_string();
+    // What the chosen build said of itself (the last build that succeeded is the one kept).
+    let built: RefCell<Option<(ProviderKind, Option<String>, ModelMetadata)>> = RefCell::default();
+    let fitted = build_fitted(
+        FitRequest {
+            device: opts.device_id,
+            request: &config.tiling,
+            decided,
+            frame,
+            scale: inspected.scale,
+            format: inspected.tensor_format,
+            channels: &config.channels,
+            budget,
+            what: format!("model {} on {}x{} frames", inspected.name, frame.0, frame.1),
+        },
+        |ctx, size| {
+            let mut c = GpuBackendConfig::new(model.clone(), candidates.clone());
+            c.policy = opts.policy;
+            c.device_id = opts.device_id as i32;
+            c.engine_cache = opts.engine_cache.clone();
+            c.precision = opts.precision.trt();
+            c.workspace_bytes = opts.workspace_bytes;
+            // TensorRT's profile and the warm-up are for what the model runs: tiles,
+            // where it does.
+            c.frame_size = Some(size);
+            c.batch = opts.batch;
+            c.cuda_graph = opts.cuda_graph;
+            c.downstream_capacity = downstream;
+            c.ring_size = c.min_ring_slots();
+            c.vram_limit = ctx.vram_limit();
+            let backend = TensorRtBackend::new(c, ctx.clone(), runtime);
+            block_on(backend.initialize())?;
+            *built.borrow_mut() = Some((
+                backend.selected_provider().unwrap_or(ProviderKind::Cuda),
+                backend.fallback_reason().map(str::to_string),
+                UpscaleBackend::metadata(&backend)?.clone(),
+            ));
+            Ok(Box::new(backend))
+        },
+    )?;
+    let (provider, fallback, metadata) = built
+        .into_inner()
+        .ok_or_else(|| EngineError::InvariantViolation("no GPU backend was built".into()))?;
+    let name = fitted.backend.engine_name().to_string();
     let mut reason = format!(
         "{}GPU {} via {}, {model_note}",
         if config.device == Device::Auto {
@@ -345,19 +375,18 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     if provider == ProviderKind::TensorRt {
         reason.push_str(&format!(", TensorRT {precision} kernels"));
     }
-    if let Some(why) = backend.fallback_reason() {
+    if let Some(why) = fallback {
         reason.push_str(&format!(" (TensorRT unavailable: {why})"));
     }
     if let Some(why) = native_skipped {
         reason.push_str(&format!("; not the native engine: {why}"));
     }
-    let metadata = UpscaleBackend::metadata(&backend)?.clone();
     Ok(ChosenBackend {
         engine: Engine::Gpu(Box::new(GpuPath {
-            backend: tiled_on_gpu(&ctx, Box::new(backend), tiles)?,
-            ctx,
+            backend: fitted.backend,
+            ctx: fitted.ctx,
         })),
-        tiling,
+        tiling: fitted.tiling,
         metadata,
         model,
         report: BackendReport {
@@ -367,23 +396,6 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
             runtime_library: Some(runtime.library().to_path_buf()),
         },
         warning: None,
-    })
-}
-
-/// `backend` behind the device's tiling where `tiles` (tile size, overlap) says so.
-fn tiled_on_gpu(
-    ctx: &Arc<GpuContext>,
-    backend: Box<dyn GpuInference>,
-    tiles: Option<((u32, u32), u32)>,
-) -> Result<Box<dyn GpuInference>> {
-    Ok(match tiles {
-        Some((tile, overlap)) => Box::new(TiledGpu::new(
-            backend,
-            DeviceTiles::new(ctx.clone())?,
-            tile,
-            overlap,
-        )?),
-        None => backend,
     })
 }
 
@@ -425,10 +437,10 @@ fn native_eligibility(
 
 fn native(
     config: &UpscaleConfig,
-    ctx: Arc<GpuContext>,
     network: rave_native::backend::NativeNetwork,
     frame: (u32, u32),
     downstream: usize,
+    budget: Option<Budget>,
 ) -> Result<ChosenBackend> {
     let summary = match &network.net {
         // Counted as `rave models` counts them: the first convolution (from RGB) apart.
@@ -441,23 +453,31 @@ fn native(
             format!("RRDBNet x{}, {} RRDB blocks", network.scale, r.blocks.len())
         }
     };
-    // The engine's feature maps are sized for what it runs: tiles, where it does (its
-    // model takes any size, so only `--tile WxH` tiles it).
-    let Tiling {
-        tiles,
-        report: tiling,
-    } = decide(
-        &config.tiling,
-        &config.model,
-        &rave_native::backend::NativeBackend::metadata_for(&config.model, network.scale),
-        frame,
-    )?;
-    let backend = rave_native::backend::NativeBackend::new(
-        ctx.clone(),
-        &config.model,
-        network,
-        downstream,
-        Some(tiles.map_or(frame, |(tile, _)| tile)),
+    let metadata = rave_native::backend::NativeBackend::metadata_for(&config.model, network.scale);
+    let decided = decide(&config.tiling, &config.model, &metadata, frame)?;
+    // The engine's feature maps are sized for what it runs: the whole frame, or tiles.
+    let fitted = build_fitted(
+        FitRequest {
+            device: config.gpu.device_id,
+            request: &config.tiling,
+            decided,
+            frame,
+            scale: metadata.scale,
+            format: metadata.tensor_format,
+            channels: &config.channels,
+            budget,
+            what: format!("model {} on {}x{} frames", metadata.name, frame.0, frame.1),
+        },
+        |ctx, size| {
+            let backend = rave_native::backend::NativeBackend::new(
+                ctx.clone(),
+                &config.model,
+                network.clone(),
+                downstream,
+                Some(size),
+            )?;
+            Ok(Box::new(backend))
+        },
     )?;
     let reason = format!(
         "{}GPU {} via RAVE's native engine ({summary}; fp16 storage, fp32 accumulation, Hopper wgmma kernels; ONNX Runtime not loaded)",
@@ -468,19 +488,18 @@ fn native(
         },
         config.gpu.device_id
     );
-    let metadata = backend.model()?.clone();
     Ok(ChosenBackend {
         report: BackendReport {
             requested: config.device,
-            name: backend.engine_name().into(),
+            name: fitted.backend.engine_name().into(),
             reason,
             runtime_library: None,
         },
         engine: Engine::Gpu(Box::new(GpuPath {
-            backend: tiled_on_gpu(&ctx, Box::new(backend), tiles)?,
-            ctx,
+            backend: fitted.backend,
+            ctx: fitted.ctx,
         })),
-        tiling,
+        tiling: fitted.tiling,
         metadata,
         model: config.model.clone(),
         warning: None,

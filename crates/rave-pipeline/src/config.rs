@@ -70,6 +70,9 @@ pub struct GpuOptions {
     /// The GPU-only options the user gave explicitly (by flag), warned about when
     /// `--device auto` runs the model on the CPU.
     pub given: Vec<String>,
+    /// The most device memory the run may hold (`--vram-limit`); `None`: the GPU's free
+    /// memory when the run starts.
+    pub vram_limit: Option<usize>,
     /// Precision.
     pub precision: PrecisionChoice,
     /// TensorRT engine cache (default: `trt_cache` beside the model).
@@ -95,6 +98,7 @@ impl Default for GpuOptions {
             policy: EpPolicy::Auto,
             provider_requested_by: None,
             given: Vec::new(),
+            vram_limit: None,
             precision: PrecisionChoice::Auto,
             engine_cache: None,
             workspace_bytes: None,

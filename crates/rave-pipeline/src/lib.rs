@@ -10,6 +10,7 @@ pub mod config;
 pub mod copied_streams;
 pub mod device_tiles;
 pub mod gpu_convert;
+pub mod gpu_fit;
 pub mod gpu_stages;
 pub mod infer_stage;
 pub mod no_replace;
@@ -24,6 +25,7 @@ pub mod stages;
 pub mod tiled_gpu;
 pub mod tiling_choice;
 pub mod upscale;
+pub mod vram_fit;
 
 pub use cancel::CancelToken;
 pub use config::{

@@ -18,10 +18,10 @@ use rave_core::types::{GpuTexture, PixelFormat};
 use rave_native::backend::{NativeBackend, eligibility};
 use rave_pipeline::device_tiles::DeviceTiles;
 use rave_pipeline::tiled_gpu::TiledGpu;
+use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
 use rave_tensorrt::gpu_inference::GpuInference;
 use rave_tensorrt::provider_paths::{self, SearchInputs};
-use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::{OrtRuntime, RuntimeCandidate};
 
 /// Frames the stages after inference may hold, as the pipeline sizes it (the ring has 2
@@ -75,11 +75,7 @@ fn download(ctx: &GpuContext, t: &GpuTexture) -> RgbImage {
 
 /// `make` builds a fresh backend for frames (or tiles) of a size; each is checked tiled
 /// against whole.
-fn check(
-    ctx: &Arc<GpuContext>,
-    what: &str,
-    make: &dyn Fn((u32, u32)) -> Box<dyn GpuInference>,
-) {
+fn check(ctx: &Arc<GpuContext>, what: &str, make: &dyn Fn((u32, u32)) -> Box<dyn GpuInference>) {
     let (w, h) = (301u32, 203u32);
     let frame = picture(w, h);
     let whole_backend = make((w, h));
@@ -127,7 +123,10 @@ fn check(
         }
         let _ = tiled.finished_gpu_times(true).unwrap();
         if tiles > DOWNSTREAM + 2 {
-            println!("{what}: {tiles} tiles a frame through a ring of {}", DOWNSTREAM + 2);
+            println!(
+                "{what}: {tiles} tiles a frame through a ring of {}",
+                DOWNSTREAM + 2
+            );
         }
     }
 }

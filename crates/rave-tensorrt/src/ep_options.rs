@@ -186,6 +186,10 @@ pub struct CudaSettings {
     /// RAVE's inference stream, so ONNX Runtime's runs are ordered by the same events as the
     /// other stages. `None`: the provider's own stream.
     pub compute_stream: Option<usize>,
+    /// The most ONNX Runtime's arena may hold on the device, in bytes (`--vram-limit`); it
+    /// then grows by what is asked, not to the next power of two, so it stays near what
+    /// the model needs.
+    pub mem_limit: Option<usize>,
 }
 
 impl CudaSettings {
@@ -206,6 +210,10 @@ impl CudaSettings {
         if let Some(stream) = self.compute_stream {
             out.push(("has_user_compute_stream", flag(true)));
             out.push(("user_compute_stream", stream.to_string()));
+        }
+        if let Some(limit) = self.mem_limit {
+            out.push(("gpu_mem_limit", limit.to_string()));
+            out.push(("arena_extend_strategy", "kSameAsRequested".into()));
         }
         out
     }
@@ -299,6 +307,7 @@ mod tests {
             cuda_graph: true,
             fuse_conv_bias: false,
             compute_stream: None,
+            mem_limit: None,
         }
         .entries(2);
         assert_eq!(value(&e, "fuse_conv_bias"), Some("0"));
@@ -307,6 +316,7 @@ mod tests {
             cuda_graph: false,
             fuse_conv_bias: true,
             compute_stream: None,
+            mem_limit: None,
         }
         .entries(0);
         assert_eq!(
@@ -319,6 +329,7 @@ mod tests {
             cuda_graph: false,
             fuse_conv_bias: true,
             compute_stream: None,
+            mem_limit: None,
         }
         .entries(0);
         assert_eq!(value(&fused, "fuse_conv_bias"), Some("1"));
@@ -326,5 +337,16 @@ mod tests {
         assert_eq!(value(&e, "prefer_nhwc"), Some("1"));
         assert_eq!(value(&e, "enable_cuda_graph"), Some("1"));
         assert_eq!(value(&e, "device_id"), Some("2"));
+        assert_eq!(value(&e, "gpu_mem_limit"), None, "no limit unless asked");
+        let limited = CudaSettings {
+            mem_limit: Some(6 << 30),
+            ..CudaSettings::default()
+        }
+        .entries(0);
+        assert_eq!(value(&limited, "gpu_mem_limit"), Some("6442450944"));
+        assert_eq!(
+            value(&limited, "arena_extend_strategy"),
+            Some("kSameAsRequested")
+        );
     }
 }

@@ -71,6 +71,8 @@ pub struct GpuBackendConfig {
     pub cuda_graph: bool,
     /// Micro-batching.
     pub batch: Batching,
+    /// The most ONNX Runtime's CUDA arena may hold (`--vram-limit`).
+    pub vram_limit: Option<usize>,
 }
 
 impl GpuBackendConfig {
@@ -94,6 +96,7 @@ impl GpuBackendConfig {
             cuda_fuse_conv_bias: true,
             cuda_graph: false,
             batch,
+            vram_limit: None,
         }
     }
 
@@ -248,6 +251,7 @@ impl TensorRtBackend {
                     cuda_graph: self.config.cuda_graph,
                     fuse_conv_bias: self.config.cuda_fuse_conv_bias,
                     compute_stream: Some(self.ctx.streams().inference.cu_stream() as usize),
+                    mem_limit: self.config.vram_limit,
                 };
                 settings
                     .entries(id)

@@ -245,6 +245,7 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
         policy,
         provider_requested_by,
         given: args.given().into_iter().map(String::from).collect(),
+        vram_limit: args.vram_limit,
         precision,
         engine_cache: args.engine_cache.clone(),
         workspace_bytes: args.trt_workspace.map(|mib| mib << 20),

@@ -138,6 +138,33 @@ impl GpuContext {
         }
     }
 
+    /// Count `bytes` that something else allocated on RAVE's behalf (ONNX Runtime's arena,
+    /// the native engine's feature maps) against the limit, for the rest of the context's
+    /// life: the limit is then one budget for everything the run holds.
+    pub fn reserve_external(&self, bytes: usize) -> Result<()> {
+        self.home.vram.reserve(bytes)
+    }
+
+    /// The device's free memory now, as the driver says it.
+    pub fn device_free(&self) -> Option<usize> {
+        self.cuda.bind_to_thread().ok()?;
+        cudarc::driver::result::mem_get_info()
+            .ok()
+            .map(|(free, _)| free)
+    }
+
+    /// The most device memory in use beyond what it was once this context existed (a sample
+    /// taken now included).
+    pub fn device_peak(&self) -> Option<usize> {
+        self.sample_device_memory();
+        self.device_memory.peak_above_start()
+    }
+
+    /// The limit on what RAVE holds, if one was set.
+    pub fn vram_limit(&self) -> Option<usize> {
+        self.home.vram.limit()
+    }
+
     /// (current, peak) device bytes held by RAVE.
     pub fn vram_usage(&self) -> (usize, usize) {
         self.home.vram.usage()

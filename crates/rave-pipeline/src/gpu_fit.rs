@@ -1,0 +1,245 @@
+//! Building a GPU backend within the run's VRAM budget ([`crate::vram_fit`]): each try gets
+//! a fresh GPU context whose account is limited to the budget, builds and warms up the
+//! backend at one size (so ONNX Runtime's arena, cuDNN's workspaces and the native engine's
+//! maps are all allocated), then counts what the device holds beyond RAVE's own buffers
+//! into the account and adds the frames the stages will hold in flight. A try that does not
+//! fit is dropped (its memory with it) before the next.
+
+use std::sync::Arc;
+
+use rave_core::error::{EngineError, Result};
+use rave_core::gpu::GpuContext;
+use rave_core::types::PixelFormat;
+use rave_tensorrt::gpu_inference::GpuInference;
+
+use rave_core::tiling::TilePlan;
+
+use crate::config::ChannelCapacities;
+use crate::device_tiles::DeviceTiles;
+use crate::tiled_gpu::TiledGpu;
+use crate::tiling_choice::{TileMode, TileRequest, Tiling, TilingReport};
+use crate::vram_fit::{Attempt, Budget, fit, human, smaller_tiles};
+
+/// A built backend with the context it runs on.
+pub type Built = (Arc<GpuContext>, Box<dyn GpuInference>);
+
+/// The sizes to try, in order, for `request` where the tiling decided without memory is
+/// `tiles` (tile, overlap): under `auto` with no tiling needed, the whole frame and then
+/// smaller tiles; otherwise just what was decided.
+pub fn sizes_to_try(
+    request: &TileRequest,
+    tiles: Option<((u32, u32), u32)>,
+    frame: (u32, u32),
+) -> Vec<Option<(u32, u32)>> {
+    match (request.mode, tiles) {
+        (TileMode::Auto, None) => std::iter::once(None)
+            .chain(smaller_tiles(frame, request.overlap).into_iter().map(Some))
+            .collect(),
+        (_, None) => vec![None],
+        (_, Some((tile, _))) => vec![Some(tile)],
+    }
+}
+
+/// Device bytes the stages hold in flight beyond the backend, for frames of `frame` upscaled
+/// by `scale` in `format`: the preprocessed frames (their channel, plus one being made and
+/// one in the backend), the upscaled ones (their channel, plus one being made and one being
+/// encoded), and with tiles the blend's sums (16 bytes an output pixel) and its output.
+pub fn in_flight_bytes(
+    frame: (u32, u32),
+    scale: u32,
+    format: PixelFormat,
+    channels: &ChannelCapacities,
+    tiled: bool,
+) -> usize {
+    let pixels = frame.0 as usize * frame.1 as usize;
+    let out_pixels = pixels * (scale * scale) as usize;
+    let e = format.element_bytes();
+    let frames_in = (channels.preprocessed + 2) * 3 * pixels * e;
+    let frames_out = (channels.inferred + 2) * 3 * out_pixels * e;
+    let blend = if tiled { out_pixels * (16 + 3 * e) } else { 0 };
+    frames_in + frames_out + blend
+}
+
+/// One try: a fresh context on `device` limited to `budget`, `build` at the size being
+/// tried, then the device's peak beyond RAVE's account counted into it and `in_flight`
+/// more held back for the stages. Returns the device bytes the try would hold at most.
+pub fn build_within(
+    device: usize,
+    budget: &Budget,
+    in_flight: usize,
+    build: impl FnOnce(&Arc<GpuContext>) -> Result<Box<dyn GpuInference>>,
+) -> Result<Attempt<Built>> {
+    let ctx = GpuContext::with_vram_limit(device, Some(budget.bytes))?;
+    let backend = build(&ctx)?;
+    let peak = ctx.device_peak().unwrap_or(0);
+    let (held, _) = ctx.vram_usage();
+    let outside = peak.saturating_sub(held);
+    let needed = held + outside + in_flight;
+    if needed > budget.bytes {
+        return Ok(Attempt::TooBig(Some(needed)));
+    }
+    match ctx.reserve_external(outside) {
+        Ok(()) => Ok(Attempt::Fits((ctx, backend), needed)),
+        Err(EngineError::VramLimit { would_be, .. }) => {
+            Ok(Attempt::TooBig(Some(would_be + in_flight)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What a fitted build gave: the backend (behind device tiles where it runs tiles), its
+/// context, and the report's account of the tiling.
+pub struct FittedBackend {
+    /// The context the backend runs on (its account holds the budget).
+    pub ctx: Arc<GpuContext>,
+    /// The backend, tiled where the fit or the request says so.
+    pub backend: Box<dyn GpuInference>,
+    /// What tiling ran and why.
+    pub tiling: TilingReport,
+}
+
+/// What the fit is about, for its messages and the report.
+pub struct FitRequest<'a> {
+    /// The GPU.
+    pub device: usize,
+    /// `--tile`/`--tile-overlap`.
+    pub request: &'a TileRequest,
+    /// The tiling decided without memory ([`crate::tiling_choice::decide`]).
+    pub decided: Tiling,
+    /// The clip's frame size.
+    pub frame: (u32, u32),
+    /// The model's scale and tensor format.
+    pub scale: u32,
+    /// The model's tensor format.
+    pub format: PixelFormat,
+    /// The stages' channel capacities.
+    pub channels: &'a ChannelCapacities,
+    /// The budget (none where the GPU's free memory is unknown and none was given).
+    pub budget: Option<Budget>,
+    /// "model NAME on WxH frames".
+    pub what: String,
+}
+
+/// Build through `build` (a backend for inputs of a size, on a context) at the largest
+/// size that fits the budget, and wrap it in device tiles where that is a tile.
+pub fn build_fitted(
+    fit_request: FitRequest<'_>,
+    build: impl Fn(&Arc<GpuContext>, (u32, u32)) -> Result<Box<dyn GpuInference>>,
+) -> Result<FittedBackend> {
+    let FitRequest {
+        device,
+        request,
+        decided,
+        frame,
+        scale,
+        format,
+        channels,
+        budget,
+        what,
+    } = fit_request;
+    let sizes = sizes_to_try(request, decided.tiles, frame);
+    let overlap = request.overlap;
+    let Some(budget) = budget else {
+        let ctx = GpuContext::new(device)?;
+        let backend = build(&ctx, sizes[0].unwrap_or(frame))?;
+        let backend = tiled(&ctx, backend, decided.tiles)?;
+        return Ok(FittedBackend {
+            ctx,
+            backend,
+            tiling: decided.report,
+        });
+    };
+    let fitted = fit(&sizes, &budget, &what, |size| {
+        let in_flight = in_flight_bytes(frame, scale, format, channels, size.is_some());
+        build_within(device, &budget, in_flight, |ctx| {
+            build(ctx, size.unwrap_or(frame))
+        })
+    })?;
+    let needs = format!("needs {} of {}", human(fitted.peak), budget.describe());
+    let tiling = match (fitted.tile, decided.tiles) {
+        // Shrunk by the fit: the whole frame (and maybe larger tiles) did not fit.
+        (Some(tile), None) => {
+            let plan = TilePlan::new(frame, tile, overlap).map_err(EngineError::Config)?;
+            let (across, down) = plan.grid();
+            let whole = match fitted.too_big.first() {
+                Some((None, Some(n))) => format!(" ({})", human(*n)),
+                _ => String::new(),
+            };
+            TilingReport {
+                tiled: true,
+                tile: Some([tile.0, tile.1]),
+                overlap: Some(overlap),
+                grid: Some([across, down]),
+                reason: format!(
+                    "the whole frame{whole} does not fit {}; these are the largest tiles that do ({needs})",
+                    budget.describe()
+                ),
+            }
+        }
+        _ => TilingReport {
+            reason: format!("{} ({needs})", decided.report.reason),
+            ..decided.report
+        },
+    };
+    let tiles = fitted.tile.map(|t| (t, overlap));
+    let (ctx, backend) = fitted.value;
+    let backend = tiled(&ctx, backend, tiles)?;
+    Ok(FittedBackend {
+        ctx,
+        backend,
+        tiling,
+    })
+}
+
+/// `backend` behind the device's tiling where `tiles` (tile size, overlap) says so.
+fn tiled(
+    ctx: &Arc<GpuContext>,
+    backend: Box<dyn GpuInference>,
+    tiles: Option<((u32, u32), u32)>,
+) -> Result<Box<dyn GpuInference>> {
+    Ok(match tiles {
+        Some((tile, overlap)) => Box::new(TiledGpu::new(
+            backend,
+            DeviceTiles::new(ctx.clone())?,
+            tile,
+            overlap,
+        )?),
+        None => backend,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_tries_the_whole_frame_then_smaller_tiles_and_anything_else_one_size() {
+        let auto = TileRequest::default();
+        let sizes = sizes_to_try(&auto, None, (1920, 1080));
+        assert_eq!(sizes[0], None);
+        assert_eq!(sizes[1], Some((976, 556)));
+        let fixed = sizes_to_try(&auto, Some(((64, 64), 16)), (1920, 1080));
+        assert_eq!(fixed, vec![Some((64, 64))]);
+        let off = TileRequest {
+            mode: TileMode::Off,
+            ..auto
+        };
+        assert_eq!(sizes_to_try(&off, None, (1920, 1080)), vec![None]);
+    }
+
+    #[test]
+    fn frames_in_flight_grow_with_the_output_and_the_blend() {
+        let ch = ChannelCapacities {
+            decoded: 4,
+            preprocessed: 2,
+            inferred: 4,
+        };
+        let whole = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, false);
+        // 4 input frames of 24.9 MB and 6 output frames of 99.5 MB.
+        assert_eq!(whole, 4 * 12 * 2_073_600 + 6 * 12 * 8_294_400);
+        let tiled = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, true);
+        assert_eq!(tiled - whole, 28 * 8_294_400);
+        let half = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF16, &ch, false);
+        assert_eq!(half * 2, whole);
+    }
+}

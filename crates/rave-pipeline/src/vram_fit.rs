@@ -1,0 +1,323 @@
+//! Fitting the model into a VRAM budget (`--vram-limit`, else the GPU's free memory when
+//! the run starts): the GPU backend is built and warmed up at a size (the whole frame, or a
+//! tile), and what the device then holds is counted against the budget. Under `--tile auto`
+//! a whole frame that does not fit is tried again in smaller tiles, largest first, until
+//! one fits; the smallest failing too is a refusal with the numbers. Measured, not modelled:
+//! ONNX Runtime's arena, cuDNN's workspaces and the native engine's maps are what they are
+//! on this GPU and driver.
+
+use rave_core::error::{EngineError, Result};
+
+/// The device memory a run may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Bytes.
+    pub bytes: usize,
+    /// Whether it is `--vram-limit` (else the GPU's free memory).
+    pub given: bool,
+}
+
+/// Bytes in GiB, for the report and messages.
+pub fn gib(bytes: usize) -> f64 {
+    bytes as f64 / f64::from(1u32 << 30)
+}
+
+/// "1.35 GiB", or "640 MiB" under a GiB.
+pub fn human(bytes: usize) -> String {
+    if bytes >= 1 << 30 {
+        format!("{:.2} GiB", gib(bytes))
+    } else {
+        format!("{:.0} MiB", bytes as f64 / 1048576.0)
+    }
+}
+
+impl Budget {
+    /// `--vram-limit` if given, else what the GPU has free (`free`; an unknown amount is
+    /// no budget at all).
+    pub fn for_run(limit: Option<usize>, free: Option<usize>) -> Option<Self> {
+        match (limit, free) {
+            (Some(bytes), _) => Some(Self { bytes, given: true }),
+            (None, Some(bytes)) => Some(Self {
+                bytes,
+                given: false,
+            }),
+            (None, None) => None,
+        }
+    }
+
+    /// "the 4.00 GiB budget (--vram-limit)", "the GPU's 139.10 GiB free".
+    pub fn describe(&self) -> String {
+        if self.given {
+            format!("the {} budget (--vram-limit)", human(self.bytes))
+        } else {
+            format!("the GPU's {} free", human(self.bytes))
+        }
+    }
+}
+
+/// Whether `e` says the device (or a budget) had no room: RAVE's account refused, or a
+/// runtime's allocation failed (ONNX Runtime's arena at its limit, CUDA out of memory).
+pub fn is_out_of_memory(e: &EngineError) -> bool {
+    if matches!(e, EngineError::VramLimit { .. }) {
+        return true;
+    }
+    let text = e.to_string().to_ascii_lowercase();
+    [
+        "out of memory",
+        "out_of_memory",
+        "failed to allocate memory",
+        "exceeds the memory limit",
+        "memory limit",
+        "bfcarena",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
+}
+
+/// What building at one size found.
+pub enum Attempt<T> {
+    /// It fits: the built value and the device bytes it held at most.
+    Fits(T, usize),
+    /// It does not: how much it would have held, when known.
+    TooBig(Option<usize>),
+}
+
+/// A size tried (`None`: the whole frame) and the device bytes it needed, where known.
+pub type Tried = (Option<(u32, u32)>, Option<usize>);
+
+/// The size that fitted: `None` the whole frame, else a tile.
+pub struct Fitted<T> {
+    /// What was built.
+    pub value: T,
+    /// The tile (width, height), or `None` for the whole frame.
+    pub tile: Option<(u32, u32)>,
+    /// Device bytes it held at most once built.
+    pub peak: usize,
+    /// The sizes tried before that did not fit, largest first, with what each needed
+    /// where known.
+    pub too_big: Vec<Tried>,
+}
+
+/// The smallest tile side `auto` goes down to (smaller tiles spend most of their pixels on
+/// the overlap).
+pub const MIN_AUTO_TILE: u32 = 64;
+
+/// Tile sizes `auto` tries after the whole frame of `frame` (width, height), largest first:
+/// tiles of about 1/k of each side plus the overlap, k = 2, 3, 4, 6, 8, ... (each step
+/// about half the pixels of the one before: every try builds and warms up the backend) down
+/// to [`MIN_AUTO_TILE`] (and over twice the overlap).
+pub fn smaller_tiles(frame: (u32, u32), overlap: u32) -> Vec<(u32, u32)> {
+    let (fw, fh) = frame;
+    let floor = MIN_AUTO_TILE.max(2 * overlap + 1);
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for k in [2u32, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64] {
+        let side = |len: u32| (len.div_ceil(k) + overlap).min(len);
+        let tile = (side(fw), side(fh));
+        if tile.0.min(tile.1) < floor.min(fw.min(fh)) || tile == frame {
+            break;
+        }
+        if out.last() != Some(&tile) {
+            out.push(tile);
+        }
+    }
+    out
+}
+
+/// Try `sizes` in order (`None`: the whole frame) until `attempt` fits one. Errors that are
+/// not about memory end the search at once. Where none fits: with one size asked for, the
+/// VRAM error; with several (auto), a refusal naming the budget and what each needed.
+pub fn fit<T>(
+    sizes: &[Option<(u32, u32)>],
+    budget: &Budget,
+    what: &str,
+    mut attempt: impl FnMut(Option<(u32, u32)>) -> Result<Attempt<T>>,
+) -> Result<Fitted<T>> {
+    let mut too_big = Vec::new();
+    let mut last_error = None;
+    for &size in sizes {
+        let outcome = match attempt(size) {
+            Ok(outcome) => outcome,
+            Err(e) if is_out_of_memory(&e) => {
+                let needed = match &e {
+                    EngineError::VramLimit { would_be, .. } => Some(*would_be),
+                    _ => None,
+                };
+                last_error = Some(e);
+                Attempt::TooBig(needed)
+            }
+            Err(e) => return Err(e),
+        };
+        match outcome {
+            Attempt::Fits(value, peak) => {
+                return Ok(Fitted {
+                    value,
+                    tile: size,
+                    peak,
+                    too_big,
+                });
+            }
+            Attempt::TooBig(needed) => too_big.push((size, needed)),
+        }
+    }
+    if sizes.len() == 1 {
+        return Err(last_error.unwrap_or(EngineError::VramLimit {
+            requested: 0,
+            would_be: too_big.first().and_then(|t| t.1).unwrap_or(budget.bytes),
+            limit: budget.bytes,
+        }));
+    }
+    let needed = |(size, needed): &Tried| {
+        let at = match size {
+            None => "the whole frame".to_string(),
+            Some((w, h)) => format!("tiles of {w}x{h},"),
+        };
+        match needed {
+            Some(n) => format!("{at} {}", human(*n)),
+            None => format!("{at} more"),
+        }
+    };
+    let tried = match (too_big.first(), too_big.last()) {
+        (Some(first), Some(last)) if too_big.len() > 1 => {
+            format!("{}, the smallest {}", needed(first), needed(last))
+        }
+        (Some(only), _) => needed(only),
+        _ => "nothing was tried".into(),
+    };
+    Err(EngineError::Config(format!(
+        "{what} does not fit {} even in the smallest tiles (it needs {tried}); raise --vram-limit{}",
+        budget.describe(),
+        if budget.given {
+            ""
+        } else {
+            ", or free the GPU's memory"
+        }
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model that holds `base + per_pixel * w * h` bytes at a size.
+    fn memory(size: (u32, u32)) -> usize {
+        (200 << 20) + 600 * size.0 as usize * size.1 as usize
+    }
+
+    fn sizes(frame: (u32, u32), overlap: u32) -> Vec<Option<(u32, u32)>> {
+        std::iter::once(None)
+            .chain(smaller_tiles(frame, overlap).into_iter().map(Some))
+            .collect()
+    }
+
+    #[test]
+    fn auto_takes_the_largest_size_that_fits_and_says_what_did_not() {
+        let frame = (1920, 1080);
+        let budget = Budget {
+            bytes: 512 << 20,
+            given: true,
+        };
+        let mut tried = Vec::new();
+        let fitted = fit(&sizes(frame, 16), &budget, "model m", |size| {
+            tried.push(size);
+            let need = memory(size.unwrap_or(frame));
+            Ok(if need <= budget.bytes {
+                Attempt::Fits(size, need)
+            } else {
+                Attempt::TooBig(Some(need))
+            })
+        })
+        .unwrap();
+        let tile = fitted.tile.expect("the whole frame is 1.4 GiB");
+        assert!(memory(tile) <= budget.bytes);
+        // The size tried before it (the next larger) did not fit.
+        let (before, needed) = *fitted.too_big.last().unwrap();
+        assert!(memory(before.unwrap_or(frame)) > budget.bytes);
+        assert_eq!(needed, Some(memory(before.unwrap_or(frame))));
+        assert_eq!(tried.first(), Some(&None), "the whole frame first");
+        assert_eq!(tried.last(), Some(&fitted.tile));
+    }
+
+    #[test]
+    fn a_budget_too_small_for_the_smallest_tile_is_refused_with_the_numbers() {
+        let budget = Budget {
+            bytes: 64 << 20,
+            given: true,
+        };
+        let e = fit(
+            &sizes((1920, 1080), 16),
+            &budget,
+            "model m on 1920x1080 frames",
+            |size| {
+                Ok::<_, EngineError>(Attempt::<()>::TooBig(Some(memory(
+                    size.unwrap_or((1920, 1080)),
+                ))))
+            },
+        )
+        .err()
+        .expect("nothing fits");
+        assert_eq!(e.family().exit_code(), 2, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(
+                "model m on 1920x1080 frames does not fit the 64 MiB budget (--vram-limit) even in the smallest tiles (it needs the whole frame 1.35 GiB, the smallest tiles of 136x84, 207 MiB); raise --vram-limit"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("; raise --vram-limit"), "{text}");
+    }
+
+    #[test]
+    fn one_size_asked_for_fails_as_the_vram_error_and_other_errors_stop_the_search() {
+        let budget = Budget {
+            bytes: 1 << 30,
+            given: false,
+        };
+        let e = fit(&[Some((512, 512))], &budget, "m", |_| {
+            Err::<Attempt<()>, _>(EngineError::VramLimit {
+                requested: 10,
+                would_be: 2 << 30,
+                limit: 1 << 30,
+            })
+        })
+        .err()
+        .unwrap();
+        assert_eq!(e.kind(), "vram_limit");
+        assert_eq!(e.family().exit_code(), 6);
+        let mut calls = 0;
+        let e = fit(&sizes((640, 480), 16), &budget, "m", |_| {
+            calls += 1;
+            Err::<Attempt<()>, _>(EngineError::ModelInvalid {
+                path: "m.onnx".into(),
+                reason: "broken".into(),
+            })
+        })
+        .err()
+        .unwrap();
+        assert_eq!((e.kind(), calls), ("model_invalid", 1));
+        // An ONNX Runtime arena at its limit reads as out of memory.
+        let ort = EngineError::Inference(
+            "Failed to allocate memory for requested buffer of size 123".into(),
+        );
+        assert!(is_out_of_memory(&ort));
+        assert!(!is_out_of_memory(&EngineError::Inference(
+            "shape mismatch".into()
+        )));
+    }
+
+    #[test]
+    fn smaller_tiles_shrink_to_the_floor_and_never_repeat() {
+        let t = smaller_tiles((1920, 1080), 16);
+        assert_eq!(t[0], (976, 556));
+        assert!(
+            t.windows(2).all(|p| p[0].0 * p[0].1 > p[1].0 * p[1].1),
+            "{t:?}"
+        );
+        assert!(t.iter().all(|&(w, h)| w.min(h) >= MIN_AUTO_TILE), "{t:?}");
+        assert!(smaller_tiles((64, 64), 16).is_empty());
+        assert_eq!(
+            Budget::for_run(None, Some(3 << 30)).unwrap().describe(),
+            "the GPU's 3.00 GiB free"
+        );
+        assert_eq!(Budget::for_run(None, None), None);
+    }
+}
