@@ -299,7 +299,7 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     // A first context to look at the GPU: its compute capability and free memory (each
     // build below gets a fresh one, limited to the budget).
     let probe = GpuContext::new(opts.device_id)?;
-    let budget = Budget::for_run(opts.vram_limit, probe.device_free());
+    let budget = Budget::for_run(opts.vram_limit, probe.device_free(), opts.workers_sharing);
     let choice = gpu_engine_choice(&opts.native, || native_eligibility(config, &probe))?;
     drop(probe);
     let native_skipped = match choice {

@@ -73,6 +73,8 @@ pub struct GpuOptions {
     /// The most device memory the run may hold (`--vram-limit`); `None`: the GPU's free
     /// memory when the run starts.
     pub vram_limit: Option<usize>,
+    /// Segment workers sharing the GPU at once: each gets this share of the budget.
+    pub workers_sharing: usize,
     /// Precision.
     pub precision: PrecisionChoice,
     /// TensorRT engine cache (default: `trt_cache` beside the model).
@@ -99,6 +101,7 @@ impl Default for GpuOptions {
             provider_requested_by: None,
             given: Vec::new(),
             vram_limit: None,
+            workers_sharing: 1,
             precision: PrecisionChoice::Auto,
             engine_cache: None,
             workspace_bytes: None,

@@ -42,8 +42,10 @@ pub fn sizes_to_try(
 
 /// Device bytes the stages hold in flight beyond the backend, for frames of `frame` upscaled
 /// by `scale` in `format`: the preprocessed frames (their channel, plus one being made and
-/// one in the backend), the upscaled ones (their channel, plus one being made and one being
-/// encoded), and with tiles the blend's sums (16 bytes an output pixel) and its output.
+/// one in the backend) and the encoder's YUV surfaces (up to 3 bytes an output pixel, for
+/// the upscaled channel plus two). Whole frames come out of the backend's output ring,
+/// which the warm-up already allocated; tiled frames are blended into buffers of their own
+/// (as many again), through the blend's sums (16 bytes an output pixel).
 pub fn in_flight_bytes(
     frame: (u32, u32),
     scale: u32,
@@ -55,9 +57,13 @@ pub fn in_flight_bytes(
     let out_pixels = pixels * (scale * scale) as usize;
     let e = format.element_bytes();
     let frames_in = (channels.preprocessed + 2) * 3 * pixels * e;
-    let frames_out = (channels.inferred + 2) * 3 * out_pixels * e;
-    let blend = if tiled { out_pixels * (16 + 3 * e) } else { 0 };
-    frames_in + frames_out + blend
+    let yuv = (channels.inferred + 2) * 3 * out_pixels;
+    let blended = if tiled {
+        (channels.inferred + 2) * 3 * out_pixels * e + 16 * out_pixels
+    } else {
+        0
+    };
+    frames_in + yuv + blended
 }
 
 /// One try: a fresh context on `device` limited to `budget`, `build` at the size being
@@ -235,11 +241,16 @@ mod tests {
             inferred: 4,
         };
         let whole = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, false);
-        // 4 input frames of 24.9 MB and 6 output frames of 99.5 MB.
-        assert_eq!(whole, 4 * 12 * 2_073_600 + 6 * 12 * 8_294_400);
+        // 4 input frames of 24.9 MB and 6 YUV surfaces of 24.9 MB.
+        assert_eq!(whole, 4 * 12 * 2_073_600 + 6 * 3 * 8_294_400);
         let tiled = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, true);
-        assert_eq!(tiled - whole, 28 * 8_294_400);
+        // 6 blended frames of 99.5 MB and the sums.
+        assert_eq!(tiled - whole, (6 * 12 + 16) * 8_294_400);
         let half = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF16, &ch, false);
-        assert_eq!(half * 2, whole);
+        assert_eq!(
+            whole - half,
+            4 * 6 * 2_073_600,
+            "half the input frames' bytes"
+        );
     }
 }

@@ -8,13 +8,15 @@
 
 use rave_core::error::{EngineError, Result};
 
-/// The device memory a run may hold.
+/// The device memory a run (one segment worker of it) may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     /// Bytes.
     pub bytes: usize,
     /// Whether it is `--vram-limit` (else the GPU's free memory).
     pub given: bool,
+    /// Segment workers sharing the GPU, each with `bytes` (1: the run alone).
+    pub shared_by: usize,
 }
 
 /// Bytes in GiB, for the report and messages.
@@ -33,24 +35,38 @@ pub fn human(bytes: usize) -> String {
 
 impl Budget {
     /// `--vram-limit` if given, else what the GPU has free (`free`; an unknown amount is
-    /// no budget at all).
-    pub fn for_run(limit: Option<usize>, free: Option<usize>) -> Option<Self> {
-        match (limit, free) {
-            (Some(bytes), _) => Some(Self { bytes, given: true }),
-            (None, Some(bytes)) => Some(Self {
-                bytes,
-                given: false,
-            }),
-            (None, None) => None,
-        }
+    /// no budget at all), shared evenly by `workers` segment workers on the GPU at once.
+    pub fn for_run(limit: Option<usize>, free: Option<usize>, workers: usize) -> Option<Self> {
+        let shared_by = workers.max(1);
+        let (total, given) = match (limit, free) {
+            (Some(bytes), _) => (bytes, true),
+            (None, Some(bytes)) => (bytes, false),
+            (None, None) => return None,
+        };
+        Some(Self {
+            bytes: total / shared_by,
+            given,
+            shared_by,
+        })
     }
 
-    /// "the 4.00 GiB budget (--vram-limit)", "the GPU's 139.10 GiB free".
+    /// "the 4.00 GiB budget (--vram-limit)", "the GPU's 139.10 GiB free", "the 2.00 GiB
+    /// budget (--vram-limit 4.00 GiB shared by 2 segment workers)".
     pub fn describe(&self) -> String {
-        if self.given {
-            format!("the {} budget (--vram-limit)", human(self.bytes))
-        } else {
-            format!("the GPU's {} free", human(self.bytes))
+        let total = self.bytes * self.shared_by;
+        match (self.given, self.shared_by) {
+            (true, 1) => format!("the {} budget (--vram-limit)", human(self.bytes)),
+            (false, 1) => format!("the GPU's {} free", human(self.bytes)),
+            (true, n) => format!(
+                "the {} budget (--vram-limit {} shared by {n} segment workers)",
+                human(self.bytes),
+                human(total)
+            ),
+            (false, n) => format!(
+                "the {} budget (the GPU's {} free, shared by {n} segment workers)",
+                human(self.bytes),
+                human(total)
+            ),
         }
     }
 }
@@ -215,6 +231,7 @@ mod tests {
         let budget = Budget {
             bytes: 512 << 20,
             given: true,
+            shared_by: 1,
         };
         let mut tried = Vec::new();
         let fitted = fit(&sizes(frame, 16), &budget, "model m", |size| {
@@ -242,6 +259,7 @@ mod tests {
         let budget = Budget {
             bytes: 64 << 20,
             given: true,
+            shared_by: 1,
         };
         let e = fit(
             &sizes((1920, 1080), 16),
@@ -271,6 +289,7 @@ mod tests {
         let budget = Budget {
             bytes: 1 << 30,
             given: false,
+            shared_by: 1,
         };
         let e = fit(&[Some((512, 512))], &budget, "m", |_| {
             Err::<Attempt<()>, _>(EngineError::VramLimit {
@@ -315,9 +334,15 @@ mod tests {
         assert!(t.iter().all(|&(w, h)| w.min(h) >= MIN_AUTO_TILE), "{t:?}");
         assert!(smaller_tiles((64, 64), 16).is_empty());
         assert_eq!(
-            Budget::for_run(None, Some(3 << 30)).unwrap().describe(),
+            Budget::for_run(None, Some(3 << 30), 1).unwrap().describe(),
             "the GPU's 3.00 GiB free"
         );
-        assert_eq!(Budget::for_run(None, None), None);
+        assert_eq!(Budget::for_run(None, None, 2), None);
+        let shared = Budget::for_run(Some(8 << 30), Some(100 << 30), 2).unwrap();
+        assert_eq!(shared.bytes, 4 << 30);
+        assert_eq!(
+            shared.describe(),
+            "the 4.00 GiB budget (--vram-limit 8.00 GiB shared by 2 segment workers)"
+        );
     }
 }

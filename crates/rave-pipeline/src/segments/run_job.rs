@@ -392,11 +392,12 @@ pub fn run_job(
 }
 
 /// The spec each of `jobs` workers runs with: the CPU's inference threads shared out
-/// between them unless `--threads` says otherwise.
+/// between them unless `--threads` says otherwise, and the GPU's memory budget.
 fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
     if jobs > 1 && spec.config.threads == 0 {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         spec.config.threads = (cores / jobs).max(1);
     }
+    spec.config.gpu.workers_sharing = jobs.max(1);
     spec
 }
