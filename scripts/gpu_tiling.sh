@@ -3,12 +3,13 @@
 # /opt/rave-dev: real-content clips (photographs, scripts/make_sample_clip.sh) upscaled with
 # and without a budget, on RAVE's native engine and on ONNX Runtime's CUDA provider:
 #   1. realesrgan-x4plus, 1920x1080 input: untiled, --vram-limit 8GiB, --vram-limit 4GiB;
-#   2. compact x2 (realesr-animevideov3-x2), 3840x2160 input (8K out): untiled, 8GiB
+#   2. compact x2 (realesr-animevideov3-x2), 3840x2160 input (8K out): untiled, 8GiB, 4GiB
 #      (`rave benchmark`: inference alone, null encoder, libx264);
 #   3. --tile 512x512 given, and a budget too small for any tile (refused, exit 2).
 # Each run's fps, tiling, RAVE's VRAM peak and the device's peak come from the JSON report;
-# the tiled output against the untiled one by PSNR (average and worst frame). Logs and JSON
-# go to $OUT (or ./gpu-results); TILING_FRAMES (default 60) sets the 1080p clip's length.
+# the tiled output against the untiled one by PSNR (average and worst frame), both encoded
+# losslessly (libx264 --crf 0, so the encoder's own noise is not in it). Logs and JSON go to
+# $OUT (or ./gpu-results); TILING_FRAMES (default 60) sets the 1080p clip's length.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${OUT:-$root/gpu-results}"; mkdir -p "$out"
@@ -49,7 +50,7 @@ for engine in native cuda; do
   for limit in none 8GiB 4GiB; do
     name="x4_${engine}_${limit}"
     say "$x4, 1920x1080 -> 3840x2160, --backend $engine, --vram-limit $limit"
-    args=(--device gpu --backend "$engine" -m "$x4" --preset ultrafast --json)
+    args=(--device gpu --backend "$engine" -m "$x4" --preset ultrafast --crf 0 --json)
     [[ $limit == none ]] || args+=(--vram-limit "$limit")
     if rave upscale -i "$work/hd.mp4" -o "$work/$name.mp4" "${args[@]}" >"$out/$name.json" 2>"$out/$name.err"; then
       line "$out/$name.json" | tee -a "$out/tiling.txt"
@@ -60,9 +61,18 @@ for engine in native cuda; do
   done
 done
 
+name=x4_native_4GiB_channels1
+say "$x4, 1920x1080, --backend native, --vram-limit 4GiB --channels 4,2,1 (one upscaled frame queued, so less memory kept for frames in flight)"
+if rave upscale -i "$work/hd.mp4" -o "$work/$name.mp4" --device gpu --backend native -m "$x4" --preset ultrafast --crf 0 --vram-limit 4GiB --channels 4,2,1 --json >"$out/$name.json" 2>"$out/$name.err"; then
+  line "$out/$name.json" | tee -a "$out/tiling.txt"
+  echo "PSNR against untiled: $(psnr "$work/$name.mp4" "$work/x4_native_none.mp4")" | tee -a "$out/tiling.txt"
+else
+  status=1; tail -3 "$out/$name.err" | tee -a "$out/tiling.txt"
+fi
+
 x2=realesr-animevideov3-x2
 for engine in native cuda; do
-  for limit in none 8GiB; do
+  for limit in none 8GiB 4GiB; do
     name="x2_4k_${engine}_${limit}"
     say "$x2, 3840x2160 -> 7680x4320, --backend $engine, --vram-limit $limit (rave benchmark)"
     args=(--device gpu --backend "$engine" -m "$x2" --frames 30 --json)
@@ -79,8 +89,8 @@ done
 for engine in native cuda; do
   name="x2_tile512_$engine"
   say "$x2, 1920x1080, --tile 512x512, --backend $engine"
-  if rave upscale -i "$work/hd.mp4" -o "$work/$name.mp4" --device gpu --backend "$engine" -m "$x2" --tile 512x512 --preset ultrafast --json >"$out/$name.json" 2>"$out/$name.err" &&
-     rave upscale -i "$work/hd.mp4" -o "$work/${name}_whole.mp4" --device gpu --backend "$engine" -m "$x2" --preset ultrafast --json >"$out/${name}_whole.json" 2>>"$out/$name.err"; then
+  if rave upscale -i "$work/hd.mp4" -o "$work/$name.mp4" --device gpu --backend "$engine" -m "$x2" --tile 512x512 --preset ultrafast --crf 0 --json >"$out/$name.json" 2>"$out/$name.err" &&
+     rave upscale -i "$work/hd.mp4" -o "$work/${name}_whole.mp4" --device gpu --backend "$engine" -m "$x2" --preset ultrafast --crf 0 --json >"$out/${name}_whole.json" 2>>"$out/$name.err"; then
     line "$out/$name.json" | tee -a "$out/tiling.txt"
     line "$out/${name}_whole.json" | tee -a "$out/tiling.txt"
     echo "PSNR tiled against whole: $(psnr "$work/$name.mp4" "$work/${name}_whole.mp4")" | tee -a "$out/tiling.txt"

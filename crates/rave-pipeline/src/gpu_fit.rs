@@ -18,7 +18,7 @@ use crate::config::ChannelCapacities;
 use crate::device_tiles::DeviceTiles;
 use crate::tiled_gpu::TiledGpu;
 use crate::tiling_choice::{TileMode, TileRequest, Tiling, TilingReport};
-use crate::vram_fit::{Attempt, Budget, fit, human, smaller_tiles};
+use crate::vram_fit::{Attempt, Budget, Need, fit, human, smaller_tiles};
 
 /// A built backend with the context it runs on.
 pub type Built = (Arc<GpuContext>, Box<dyn GpuInference>);
@@ -81,13 +81,20 @@ pub fn build_within(
     let (held, _) = ctx.vram_usage();
     let outside = peak.saturating_sub(held);
     let needed = held + outside + in_flight;
+    tracing::info!(
+        model_mib = (held + outside) >> 20,
+        in_flight_mib = in_flight >> 20,
+        budget_mib = budget.bytes >> 20,
+        fits = needed <= budget.bytes,
+        "VRAM fit: the backend built and warmed up"
+    );
     if needed > budget.bytes {
-        return Ok(Attempt::TooBig(Some(needed)));
+        return Ok(Attempt::TooBig(Need::Bytes(needed)));
     }
     match ctx.reserve_external(outside) {
         Ok(()) => Ok(Attempt::Fits((ctx, backend), needed)),
         Err(EngineError::VramLimit { would_be, .. }) => {
-            Ok(Attempt::TooBig(Some(would_be + in_flight)))
+            Ok(Attempt::TooBig(Need::Bytes(would_be + in_flight)))
         }
         Err(e) => Err(e),
     }
@@ -161,14 +168,22 @@ pub fn build_fitted(
             build(ctx, size.unwrap_or(frame))
         })
     })?;
-    let needs = format!("needs {} of {}", human(fitted.peak), budget.describe());
+    let in_flight = in_flight_bytes(frame, scale, format, channels, fitted.tile.is_some());
+    let needs = format!(
+        "needs {} of {}: {} for the model at this size, {} kept for frames in flight (--channels sets how many)",
+        human(fitted.peak),
+        budget.describe(),
+        human(fitted.peak.saturating_sub(in_flight)),
+        human(in_flight)
+    );
     let tiling = match (fitted.tile, decided.tiles) {
         // Shrunk by the fit: the whole frame (and maybe larger tiles) did not fit.
         (Some(tile), None) => {
             let plan = TilePlan::new(frame, tile, overlap).map_err(EngineError::Config)?;
             let (across, down) = plan.grid();
             let whole = match fitted.too_big.first() {
-                Some((None, Some(n))) => format!(" ({})", human(*n)),
+                Some((None, Need::Bytes(n))) => format!(" ({})", human(*n)),
+                Some((None, Need::MoreThan(n))) => format!(" (more than {})", human(*n)),
                 _ => String::new(),
             };
             TilingReport {

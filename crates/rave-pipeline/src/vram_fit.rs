@@ -90,16 +90,38 @@ pub fn is_out_of_memory(e: &EngineError) -> bool {
     .any(|needle| text.contains(needle))
 }
 
-/// What building at one size found.
-pub enum Attempt<T> {
-    /// It fits: the built value and the device bytes it held at most.
-    Fits(T, usize),
-    /// It does not: how much it would have held, when known.
-    TooBig(Option<usize>),
+/// How much a size needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Measured: the backend built, and this is what it and the frames in flight hold.
+    Bytes(usize),
+    /// More than this: an allocation was refused there, before the backend was built.
+    MoreThan(usize),
+    /// A runtime's allocation failed (no amount known).
+    Unknown,
 }
 
-/// A size tried (`None`: the whole frame) and the device bytes it needed, where known.
-pub type Tried = (Option<(u32, u32)>, Option<usize>);
+impl Need {
+    /// "1.35 GiB", "more than 380 MiB", "more".
+    fn describe(&self) -> String {
+        match self {
+            Need::Bytes(n) => human(*n),
+            Need::MoreThan(n) => format!("more than {}", human(*n)),
+            Need::Unknown => "more".into(),
+        }
+    }
+}
+
+/// What building at one size found.
+pub enum Attempt<T> {
+    /// It fits: the built value and the device bytes it holds with the frames in flight.
+    Fits(T, usize),
+    /// It does not.
+    TooBig(Need),
+}
+
+/// A size tried (`None`: the whole frame) and what it needed.
+pub type Tried = (Option<(u32, u32)>, Need);
 
 /// The size that fitted: `None` the whole frame, else a tile.
 pub struct Fitted<T> {
@@ -155,8 +177,8 @@ pub fn fit<T>(
             Ok(outcome) => outcome,
             Err(e) if is_out_of_memory(&e) => {
                 let needed = match &e {
-                    EngineError::VramLimit { would_be, .. } => Some(*would_be),
-                    _ => None,
+                    EngineError::VramLimit { would_be, .. } => Need::MoreThan(*would_be),
+                    _ => Need::Unknown,
                 };
                 last_error = Some(e);
                 Attempt::TooBig(needed)
@@ -178,7 +200,10 @@ pub fn fit<T>(
     if sizes.len() == 1 {
         return Err(last_error.unwrap_or(EngineError::VramLimit {
             requested: 0,
-            would_be: too_big.first().and_then(|t| t.1).unwrap_or(budget.bytes),
+            would_be: match too_big.first().map(|t| t.1) {
+                Some(Need::Bytes(n) | Need::MoreThan(n)) => n,
+                _ => budget.bytes,
+            },
             limit: budget.bytes,
         }));
     }
@@ -187,10 +212,7 @@ pub fn fit<T>(
             None => "the whole frame".to_string(),
             Some((w, h)) => format!("tiles of {w}x{h},"),
         };
-        match needed {
-            Some(n) => format!("{at} {}", human(*n)),
-            None => format!("{at} more"),
-        }
+        format!("{at} {}", needed.describe())
     };
     let tried = match (too_big.first(), too_big.last()) {
         (Some(first), Some(last)) if too_big.len() > 1 => {
@@ -240,7 +262,7 @@ mod tests {
             Ok(if need <= budget.bytes {
                 Attempt::Fits(size, need)
             } else {
-                Attempt::TooBig(Some(need))
+                Attempt::TooBig(Need::Bytes(need))
             })
         })
         .unwrap();
@@ -249,7 +271,7 @@ mod tests {
         // The size tried before it (the next larger) did not fit.
         let (before, needed) = *fitted.too_big.last().unwrap();
         assert!(memory(before.unwrap_or(frame)) > budget.bytes);
-        assert_eq!(needed, Some(memory(before.unwrap_or(frame))));
+        assert_eq!(needed, Need::Bytes(memory(before.unwrap_or(frame))));
         assert_eq!(tried.first(), Some(&None), "the whole frame first");
         assert_eq!(tried.last(), Some(&fitted.tile));
     }
@@ -265,10 +287,14 @@ mod tests {
             &sizes((1920, 1080), 16),
             &budget,
             "model m on 1920x1080 frames",
-            |size| {
-                Ok::<_, EngineError>(Attempt::<()>::TooBig(Some(memory(
-                    size.unwrap_or((1920, 1080)),
-                ))))
+            |size| match size {
+                // The whole frame: an allocation refused on the way.
+                None => Err(EngineError::VramLimit {
+                    requested: 1 << 20,
+                    would_be: 380 << 20,
+                    limit: 64 << 20,
+                }),
+                Some(tile) => Ok(Attempt::<()>::TooBig(Need::Bytes(memory(tile)))),
             },
         )
         .err()
@@ -277,7 +303,7 @@ mod tests {
         let text = e.to_string();
         assert!(
             text.starts_with(
-                "model m on 1920x1080 frames does not fit the 64 MiB budget (--vram-limit) even in the smallest tiles (it needs the whole frame 1.35 GiB, the smallest tiles of 136x84, 207 MiB); raise --vram-limit"
+                "model m on 1920x1080 frames does not fit the 64 MiB budget (--vram-limit) even in the smallest tiles (it needs the whole frame more than 380 MiB, the smallest tiles of 136x84, 207 MiB); raise --vram-limit"
             ),
             "{text}"
         );
