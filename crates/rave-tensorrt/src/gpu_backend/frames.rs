@@ -317,8 +317,9 @@ impl TensorRtBackend {
         }
     }
 
-    /// Run zero frames of the clip's size once (and a full batch when batching), so the
-    /// provider's algorithm search and engine build happen here, not on the first frames.
+    /// Run zero frames of the clip's size twice (and a full batch when batching), so the
+    /// provider's algorithm search, engine build and memory pattern happen here, not on the
+    /// first frames.
     pub(super) fn warm_up(&self, meta: &ModelMetadata) -> Result<()> {
         let Some((w, h)) = self.config.frame_size else {
             return Ok(());
@@ -337,7 +338,10 @@ impl TensorRtBackend {
         };
         self.warming
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut sizes = vec![1];
+        // Twice: ONNX Runtime plans its memory pattern on a shape's first run and allocates
+        // it on the second, so the warm-up holds what every later frame will (a VRAM budget
+        // is checked against it).
+        let mut sizes = vec![1, 1];
         if self.config.batch.max_batch > 1 {
             sizes.push(self.config.batch.max_batch);
         }
