@@ -442,7 +442,8 @@ pub struct SegmentArgs {
     pub segment_frames: Option<u64>,
     /// Segments upscaled at once, 1 to 64, each with its own decoder, model session and
     /// encoder (default: 2 where a GPU runs the model, 1 on the CPU). More helps where the
-    /// software encoder is the bottleneck (slow presets, x265, many cores).
+    /// software encoder is the bottleneck (slow presets, x265, many cores). On a GPU they
+    /// share its memory: each gets its part of --vram-limit, or of what is free.
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<usize>(1, 64))]
     pub jobs: Option<usize>,

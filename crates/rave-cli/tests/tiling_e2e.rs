@@ -307,3 +307,23 @@ fn a_job_planned_with_one_tiling_is_not_resumed_with_another() {
     );
     assert_eq!(json(&o)["tiling"]["reason"], "--tile 48x40");
 }
+
+#[test]
+fn a_frame_as_thin_as_a_tile_is_one_tile_that_way() {
+    // 300x24 with --tile 64x64: tiles clip to 64x24, one row; the overlap of 16 needs only
+    // the width to take it.
+    let dir = scratch();
+    let input = make_clip(dir.path(), "thin.mp4", "300x24", 2);
+    let out = dir.path().join("out.mp4");
+    let o = upscale(
+        &input,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--device", "cpu", "--tile", "64x64", "--json"],
+    );
+    assert_exit(&o, 0);
+    let r = json(&o);
+    assert_eq!(r["tiling"]["tile"], serde_json::json!([64, 24]), "{r}");
+    assert_eq!(r["tiling"]["grid"][1], 1, "{r}");
+    assert_eq!(r["output_size"], serde_json::json!([600, 48]), "{r}");
+}

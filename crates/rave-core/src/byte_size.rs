@@ -34,7 +34,12 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         _ => return Err(what()),
     };
     let bytes = value * multiplier;
-    if !bytes.is_finite() || bytes < 1.0 || bytes >= u64::MAX as f64 {
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!(
+            "{text:?} is not a usable size: it is larger than any memory (at most 16EiB)"
+        ));
+    }
+    if bytes < 1.0 {
         return Err(format!(
             "{text:?} is not a usable size: it must be at least one byte"
         ));
@@ -74,5 +79,11 @@ mod tests {
             assert!(e.contains("size"), "{text}: {e}");
         }
         assert!(parse_size("abc").unwrap_err().contains("e.g. 6GiB"));
+        assert!(
+            parse_size("1e30TiB")
+                .unwrap_err()
+                .contains("larger than any memory")
+        );
+        assert!(parse_size("0").unwrap_err().contains("at least one byte"));
     }
 }

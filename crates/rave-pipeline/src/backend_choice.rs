@@ -117,6 +117,9 @@ pub fn choose_backend(
         }),
         Device::Auto => match gpu(config, frame, downstream) {
             Ok(chosen) => Ok(chosen),
+            // The GPU is there but the run does not fit its budget (or an option cannot
+            // work): that is the answer, not a reason to run on the CPU instead.
+            Err(e) if is_gpu_answer(&e) => Err(e),
             Err(e) => match &config.gpu.provider_requested_by {
                 Some(by) => Err(provider_required(e, by)),
                 None => {
@@ -133,6 +136,12 @@ pub fn choose_backend(
             },
         },
     }
+}
+
+/// Whether the GPU path's error `e` stands under `--device auto`: a bad option (exit 2) or
+/// the VRAM budget exceeded, where falling back to the CPU would hide what was asked.
+fn is_gpu_answer(e: &EngineError) -> bool {
+    e.family() == ErrorFamily::Usage || matches!(e, EngineError::VramLimit { .. })
 }
 
 /// A provider asked for by name could not run: the GPU's failure is the error (no fallback
@@ -299,7 +308,12 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     // A first context to look at the GPU: its compute capability and free memory (each
     // build below gets a fresh one, limited to the budget).
     let probe = GpuContext::new(opts.device_id)?;
-    let budget = Budget::for_run(opts.vram_limit, probe.device_free(), opts.workers_sharing);
+    let budget = Budget::for_run(
+        opts.vram_limit,
+        probe.device_free(),
+        opts.workers_sharing,
+        opts.workers_to_start,
+    );
     let choice = gpu_engine_choice(&opts.native, || native_eligibility(config, &probe))?;
     drop(probe);
     let native_skipped = match choice {
@@ -328,12 +342,18 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
             decided,
             frame,
             scale: inspected.scale,
-            format: inspected.tensor_format,
+            // The `-fp16` sibling, where that is what runs, takes half-precision frames.
+            format: if model == config.model {
+                inspected.tensor_format
+            } else {
+                PixelFormat::RgbPlanarF16
+            },
+            batch: opts.batch.max_batch,
             channels: &config.channels,
             budget,
             what: format!("model {} on {}x{} frames", inspected.name, frame.0, frame.1),
         },
-        |ctx, size| {
+        |ctx, size, arena| {
             let mut c = GpuBackendConfig::new(model.clone(), candidates.clone());
             c.policy = opts.policy;
             c.device_id = opts.device_id as i32;
@@ -347,7 +367,7 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
             c.cuda_graph = opts.cuda_graph;
             c.downstream_capacity = downstream;
             c.ring_size = c.min_ring_slots();
-            c.vram_limit = ctx.vram_limit();
+            c.vram_limit = arena;
             let backend = TensorRtBackend::new(c, ctx.clone(), runtime);
             block_on(backend.initialize())?;
             *built.borrow_mut() = Some((
@@ -464,11 +484,12 @@ fn native(
             frame,
             scale: metadata.scale,
             format: metadata.tensor_format,
+            batch: 1,
             channels: &config.channels,
             budget,
             what: format!("model {} on {}x{} frames", metadata.name, frame.0, frame.1),
         },
-        |ctx, size| {
+        |ctx, size, _arena| {
             let backend = rave_native::backend::NativeBackend::new(
                 ctx.clone(),
                 &config.model,
@@ -606,6 +627,20 @@ mod tests {
                 native_skipped: None
             }
         );
+    }
+
+    #[test]
+    fn a_budget_or_option_error_on_the_gpu_is_not_hidden_by_the_cpu_under_auto() {
+        assert!(is_gpu_answer(&EngineError::Config(
+            "model m does not fit the 64 MiB budget".into()
+        )));
+        assert!(is_gpu_answer(&EngineError::VramLimit {
+            requested: 1,
+            would_be: 2,
+            limit: 1
+        }));
+        assert!(!is_gpu_answer(&EngineError::NoGpu("no driver".into())));
+        assert!(!is_gpu_answer(&EngineError::Cuda("launch failed".into())));
     }
 
     #[test]

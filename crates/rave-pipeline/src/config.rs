@@ -73,8 +73,12 @@ pub struct GpuOptions {
     /// The most device memory the run may hold (`--vram-limit`); `None`: the GPU's free
     /// memory when the run starts.
     pub vram_limit: Option<usize>,
-    /// Segment workers sharing the GPU at once: each gets this share of the budget.
+    /// Segment workers sharing the GPU at once: each gets this share of `--vram-limit`.
     pub workers_sharing: usize,
+    /// Workers still to load their model, this one included (they load one at a time): a
+    /// worker's share of the GPU's free memory, where no `--vram-limit` is given, is what is
+    /// free when it loads over this.
+    pub workers_to_start: usize,
     /// Precision.
     pub precision: PrecisionChoice,
     /// TensorRT engine cache (default: `trt_cache` beside the model).
@@ -102,6 +106,7 @@ impl Default for GpuOptions {
             given: Vec::new(),
             vram_limit: None,
             workers_sharing: 1,
+            workers_to_start: 1,
             precision: PrecisionChoice::Auto,
             engine_cache: None,
             workspace_bytes: None,

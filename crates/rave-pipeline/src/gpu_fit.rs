@@ -18,7 +18,7 @@ use crate::config::ChannelCapacities;
 use crate::device_tiles::DeviceTiles;
 use crate::tiled_gpu::TiledGpu;
 use crate::tiling_choice::{TileMode, TileRequest, Tiling, TilingReport};
-use crate::vram_fit::{Attempt, Budget, Need, fit, human, smaller_tiles};
+use crate::vram_fit::{Attempt, Budget, Need, fit, human, is_out_of_memory, smaller_tiles};
 
 /// A built backend with the context it runs on.
 pub type Built = (Arc<GpuContext>, Box<dyn GpuInference>);
@@ -45,23 +45,23 @@ pub fn sizes_to_try(
 /// one in the backend) and the encoder's YUV surfaces (up to 3 bytes an output pixel, for
 /// the upscaled channel plus two). Whole frames come out of the backend's output ring,
 /// which the warm-up already allocated; tiled frames are blended into buffers of their own
-/// (as many again), through the blend's sums (16 bytes an output pixel).
+/// (as many again), through the blend's sums (16 bytes an output pixel, for each of the
+/// `batch` frames of one call).
 pub fn in_flight_bytes(
     frame: (u32, u32),
     scale: u32,
     format: PixelFormat,
     channels: &ChannelCapacities,
-    tiled: bool,
+    tiled: Option<usize>,
 ) -> usize {
     let pixels = frame.0 as usize * frame.1 as usize;
     let out_pixels = pixels * (scale * scale) as usize;
     let e = format.element_bytes();
     let frames_in = (channels.preprocessed + 2) * 3 * pixels * e;
     let yuv = (channels.inferred + 2) * 3 * out_pixels;
-    let blended = if tiled {
-        (channels.inferred + 2) * 3 * out_pixels * e + 16 * out_pixels
-    } else {
-        0
+    let blended = match tiled {
+        Some(batch) => (channels.inferred + 2) * 3 * out_pixels * e + 16 * out_pixels * batch,
+        None => 0,
     };
     frames_in + yuv + blended
 }
@@ -73,10 +73,23 @@ pub fn build_within(
     device: usize,
     budget: &Budget,
     in_flight: usize,
-    build: impl FnOnce(&Arc<GpuContext>) -> Result<Box<dyn GpuInference>>,
+    build: impl FnOnce(&Arc<GpuContext>, Option<usize>) -> Result<Box<dyn GpuInference>>,
 ) -> Result<Attempt<Built>> {
     let ctx = GpuContext::with_vram_limit(device, Some(budget.bytes))?;
-    let backend = build(&ctx)?;
+    // ONNX Runtime's arena gets what the frames in flight leave.
+    let arena = budget.bytes.saturating_sub(in_flight);
+    let backend = match build(&ctx, Some(arena)) {
+        Ok(backend) => backend,
+        // Refused by RAVE's account on the way: more than that, with the frames in flight.
+        Err(EngineError::VramLimit { would_be, .. }) => {
+            return Ok(Attempt::TooBig(Need::MoreThan(would_be + in_flight)));
+        }
+        Err(e) if is_out_of_memory(&e) => {
+            tracing::info!(error = %e, "VRAM fit: the build ran out of memory");
+            return Ok(Attempt::TooBig(Need::Unknown));
+        }
+        Err(e) => return Err(e),
+    };
     let peak = ctx.device_peak().unwrap_or(0);
     let (held, _) = ctx.vram_usage();
     let outside = peak.saturating_sub(held);
@@ -123,8 +136,10 @@ pub struct FitRequest<'a> {
     pub frame: (u32, u32),
     /// The model's scale and tensor format.
     pub scale: u32,
-    /// The model's tensor format.
+    /// The tensor format of the model that runs.
     pub format: PixelFormat,
+    /// Frames one backend call takes (each tiled one holds a blend at once).
+    pub batch: usize,
     /// The stages' channel capacities.
     pub channels: &'a ChannelCapacities,
     /// The budget (none where the GPU's free memory is unknown and none was given).
@@ -133,11 +148,13 @@ pub struct FitRequest<'a> {
     pub what: String,
 }
 
-/// Build through `build` (a backend for inputs of a size, on a context) at the largest
-/// size that fits the budget, and wrap it in device tiles where that is a tile.
+/// Build through `build` (a backend for inputs of a size, on a context, with ONNX Runtime's
+/// arena capped where given) at the largest size that fits the budget, and wrap it in
+/// device tiles where that is a tile. A size the user chose (`--tile WxH`, `--tile off`, a
+/// fixed-size model's) without `--vram-limit` is built as asked, unbudgeted, as before.
 pub fn build_fitted(
     fit_request: FitRequest<'_>,
-    build: impl Fn(&Arc<GpuContext>, (u32, u32)) -> Result<Box<dyn GpuInference>>,
+    build: impl Fn(&Arc<GpuContext>, (u32, u32), Option<usize>) -> Result<Box<dyn GpuInference>>,
 ) -> Result<FittedBackend> {
     let FitRequest {
         device,
@@ -147,14 +164,16 @@ pub fn build_fitted(
         scale,
         format,
         channels,
+        batch,
         budget,
         what,
     } = fit_request;
     let sizes = sizes_to_try(request, decided.tiles, frame);
     let overlap = request.overlap;
+    let budget = budget.filter(|b| b.given || sizes.len() > 1);
     let Some(budget) = budget else {
         let ctx = GpuContext::new(device)?;
-        let backend = build(&ctx, sizes[0].unwrap_or(frame))?;
+        let backend = build(&ctx, sizes[0].unwrap_or(frame), None)?;
         let backend = tiled(&ctx, backend, decided.tiles)?;
         return Ok(FittedBackend {
             ctx,
@@ -163,12 +182,18 @@ pub fn build_fitted(
         });
     };
     let fitted = fit(&sizes, &budget, &what, |size| {
-        let in_flight = in_flight_bytes(frame, scale, format, channels, size.is_some());
-        build_within(device, &budget, in_flight, |ctx| {
-            build(ctx, size.unwrap_or(frame))
+        let in_flight = in_flight_bytes(frame, scale, format, channels, size.map(|_| batch.max(1)));
+        build_within(device, &budget, in_flight, |ctx, arena| {
+            build(ctx, size.unwrap_or(frame), arena)
         })
     })?;
-    let in_flight = in_flight_bytes(frame, scale, format, channels, fitted.tile.is_some());
+    let in_flight = in_flight_bytes(
+        frame,
+        scale,
+        format,
+        channels,
+        fitted.tile.map(|_| batch.max(1)),
+    );
     let needs = format!(
         "needs {} of {}: {} for the model at this size, {} kept for frames in flight (--channels sets how many)",
         human(fitted.peak),
@@ -255,13 +280,19 @@ mod tests {
             preprocessed: 2,
             inferred: 4,
         };
-        let whole = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, false);
+        let whole = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, None);
         // 4 input frames of 24.9 MB and 6 YUV surfaces of 24.9 MB.
         assert_eq!(whole, 4 * 12 * 2_073_600 + 6 * 3 * 8_294_400);
-        let tiled = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, true);
+        let tiled = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, Some(1));
         // 6 blended frames of 99.5 MB and the sums.
         assert_eq!(tiled - whole, (6 * 12 + 16) * 8_294_400);
-        let half = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF16, &ch, false);
+        let batched = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF32, &ch, Some(4));
+        assert_eq!(
+            batched - tiled,
+            3 * 16 * 8_294_400,
+            "a blend per frame of a call"
+        );
+        let half = in_flight_bytes((1920, 1080), 2, PixelFormat::RgbPlanarF16, &ch, None);
         assert_eq!(
             whole - half,
             4 * 6 * 2_073_600,

@@ -106,10 +106,12 @@ impl GpuInference for TiledGpu {
     }
 
     fn finished_gpu_times(&self, wait: bool) -> Result<Option<Vec<Duration>>> {
+        let mut times = self.times.lock().unwrap_or_else(|e| e.into_inner());
         let Some(tiles) = self.tiled.inner().finished_gpu_times(wait)? else {
+            // Synchronous runs: nothing to fold, so nothing is kept for it either.
+            times.frames.clear();
             return Ok(None);
         };
-        let mut times = self.times.lock().unwrap_or_else(|e| e.into_inner());
         Ok(Some(times.fold(tiles)))
     }
 }

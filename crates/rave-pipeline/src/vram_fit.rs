@@ -34,13 +34,18 @@ pub fn human(bytes: usize) -> String {
 }
 
 impl Budget {
-    /// `--vram-limit` if given, else what the GPU has free (`free`; an unknown amount is
-    /// no budget at all), shared evenly by `workers` segment workers on the GPU at once.
-    pub fn for_run(limit: Option<usize>, free: Option<usize>, workers: usize) -> Option<Self> {
-        let shared_by = workers.max(1);
-        let (total, given) = match (limit, free) {
-            (Some(bytes), _) => (bytes, true),
-            (None, Some(bytes)) => (bytes, false),
+    /// `--vram-limit` if given, shared evenly by `workers` segment workers on the GPU at
+    /// once; else what the GPU has free (`free`; unknown: no budget at all) shared by the
+    /// `to_start` workers still to load, this one included (they load one at a time).
+    pub fn for_run(
+        limit: Option<usize>,
+        free: Option<usize>,
+        workers: usize,
+        to_start: usize,
+    ) -> Option<Self> {
+        let (total, given, shared_by) = match (limit, free) {
+            (Some(bytes), _) => (bytes, true, workers.max(1)),
+            (None, Some(bytes)) => (bytes, false, to_start.max(1)),
             (None, None) => return None,
         };
         Some(Self {
@@ -63,7 +68,7 @@ impl Budget {
                 human(total)
             ),
             (false, n) => format!(
-                "the {} budget (the GPU's {} free, shared by {n} segment workers)",
+                "the {} budget (the GPU's {} free, shared by the {n} segment workers still to load)",
                 human(self.bytes),
                 human(total)
             ),
@@ -85,6 +90,9 @@ pub fn is_out_of_memory(e: &EngineError) -> bool {
         "exceeds the memory limit",
         "memory limit",
         "bfcarena",
+        "alloc_failed",
+        "memoryallocation",
+        "memory allocation",
     ]
     .iter()
     .any(|needle| text.contains(needle))
@@ -197,15 +205,20 @@ pub fn fit<T>(
             Attempt::TooBig(needed) => too_big.push((size, needed)),
         }
     }
-    if sizes.len() == 1 {
-        return Err(last_error.unwrap_or(EngineError::VramLimit {
-            requested: 0,
-            would_be: match too_big.first().map(|t| t.1) {
-                Some(Need::Bytes(n) | Need::MoreThan(n)) => n,
-                _ => budget.bytes,
+    if let [(_, need)] = too_big.as_slice() {
+        // One size asked for: the VRAM error, with what it needed where known.
+        return Err(match (need, last_error) {
+            (Need::Bytes(n) | Need::MoreThan(n), _) => EngineError::VramLimit {
+                requested: *n,
+                would_be: *n,
+                limit: budget.bytes,
             },
-            limit: budget.bytes,
-        }));
+            (Need::Unknown, e) => EngineError::Cuda(format!(
+                "{what} ran out of GPU memory within {}{}; use smaller --tile or raise --vram-limit",
+                budget.describe(),
+                e.map_or(String::new(), |e| format!(" ({e})"))
+            )),
+        });
     }
     let needed = |(size, needed): &Tried| {
         let at = match size {
@@ -328,6 +341,26 @@ mod tests {
         .unwrap();
         assert_eq!(e.kind(), "vram_limit");
         assert_eq!(e.family().exit_code(), 6);
+        assert!(
+            e.to_string().contains(
+                "2048.0 MiB more would bring the run to 2048.0 MiB of its 1024.0 MiB budget"
+            ),
+            "{e}"
+        );
+        // A runtime's own out-of-memory at the one size: a GPU error (exit 6) saying so.
+        let e = fit(&[None], &budget, "model m", |_| {
+            Err::<Attempt<()>, _>(EngineError::Inference(
+                "Failed to allocate memory for requested buffer of size 123".into(),
+            ))
+        })
+        .err()
+        .unwrap();
+        assert_eq!(e.family().exit_code(), 6, "{e}");
+        assert!(
+            e.to_string()
+                .contains("model m ran out of GPU memory within the GPU's"),
+            "{e}"
+        );
         let mut calls = 0;
         let e = fit(&sizes((640, 480), 16), &budget, "m", |_| {
             calls += 1;
@@ -360,11 +393,18 @@ mod tests {
         assert!(t.iter().all(|&(w, h)| w.min(h) >= MIN_AUTO_TILE), "{t:?}");
         assert!(smaller_tiles((64, 64), 16).is_empty());
         assert_eq!(
-            Budget::for_run(None, Some(3 << 30), 1).unwrap().describe(),
+            Budget::for_run(None, Some(3 << 30), 1, 1)
+                .unwrap()
+                .describe(),
             "the GPU's 3.00 GiB free"
         );
-        assert_eq!(Budget::for_run(None, None, 2), None);
-        let shared = Budget::for_run(Some(8 << 30), Some(100 << 30), 2).unwrap();
+        assert_eq!(Budget::for_run(None, None, 2, 2), None);
+        // The second of two workers loads last: what is free then is all its own.
+        assert_eq!(
+            Budget::for_run(None, Some(3 << 30), 2, 1).unwrap().bytes,
+            3 << 30
+        );
+        let shared = Budget::for_run(Some(8 << 30), Some(100 << 30), 2, 1).unwrap();
         assert_eq!(shared.bytes, 4 << 30);
         assert_eq!(
             shared.describe(),

@@ -186,9 +186,9 @@ pub struct CudaSettings {
     /// RAVE's inference stream, so ONNX Runtime's runs are ordered by the same events as the
     /// other stages. `None`: the provider's own stream.
     pub compute_stream: Option<usize>,
-    /// The most ONNX Runtime's arena may hold on the device, in bytes (`--vram-limit`); it
-    /// then grows by what is asked, not to the next power of two, so it stays near what
-    /// the model needs.
+    /// The most ONNX Runtime's arena may hold on the device, in bytes (the run's VRAM
+    /// budget less what is kept for frames in flight); it then grows by what is asked, not
+    /// to the next power of two, so it stays near what the model needs.
     pub mem_limit: Option<usize>,
 }
 

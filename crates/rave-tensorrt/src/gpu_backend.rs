@@ -71,7 +71,8 @@ pub struct GpuBackendConfig {
     pub cuda_graph: bool,
     /// Micro-batching.
     pub batch: Batching,
-    /// The most ONNX Runtime's CUDA arena may hold (`--vram-limit`).
+    /// The most ONNX Runtime's CUDA arena may hold (the run's VRAM budget less the frames
+    /// in flight; `None`: no cap).
     pub vram_limit: Option<usize>,
 }
 

@@ -247,6 +247,7 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
         given: args.given().into_iter().map(String::from).collect(),
         vram_limit: args.vram_limit,
         workers_sharing: 1,
+        workers_to_start: 1,
         precision,
         engine_cache: args.engine_cache.clone(),
         workspace_bytes: args.trt_workspace.map(|mib| mib << 20),

@@ -160,11 +160,6 @@ impl GpuContext {
         self.device_memory.peak_above_start()
     }
 
-    /// The limit on what RAVE holds, if one was set.
-    pub fn vram_limit(&self) -> Option<usize> {
-        self.home.vram.limit()
-    }
-
     /// (current, peak) device bytes held by RAVE.
     pub fn vram_usage(&self) -> (usize, usize) {
         self.home.vram.usage()

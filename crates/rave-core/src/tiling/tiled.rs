@@ -103,8 +103,9 @@ where
     O: TileOps<U::Frame>,
 {
     /// `inner` on tiles of `tile` (width, height) input pixels sharing at least `overlap`.
-    /// Refused: an empty tile, an overlap of half a tile or more, a tile the model does not
-    /// take.
+    /// Refused: an empty tile, an overlap of half the tile or more both ways (the plan
+    /// refuses it along an axis a frame needs several tiles on: a frame as thin as the tile
+    /// is one tile that way), a tile the model does not take.
     pub fn new(inner: U, ops: O, tile: (u32, u32), overlap: u32) -> Result<Self> {
         let (tw, th) = tile;
         if tw == 0 || th == 0 {
@@ -112,9 +113,9 @@ where
                 "tiles of {tw}x{th}: a tile is at least 1x1"
             )));
         }
-        if 2 * u64::from(overlap) >= u64::from(tw.min(th)) {
+        if 2 * u64::from(overlap) >= u64::from(tw.max(th)) {
             return Err(EngineError::Config(format!(
-                "a tile overlap of {overlap} px needs tiles over {} px each way (these are {tw}x{th})",
+                "a tile overlap of {overlap} px needs tiles over {} px (these are {tw}x{th})",
                 2 * u64::from(overlap)
             )));
         }
@@ -388,6 +389,14 @@ mod tests {
             kind(Tiled::new(fixed(), HostTiles, (16, 16), 8)),
             Some("config")
         );
+        // An overlap too wide for one side only is the plan's to refuse, on a frame that
+        // needs several tiles that way; a frame as thin as the tile runs.
+        let thin = Tiled::new(Pointwise::new(None, 2), HostTiles, (64, 12), 8).unwrap();
+        let f = frame(150, 12, 4);
+        let out = thin.upscale(std::slice::from_ref(&f)).unwrap();
+        assert!(worst(&out[0], &Pointwise::one(&f)) < 1e-5);
+        let tall = thin.upscale(&[frame(150, 40, 4)]);
+        assert_eq!(tall.unwrap_err().kind(), "config");
         assert_eq!(
             kind(Tiled::new(fixed(), HostTiles, (0, 16), 0)),
             Some("config")

@@ -123,12 +123,27 @@ pub fn run_job(
         copies: &copies,
     };
     let segments = manifest.segments.clone();
+    // The workers load their models one at a time, so that each one's VRAM fit measures
+    // its own memory (the device's use is read device-wide); under `--vram-limit` none
+    // starts on frames before all have loaded, for the same reason.
+    let loaded = AtomicUsize::new(0);
+    let load_turn = Mutex::new(());
+    let all_loaded = std::sync::Barrier::new(jobs);
+    let wait_for_all = config.gpu.vram_limit.is_some() && config.device != Device::Cpu;
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| {
                 guarded(&errors, cancel, || {
                     let loading = Instant::now();
-                    let mut worker = Worker::start(&spec, cancel)?;
+                    let started = {
+                        let _turn = load_turn.lock().unwrap_or_else(|e| e.into_inner());
+                        let to_start = jobs - loaded.fetch_add(1, Ordering::Relaxed);
+                        Worker::start_in_turn(&spec, cancel, to_start)
+                    };
+                    if wait_for_all {
+                        all_loaded.wait();
+                    }
+                    let mut worker = started?;
                     clock.step("load_model", loading);
                     stages_started.get_or_init(Instant::now);
                     if let Some(w) = &worker.info.warning {

@@ -81,7 +81,15 @@ pub struct BackendInfo {
 impl Worker {
     /// Load the model for frames of `job.in_size`; `cancel` interrupts an inference in flight.
     pub fn start(job: &JobSpec, cancel: &CancelToken) -> Result<Self> {
-        let config = &job.config;
+        Self::start_in_turn(job, cancel, 1)
+    }
+
+    /// [`Worker::start`] for one of several workers loading one at a time, `to_start` of
+    /// them (this one included) still to load: its share of the GPU's free memory.
+    pub fn start_in_turn(job: &JobSpec, cancel: &CancelToken, to_start: usize) -> Result<Self> {
+        let mut config = job.config.clone();
+        config.gpu.workers_to_start = to_start;
+        let config = &config;
         let (w, h) = job.in_size;
         let downstream = config.channels.inferred.max(1) + 1;
         if config.device != crate::config::Device::Cpu {
