@@ -574,14 +574,26 @@ fn two_jobs_give_the_frames_of_one() {
     let input = photo_clip_gop10(d, 60);
     let model = fixture("nearest_x2.onnx");
     let mut md5 = Vec::new();
-    for jobs in ["1", "2"] {
-        let output = d.join(format!("jobs{jobs}.mp4"));
-        let v = upscale_ok(
-            &input,
-            &output,
-            &model,
-            &["--segment-frames", "10", "--jobs", jobs],
-        );
+    // The third run: workers that wait for each other to load (a VRAM budget, here ignored
+    // on the CPU) must still all start.
+    for (run, jobs, budget) in [(0, "1", None), (1, "2", None), (2, "2", Some("4GiB"))] {
+        let output = d.join(format!("jobs{jobs}-{run}.mp4"));
+        let args = ["--segment-frames", "10", "--jobs", jobs];
+        let v = match budget {
+            None => upscale_ok(&input, &output, &model, &args),
+            // --device auto, which falls back to the CPU here (the budget ignored, warned).
+            Some(b) => {
+                let extra = [&args[..], &["--vram-limit", b, "--json"]].concat();
+                let o = upscale(&input, &output, &model, &extra);
+                assert_exit(&o, 0);
+                assert!(
+                    stderr(&o).contains("--vram-limit ignored"),
+                    "{}",
+                    stderr(&o)
+                );
+                report(&o)
+            }
+        };
         let (total, processed, reused, ran) = segment_counts(&v);
         assert_eq!((total, processed, reused), (6, 6, 0));
         assert_eq!(ran.to_string(), jobs);
@@ -590,4 +602,5 @@ fn two_jobs_give_the_frames_of_one() {
         md5.push(framemd5(&output));
     }
     assert_eq!(md5[1], md5[0], "--jobs 2 decodes to the frames of --jobs 1");
+    assert_eq!(md5[2], md5[0], "and with workers that load in turn");
 }
