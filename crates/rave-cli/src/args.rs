@@ -313,6 +313,13 @@ pub struct GpuArgs {
     #[arg(long = "gpu", value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<usize>(0, MAX_GPU))]
     pub gpu_index: Option<usize>,
+    /// GPUs to spread the segments over: indices like 0,1, or all (see `rave devices`);
+    /// each runs its own segment workers (--jobs of them, default 2), with its own model,
+    /// streams and memory budget. GPUs listed that this machine does not have are refused
+    /// before any work (exit 2). One GPU is the same as --gpu [default: the one of --gpu].
+    #[arg(long, value_name = "LIST|all", value_parser = rave_pipeline::gpu_list::parse_gpus,
+          conflicts_with = "gpu_index")]
+    pub gpus: Option<rave_pipeline::gpu_list::GpuSelection>,
     /// What runs the model on the GPU [default: RAVE_ORT_TENSORRT, else auto]: auto takes
     /// RAVE's native engine where it takes the model (SRVGGNetCompact or RRDBNet, on a
     /// Hopper GPU, with --precision auto/fp16 and no --max-batch/--cuda-graph), else ONNX
@@ -368,6 +375,7 @@ impl GpuArgs {
     pub fn given(&self) -> Vec<&'static str> {
         [
             ("--gpu", self.gpu_index.is_some()),
+            ("--gpus", self.gpus.is_some()),
             ("--backend", self.backend.is_some()),
             ("--precision", self.precision.is_some()),
             ("--int8-calibration", self.int8_calibration.is_some()),
@@ -440,8 +448,9 @@ pub struct SegmentArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub segment_frames: Option<u64>,
-    /// Segments upscaled at once, 1 to 64, each with its own decoder, model session and
-    /// encoder (default: 2 where a GPU runs the model, 1 on the CPU). More helps where the
+    /// Segments upscaled at once, 1 to 64 (on each GPU of --gpus), each with its own
+    /// decoder, model session and encoder (default: 2 where a GPU runs the model, 1 on the
+    /// CPU). More helps where the
     /// software encoder is the bottleneck (slow presets, x265, many cores). On a GPU they
     /// share its memory: each gets its part of --vram-limit, or of what is free.
     #[arg(long, value_name = "N", allow_negative_numbers = true,

@@ -56,6 +56,24 @@ pub fn print_run(r: &RunReport) {
     if let Some(gpu) = &r.gpu {
         print_gpu(gpu);
     }
+    // One GPU's line would repeat the run's: only with several (`--gpus`).
+    if r.gpus.len() > 1 {
+        for g in &r.gpus {
+            outln!(
+                "  GPU {}: {} frames at {:.1} fps, {} worker{}, VRAM peak {:.0} MiB{}",
+                g.gpu,
+                g.frames,
+                g.fps,
+                g.workers,
+                if g.workers == 1 { "" } else { "s" },
+                g.vram_peak as f64 / 1048576.0,
+                g.device_peak.map_or(String::new(), |p| format!(
+                    " (the device {:.0} MiB)",
+                    p as f64 / 1048576.0
+                ))
+            );
+        }
+    }
     if !r.input_damage.is_clean() {
         outln!(
             "  warning: damaged input (kept with --allow-corrupt): {}",

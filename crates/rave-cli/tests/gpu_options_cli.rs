@@ -85,6 +85,7 @@ fn gpu_options_with_device_cpu_are_refused_in_one_line() {
         (&["--cuda-graph"][..], "--cuda-graph only applies"),
         (&["--decoder", "software"][..], "--decoder only applies"),
         (&["--vram-limit", "4GiB"][..], "--vram-limit only applies"),
+        (&["--gpus", "0"][..], "--gpus only applies"),
         (
             &["--engine-cache", "/tmp"][..],
             "--engine-cache only applies",
@@ -309,4 +310,34 @@ fn encoder_nvenc_without_nvenc_says_why_and_the_way_out() {
         err.contains("h264_nvenc") && err.contains("--encoder auto"),
         "{err}"
     );
+}
+
+#[test]
+fn gpus_this_machine_lacks_are_refused_before_any_work() {
+    let dir = scratch();
+    let input = clip(dir.path());
+    let out = dir.path().join("out.mp4");
+    let model = fixture("nearest_x2.onnx");
+    // This machine has fewer than 64 GPUs (the CI machine none): one line, exit 2, nothing
+    // written, no work folder.
+    let o = upscale(&input, &out, &model, &["--gpus", "0,63"]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("rave: error: --gpus 0,63: "), "{err}");
+    assert!(err.contains("rave devices"), "{err}");
+    assert!(!out.exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("rave-work") || n.contains("partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // One GPU listed is --gpu, as before: on this machine the CPU runs it under auto.
+    let o = upscale(&input, &out, &model, &["--gpus", "0"]);
+    assert_exit(&o, 0);
+    for bad in ["0,0", "x", "64"] {
+        let o = upscale(&input, &out, &model, &["--gpus", bad, "--overwrite"]);
+        assert_exit(&o, 2);
+    }
 }

@@ -58,8 +58,11 @@ impl PrecisionChoice {
 /// Options of the GPU path.
 #[derive(Debug, Clone)]
 pub struct GpuOptions {
-    /// CUDA device ordinal.
+    /// CUDA device ordinal (the first of `gpus`; a segment worker's own GPU).
     pub device_id: usize,
+    /// The GPUs the run's segment workers are spread over (`--gpus`; `[device_id]`
+    /// unless it lists several).
+    pub gpus: Vec<usize>,
     /// Whether RAVE's native engine may (or must) run the model instead of ONNX Runtime.
     pub native: NativeChoice,
     /// Execution-provider policy (`--backend` / `RAVE_ORT_TENSORRT`).
@@ -100,6 +103,7 @@ impl Default for GpuOptions {
     fn default() -> Self {
         Self {
             device_id: 0,
+            gpus: vec![0],
             native: NativeChoice::Auto,
             policy: EpPolicy::Auto,
             provider_requested_by: None,

@@ -11,6 +11,7 @@ pub mod copied_streams;
 pub mod device_tiles;
 pub mod gpu_convert;
 pub mod gpu_fit;
+pub mod gpu_list;
 pub mod gpu_stages;
 pub mod infer_stage;
 pub mod no_replace;

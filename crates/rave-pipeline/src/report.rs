@@ -102,8 +102,27 @@ pub struct RunReport {
     pub mux: WriterSummary,
     /// The GPU path's own report, when the GPU ran the model.
     pub gpu: Option<GpuRunReport>,
+    /// Per GPU the run used (`--gpus`): its workers, frames, fps and memory.
+    pub gpus: Vec<GpuLine>,
     /// How the job was cut into segments and how many were reused.
     pub segments: SegmentsReport,
+}
+
+/// One GPU's share of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuLine {
+    /// The GPU's index.
+    pub gpu: usize,
+    /// Segment workers that ran on it.
+    pub workers: usize,
+    /// Frames its workers upscaled (of the segments they finished).
+    pub frames: u64,
+    /// Those frames over the time its busiest worker spent on segments.
+    pub fps: f64,
+    /// RAVE's own VRAM peak there, its workers' added up.
+    pub vram_peak: usize,
+    /// The device's own memory peak beyond the contexts (the most any of its workers saw).
+    pub device_peak: Option<usize>,
 }
 
 /// One timed step of a run's start-up.

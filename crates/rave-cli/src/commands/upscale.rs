@@ -239,8 +239,14 @@ pub fn gpu_options(args: &GpuArgs) -> Result<GpuOptions> {
     let deadline_ms = args
         .batch_deadline_ms
         .unwrap_or(GpuArgs::DEFAULT_BATCH_DEADLINE_MS);
+    let gpus = rave_pipeline::gpu_list::resolve(
+        args.gpus.as_ref(),
+        args.gpu_index.unwrap_or(0),
+        rave_core::gpu::probe_driver,
+    )?;
     Ok(GpuOptions {
-        device_id: args.gpu_index.unwrap_or(0),
+        device_id: gpus[0],
+        gpus,
         native,
         policy,
         provider_requested_by,

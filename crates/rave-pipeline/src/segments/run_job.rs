@@ -5,11 +5,11 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use rave_core::error::{EngineError, Result};
+use rave_core::error::{EngineError, ErrorFamily, Result};
 use rave_core::gpu::HealthSnapshot;
 use rave_tensorrt::backend_report::GpuBackendReport;
 
@@ -22,7 +22,7 @@ use super::job_progress::JobProgress;
 use super::manifest::{SegmentDecode, SegmentState};
 use super::plan::PlannedSegment;
 use super::startup::StartupClock;
-use super::worker::{BackendInfo, JobSpec, RunShared, Worker};
+use super::worker::{BackendInfo, JobSpec, LoadTurn, RunShared, Worker};
 use crate::backend_choice::Engine;
 use crate::cancel::{CancelToken, StopReason};
 use crate::config::{Device, UpscaleConfig};
@@ -30,13 +30,16 @@ use crate::gpu_convert::HostCopies;
 use crate::gpu_stages;
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
-use crate::report::{GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, ratio};
+use crate::report::{
+    GpuLine, GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, ratio,
+};
 use crate::segment_sink::SegmentOutcome;
 use crate::stages::{FirstError, PipelineMetrics, guarded};
 
 /// Segments processed at once when `--jobs` is not given: two where a GPU can run the model
 /// (inference is faster than one software encoder, so a second segment keeps it busy), one
 /// on the CPU (inference already uses every core); never more than there are segments.
+/// With several GPUs (`--gpus`), that many on each.
 pub fn default_jobs(config: &UpscaleConfig, pending: usize) -> usize {
     let gpu_possible =
         config.device != Device::Cpu && std::path::Path::new("/dev/nvidiactl").exists();
@@ -44,7 +47,12 @@ pub fn default_jobs(config: &UpscaleConfig, pending: usize) -> usize {
         .segments
         .jobs
         .unwrap_or(if gpu_possible { 2 } else { 1 });
-    wanted.clamp(1, pending.max(1))
+    let gpus = if config.device == Device::Cpu {
+        1
+    } else {
+        config.gpu.gpus.len().max(1)
+    };
+    (wanted * gpus).clamp(1, pending.max(1))
 }
 
 /// An interrupted segment's finalized file: index, path, frames, first timestamp.
@@ -54,6 +62,9 @@ type PartialSegment = (usize, PathBuf, u64, Option<i64>);
 struct WorkerReport {
     info: BackendInfo,
     gpu: Option<(GpuBackendReport, HealthSnapshot)>,
+    /// The GPU it ran on (None on the CPU), the frames of the segments it finished, and
+    /// the seconds it spent on segments.
+    share: (Option<usize>, u64, f64),
     /// The NVENC encoder it used, or why it used the software one (`--encoder auto`).
     encoder: (Option<&'static str>, Option<String>),
 }
@@ -126,8 +137,16 @@ pub fn run_job(
     // The workers load their models one at a time, so that each one's VRAM fit measures
     // its own memory (the device's use is read device-wide); under `--vram-limit` none
     // starts on frames before all have loaded, for the same reason.
-    let loaded = AtomicUsize::new(0);
-    let load_turn = Mutex::new(());
+    let gpus = if config.device == Device::Cpu {
+        vec![config.gpu.device_id]
+    } else {
+        config.gpu.gpus.clone()
+    };
+    let slots = crate::gpu_list::assign(&gpus, jobs);
+    let next_slot = AtomicUsize::new(0);
+    let load_failures: Mutex<Vec<(usize, EngineError)>> = Mutex::new(Vec::new());
+    // Per GPU, the workers that have loaded so far.
+    let load_turn = Mutex::new(vec![0usize; gpus.len()]);
     let all_loaded = std::sync::Barrier::new(jobs);
     let wait_for_all = config.gpu.vram_limit.is_some() && config.device != Device::Cpu;
     std::thread::scope(|s| {
@@ -135,15 +154,37 @@ pub fn run_job(
             s.spawn(|| {
                 guarded(&errors, cancel, || {
                     let loading = Instant::now();
+                    let my_frames = AtomicU64::new(0);
                     let started = {
-                        let _turn = load_turn.lock().unwrap_or_else(|e| e.into_inner());
-                        let to_start = jobs - loaded.fetch_add(1, Ordering::Relaxed);
-                        Worker::start_in_turn(&spec, cancel, to_start)
+                        let mut loaded = load_turn.lock().unwrap_or_else(|e| e.into_inner());
+                        let k = next_slot.fetch_add(1, Ordering::Relaxed);
+                        let (gpu, sharing) = slots[k % slots.len()];
+                        let on_gpu = gpus.iter().position(|&g| g == gpu).unwrap_or(0);
+                        let turn = LoadTurn {
+                            gpu,
+                            sharing,
+                            to_start: sharing - loaded[on_gpu],
+                        };
+                        loaded[on_gpu] += 1;
+                        (gpu, Worker::start_in_turn(&spec, cancel, turn))
                     };
                     if wait_for_all {
                         all_loaded.wait();
                     }
-                    let mut worker = started?;
+                    let (gpu, started) = started;
+                    let mut worker = match started {
+                        Ok(worker) => worker,
+                        // With several GPUs, one whose worker cannot load the model leaves
+                        // the segments to the others (a bad option fails them all alike).
+                        Err(e) if gpus.len() > 1 && e.family() != ErrorFamily::Usage => {
+                            load_failures
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((gpu, e));
+                            return Ok(());
+                        }
+                        Err(e) => return Err(e),
+                    };
                     clock.step("load_model", loading);
                     stages_started.get_or_init(Instant::now);
                     if let Some(w) = &worker.info.warning {
@@ -164,6 +205,9 @@ pub fn run_job(
                         Ok(Some((segments[i].plan.clone(), temp)))
                     };
                     let settle = |o: SegmentOutcome| -> Result<()> {
+                        if o.complete {
+                            my_frames.fetch_add(o.frames, Ordering::Relaxed);
+                        }
                         let i = o.index;
                         match (&work, &o.file) {
                             (Some(w), Some(t)) if o.complete => {
@@ -198,11 +242,16 @@ pub fn run_job(
                         }
                         Ok(())
                     };
+                    let busy = Instant::now();
                     let result = worker.run_segments(&spec, &mut next, &settle, &shared);
+                    let busy = busy.elapsed().as_secs_f64();
                     worker.shutdown();
-                    let gpu = match worker.engine() {
-                        Engine::Gpu(g) => Some((g.backend.counters(), g.ctx.health())),
-                        Engine::Cpu(_) => None,
+                    let (gpu, on) = match worker.engine() {
+                        Engine::Gpu(g) => (
+                            Some((g.backend.counters(), g.ctx.health())),
+                            Some(worker.gpu_index),
+                        ),
+                        Engine::Cpu(_) => (None, None),
                     };
                     let encoder = (worker.nvenc_encoder(), worker.software_reason.clone());
                     reports
@@ -212,6 +261,7 @@ pub fn run_job(
                             info: worker.info,
                             gpu,
                             encoder,
+                            share: (on, my_frames.load(Ordering::Relaxed), busy),
                         });
                     result
                 });
@@ -252,7 +302,29 @@ pub fn run_job(
         keep_or_remove_work(nothing_done);
         return Err(EngineError::CancelledBeforeOutput);
     }
-    if let Some(err) = errors.take() {
+    let load_failures = load_failures.into_inner().unwrap_or_default();
+    let left = queue.lock().unwrap_or_else(|e| e.into_inner()).len();
+    let first_error = errors.take();
+    if let Some((gpu, e)) = load_failures.first()
+        && left > 0
+        && first_error.is_none()
+        && cancel.reason().is_none()
+    {
+        // No GPU's worker was left to run the rest.
+        discard();
+        keep_or_remove_work(nothing_done);
+        return Err(EngineError::Cuda(format!(
+            "GPU {gpu}: the model did not load ({e}); {left} segment(s) were not run, and no other GPU's worker was left for them"
+        )));
+    }
+    for (gpu, e) in &load_failures {
+        let w = format!(
+            "GPU {gpu}: a segment worker did not load the model ({e}); the other GPUs ran its segments"
+        );
+        progress.warning(&w);
+        warnings.push(w);
+    }
+    if let Some(err) = first_error {
         discard();
         keep_or_remove_work(nothing_done);
         return Err(err);
@@ -393,6 +465,7 @@ pub fn run_job(
         input_damage: damage,
         mux,
         gpu,
+        gpus: gpu_lines(&worker_shares(&reports)),
         segments: SegmentsReport {
             total: manifest.segments.len(),
             processed: processed.into_inner(),
@@ -406,6 +479,66 @@ pub fn run_job(
     })
 }
 
+/// One GPU worker's share of the run: its GPU, the frames of the segments it finished, its
+/// seconds on segments, RAVE's VRAM peak and the device's.
+type WorkerShare = (usize, u64, f64, usize, Option<usize>);
+
+/// What each GPU worker of `reports` did (none on the CPU).
+fn worker_shares(reports: &[WorkerReport]) -> Vec<WorkerShare> {
+    reports
+        .iter()
+        .filter_map(|r| {
+            let (gpu, frames, busy) = r.share;
+            let health = r.gpu.as_ref().map(|(_, h)| h);
+            Some((
+                gpu?,
+                frames,
+                busy,
+                health.map_or(0, |h| h.vram_peak),
+                health.and_then(|h| h.device_peak),
+            ))
+        })
+        .collect()
+}
+
+/// Per GPU, what its workers did: frames added up, fps over the busiest worker's time,
+/// RAVE's peaks added up (they ran at once), the device's the most one saw.
+fn gpu_lines(shares: &[WorkerShare]) -> Vec<GpuLine> {
+    let mut lines: Vec<(GpuLine, f64)> = Vec::new();
+    for &(gpu, frames, busy, vram_peak, device_peak) in shares {
+        let at = match lines.iter().position(|(l, _)| l.gpu == gpu) {
+            Some(at) => at,
+            None => {
+                let line = GpuLine {
+                    gpu,
+                    workers: 0,
+                    frames: 0,
+                    fps: 0.0,
+                    vram_peak: 0,
+                    device_peak: None,
+                };
+                lines.push((line, 0.0));
+                lines.len() - 1
+            }
+        };
+        let (line, longest) = &mut lines[at];
+        line.workers += 1;
+        line.frames += frames;
+        line.vram_peak += vram_peak;
+        line.device_peak = line.device_peak.max(device_peak);
+        *longest = longest.max(busy);
+    }
+    let mut lines: Vec<GpuLine> = lines
+        .into_iter()
+        .map(|(line, longest)| GpuLine {
+            fps: ratio(line.frames as f64, longest),
+            ..line
+        })
+        .collect();
+    lines.sort_by_key(|l| l.gpu);
+    lines
+}
+
 /// The spec each of `jobs` workers runs with: the CPU's inference threads shared out
 /// between them unless `--threads` says otherwise, and the GPU's memory budget.
 fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
@@ -413,6 +546,40 @@ fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         spec.config.threads = (cores / jobs).max(1);
     }
-    spec.config.gpu.workers_sharing = jobs.max(1);
     spec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_gpu_gets_one_line_of_its_workers() {
+        let shares = [
+            (1, 100, 10.0, 2 << 20, Some(3 << 20)),
+            (0, 150, 10.0, 1 << 20, Some(2 << 20)),
+            (1, 60, 12.0, 2 << 20, Some(5 << 20)),
+        ];
+        let lines = gpu_lines(&shares);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            (lines[0].gpu, lines[0].workers, lines[0].frames),
+            (0, 1, 150)
+        );
+        assert_eq!(
+            (lines[1].gpu, lines[1].workers, lines[1].frames),
+            (1, 2, 160)
+        );
+        assert!(
+            (lines[1].fps - 160.0 / 12.0).abs() < 1e-9,
+            "the busiest worker's time"
+        );
+        assert_eq!(lines[1].vram_peak, 4 << 20, "two contexts at once");
+        assert_eq!(
+            lines[1].device_peak,
+            Some(5 << 20),
+            "the device's, the most seen"
+        );
+        assert!(gpu_lines(&[]).is_empty());
+    }
 }

@@ -24,6 +24,18 @@ use crate::progress::ProgressSink;
 use crate::stage_run::{OpenSegment, Settle, StageRun, run_stages};
 use crate::stages::{DecodePolicy, PipelineMetrics};
 
+/// Where a segment worker runs and how it shares its GPU with the others that load one at
+/// a time.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadTurn {
+    /// The GPU.
+    pub gpu: usize,
+    /// Workers on that GPU (each gets this share of `--vram-limit`).
+    pub sharing: usize,
+    /// Of them, those still to load, this one included (its share of the free memory).
+    pub to_start: usize,
+}
+
 /// What every segment of a job shares.
 pub struct JobSpec {
     /// The run's configuration.
@@ -62,6 +74,8 @@ pub struct Worker {
     pub scale: u32,
     /// What `choose_backend` chose (for the report).
     pub info: BackendInfo,
+    /// The GPU it was given (where the GPU runs the model).
+    pub gpu_index: usize,
 }
 
 /// What was chosen to run the model, for the report.
@@ -81,14 +95,20 @@ pub struct BackendInfo {
 impl Worker {
     /// Load the model for frames of `job.in_size`; `cancel` interrupts an inference in flight.
     pub fn start(job: &JobSpec, cancel: &CancelToken) -> Result<Self> {
-        Self::start_in_turn(job, cancel, 1)
+        let turn = LoadTurn {
+            gpu: job.config.gpu.device_id,
+            sharing: 1,
+            to_start: 1,
+        };
+        Self::start_in_turn(job, cancel, turn)
     }
 
-    /// [`Worker::start`] for one of several workers loading one at a time, `to_start` of
-    /// them (this one included) still to load: its share of the GPU's free memory.
-    pub fn start_in_turn(job: &JobSpec, cancel: &CancelToken, to_start: usize) -> Result<Self> {
+    /// [`Worker::start`] for one of several workers loading one at a time, on `turn.gpu`.
+    pub fn start_in_turn(job: &JobSpec, cancel: &CancelToken, turn: LoadTurn) -> Result<Self> {
         let mut config = job.config.clone();
-        config.gpu.workers_to_start = to_start;
+        config.gpu.device_id = turn.gpu;
+        config.gpu.workers_sharing = turn.sharing;
+        config.gpu.workers_to_start = turn.to_start;
         let config = &config;
         let (w, h) = job.in_size;
         let downstream = config.channels.inferred.max(1) + 1;
@@ -138,6 +158,7 @@ impl Worker {
                 warning,
                 tiling,
             },
+            gpu_index: config.gpu.device_id,
         })
     }
 
