@@ -14,6 +14,7 @@ pub mod gpu_fit;
 pub mod gpu_list;
 pub mod gpu_stages;
 pub mod infer_stage;
+mod native_choice;
 pub mod no_replace;
 pub mod output_file;
 pub mod output_lock;
