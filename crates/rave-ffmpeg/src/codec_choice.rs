@@ -100,6 +100,11 @@ pub struct EncoderSettings {
     pub preset: String,
     /// Software or NVENC (`--encoder`); the software encoder unless set.
     pub request: crate::encoder_choice::EncoderRequest,
+    /// Threads a software encoder may use (`None`: its own choice, from every core); set
+    /// where segment workers on several GPUs would otherwise oversubscribe the cores. Not
+    /// a setting of the output (the same picture either way), so not in the report.
+    #[serde(skip)]
+    pub threads: Option<usize>,
 }
 
 impl EncoderSettings {
@@ -112,6 +117,7 @@ impl EncoderSettings {
             crf: crf.unwrap_or(codec.default_crf()),
             preset: nvenc.preset.to_string(),
             request: crate::encoder_choice::EncoderRequest::Nvenc,
+            threads: None,
         })
     }
 
@@ -153,6 +159,7 @@ impl EncoderSettings {
             crf,
             preset,
             request: crate::encoder_choice::EncoderRequest::Software,
+            threads: None,
         })
     }
 }

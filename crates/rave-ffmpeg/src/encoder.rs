@@ -91,11 +91,18 @@ impl VideoEncoder {
         let mut options = Dictionary::new();
         options.set("crf", &settings.crf.to_string());
         options.set("preset", &settings.preset);
-        let mut params: Vec<&str> = codec_params.iter().map(String::as_str).collect();
+        let mut params: Vec<String> = codec_params.to_vec();
+        if let Some(n) = settings.threads {
+            // libx264 and SVT-AV1 take FFmpeg's thread count; x265 sizes its pool itself.
+            options.set("threads", &n.to_string());
+            if settings.codec == VideoCodec::Hevc {
+                params.push(format!("pools={n}"));
+            }
+        }
         let key = match settings.codec {
             VideoCodec::H264 => "x264-params",
             VideoCodec::Hevc => {
-                params.insert(0, "log-level=error");
+                params.insert(0, "log-level=error".into());
                 "x265-params"
             }
             VideoCodec::Av1 => "svtav1-params",
@@ -339,6 +346,43 @@ mod tests {
                 drop(enc);
             },
         );
+    }
+
+    #[test]
+    fn every_software_encoder_takes_a_thread_count_and_encodes_with_it() {
+        crate::init();
+        for (codec, preset) in [
+            (VideoCodec::H264, "ultrafast"),
+            (VideoCodec::Hevc, "ultrafast"),
+            (VideoCodec::Av1, "12"),
+        ] {
+            let settings = EncoderSettings {
+                threads: Some(2),
+                ..EncoderSettings::new(codec, None, Some(preset)).unwrap()
+            };
+            let mut enc =
+                VideoEncoder::open(&settings, geometry(64, 64), &color(), false, &[]).unwrap();
+            let mut packets = 0;
+            for index in 0..3 {
+                let frame = HostYuvFrame {
+                    meta: rave_core::frame::FrameMeta {
+                        index,
+                        pts: index as i64,
+                        keyframe: index == 0,
+                    },
+                    image: YuvFrame::zeroed(64, 64, 8),
+                };
+                enc.send(&frame).unwrap();
+                while enc.receive().unwrap().is_some() {
+                    packets += 1;
+                }
+            }
+            enc.send_eof().unwrap();
+            while enc.receive().unwrap().is_some() {
+                packets += 1;
+            }
+            assert_eq!(packets, 3, "{codec:?}: every frame encoded");
+        }
     }
 
     #[test]

@@ -540,18 +540,42 @@ fn gpu_lines(shares: &[WorkerShare]) -> Vec<GpuLine> {
 }
 
 /// The spec each of `jobs` workers runs with: the CPU's inference threads shared out
-/// between them unless `--threads` says otherwise, and the GPU's memory budget.
+/// between them unless `--threads` says otherwise, and with several GPUs the software
+/// encoders' threads too.
 fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if jobs > 1 && spec.config.threads == 0 {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         spec.config.threads = (cores / jobs).max(1);
     }
+    let gpus = match spec.config.device {
+        Device::Cpu => 1,
+        _ => spec.config.gpu.gpus.len(),
+    };
+    if spec.config.encoder.threads.is_none() {
+        spec.config.encoder.threads = encoder_threads(cores, jobs, gpus);
+    }
     spec
+}
+
+/// Threads each of `workers` software encoders gets on `cores`, where they are spread over
+/// `gpus` GPUs: with several GPUs, the cores shared out (each encoder would otherwise size
+/// its pool from all of them, and the GPUs' workers would fight over the CPU); with one,
+/// the encoders' own choice, as measured on one GPU.
+fn encoder_threads(cores: usize, workers: usize, gpus: usize) -> Option<usize> {
+    (gpus > 1 && workers > 1).then(|| (cores / workers).max(1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoders_share_the_cores_only_across_several_gpus() {
+        assert_eq!(encoder_threads(32, 4, 2), Some(8));
+        assert_eq!(encoder_threads(16, 2, 1), None, "one GPU: as before");
+        assert_eq!(encoder_threads(4, 8, 2), Some(1));
+        assert_eq!(encoder_threads(32, 1, 2), None, "one worker");
+    }
 
     #[test]
     fn each_gpu_gets_one_line_of_its_workers() {
