@@ -286,6 +286,18 @@ mod tests {
         VideoEncoder::open(&settings, geometry(width, height), &color(), false, &[])
     }
 
+    /// Frame `index` of a black 64x64 8-bit clip, one timestamp a frame.
+    fn black_64(index: u64) -> HostYuvFrame {
+        HostYuvFrame {
+            meta: rave_core::frame::FrameMeta {
+                index,
+                pts: index as i64,
+                keyframe: index == 0,
+            },
+            image: YuvFrame::zeroed(64, 64, 8),
+        }
+    }
+
     /// Run `f` on its own thread; fail if it has not returned within `limit` (a deadlock).
     fn within(limit: Duration, what: &str, f: impl FnOnce() + Send + 'static) {
         let (tx, rx) = mpsc::channel();
@@ -332,15 +344,7 @@ mod tests {
             || {
                 let mut enc = open(VideoCodec::Av1, "12", 64, 64).unwrap();
                 for index in 0..3 {
-                    let frame = HostYuvFrame {
-                        meta: rave_core::frame::FrameMeta {
-                            index,
-                            pts: index as i64,
-                            keyframe: index == 0,
-                        },
-                        image: YuvFrame::zeroed(64, 64, 8),
-                    };
-                    enc.send(&frame).unwrap();
+                    enc.send(&black_64(index)).unwrap();
                     while enc.receive().unwrap().is_some() {}
                 }
                 drop(enc);
@@ -364,15 +368,7 @@ mod tests {
                 VideoEncoder::open(&settings, geometry(64, 64), &color(), false, &[]).unwrap();
             let mut packets = 0;
             for index in 0..3 {
-                let frame = HostYuvFrame {
-                    meta: rave_core::frame::FrameMeta {
-                        index,
-                        pts: index as i64,
-                        keyframe: index == 0,
-                    },
-                    image: YuvFrame::zeroed(64, 64, 8),
-                };
-                enc.send(&frame).unwrap();
+                enc.send(&black_64(index)).unwrap();
                 while enc.receive().unwrap().is_some() {
                     packets += 1;
                 }

@@ -125,6 +125,50 @@ pub struct GpuLine {
     pub device_peak: Option<usize>,
 }
 
+/// One GPU worker's share of the run: its GPU, the frames of the segments it finished, its
+/// seconds on segments, RAVE's VRAM peak and the device's.
+pub type WorkerShare = (usize, u64, f64, usize, Option<usize>);
+
+impl GpuLine {
+    /// Per GPU, what its workers did: frames added up, fps over the busiest worker's time,
+    /// RAVE's peaks added up (they ran at once), the device's the most one saw.
+    pub fn per_gpu(shares: &[WorkerShare]) -> Vec<GpuLine> {
+        let mut lines: Vec<(GpuLine, f64)> = Vec::new();
+        for &(gpu, frames, busy, vram_peak, device_peak) in shares {
+            let at = match lines.iter().position(|(l, _)| l.gpu == gpu) {
+                Some(at) => at,
+                None => {
+                    let line = GpuLine {
+                        gpu,
+                        workers: 0,
+                        frames: 0,
+                        fps: 0.0,
+                        vram_peak: 0,
+                        device_peak: None,
+                    };
+                    lines.push((line, 0.0));
+                    lines.len() - 1
+                }
+            };
+            let (line, longest) = &mut lines[at];
+            line.workers += 1;
+            line.frames += frames;
+            line.vram_peak += vram_peak;
+            line.device_peak = line.device_peak.max(device_peak);
+            *longest = longest.max(busy);
+        }
+        let mut lines: Vec<GpuLine> = lines
+            .into_iter()
+            .map(|(line, longest)| GpuLine {
+                fps: ratio(line.frames as f64, longest),
+                ..line
+            })
+            .collect();
+        lines.sort_by_key(|l| l.gpu);
+        lines
+    }
+}
+
 /// One timed step of a run's start-up.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StartupStep {
@@ -177,4 +221,39 @@ pub struct GpuRunReport {
 /// `a / b`, or 0 when `b` is not positive (rates over empty or instant runs).
 pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_gpu_gets_one_line_of_its_workers() {
+        let shares = [
+            (1, 100, 10.0, 2 << 20, Some(3 << 20)),
+            (0, 150, 10.0, 1 << 20, Some(2 << 20)),
+            (1, 60, 12.0, 2 << 20, Some(5 << 20)),
+        ];
+        let lines = GpuLine::per_gpu(&shares);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            (lines[0].gpu, lines[0].workers, lines[0].frames),
+            (0, 1, 150)
+        );
+        assert_eq!(
+            (lines[1].gpu, lines[1].workers, lines[1].frames),
+            (1, 2, 160)
+        );
+        assert!(
+            (lines[1].fps - 160.0 / 12.0).abs() < 1e-9,
+            "the busiest worker's time"
+        );
+        assert_eq!(lines[1].vram_peak, 4 << 20, "two contexts at once");
+        assert_eq!(
+            lines[1].device_peak,
+            Some(5 << 20),
+            "the device's, the most seen"
+        );
+        assert!(GpuLine::per_gpu(&[]).is_empty());
+    }
 }

@@ -31,7 +31,7 @@ use crate::gpu_stages;
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
 use crate::report::{
-    GpuLine, GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, ratio,
+    GpuLine, GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, WorkerShare, ratio,
 };
 use crate::segment_sink::SegmentOutcome;
 use crate::stages::{FirstError, PipelineMetrics, guarded};
@@ -465,7 +465,7 @@ pub fn run_job(
         input_damage: damage,
         mux,
         gpu,
-        gpus: gpu_lines(&worker_shares(&reports)),
+        gpus: GpuLine::per_gpu(&worker_shares(&reports)),
         segments: SegmentsReport {
             total: manifest.segments.len(),
             processed: processed.into_inner(),
@@ -478,10 +478,6 @@ pub fn run_job(
         },
     })
 }
-
-/// One GPU worker's share of the run: its GPU, the frames of the segments it finished, its
-/// seconds on segments, RAVE's VRAM peak and the device's.
-type WorkerShare = (usize, u64, f64, usize, Option<usize>);
 
 /// What each GPU worker of `reports` did (none on the CPU).
 fn worker_shares(reports: &[WorkerReport]) -> Vec<WorkerShare> {
@@ -499,44 +495,6 @@ fn worker_shares(reports: &[WorkerReport]) -> Vec<WorkerShare> {
             ))
         })
         .collect()
-}
-
-/// Per GPU, what its workers did: frames added up, fps over the busiest worker's time,
-/// RAVE's peaks added up (they ran at once), the device's the most one saw.
-fn gpu_lines(shares: &[WorkerShare]) -> Vec<GpuLine> {
-    let mut lines: Vec<(GpuLine, f64)> = Vec::new();
-    for &(gpu, frames, busy, vram_peak, device_peak) in shares {
-        let at = match lines.iter().position(|(l, _)| l.gpu == gpu) {
-            Some(at) => at,
-            None => {
-                let line = GpuLine {
-                    gpu,
-                    workers: 0,
-                    frames: 0,
-                    fps: 0.0,
-                    vram_peak: 0,
-                    device_peak: None,
-                };
-                lines.push((line, 0.0));
-                lines.len() - 1
-            }
-        };
-        let (line, longest) = &mut lines[at];
-        line.workers += 1;
-        line.frames += frames;
-        line.vram_peak += vram_peak;
-        line.device_peak = line.device_peak.max(device_peak);
-        *longest = longest.max(busy);
-    }
-    let mut lines: Vec<GpuLine> = lines
-        .into_iter()
-        .map(|(line, longest)| GpuLine {
-            fps: ratio(line.frames as f64, longest),
-            ..line
-        })
-        .collect();
-    lines.sort_by_key(|l| l.gpu);
-    lines
 }
 
 /// The spec each of `jobs` workers runs with: the CPU's inference threads shared out
@@ -575,35 +533,5 @@ mod tests {
         assert_eq!(encoder_threads(16, 2, 1), None, "one GPU: as before");
         assert_eq!(encoder_threads(4, 8, 2), Some(1));
         assert_eq!(encoder_threads(32, 1, 2), None, "one worker");
-    }
-
-    #[test]
-    fn each_gpu_gets_one_line_of_its_workers() {
-        let shares = [
-            (1, 100, 10.0, 2 << 20, Some(3 << 20)),
-            (0, 150, 10.0, 1 << 20, Some(2 << 20)),
-            (1, 60, 12.0, 2 << 20, Some(5 << 20)),
-        ];
-        let lines = gpu_lines(&shares);
-        assert_eq!(lines.len(), 2);
-        assert_eq!(
-            (lines[0].gpu, lines[0].workers, lines[0].frames),
-            (0, 1, 150)
-        );
-        assert_eq!(
-            (lines[1].gpu, lines[1].workers, lines[1].frames),
-            (1, 2, 160)
-        );
-        assert!(
-            (lines[1].fps - 160.0 / 12.0).abs() < 1e-9,
-            "the busiest worker's time"
-        );
-        assert_eq!(lines[1].vram_peak, 4 << 20, "two contexts at once");
-        assert_eq!(
-            lines[1].device_peak,
-            Some(5 << 20),
-            "the device's, the most seen"
-        );
-        assert!(gpu_lines(&[]).is_empty());
     }
 }
