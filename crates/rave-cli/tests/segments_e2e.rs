@@ -10,7 +10,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use serde_json::Value;
 
 /// A model slow enough on one thread (about 50 ms a 64x48 frame) for a run to be stopped
 /// between segments, deterministic on one thread.
@@ -39,32 +38,6 @@ fn scrolling_clip(
     path
 }
 
-/// One CSV row per packet of `stream` (`a:0`, `v:0`) with ffprobe's packet `fields`, and the
-/// MD5 of the payload last when `hashed`.
-fn packet_rows(path: &Path, stream: &str, fields: &str, hashed: bool) -> Vec<String> {
-    let entries = format!("packet={fields}");
-    let mut args = vec!["-select_streams", stream, "-show_entries", &entries];
-    if hashed {
-        args.extend(["-show_data_hash", "MD5"]);
-    }
-    args.extend(["-of", "csv=p=0"]);
-    ffprobe(path, &args)
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// (pts, size, MD5 of the payload) of every packet of the first audio stream.
-fn audio_packets(path: &Path) -> Vec<String> {
-    packet_rows(path, "a:0", "pts,size,data_hash", true)
-}
-
-/// (pts, dts, size, MD5 of the payload) of every video packet.
-fn video_packets(path: &Path) -> Vec<String> {
-    packet_rows(path, "v:0", "pts,dts,size,data_hash", true)
-}
-
 /// The decode timestamps of every video packet (each must be there).
 fn video_dts(path: &Path) -> Vec<i64> {
     packet_rows(path, "v:0", "dts", false)
@@ -86,26 +59,6 @@ fn video_packets_flags(path: &Path) -> Vec<(i64, bool)> {
             (pts.parse().expect("pts"), flags.starts_with('K'))
         })
         .collect()
-}
-
-/// MD5 of every decoded video frame with its timestamp (no frame dropped or duplicated).
-fn framemd5(path: &Path) -> String {
-    let o = Command::new("ffmpeg")
-        .args(["-v", "error", "-nostdin", "-i"])
-        .arg(path)
-        .args([
-            "-map",
-            "0:v",
-            "-vsync",
-            "passthrough",
-            "-f",
-            "framemd5",
-            "-",
-        ])
-        .output()
-        .expect("ffmpeg");
-    assert!(o.status.success(), "framemd5: {}", stderr(&o));
-    stdout(&o)
 }
 
 /// What FFmpeg's decoder says about `path` at level error (nothing for a clean file).
@@ -178,17 +131,6 @@ fn assert_seamless(input: &Path, output: &Path, dts_stored: bool) {
         }
     }
 }
-
-/// Segments marked done in the manifest of `work`, and segments in all (`None` while there
-/// is no manifest to read).
-fn manifest_done(work: &Path) -> Option<(usize, usize)> {
-    let text = std::fs::read_to_string(work.join("manifest.json")).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
-    let segments = v["segments"].as_array()?;
-    let done = segments.iter().filter(|s| s["state"] == "done").count();
-    Some((done, segments.len()))
-}
-
 /// Start `rave upscale` with `args`, send `signal` once the manifest in `work` has `done`
 /// finished segments, and return the run's output and the segments done after it ended.
 /// Panics if the run ends first, or finishes every segment before the signal lands.

@@ -2,7 +2,7 @@
 //! clip of real photographs with a keyframe every 10 frames.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -69,4 +69,60 @@ pub fn photo_clip_gop10(dir: &Path, frames: u32) -> PathBuf {
         ],
     );
     input
+}
+
+/// One CSV row per packet of `stream` (`a:0`, `v:0`) with ffprobe's packet `fields`, and the
+/// MD5 of the payload last when `hashed`.
+pub fn packet_rows(path: &Path, stream: &str, fields: &str, hashed: bool) -> Vec<String> {
+    let entries = format!("packet={fields}");
+    let mut args = vec!["-select_streams", stream, "-show_entries", &entries];
+    if hashed {
+        args.extend(["-show_data_hash", "MD5"]);
+    }
+    args.extend(["-of", "csv=p=0"]);
+    ffprobe(path, &args)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// (pts, size, MD5 of the payload) of every packet of the first audio stream.
+pub fn audio_packets(path: &Path) -> Vec<String> {
+    packet_rows(path, "a:0", "pts,size,data_hash", true)
+}
+
+/// (pts, dts, size, MD5 of the payload) of every video packet.
+pub fn video_packets(path: &Path) -> Vec<String> {
+    packet_rows(path, "v:0", "pts,dts,size,data_hash", true)
+}
+
+/// MD5 of every decoded video frame with its timestamp (no frame dropped or duplicated).
+pub fn framemd5(path: &Path) -> String {
+    let o = Command::new("ffmpeg")
+        .args(["-v", "error", "-nostdin", "-i"])
+        .arg(path)
+        .args([
+            "-map",
+            "0:v",
+            "-vsync",
+            "passthrough",
+            "-f",
+            "framemd5",
+            "-",
+        ])
+        .output()
+        .expect("ffmpeg");
+    assert!(o.status.success(), "framemd5: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// Segments marked done in the manifest of `work`, and segments in all (`None` while there
+/// is no manifest to read).
+pub fn manifest_done(work: &Path) -> Option<(usize, usize)> {
+    let text = std::fs::read_to_string(work.join("manifest.json")).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    let segments = v["segments"].as_array()?;
+    let done = segments.iter().filter(|s| s["state"] == "done").count();
+    Some((done, segments.len()))
 }
