@@ -60,7 +60,7 @@ pub fn print_run(r: &RunReport) {
     if r.gpus.len() > 1 {
         for g in &r.gpus {
             outln!(
-                "  GPU {}: {} frames at {:.1} fps, {} worker{}, VRAM peak {:.0} MiB{}",
+                "  GPU {}: {} frames at {:.1} fps, {} worker{}, VRAM peak {:.0} MiB{}{}",
                 g.gpu,
                 g.frames,
                 g.fps,
@@ -70,7 +70,10 @@ pub fn print_run(r: &RunReport) {
                 g.device_peak.map_or(String::new(), |p| format!(
                     " (the device {:.0} MiB)",
                     p as f64 / 1048576.0
-                ))
+                )),
+                g.failed
+                    .as_ref()
+                    .map_or(String::new(), |why| format!("; failed: {why}"))
             );
         }
     }

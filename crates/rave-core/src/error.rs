@@ -208,10 +208,26 @@ pub enum EngineError {
         /// Segments in the job.
         total: usize,
     },
+    /// Segments failed on the GPUs (each is tried on two) or were left with no worker that
+    /// could run them, after the rest of the job was done; the finished ones are kept.
+    #[error(
+        "{} of {total} segments were not upscaled: {}; {advice}",
+        missing.len(), reasons.join("; ")
+    )]
+    SegmentsFailed {
+        /// The indices not done.
+        missing: Vec<usize>,
+        /// Segments in the job.
+        total: usize,
+        /// Why, per segment or group of segments.
+        reasons: Vec<String>,
+        /// What was kept, and what to do.
+        advice: String,
+    },
 }
 
 /// The first few segment indices of a list, in words ("0, 3, 7 and 5 more").
-fn list_segments(indices: &[usize]) -> String {
+pub fn list_segments(indices: &[usize]) -> String {
     const SHOWN: usize = 8;
     let mut words: Vec<String> = indices.iter().take(SHOWN).map(|i| i.to_string()).collect();
     if indices.len() > SHOWN {
@@ -306,6 +322,7 @@ impl EngineError {
             SeekMissed { .. } => 309,
             WorkFolderMismatch { .. } => 506,
             SegmentsMissing { .. } => 700,
+            SegmentsFailed { .. } => 701,
         }
     }
 
@@ -346,6 +363,7 @@ impl EngineError {
             SeekMissed { .. } => "seek_missed",
             WorkFolderMismatch { .. } => "work_folder_mismatch",
             SegmentsMissing { .. } => "segments_missing",
+            SegmentsFailed { .. } => "segments_failed",
         }
     }
 
@@ -378,7 +396,7 @@ impl EngineError {
             OutputSizeUnsupported { .. } => ErrorFamily::Output,
             PacketRefused(_) | SeekMissed { .. } => ErrorFamily::Input,
             WorkFolderMismatch { .. } => ErrorFamily::Usage,
-            SegmentsMissing { .. } => ErrorFamily::Incomplete,
+            SegmentsMissing { .. } | SegmentsFailed { .. } => ErrorFamily::Incomplete,
         }
     }
 }
@@ -431,6 +449,12 @@ mod tests {
                 missing: vec![1],
                 total: 2,
             },
+            EngineError::SegmentsFailed {
+                missing: vec![1],
+                total: 2,
+                reasons: Vec::new(),
+                advice: String::new(),
+            },
         ];
         let mut codes: Vec<u16> = samples.iter().map(EngineError::code).collect();
         codes.sort_unstable();
@@ -474,6 +498,17 @@ mod tests {
             total: 12,
         };
         assert_eq!(missing.family().exit_code(), 7);
+        let failed = EngineError::SegmentsFailed {
+            missing: vec![3],
+            total: 12,
+            reasons: vec!["segment 3 failed on GPU 1 (x) and on GPU 0 (y)".into()],
+            advice: "run it again".into(),
+        };
+        assert_eq!(failed.family().exit_code(), 7);
+        assert_eq!(
+            failed.to_string(),
+            "1 of 12 segments were not upscaled: segment 3 failed on GPU 1 (x) and on GPU 0 (y); run it again"
+        );
         assert!(
             missing.to_string().starts_with(
                 "w: 10 of 12 segments are not done (segments 0, 1, 2, 3, 4, 5, 6, 7, and 2 more)"

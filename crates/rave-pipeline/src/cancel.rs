@@ -1,8 +1,10 @@
 //! `CancelToken`: one flag every stage polls between frames, plus interrupters that cut
-//! short a call already in flight (an inference run) the moment cancellation is asked.
+//! short a call already in flight (an inference run) the moment cancellation is asked. A
+//! child token (one segment worker's) stops with its parent (the job's) but not the other
+//! way round, so one worker's failure can stop its own stages only.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use rave_core::backend::Interrupt;
 
@@ -20,6 +22,7 @@ struct Inner {
     stopped: AtomicBool,
     reason: AtomicU8,
     interrupters: Mutex<Vec<Arc<dyn Interrupt>>>,
+    children: Mutex<Vec<Weak<Inner>>>,
 }
 
 /// Shared cancellation state. Cloning shares it.
@@ -32,7 +35,25 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Ask every stage to stop, and interrupt in-flight work. The first reason sticks.
+    /// A token that is cancelled, with the same reason, when this one is (at once if it
+    /// already is); cancelling the child leaves this one alone.
+    pub fn child(&self) -> Self {
+        let child = Self::new();
+        self.0
+            .children
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::downgrade(&child.0));
+        // After the registration, so a cancel between the two is not missed (a second
+        // cancel of the child is harmless: the first reason sticks).
+        if let Some(reason) = self.reason() {
+            child.cancel(reason);
+        }
+        child
+    }
+
+    /// Ask every stage to stop, and interrupt in-flight work (this token's and its
+    /// children's). The first reason sticks.
     pub fn cancel(&self, reason: StopReason) {
         let code = match reason {
             StopReason::User => 1,
@@ -50,6 +71,17 @@ impl CancelToken {
             .unwrap_or_else(|e| e.into_inner());
         for i in interrupters.iter() {
             i.interrupt();
+        }
+        drop(interrupters);
+        // The children stop for this token's reason, whatever reason stuck here.
+        let reason = self.reason().unwrap_or(reason);
+        let children: Vec<Arc<Inner>> = {
+            let mut children = self.0.children.lock().unwrap_or_else(|e| e.into_inner());
+            children.retain(|c| c.strong_count() > 0);
+            children.iter().filter_map(Weak::upgrade).collect()
+        };
+        for c in children {
+            CancelToken(c).cancel(reason);
         }
     }
 
@@ -105,5 +137,29 @@ mod tests {
         let late = Arc::new(Count(AtomicUsize::new(0)));
         t.clone().on_cancel(late.clone());
         assert_eq!(late.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_child_stops_with_its_parent_but_not_the_other_way_round() {
+        let job = CancelToken::new();
+        let (a, b) = (job.child(), job.child());
+        let in_a = Arc::new(Count(AtomicUsize::new(0)));
+        a.on_cancel(in_a.clone());
+        a.cancel(StopReason::Failure);
+        assert_eq!(a.reason(), Some(StopReason::Failure));
+        assert!(!job.is_cancelled(), "a worker's failure is its own");
+        assert!(!b.is_cancelled(), "and not its siblings'");
+        job.cancel(StopReason::User);
+        assert_eq!(b.reason(), Some(StopReason::User), "the parent's reason");
+        assert_eq!(
+            a.reason(),
+            Some(StopReason::Failure),
+            "the first reason sticks"
+        );
+        assert_eq!(in_a.0.load(Ordering::SeqCst), 2, "interrupted again");
+        let late = job.child();
+        assert_eq!(late.reason(), Some(StopReason::User), "born cancelled");
+        let grandchild = b.child();
+        assert_eq!(grandchild.reason(), Some(StopReason::User));
     }
 }

@@ -123,6 +123,10 @@ pub struct GpuLine {
     pub vram_peak: usize,
     /// The device's own memory peak beyond the contexts (the most any of its workers saw).
     pub device_peak: Option<usize>,
+    /// Why a worker there stopped early: its model did not load, or the GPU failed mid-run
+    /// (its segments went to the other GPUs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// One GPU worker's share of the run: its GPU, the frames of the segments it finished, its
@@ -130,6 +134,19 @@ pub struct GpuLine {
 pub type WorkerShare = (usize, u64, f64, usize, Option<usize>);
 
 impl GpuLine {
+    /// The line of a GPU where nothing ran.
+    pub fn idle(gpu: usize) -> Self {
+        GpuLine {
+            gpu,
+            workers: 0,
+            frames: 0,
+            fps: 0.0,
+            vram_peak: 0,
+            device_peak: None,
+            failed: None,
+        }
+    }
+
     /// Per GPU, what its workers did: frames added up, fps over the busiest worker's time,
     /// RAVE's peaks added up (they ran at once), the device's the most one saw.
     pub fn per_gpu(shares: &[WorkerShare]) -> Vec<GpuLine> {
@@ -138,15 +155,7 @@ impl GpuLine {
             let at = match lines.iter().position(|(l, _)| l.gpu == gpu) {
                 Some(at) => at,
                 None => {
-                    let line = GpuLine {
-                        gpu,
-                        workers: 0,
-                        frames: 0,
-                        fps: 0.0,
-                        vram_peak: 0,
-                        device_peak: None,
-                    };
-                    lines.push((line, 0.0));
+                    lines.push((GpuLine::idle(gpu), 0.0));
                     lines.len() - 1
                 }
             };
@@ -201,6 +210,22 @@ pub struct SegmentsReport {
     pub work: Option<PathBuf>,
     /// Whether the work folder is still there.
     pub work_kept: bool,
+    /// Segments that failed on a GPU and were upscaled on another (several GPUs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub retried: Vec<SegmentRetry>,
+}
+
+/// A segment whose GPU failed under it, upscaled again on another.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SegmentRetry {
+    /// The segment's index in the job.
+    pub segment: usize,
+    /// The GPU it failed on.
+    pub failed_on: usize,
+    /// What failed there.
+    pub error: String,
+    /// The GPU that upscaled it.
+    pub upscaled_on: usize,
 }
 
 /// What the GPU path did: backend metrics, how frames entered and left the GPU, VRAM and pool.

@@ -40,9 +40,19 @@ impl<'a> JobProgress<'a> {
         }
     }
 
-    /// Frames written in this run.
+    /// Frames written in this run (of segments that did not fail).
     pub fn written(&self) -> u64 {
         self.written.load(Ordering::Relaxed)
+    }
+
+    /// `frames` written into a segment that failed no longer count: the segment is run
+    /// again, or missing from the job.
+    pub fn rewind(&self, frames: u64) {
+        let _ = self
+            .written
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                Some(w.saturating_sub(frames))
+            });
     }
 }
 

@@ -6,12 +6,16 @@
 pub mod assemble;
 pub mod commit;
 pub mod distributed;
+pub mod failures;
 pub mod fingerprint;
 pub mod finish;
 pub mod job;
 pub mod job_progress;
+pub mod job_work;
 pub mod manifest;
 pub mod plan;
+pub mod pool;
+pub mod queue;
 pub mod run_job;
 pub mod startup;
 pub mod work_folder;

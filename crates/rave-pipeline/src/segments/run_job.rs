@@ -3,27 +3,23 @@
 //! from the segments (or, when interrupted, the segments done are assembled into a partial
 //! file and the work folder is kept for the resume).
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::Arc;
 
-use rave_core::error::{EngineError, ErrorFamily, Result};
-use rave_core::gpu::HealthSnapshot;
-use rave_tensorrt::backend_report::GpuBackendReport;
+use rave_core::error::{EngineError, Result};
 
-use super::commit::{commit_segment, mark_running};
+use super::failures;
 use super::finish::{
     OutputJob, done_prefix, job_damage, job_decode_stats, saw_interlaced, write_output,
 };
 use super::job::PreparedJob;
 use super::job_progress::JobProgress;
-use super::manifest::{SegmentDecode, SegmentState};
-use super::plan::PlannedSegment;
+use super::job_work::{JobResults, JobWork, LocalJob, worker_shares};
+use super::manifest::SegmentState;
+use super::pool::{PoolPlan, run_pool};
+use super::queue::SegmentQueue;
 use super::startup::StartupClock;
-use super::worker::{BackendInfo, JobSpec, LoadTurn, RunShared, Worker};
-use crate::backend_choice::Engine;
+use super::worker::JobSpec;
 use crate::cancel::{CancelToken, StopReason};
 use crate::config::{Device, UpscaleConfig};
 use crate::gpu_convert::HostCopies;
@@ -31,10 +27,9 @@ use crate::gpu_stages;
 use crate::output_file::OutputTarget;
 use crate::progress::ProgressSink;
 use crate::report::{
-    GpuLine, GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, WorkerShare, ratio,
+    GpuLine, GpuRunReport, ModelReport, RunReport, RunStatus, SegmentsReport, ratio,
 };
-use crate::segment_sink::SegmentOutcome;
-use crate::stages::{FirstError, PipelineMetrics, guarded};
+use crate::stages::PipelineMetrics;
 
 /// Segments processed at once when `--jobs` is not given: two where a GPU can run the model
 /// (inference is faster than one software encoder, so a second segment keeps it busy), one
@@ -53,20 +48,6 @@ pub fn default_jobs(config: &UpscaleConfig, pending: usize) -> usize {
         config.gpu.gpus.len().max(1)
     };
     (wanted * gpus).clamp(1, pending.max(1))
-}
-
-/// An interrupted segment's finalized file: index, path, frames, first timestamp.
-type PartialSegment = (usize, PathBuf, u64, Option<i64>);
-
-/// What one worker leaves for the report.
-struct WorkerReport {
-    info: BackendInfo,
-    gpu: Option<(GpuBackendReport, HealthSnapshot)>,
-    /// The GPU it ran on (None on the CPU), the frames of the segments it finished, and
-    /// the seconds it spent on segments.
-    share: (Option<usize>, u64, f64),
-    /// The NVENC encoder it used, or why it used the software one (`--encoder auto`).
-    encoder: (Option<&'static str>, Option<String>),
 }
 
 /// Run `job` to its end into `target` (`None` for a null sink); `clock` has the run's start
@@ -103,171 +84,49 @@ pub fn run_job(
             t.discard();
         }
     };
-    let pending: VecDeque<usize> = manifest
+    let pending: Vec<usize> = manifest
         .segments
         .iter()
         .filter(|s| s.state != SegmentState::Done)
         .map(|s| s.plan.index)
         .collect();
-    let queue = Mutex::new(pending);
     let frames_total = manifest.frames_total;
     progress.started(Some(frames_total));
     let job_progress =
         JobProgress::new(progress, Some(frames_total), manifest.frames_done(), clock);
     let metrics = PipelineMetrics::default();
     let copies = Arc::new(HostCopies::default());
-    let errors = FirstError::default();
-    let partials: Mutex<Vec<PartialSegment>> = Mutex::new(Vec::new());
-    let null_outcomes: Mutex<Vec<(usize, SegmentDecode)>> = Mutex::new(Vec::new());
-    let reports: Mutex<Vec<WorkerReport>> = Mutex::new(Vec::new());
-    let warned = std::sync::Once::new();
-    // Segments finished by this run (a null sink's are not marked done in a manifest).
-    let processed = AtomicUsize::new(0);
-    // When the first worker has its model loaded: the stages' clock where no frame was
-    // decoded (`pipeline_s` counts from the first frame decoded to the last written).
-    let stages_started: OnceLock<Instant> = OnceLock::new();
-    let strict = manifest.segments.len() > 1;
-    let shared = RunShared {
-        progress: &job_progress,
-        cancel,
-        metrics: &metrics,
-        copies: &copies,
-    };
-    let segments = manifest.segments.clone();
-    // The workers load their models one at a time, so that each one's VRAM fit measures
-    // its own memory (the device's use is read device-wide); under `--vram-limit` none
-    // starts on frames before all have loaded, for the same reason.
     let gpus = if config.device == Device::Cpu {
         vec![config.gpu.device_id]
     } else {
         config.gpu.gpus.clone()
     };
-    let slots = crate::gpu_list::assign(&gpus, jobs);
-    let next_slot = AtomicUsize::new(0);
-    let load_failures: Mutex<Vec<(usize, EngineError)>> = Mutex::new(Vec::new());
-    // Per GPU, the workers that have loaded so far.
-    let load_turn = Mutex::new(vec![0usize; gpus.len()]);
-    let all_loaded = std::sync::Barrier::new(jobs);
-    let wait_for_all = config.gpu.vram_limit.is_some() && config.device != Device::Cpu;
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| {
-                guarded(&errors, cancel, || {
-                    let loading = Instant::now();
-                    let my_frames = AtomicU64::new(0);
-                    let started = {
-                        let mut loaded = load_turn.lock().unwrap_or_else(|e| e.into_inner());
-                        let k = next_slot.fetch_add(1, Ordering::Relaxed);
-                        let (gpu, sharing) = slots[k % slots.len()];
-                        let on_gpu = gpus.iter().position(|&g| g == gpu).unwrap_or(0);
-                        let turn = LoadTurn {
-                            gpu,
-                            sharing,
-                            to_start: sharing - loaded[on_gpu],
-                        };
-                        loaded[on_gpu] += 1;
-                        (gpu, Worker::start_in_turn(&spec, cancel, turn))
-                    };
-                    if wait_for_all {
-                        all_loaded.wait();
-                    }
-                    let (gpu, started) = started;
-                    let mut worker = match started {
-                        Ok(worker) => worker,
-                        // With several GPUs, one whose worker cannot load the model leaves
-                        // the segments to the others (a bad option fails them all alike).
-                        Err(e) if gpus.len() > 1 && e.family() != ErrorFamily::Usage => {
-                            load_failures
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .push((gpu, e));
-                            return Ok(());
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    clock.step("load_model", loading);
-                    stages_started.get_or_init(Instant::now);
-                    if let Some(w) = &worker.info.warning {
-                        warned.call_once(|| progress.warning(w));
-                    }
-                    let mut next = || -> Result<Option<(PlannedSegment, Option<PathBuf>)>> {
-                        if cancel.is_cancelled() {
-                            return Ok(None);
-                        }
-                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-                        let Some(i) = next else {
-                            return Ok(None);
-                        };
-                        if let Some(w) = &work {
-                            mark_running(w, i)?;
-                        }
-                        let temp = work.as_ref().map(|w| w.segment_temp(i));
-                        Ok(Some((segments[i].plan.clone(), temp)))
-                    };
-                    let settle = |o: SegmentOutcome| -> Result<()> {
-                        if o.complete {
-                            my_frames.fetch_add(o.frames, Ordering::Relaxed);
-                        }
-                        let i = o.index;
-                        match (&work, &o.file) {
-                            (Some(w), Some(t)) if o.complete => {
-                                commit_segment(w, &segments[i].plan, t, &o, strict)?;
-                                processed.fetch_add(1, Ordering::Relaxed);
-                            }
-                            (None, _) if o.complete => {
-                                null_outcomes
-                                    .lock()
-                                    .unwrap_or_else(|e| e.into_inner())
-                                    .push((i, o.decode));
-                                processed.fetch_add(1, Ordering::Relaxed);
-                            }
-                            (Some(w), Some(t))
-                                if o.finalized
-                                    && o.frames > 0
-                                    && cancel.reason() == Some(StopReason::User) =>
-                            {
-                                let kept = w.segment_partial(i);
-                                std::fs::rename(t, &kept)?;
-                                partials.lock().unwrap_or_else(|e| e.into_inner()).push((
-                                    i,
-                                    kept,
-                                    o.frames,
-                                    o.first_pts,
-                                ));
-                            }
-                            (_, Some(t)) => {
-                                let _ = std::fs::remove_file(t);
-                            }
-                            _ => {}
-                        }
-                        Ok(())
-                    };
-                    let busy = Instant::now();
-                    let result = worker.run_segments(&spec, &mut next, &settle, &shared);
-                    let busy = busy.elapsed().as_secs_f64();
-                    worker.shutdown();
-                    let (gpu, on) = match worker.engine() {
-                        Engine::Gpu(g) => (
-                            Some((g.backend.counters(), g.ctx.health())),
-                            Some(worker.gpu_index),
-                        ),
-                        Engine::Cpu(_) => (None, None),
-                    };
-                    let encoder = (worker.nvenc_encoder(), worker.software_reason.clone());
-                    reports
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(WorkerReport {
-                            info: worker.info,
-                            gpu,
-                            encoder,
-                            share: (on, my_frames.load(Ordering::Relaxed), busy),
-                        });
-                    result
-                });
-            });
-        }
-    });
+    // The workers load their models one at a time, so that each one's VRAM fit measures
+    // its own memory (the device's use is read device-wide); under `--vram-limit` none
+    // starts on frames before all have loaded, for the same reason. With several GPUs, a
+    // GPU that fails leaves its segments to the others.
+    let plan = PoolPlan {
+        survive_gpu_failures: gpus.len() > 1,
+        wait_for_all_loaded: config.gpu.vram_limit.is_some() && config.device != Device::Cpu,
+        gpus,
+        jobs,
+    };
+    let local = LocalJob {
+        job: JobWork {
+            spec: &spec,
+            work: work.as_ref(),
+            segments: &manifest.segments,
+            strict: manifest.segments.len() > 1,
+            progress: &job_progress,
+            cancel,
+            clock,
+            metrics: &metrics,
+            copies: &copies,
+        },
+        results: JobResults::default(),
+    };
+    let outcome = run_pool(&plan, SegmentQueue::new(pending, jobs), cancel, &local);
+    let results = local.results;
     progress.finished();
     // From the first frame decoded to the last written (the encoder's flush included);
     // without frames, from the model's load to now.
@@ -276,7 +135,8 @@ pub fn run_job(
         metrics.encode.last_recorded(),
     ) {
         (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
-        _ => stages_started
+        _ => results
+            .stages_started
             .get()
             .map_or(0.0, |t| t.elapsed().as_secs_f64()),
     };
@@ -292,7 +152,7 @@ pub fn run_job(
     if let Some(w) = &work {
         manifest = w.read()?;
     }
-    for (i, decode) in null_outcomes.into_inner().unwrap_or_default() {
+    for (i, decode) in results.null_outcomes.into_inner().unwrap_or_default() {
         manifest.segments[i].decode = Some(decode);
     }
     let nothing_done = manifest.frames_done() == 0;
@@ -302,32 +162,35 @@ pub fn run_job(
         keep_or_remove_work(nothing_done);
         return Err(EngineError::CancelledBeforeOutput);
     }
-    let load_failures = load_failures.into_inner().unwrap_or_default();
-    let left = queue.lock().unwrap_or_else(|e| e.into_inner()).len();
-    let first_error = errors.take();
-    if let Some((gpu, e)) = load_failures.first()
-        && left > 0
-        && first_error.is_none()
-        && cancel.reason().is_none()
-    {
-        // No GPU's worker was left to run the rest.
+    if let Some(err) = outcome.error {
         discard();
         keep_or_remove_work(nothing_done);
-        return Err(EngineError::Cuda(format!(
-            "GPU {gpu}: the model did not load ({e}); {left} segment(s) were not run, and no other GPU's worker was left for them"
-        )));
+        let done = manifest.segments.len() - manifest.missing().len();
+        if let Some(w) = &work
+            && done > 0
+            && err.family() != rave_core::error::ErrorFamily::Usage
+        {
+            progress.warning(&format!(
+                "the work folder {} keeps the {done} segment(s) finished before the error; once it is dealt with, run the same command again to resume",
+                w.path().display()
+            ));
+        }
+        return Err(err);
     }
-    for (gpu, e) in &load_failures {
-        let w = format!(
-            "GPU {gpu}: a segment worker did not load the model ({e}); the other GPUs ran its segments"
-        );
+    if cancel.reason().is_none() && !outcome.segments.left.is_empty() {
+        // Segments failed on the GPUs, or no worker was left that could run them.
+        discard();
+        keep_or_remove_work(nothing_done);
+        let done = manifest.segments.len() - manifest.missing().len();
+        return Err(failures::missing_segments(
+            &outcome,
+            manifest.segments.len(),
+            work.as_ref().map(|w| (w.path(), done)),
+        ));
+    }
+    for w in failures::survived(&outcome) {
         progress.warning(&w);
         warnings.push(w);
-    }
-    if let Some(err) = first_error {
-        discard();
-        keep_or_remove_work(nothing_done);
-        return Err(err);
     }
     let status = match cancel.reason() {
         Some(StopReason::User) => RunStatus::Partial,
@@ -337,7 +200,7 @@ pub fn run_job(
         }
         None => RunStatus::Complete,
     };
-    let reports = reports.into_inner().unwrap_or_default();
+    let reports = results.reports.into_inner().unwrap_or_default();
     let Some(first) = reports.first() else {
         return Err(EngineError::InvariantViolation("no worker started".into()));
     };
@@ -351,7 +214,8 @@ pub fn run_job(
             let partial = status == RunStatus::Partial;
             if partial {
                 let next = files.len();
-                if let Some((_, path, n, first)) = partials
+                if let Some((_, path, n, first)) = results
+                    .partials
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .iter()
@@ -465,10 +329,11 @@ pub fn run_job(
         input_damage: damage,
         mux,
         gpu,
-        gpus: GpuLine::per_gpu(&worker_shares(&reports)),
+        gpus: failures::mark_failed_gpus(GpuLine::per_gpu(&worker_shares(&reports)), &outcome),
         segments: SegmentsReport {
             total: manifest.segments.len(),
-            processed: processed.into_inner(),
+            processed: results.processed.into_inner(),
+            retried: failures::retried(&outcome.segments),
             reused,
             jobs,
             segment_frames: manifest.segment_frames,
@@ -477,24 +342,6 @@ pub fn run_job(
             work_kept,
         },
     })
-}
-
-/// What each GPU worker of `reports` did (none on the CPU).
-fn worker_shares(reports: &[WorkerReport]) -> Vec<WorkerShare> {
-    reports
-        .iter()
-        .filter_map(|r| {
-            let (gpu, frames, busy) = r.share;
-            let health = r.gpu.as_ref().map(|(_, h)| h);
-            Some((
-                gpu?,
-                frames,
-                busy,
-                health.map_or(0, |h| h.vram_peak),
-                health.and_then(|h| h.device_peak),
-            ))
-        })
-        .collect()
 }
 
 /// The spec each of `jobs` workers runs with: the CPU's inference threads shared out

@@ -1,0 +1,443 @@
+//! A job's segment workers on their threads: each loads its model in turn on its GPU, then
+//! takes segments from the queue until none is left for it. With several GPUs a worker whose
+//! GPU fails (a device error) stops alone and puts the segments it held back for the other
+//! GPUs; any other error stops the whole job, as on one GPU or the CPU. Generic over the
+//! worker, so the scheduling runs in tests without a GPU.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
+
+use rave_core::error::{EngineError, ErrorFamily, Result};
+
+use super::queue::{Lease, QueueOutcome, SegmentQueue};
+use super::worker::LoadTurn;
+use crate::cancel::CancelToken;
+use crate::gpu_list::assign;
+use crate::stages::FirstError;
+
+/// How a job's workers are laid out.
+#[derive(Debug, Clone)]
+pub struct PoolPlan {
+    /// The GPUs, in order (on the CPU, one entry: the run's device index).
+    pub gpus: Vec<usize>,
+    /// Workers in all (spread over the GPUs in turn).
+    pub jobs: usize,
+    /// Whether a GPU that fails leaves its segments to the others instead of stopping the
+    /// job (with several GPUs).
+    pub survive_gpu_failures: bool,
+    /// Whether no worker starts on frames before every one has loaded (so that each one's
+    /// VRAM fit measures only its own memory, under `--vram-limit`).
+    pub wait_for_all_loaded: bool,
+}
+
+/// A worker whose GPU failed: where, why, and the segments it put back or gave up.
+#[derive(Debug)]
+pub struct WorkerFailure {
+    /// Its GPU.
+    pub gpu: usize,
+    /// The error.
+    pub error: EngineError,
+    /// The segments it held (each put back for another GPU, or given up).
+    pub segments: Vec<usize>,
+}
+
+/// What the workers left.
+#[derive(Debug)]
+pub struct PoolOutcome {
+    /// The error that stopped the job, if one did.
+    pub error: Option<EngineError>,
+    /// Workers whose model did not load, each with its GPU (only where GPU failures are
+    /// survived; otherwise that is the job's error).
+    pub load_failures: Vec<(usize, EngineError)>,
+    /// Workers whose GPU failed mid-run (idem).
+    pub gpu_failures: Vec<WorkerFailure>,
+    /// What became of the segments.
+    pub segments: QueueOutcome,
+}
+
+/// What a job's workers do: load a model for a turn, run segments from a lease, and end.
+pub trait PoolWork: Sync {
+    /// A loaded worker.
+    type Worker: Send;
+    /// Load a worker for `turn`; `cancel` is the worker's own token.
+    fn load(&self, turn: LoadTurn, cancel: &CancelToken) -> Result<Self::Worker>;
+    /// Run the segments `lease` hands out until it has none for the worker; each segment
+    /// finished must be reported with [`Lease::finished`].
+    fn run(&self, worker: &mut Self::Worker, lease: &Lease<'_>, cancel: &CancelToken)
+    -> Result<()>;
+    /// The worker's part is over (after its last run, or a failure).
+    fn end(&self, worker: Self::Worker);
+}
+
+/// Whether `e` is the failure of the device a worker runs on, which another GPU may not
+/// share: a CUDA or runtime error, or inference failing inside the runtime. A bad input,
+/// output or option fails alike everywhere and stops the job.
+pub fn is_device_failure(e: &EngineError) -> bool {
+    e.family() == ErrorFamily::Runtime || matches!(e, EngineError::Inference(_))
+}
+
+/// Add `item` to a list the workers share.
+fn push<T>(list: &Mutex<Vec<T>>, item: T) {
+    list.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+}
+
+/// Run `plan.jobs` workers of `work` over `queue` until every segment is done, none is left
+/// that a worker may take, or `cancel` stops the job.
+pub fn run_pool<P: PoolWork>(
+    plan: &PoolPlan,
+    segments: SegmentQueue,
+    cancel: &CancelToken,
+    work: &P,
+) -> PoolOutcome {
+    let queue = &segments;
+    let slots = assign(&plan.gpus, plan.jobs);
+    let next_slot = AtomicUsize::new(0);
+    // Per GPU, the workers that have loaded so far.
+    let turns = Mutex::new(vec![0usize; plan.gpus.len()]);
+    let all_loaded = Barrier::new(plan.jobs);
+    let errors = FirstError::default();
+    let load_failures = Mutex::new(Vec::new());
+    let gpu_failures = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..plan.jobs {
+            s.spawn(|| {
+                let token = cancel.child();
+                // The workers load one at a time.
+                let (mut lease, started) = {
+                    let mut loaded = turns.lock().unwrap_or_else(|e| e.into_inner());
+                    let k = next_slot.fetch_add(1, Ordering::Relaxed);
+                    let (gpu, sharing) = slots[k % slots.len()];
+                    let on_gpu = plan.gpus.iter().position(|&g| g == gpu).unwrap_or(0);
+                    let turn = LoadTurn {
+                        gpu,
+                        sharing,
+                        to_start: sharing - loaded[on_gpu],
+                    };
+                    loaded[on_gpu] += 1;
+                    (queue.lease(gpu), work.load(turn, &token))
+                };
+                if plan.wait_for_all_loaded {
+                    all_loaded.wait();
+                }
+                let gpu = lease.gpu();
+                let mut worker = match started {
+                    Ok(worker) => worker,
+                    // A GPU that cannot load the model leaves the segments to the others
+                    // (a bad option fails them all alike).
+                    Err(e) if plan.survive_gpu_failures && e.family() != ErrorFamily::Usage => {
+                        return push(&load_failures, (gpu, e));
+                    }
+                    Err(e) => return errors.record(e, cancel),
+                };
+                loop {
+                    match work.run(&mut worker, &lease, &token) {
+                        Ok(()) => {}
+                        Err(e)
+                            if plan.survive_gpu_failures
+                                && cancel.reason().is_none()
+                                && is_device_failure(&e) =>
+                        {
+                            let (back, gone) = lease.give_back(&e.to_string());
+                            let segments = back.into_iter().chain(gone).collect();
+                            push(
+                                &gpu_failures,
+                                WorkerFailure {
+                                    gpu,
+                                    error: e,
+                                    segments,
+                                },
+                            );
+                            break;
+                        }
+                        Err(e) => {
+                            errors.record(e, cancel);
+                            break;
+                        }
+                    }
+                    if token.is_cancelled() || !lease.wait_for_work(&|| cancel.is_cancelled()) {
+                        break;
+                    }
+                }
+                drop(lease);
+                work.end(worker);
+            });
+        }
+    });
+    PoolOutcome {
+        error: errors.take(),
+        load_failures: load_failures.into_inner().unwrap_or_default(),
+        gpu_failures: gpu_failures.into_inner().unwrap_or_default(),
+        segments: segments.outcome(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::cancel::StopReason;
+
+    /// Workers that "upscale" a segment by sleeping, failing where told.
+    struct Fake {
+        /// (GPU, n): that GPU fails on the n-th segment its workers start (from 0).
+        fail_nth: Vec<(usize, usize)>,
+        /// Segments that fail on every GPU.
+        poison: Vec<usize>,
+        error: fn() -> EngineError,
+        /// A GPU whose model does not load.
+        no_load_on: Option<usize>,
+        /// Segments a worker takes before running them (the stages open the next one
+        /// before the current one ends).
+        take_two: bool,
+        /// How long a segment takes on GPU 0 and on the others.
+        per_segment: [Duration; 2],
+        /// GPU 0's workers take nothing before GPU 1's first has taken a segment (so GPU 1
+        /// surely gets one, however the threads are scheduled).
+        gpu1_first: bool,
+        gpu1_started: AtomicBool,
+        started: Mutex<Vec<usize>>,
+        /// (segment, GPU) of each segment finished.
+        ran: Mutex<Vec<(usize, usize)>>,
+        /// Stop the job once this many segments are done.
+        user_stop_after: Option<usize>,
+        cancel: CancelToken,
+    }
+
+    impl Fake {
+        fn new() -> Self {
+            Self {
+                fail_nth: Vec::new(),
+                poison: Vec::new(),
+                error: || EngineError::Cuda("an illegal memory access was encountered".into()),
+                no_load_on: None,
+                take_two: false,
+                per_segment: [Duration::from_millis(2); 2],
+                gpu1_first: false,
+                gpu1_started: AtomicBool::new(false),
+                started: Mutex::new(vec![0; 2]),
+                ran: Mutex::new(Vec::new()),
+                user_stop_after: None,
+                cancel: CancelToken::new(),
+            }
+        }
+
+        fn ran(&self) -> Vec<(usize, usize)> {
+            let mut ran = self.ran.lock().unwrap().clone();
+            ran.sort_unstable();
+            ran
+        }
+
+        fn run_on(
+            &self,
+            gpus: &[usize],
+            jobs: usize,
+            survive: bool,
+            segments: usize,
+        ) -> PoolOutcome {
+            let plan = PoolPlan {
+                gpus: gpus.to_vec(),
+                jobs,
+                survive_gpu_failures: survive,
+                wait_for_all_loaded: false,
+            };
+            run_pool(
+                &plan,
+                SegmentQueue::new(0..segments, jobs),
+                &self.cancel,
+                self,
+            )
+        }
+
+        fn wait_for_gpu1(&self) {
+            let until = Instant::now() + Duration::from_secs(20);
+            while !self.gpu1_started.load(Ordering::SeqCst) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+
+        /// Whether segment `i`, the next one started on `gpu`, fails there.
+        fn fails(&self, gpu: usize, i: usize) -> bool {
+            let mut started = self.started.lock().unwrap();
+            let nth = started[gpu];
+            started[gpu] += 1;
+            self.poison.contains(&i) || self.fail_nth.contains(&(gpu, nth))
+        }
+    }
+
+    impl PoolWork for Fake {
+        type Worker = usize;
+
+        fn load(&self, turn: LoadTurn, _: &CancelToken) -> Result<usize> {
+            match self.no_load_on == Some(turn.gpu) {
+                true => Err(EngineError::VramLimit {
+                    requested: 1,
+                    would_be: 2,
+                    limit: 1,
+                }),
+                false => Ok(turn.gpu),
+            }
+        }
+
+        fn run(&self, gpu: &mut usize, lease: &Lease<'_>, cancel: &CancelToken) -> Result<()> {
+            let gpu = *gpu;
+            if self.gpu1_first && gpu == 0 {
+                self.wait_for_gpu1();
+            }
+            while !cancel.is_cancelled() {
+                let Some(first) = lease.take() else {
+                    return Ok(());
+                };
+                if gpu == 1 {
+                    self.gpu1_started.store(true, Ordering::SeqCst);
+                }
+                let mut taken = vec![first];
+                if self.take_two {
+                    taken.extend(lease.take());
+                }
+                for i in taken {
+                    std::thread::sleep(self.per_segment[gpu.min(1)]);
+                    if self.fails(gpu, i) {
+                        cancel.cancel(StopReason::Failure);
+                        return Err((self.error)());
+                    }
+                    let mut ran = self.ran.lock().unwrap();
+                    ran.push((i, gpu));
+                    lease.finished(i);
+                    if Some(ran.len()) == self.user_stop_after {
+                        self.cancel.cancel(StopReason::User);
+                    }
+                }
+            }
+            Ok(())
+        }
+
+        fn end(&self, _: usize) {}
+    }
+
+    fn segments_of(ran: &[(usize, usize)]) -> Vec<usize> {
+        ran.iter().map(|&(i, _)| i).collect()
+    }
+
+    #[test]
+    fn a_gpu_failing_mid_run_fails_only_its_segment_which_another_gpu_runs() {
+        let mut fake = Fake::new();
+        fake.gpu1_first = true;
+        fake.fail_nth = vec![(1, 0)];
+        let out = fake.run_on(&[0, 1], 4, true, 12);
+        assert!(out.error.is_none(), "{:?}", out.error);
+        let ran = fake.ran();
+        assert_eq!(segments_of(&ran), (0..12).collect::<Vec<_>>(), "each once");
+        assert_eq!(out.gpu_failures.len(), 1);
+        let failed = &out.gpu_failures[0];
+        assert_eq!((failed.gpu, failed.segments.len()), (1, 1));
+        let segment = failed.segments[0];
+        assert!(ran.contains(&(segment, 0)), "ran again on GPU 0: {ran:?}");
+        assert_eq!(out.segments.rerun, vec![(segment, 0)]);
+        assert!(out.segments.left.is_empty());
+        assert!(!fake.cancel.is_cancelled(), "the job was not stopped");
+    }
+
+    #[test]
+    fn on_one_gpu_or_for_an_error_of_the_output_the_job_stops_as_before() {
+        let mut fake = Fake::new();
+        fake.gpu1_first = true;
+        fake.fail_nth = vec![(1, 0)];
+        let out = fake.run_on(&[0, 1], 2, false, 12);
+        assert!(matches!(out.error, Some(EngineError::Cuda(_))));
+        assert_eq!(fake.cancel.reason(), Some(StopReason::Failure));
+        assert!(fake.ran().len() < 12);
+
+        let mut fake = Fake::new();
+        fake.gpu1_first = true;
+        fake.fail_nth = vec![(1, 0)];
+        fake.error = || EngineError::Encode("No space left on device".into());
+        let out = fake.run_on(&[0, 1], 2, true, 12);
+        assert!(
+            matches!(out.error, Some(EngineError::Encode(_))),
+            "not a device failure: the other GPU would fail alike"
+        );
+        assert!(out.gpu_failures.is_empty());
+    }
+
+    #[test]
+    fn a_segment_that_fails_on_two_gpus_is_left_and_named_and_the_rest_are_done() {
+        let mut fake = Fake::new();
+        fake.poison = vec![5];
+        let out = fake.run_on(&[0, 1], 4, true, 12);
+        assert!(out.error.is_none());
+        assert_eq!(out.segments.left, vec![5]);
+        let failed: Vec<(usize, usize)> = out
+            .segments
+            .failures
+            .iter()
+            .map(|f| (f.segment, f.gpu))
+            .collect();
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert!(failed.contains(&(5, 0)) && failed.contains(&(5, 1)));
+        // One worker on each GPU stopped at its failure; the others ran the rest, each once.
+        let ran = segments_of(&fake.ran());
+        let rest: Vec<usize> = (0..12).filter(|&i| i != 5).collect();
+        assert_eq!(ran, rest);
+    }
+
+    #[test]
+    fn the_segment_opened_ahead_goes_back_too() {
+        let mut fake = Fake::new();
+        fake.gpu1_first = true;
+        fake.take_two = true;
+        fake.fail_nth = vec![(1, 0)];
+        let out = fake.run_on(&[0, 1], 2, true, 10);
+        assert!(out.error.is_none());
+        assert_eq!(segments_of(&fake.ran()), (0..10).collect::<Vec<_>>());
+        assert_eq!(out.gpu_failures[0].segments.len(), 2, "both it held");
+        assert_eq!(out.segments.rerun.len(), 2);
+        assert!(out.segments.left.is_empty());
+    }
+
+    #[test]
+    fn an_idle_worker_waits_for_a_late_failure_on_another_gpu() {
+        let mut fake = Fake::new();
+        // GPU 1 is slow and fails on its first segment, long after GPU 0 has run out of
+        // segments: GPU 0's worker must still be there to run it.
+        fake.gpu1_first = true;
+        fake.per_segment = [Duration::from_millis(1), Duration::from_millis(300)];
+        fake.fail_nth = vec![(1, 0)];
+        let out = fake.run_on(&[0, 1], 2, true, 4);
+        assert!(out.error.is_none());
+        assert_eq!(fake.ran().len(), 4);
+        assert!(fake.ran().iter().all(|&(_, gpu)| gpu == 0));
+        assert!(out.segments.left.is_empty());
+        assert_eq!(out.segments.rerun.len(), 1);
+    }
+
+    #[test]
+    fn a_gpu_whose_model_does_not_load_leaves_its_segments_to_the_others() {
+        let mut fake = Fake::new();
+        fake.no_load_on = Some(1);
+        let out = fake.run_on(&[0, 1], 4, true, 9);
+        assert!(out.error.is_none());
+        assert_eq!(out.load_failures.len(), 2, "both of GPU 1's workers");
+        assert_eq!(fake.ran().len(), 9);
+        assert!(fake.ran().iter().all(|&(_, gpu)| gpu == 0));
+        // With one GPU, it is the job's error.
+        let mut fake = Fake::new();
+        fake.no_load_on = Some(0);
+        let out = fake.run_on(&[0], 2, false, 3);
+        assert!(matches!(out.error, Some(EngineError::VramLimit { .. })));
+        assert_eq!(out.segments.left, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_user_stop_ends_every_worker_and_leaves_the_rest_pending() {
+        let mut fake = Fake::new();
+        fake.user_stop_after = Some(3);
+        let out = fake.run_on(&[0, 1], 2, true, 50);
+        assert!(out.error.is_none());
+        assert!(out.gpu_failures.is_empty());
+        let done = fake.ran().len();
+        assert!((3..=4).contains(&done), "{done} done");
+        assert_eq!(out.segments.left.len(), 50 - done);
+    }
+}
