@@ -208,4 +208,6 @@ pub struct UpscaleConfig {
     pub segments: SegmentOptions,
     /// Whether frames are cut into tiles for the model (`--tile`, `--tile-overlap`).
     pub tiling: TileRequest,
+    /// A failure to inject into the workers' inference, for testing (`None` in real runs).
+    pub inject_failure: Option<crate::injected_failure::InjectedFailure>,
 }

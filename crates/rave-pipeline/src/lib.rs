@@ -14,6 +14,7 @@ pub mod gpu_fit;
 pub mod gpu_list;
 pub mod gpu_stages;
 pub mod infer_stage;
+pub mod injected_failure;
 mod native_choice;
 pub mod no_replace;
 pub mod output_file;

@@ -23,6 +23,7 @@ use crate::config::ChannelCapacities;
 use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::gpu_stages;
 use crate::infer_stage;
+use crate::injected_failure::FailingUpscaler;
 use crate::progress::ProgressSink;
 use crate::segment_sink::{
     Control, EncodeFrame, EncodeReporting, SegmentEnd, SegmentOutcome, encode_segments,
@@ -71,6 +72,8 @@ pub struct StageRun<'a> {
     pub metrics: &'a PipelineMetrics,
     /// Host copies of the GPU path.
     pub copies: &'a Arc<HostCopies>,
+    /// Frames after which inference fails on purpose (a test's injected failure).
+    pub fail_after: Option<u64>,
 }
 
 /// Run the stages over `run.first` and the segments `run.next` opens, with `engine`. Every
@@ -90,6 +93,7 @@ pub fn run_stages(
         cancel,
         metrics,
         copies,
+        fail_after,
     } = run;
     // Every segment is of the same input stream.
     let color = first.reader.color();
@@ -118,6 +122,7 @@ pub fn run_stages(
                 errors: &errors,
                 cancel,
                 metrics,
+                fail_after,
             },
         };
         match engine {
@@ -288,6 +293,7 @@ struct Shared<'a> {
     errors: &'a FirstError,
     cancel: &'a CancelToken,
     metrics: &'a PipelineMetrics,
+    fail_after: Option<u64>,
 }
 
 /// The decode thread and the channels of the three middle stages.
@@ -341,7 +347,8 @@ impl<'a> Middle<'a> {
         });
         s.spawn(move || {
             guarded(sh.errors, sh.cancel, || {
-                infer_stage::infer(backend, pre_rx, inf_tx, sh.cancel, &m.infer, &|_| Ok(None))
+                let backend = FailingUpscaler::new(backend, sh.fail_after);
+                infer_stage::infer(&backend, pre_rx, inf_tx, sh.cancel, &m.infer, &|_| Ok(None))
             })
         });
         s.spawn(move || {
@@ -367,6 +374,7 @@ impl<'a> Middle<'a> {
         let (dec_rx, post_tx, sh) = self.start(s, gpu_stages::next_decoded);
         let (color, capacity, errors, cancel, m) =
             (sh.color, sh.capacity, sh.errors, sh.cancel, sh.metrics);
+        let fail_after = sh.fail_after;
         let tensor = match gpu.backend.model() {
             Ok(meta) => meta.tensor_format,
             Err(e) => return errors.record(e, cancel),
@@ -387,7 +395,8 @@ impl<'a> Middle<'a> {
             guarded(errors, cancel, || {
                 let backend = gpu.backend.as_ref();
                 let finished = |wait| backend.finished_gpu_times(wait);
-                infer_stage::infer(backend, pre_rx, inf_tx, cancel, &m.infer, &finished)
+                let failing = FailingUpscaler::new(backend, fail_after);
+                infer_stage::infer(&failing, pre_rx, inf_tx, cancel, &m.infer, &finished)
             })
         });
         let depth = color.bit_depth;

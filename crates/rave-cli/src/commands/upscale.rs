@@ -8,6 +8,7 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
 use rave_ffmpeg::hw_caps::{nvenc_session, nvenc_session_on};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
+use rave_pipeline::injected_failure::InjectedFailure;
 use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
     ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, TileRequest,
@@ -162,6 +163,7 @@ pub fn pipeline_config(
     tiling.validate()?;
     Ok(UpscaleConfig {
         tiling,
+        inject_failure: injected_failure()?,
         input: input.to_path_buf(),
         output: output.to_path_buf(),
         model: locate::resolve_model(&run.model, &locate::model_dirs(global)?)?,
@@ -192,6 +194,17 @@ pub fn pipeline_config(
             options: Vec::new(),
         },
     })
+}
+
+/// `RAVE_INJECT_FAILURE=FRAMES[@GPU]`: make the workers' inference (on that GPU only) fail
+/// after FRAMES frames, to test how a run survives a failing GPU.
+fn injected_failure() -> Result<Option<InjectedFailure>> {
+    match std::env::var("RAVE_INJECT_FAILURE") {
+        Ok(v) if !v.trim().is_empty() => InjectedFailure::parse(&v)
+            .map(Some)
+            .map_err(|e| EngineError::Config(format!("RAVE_INJECT_FAILURE={v}: {e}"))),
+        _ => Ok(None),
+    }
 }
 
 /// The GPU options from the flags (and RAVE_ORT_TENSORRT when --backend is absent), with

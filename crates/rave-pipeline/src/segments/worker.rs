@@ -200,6 +200,11 @@ impl Worker {
             open_segment(job, &seg, out, nvdec, scale, nvenc).map(Some)
         };
         let surfaces = self.nvenc.as_ref().map(|n| n.surfaces.clone());
+        let on_gpu = match &self.engine {
+            Engine::Gpu(_) => Some(self.gpu_index),
+            Engine::Cpu(_) => None,
+        };
+        let fail_after = config.inject_failure.and_then(|f| f.for_worker(on_gpu));
         let Some(first) = open()? else {
             return Ok(());
         };
@@ -216,6 +221,7 @@ impl Worker {
                 cancel: shared.cancel,
                 metrics: shared.metrics,
                 copies: shared.copies,
+                fail_after,
             },
         )
     }
