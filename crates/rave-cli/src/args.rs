@@ -13,19 +13,22 @@ Exit codes:
   0    success
   1    internal error (a bug in RAVE; please report it)
   2    bad option or value (each numeric option says its accepted range), a GPU-only
-       option with --device cpu, a --tile the model or path cannot take (--tile WxH where
-       the GPU runs the model: tiles run on the CPU path only so far), or a --models-dir /
-       RAVE_MODELS_DIR that is not a folder
+       option with --device cpu, a --tile the model cannot take, a --vram-limit too small
+       for the model even in the smallest tiles, --gpus naming a GPU the machine lacks,
+       or a --models-dir / RAVE_MODELS_DIR that is not a folder
   3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec; a
        pipe, stdin or a device (save it to a regular file first)
   4    output problem: exists (use --overwrite), being written by another rave run, cannot
        be written, encode or mux failure
   5    model problem: missing, not ONNX, or not an image-to-image model, or a fixed-size
-       model the frames cannot be tiled for (smaller than its input, --tile off, the GPU)
+       model the frames cannot be tiled for (smaller than its input, or --tile off)
   6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or
        ORT_DYLIB_PATH naming one that does not load), or GPU problem (CUDA driver error,
        VRAM limit, or a --backend / RAVE_ORT_TENSORRT provider that cannot run)
-  7    incomplete: `rave assemble` while segments of the job are not done (it names them)
+  7    incomplete: `rave assemble` while segments of the job are not done (it names them);
+       `rave upscale --gpus` where segments failed on two GPUs, or no worker that could
+       run them was left (it names each and why; the finished segments are kept, and the
+       same command again resumes)
   130  interrupted (Ctrl+C); a finalized NAME.partial.EXT (or NAME.partial-N.EXT when
        that name is taken) keeps the frames done; nothing is kept before the first frame
 
@@ -44,7 +47,10 @@ Environment:
   RAVE_ORT_TENSORRT  GPU provider when --backend is absent: auto (default); 0/off/false/cuda/
                    cuda-only for CUDA; 1/on/true/trt/trt-only for TensorRT (a provider chosen
                    here or by --backend needs the GPU: no fallback to the CPU)
-  RAVE_LOG         log filter (e.g. info, debug)";
+  RAVE_LOG         log filter (e.g. info, debug)
+  RAVE_INJECT_FAILURE  for testing a run's failure handling: FRAMES[@GPU] makes each segment
+                   worker's inference (with @GPU, only that GPU's workers') fail like a
+                   broken GPU after FRAMES frames";
 
 /// RAVE upscales video with AI super-resolution models, keeping audio, subtitles,
 /// chapters, timestamps and colour tags.
