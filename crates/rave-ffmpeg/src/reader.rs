@@ -106,7 +106,7 @@ impl VideoReader {
     /// software for what NVDEC cannot take); up to `extra_frames` decoded surfaces may be held
     /// downstream at once.
     pub fn open_on(path: &Path, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
-        Self::open_checked(path, nvdec, None, FrameBounds::default())
+        Self::open_checked(path, nvdec, None, FrameBounds::default(), 0)
     }
 
     /// Open this reader's file again, decoding on NVDEC through `nvdec` when given, without
@@ -122,18 +122,20 @@ impl VideoReader {
         nvdec: Option<(&CudaDevice, i32)>,
         bounds: FrameBounds,
     ) -> Result<Self> {
-        Self::open_checked(self.path(), nvdec, Some(self.ledger.structure()), bounds)
+        Self::open_checked(self.path(), nvdec, Some(self.ledger.structure()), bounds, 0)
     }
 
     /// Open `path` for the frames within `bounds` when its structure was already checked and
-    /// found to have `structure` (a segment worker of a planned job).
+    /// found to have `structure` (a segment worker of a planned job); a software decoder
+    /// runs `threads` threads (0: FFmpeg's choice, one per core).
     pub fn open_within(
         path: &Path,
         nvdec: Option<(&CudaDevice, i32)>,
         bounds: FrameBounds,
         structure: Option<crate::structure_check::StructureProblem>,
+        threads: usize,
     ) -> Result<Self> {
-        Self::open_checked(path, nvdec, Some(structure), bounds)
+        Self::open_checked(path, nvdec, Some(structure), bounds, threads)
     }
 
     /// The verdict of the file's structure check (to open it again without repeating it).
@@ -146,10 +148,11 @@ impl VideoReader {
         nvdec: Option<(&CudaDevice, i32)>,
         structure: Option<Option<crate::structure_check::StructureProblem>>,
         bounds: FrameBounds,
+        threads: usize,
     ) -> Result<Self> {
         // Errors FFmpeg logs while opening (a track it cannot parse, say) are damage too.
         let (mut demuxer, open_errors) = Demuxer::open(path)?;
-        let (decoder, decoder_log) = VideoDecoder::open(&demuxer, nvdec)?;
+        let (decoder, decoder_log) = VideoDecoder::open(&demuxer, nvdec, threads)?;
         let (rate, constant_rate) = decoder.frame_rate();
         let timeline = VideoTimeline::new(frame_step(decoder.time_base(), rate), constant_rate);
         let video_index = demuxer.video_index();
@@ -186,6 +189,11 @@ impl VideoReader {
     /// The conversion colour description of the video.
     pub fn color(&self) -> ColorInfo {
         self.decoder.color()
+    }
+
+    /// Threads of the software decoder (0: FFmpeg's choice, one per core).
+    pub fn decoder_threads(&self) -> usize {
+        self.decoder.threads()
     }
 
     /// Time base of the video stream's timestamps.
@@ -506,5 +514,33 @@ mod tests {
         );
         assert_eq!(frame_step(Rational::new(1, 25), Rational::new(25, 1)), 1);
         assert_eq!(frame_step(Rational::new(1, 25), Rational::new(0, 1)), 1);
+    }
+
+    #[test]
+    fn a_segment_reader_decodes_every_frame_on_the_threads_it_is_given() {
+        crate::init();
+        let dir = std::env::temp_dir().join(format!("rave-reader-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let clip = dir.join("clip.mp4");
+        let made = std::process::Command::new("ffmpeg")
+            .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
+            .arg("testsrc2=size=64x48:rate=25:duration=0.48")
+            .args(["-c:v", "libx264", "-preset", "ultrafast"])
+            .arg(&clip)
+            .status()
+            .expect("the ffmpeg command (scripts/setup.sh installs it)");
+        assert!(made.success());
+        for threads in [1, 3] {
+            let mut reader =
+                VideoReader::open_within(&clip, None, FrameBounds::default(), None, threads)
+                    .unwrap();
+            assert_eq!(reader.decoder_threads(), threads);
+            let mut frames = 0;
+            while reader.next_frame().unwrap().is_some() {
+                frames += 1;
+            }
+            assert_eq!(frames, 12, "{threads} thread(s): every frame");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

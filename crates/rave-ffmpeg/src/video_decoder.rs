@@ -47,8 +47,13 @@ pub struct VideoDecoder {
 impl VideoDecoder {
     /// Open the decoder of `demuxer`'s video stream, on NVDEC through `nvdec` when given
     /// (FFmpeg falls back to software for what NVDEC cannot take; up to `extra` decoded
-    /// surfaces may be held downstream). Also returns the watch on the decoder's log.
-    pub fn open(demuxer: &Demuxer, nvdec: Option<(&CudaDevice, i32)>) -> Result<(Self, LogWatch)> {
+    /// surfaces may be held downstream), else in software on `threads` frame threads (0:
+    /// FFmpeg's choice, one per core). Also returns the watch on the decoder's log.
+    pub fn open(
+        demuxer: &Demuxer,
+        nvdec: Option<(&CudaDevice, i32)>,
+        threads: usize,
+    ) -> Result<(Self, LogWatch)> {
         let path = demuxer.path();
         let input = demuxer.input();
         let video_index = demuxer.video_index();
@@ -65,7 +70,7 @@ impl VideoDecoder {
             Some((device, extra)) => device.attach(unsafe { ctx.as_mut_ptr() }, extra)?,
             None => ctx.set_threading(Threading {
                 kind: ThreadingType::Frame,
-                count: 0,
+                count: threads,
                 ..Default::default()
             }),
         }
@@ -121,6 +126,11 @@ impl VideoDecoder {
     /// The stream's nominal frame rate, and whether it is constant.
     pub fn frame_rate(&self) -> (Rational, bool) {
         (self.frame_rate, self.constant_rate)
+    }
+
+    /// Threads the decoder was opened with (0: FFmpeg's choice).
+    pub fn threads(&self) -> usize {
+        self.decoder.threading().count
     }
 
     /// Coded size of the video.

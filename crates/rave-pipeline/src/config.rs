@@ -195,6 +195,8 @@ pub struct UpscaleConfig {
     pub allow_corrupt: bool,
     /// Inference threads (0 = one per core).
     pub threads: usize,
+    /// Threads of each software video decoder (`None`: FFmpeg's choice, one per core).
+    pub decoder_threads: Option<usize>,
     /// Channel capacities.
     pub channels: ChannelCapacities,
     /// Where to look for the ONNX Runtime library, in order.

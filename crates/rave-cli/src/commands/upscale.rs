@@ -177,6 +177,7 @@ pub fn pipeline_config(
         overwrite: args.overwrite,
         allow_corrupt: run.allow_corrupt,
         threads: run.threads,
+        decoder_threads: None,
         channels: ChannelCapacities {
             decoded: run.channels[0],
             preprocessed: run.channels[1],

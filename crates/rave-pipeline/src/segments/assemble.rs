@@ -57,7 +57,7 @@ pub fn assemble(
     };
     let first = SegmentFile::open(first_path)?;
     let headers = first.extradata();
-    let mut source = VideoReader::open_within(input.source, None, FrameBounds::default(), None)?;
+    let mut source = VideoReader::open_within(input.source, None, FrameBounds::default(), None, 0)?;
     let mut muxer = {
         let description = OutputDescription {
             container: Some(input.container),

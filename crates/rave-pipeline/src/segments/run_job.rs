@@ -346,7 +346,7 @@ pub fn run_job(
 
 /// The spec each of `jobs` workers runs with: the CPU's inference threads shared out
 /// between them unless `--threads` says otherwise, and with several GPUs the software
-/// encoders' threads too.
+/// encoders' and decoders' threads too.
 fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if jobs > 1 && spec.config.threads == 0 {
@@ -356,17 +356,21 @@ fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
         Device::Cpu => 1,
         _ => spec.config.gpu.gpus.len(),
     };
+    let share = shared_threads(cores, jobs, gpus);
     if spec.config.encoder.threads.is_none() {
-        spec.config.encoder.threads = encoder_threads(cores, jobs, gpus);
+        spec.config.encoder.threads = share;
+    }
+    if spec.config.decoder_threads.is_none() {
+        spec.config.decoder_threads = share;
     }
     spec
 }
 
-/// Threads each of `workers` software encoders gets on `cores`, where they are spread over
-/// `gpus` GPUs: with several GPUs, the cores shared out (each encoder would otherwise size
-/// its pool from all of them, and the GPUs' workers would fight over the CPU); with one,
-/// the encoders' own choice, as measured on one GPU.
-fn encoder_threads(cores: usize, workers: usize, gpus: usize) -> Option<usize> {
+/// Threads each of `workers` software encoders (and decoders) gets on `cores`, where they
+/// are spread over `gpus` GPUs: with several GPUs, the cores shared out (each would
+/// otherwise size its pool from all of them, and the GPUs' workers would fight over the
+/// CPU); with one, the codecs' own choice, as measured on one GPU.
+fn shared_threads(cores: usize, workers: usize, gpus: usize) -> Option<usize> {
     (gpus > 1 && workers > 1).then(|| (cores / workers).max(1))
 }
 
@@ -375,10 +379,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn encoders_share_the_cores_only_across_several_gpus() {
-        assert_eq!(encoder_threads(32, 4, 2), Some(8));
-        assert_eq!(encoder_threads(16, 2, 1), None, "one GPU: as before");
-        assert_eq!(encoder_threads(4, 8, 2), Some(1));
-        assert_eq!(encoder_threads(32, 1, 2), None, "one worker");
+    fn codecs_share_the_cores_only_across_several_gpus() {
+        assert_eq!(shared_threads(32, 4, 2), Some(8));
+        assert_eq!(shared_threads(16, 2, 1), None, "one GPU: as before");
+        assert_eq!(shared_threads(4, 8, 2), Some(1));
+        assert_eq!(shared_threads(32, 1, 2), None, "one worker");
     }
 }

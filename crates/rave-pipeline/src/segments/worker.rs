@@ -250,7 +250,13 @@ fn open_segment(
         end: seg.end_pts,
         first_index: seg.first_frame,
     };
-    let reader = VideoReader::open_within(&config.input, nvdec, bounds, job.structure.clone())?;
+    let reader = VideoReader::open_within(
+        &config.input,
+        nvdec,
+        bounds,
+        job.structure.clone(),
+        config.decoder_threads.unwrap_or(0),
+    )?;
     let (w, h) = job.in_size;
     let sink = match out {
         Some(path) => {
