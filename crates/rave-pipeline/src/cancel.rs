@@ -39,11 +39,10 @@ impl CancelToken {
     /// already is); cancelling the child leaves this one alone.
     pub fn child(&self) -> Self {
         let child = Self::new();
-        self.0
-            .children
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::downgrade(&child.0));
+        let mut children = self.0.children.lock().unwrap_or_else(|e| e.into_inner());
+        children.retain(|c| c.strong_count() > 0);
+        children.push(Arc::downgrade(&child.0));
+        drop(children);
         // After the registration, so a cancel between the two is not missed (a second
         // cancel of the child is harmless: the first reason sticks).
         if let Some(reason) = self.reason() {
@@ -101,14 +100,15 @@ impl CancelToken {
 
     /// Register something to interrupt on cancellation (interrupted at once if already cancelled).
     pub fn on_cancel(&self, interrupter: Arc<dyn Interrupt>) {
-        if self.is_cancelled() {
-            interrupter.interrupt();
-        }
         self.0
             .interrupters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(interrupter);
+            .push(interrupter.clone());
+        // After the registration: a cancel in between interrupts it twice, never not at all.
+        if self.is_cancelled() {
+            interrupter.interrupt();
+        }
     }
 }
 

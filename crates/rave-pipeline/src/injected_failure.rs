@@ -13,7 +13,8 @@ use rave_core::error::{EngineError, Result};
 /// Where and when the injected failure strikes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InjectedFailure {
-    /// Frames each affected worker upscales before its inference fails.
+    /// Frames each affected worker upscales before its inference fails (and fails again on
+    /// every later call).
     pub after_frames: u64,
     /// Only the workers on this GPU (`None`: every worker, the CPU's too).
     pub gpu: Option<usize>,
@@ -49,21 +50,26 @@ impl InjectedFailure {
     }
 }
 
-/// `inner`, failing once `after` frames have been upscaled (never with `None`).
+/// When a worker's injected failure strikes: after `frames` frames, counted in `done`
+/// (the worker's own count, kept across its runs of the stages).
+#[derive(Clone, Copy)]
+pub struct FailAfter<'a> {
+    /// Frames upscaled before the failure.
+    pub frames: u64,
+    /// Frames upscaled so far.
+    pub done: &'a AtomicU64,
+}
+
+/// `inner`, failing once `after` says (never with `None`).
 pub struct FailingUpscaler<'a, U: ?Sized> {
     inner: &'a U,
-    after: Option<u64>,
-    done: AtomicU64,
+    after: Option<FailAfter<'a>>,
 }
 
 impl<'a, U: ?Sized> FailingUpscaler<'a, U> {
     /// Wrap `inner`.
-    pub fn new(inner: &'a U, after: Option<u64>) -> Self {
-        Self {
-            inner,
-            after,
-            done: AtomicU64::new(0),
-        }
+    pub fn new(inner: &'a U, after: Option<FailAfter<'a>>) -> Self {
+        Self { inner, after }
     }
 }
 
@@ -83,9 +89,13 @@ impl<U: Upscaler + ?Sized> Upscaler for FailingUpscaler<'_, U> {
     }
 
     fn upscale(&self, frames: &[Self::Frame]) -> Result<Vec<Self::Frame>> {
-        if let Some(after) = self.after {
-            let done = self.done.fetch_add(frames.len() as u64, Ordering::Relaxed);
-            if done + frames.len() as u64 > after {
+        if let Some(FailAfter {
+            frames: after,
+            done,
+        }) = self.after
+        {
+            let before = done.fetch_add(frames.len() as u64, Ordering::Relaxed);
+            if before + frames.len() as u64 > after {
                 return Err(EngineError::Cuda(format!(
                     "a failure injected for testing, after {after} frames (RAVE_INJECT_FAILURE)"
                 )));

@@ -23,7 +23,7 @@ use crate::config::ChannelCapacities;
 use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::gpu_stages;
 use crate::infer_stage;
-use crate::injected_failure::FailingUpscaler;
+use crate::injected_failure::{FailAfter, FailingUpscaler};
 use crate::progress::ProgressSink;
 use crate::segment_sink::{
     Control, EncodeFrame, EncodeReporting, SegmentEnd, SegmentOutcome, encode_segments,
@@ -72,8 +72,8 @@ pub struct StageRun<'a> {
     pub metrics: &'a PipelineMetrics,
     /// Host copies of the GPU path.
     pub copies: &'a Arc<HostCopies>,
-    /// Frames after which inference fails on purpose (a test's injected failure).
-    pub fail_after: Option<u64>,
+    /// When inference fails on purpose (a test's injected failure).
+    pub fail_after: Option<FailAfter<'a>>,
 }
 
 /// Run the stages over `run.first` and the segments `run.next` opens, with `engine`. Every
@@ -293,7 +293,7 @@ struct Shared<'a> {
     errors: &'a FirstError,
     cancel: &'a CancelToken,
     metrics: &'a PipelineMetrics,
-    fail_after: Option<u64>,
+    fail_after: Option<FailAfter<'a>>,
 }
 
 /// The decode thread and the channels of the three middle stages.

@@ -15,7 +15,8 @@ use crate::report::{GpuLine, SegmentRetry};
 const REASONS_SHOWN: usize = 8;
 
 /// The error for a job whose segments `outcome.segments.left` were not upscaled (of
-/// `total`), saying for each why; `kept` is the work folder and its finished segments.
+/// `total`), saying for each why; `kept` is the work folder and its finished segments,
+/// where it is still there and holds any.
 pub fn missing_segments(
     outcome: &PoolOutcome,
     total: usize,
@@ -65,7 +66,7 @@ pub fn missing_segments(
             "the {done} finished segment(s) are kept in {}: run the same command again to upscale the rest (with --gpus naming the GPUs that work)",
             work.display()
         ),
-        None => "nothing was written".into(),
+        None => "no segment was finished; once the GPUs work, run the same command again (with --gpus naming the GPUs that work)".into(),
     };
     EngineError::SegmentsFailed {
         missing: left.clone(),
@@ -103,18 +104,12 @@ pub fn survived(outcome: &PoolOutcome) -> Vec<String> {
     let rerun = &outcome.segments.rerun;
     for f in &outcome.gpu_failures {
         let mut line = format!("GPU {} failed ({}): its worker stopped", f.gpu, f.error);
-        let places: Vec<String> = f
-            .segments
-            .iter()
-            .filter_map(|i| {
-                let (_, on) = rerun.iter().find(|(s, _)| s == i)?;
-                Some(format!("segment {i} on GPU {on}"))
-            })
-            .collect();
-        if !places.is_empty() {
+        if let Some(back) = &f.given_back
+            && let Some((_, on)) = rerun.iter().find(|(s, _)| *s == back.failed)
+        {
             line.push_str(&format!(
-                ", and what it held was upscaled again: {}",
-                places.join(", ")
+                ", and segment {} was upscaled again on GPU {on}",
+                back.failed
             ));
         }
         warnings.push(line);
@@ -170,7 +165,7 @@ pub fn retried(segments: &QueueOutcome) -> Vec<SegmentRetry> {
 mod tests {
     use super::*;
     use crate::segments::pool::WorkerFailure;
-    use crate::segments::queue::SegmentFailure;
+    use crate::segments::queue::{GivenBack, SegmentFailure};
 
     fn failure(segment: usize, gpu: usize, error: &str) -> SegmentFailure {
         SegmentFailure {
@@ -222,12 +217,16 @@ mod tests {
         out.gpu_failures = vec![WorkerFailure {
             gpu: 1,
             error: EngineError::Cuda("lost".into()),
-            segments: vec![3],
+            given_back: Some(GivenBack {
+                failed: 3,
+                retried: true,
+                others: vec![4],
+            }),
         }];
         assert_eq!(
             survived(&out),
             vec![
-                "GPU 1 failed (CUDA error: lost): its worker stopped, and what it held was upscaled again: segment 3 on GPU 0"
+                "GPU 1 failed (CUDA error: lost): its worker stopped, and segment 3 was upscaled again on GPU 0"
             ]
         );
         let retries = retried(&out.segments);

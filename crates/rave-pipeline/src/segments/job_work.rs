@@ -99,13 +99,21 @@ pub struct LocalJob<'a> {
 }
 
 impl LocalJob<'_> {
-    /// Settle segment `o` of a worker holding `lease`: a complete file is committed (or a
+    /// Settle segment `o` of a worker holding `lease` and stopped by `cancel`: a complete file is committed (or a
     /// null sink's outcome kept), a file interrupted by the user kept as a partial one,
     /// any other removed; the frames of a segment that failed no longer count as written.
-    fn settle(&self, o: SegmentOutcome, lease: &Lease<'_>, frames: &AtomicU64) -> Result<()> {
+    fn settle(
+        &self,
+        o: SegmentOutcome,
+        lease: &Lease<'_>,
+        frames: &AtomicU64,
+        cancel: &CancelToken,
+    ) -> Result<()> {
         let job = &self.job;
         let i = o.index;
-        let user_stop = job.cancel.reason() == Some(StopReason::User);
+        // The worker's own reason, as its finisher saw it: a worker that failed before a
+        // Ctrl+C did not finalize its segment as a partial one.
+        let user_stop = cancel.reason() == Some(StopReason::User);
         match (job.work, &o.file) {
             (Some(w), Some(t)) if o.complete => {
                 commit_segment(w, &job.segments[i].plan, t, &o, job.strict)?;
@@ -171,7 +179,7 @@ impl PoolWork for LocalJob<'_> {
             Ok(Some((job.segments[i].plan.clone(), temp)))
         };
         let frames = &r.frames;
-        let settle = |o: SegmentOutcome| self.settle(o, lease, frames);
+        let settle = |o: SegmentOutcome| self.settle(o, lease, frames, cancel);
         let shared = RunShared {
             progress: job.progress,
             cancel,
@@ -182,6 +190,14 @@ impl PoolWork for LocalJob<'_> {
         let result = r.worker.run_segments(job.spec, &mut next, &settle, &shared);
         r.busy += busy.elapsed();
         result
+    }
+
+    fn device_failed(&self, r: &Running) -> bool {
+        match r.worker.engine() {
+            // A context left in error (a sticky CUDA error) fails every call from now on.
+            Engine::Gpu(g) => g.ctx.sync_all().is_err(),
+            Engine::Cpu(_) => false,
+        }
     }
 
     fn end(&self, r: Running) {
@@ -228,4 +244,159 @@ pub fn worker_shares(reports: &[WorkerReport]) -> Vec<WorkerShare> {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ChannelCapacities, Device, GpuOptions, SegmentOptions, UpscaleConfig};
+    use crate::progress::{NoProgress, Progress};
+    use crate::segments::job::{PreparedJob, prepare};
+    use crate::segments::manifest::SegmentState;
+    use crate::segments::queue::SegmentQueue;
+    use rave_core::damage::InputDamage;
+    use rave_ffmpeg::{DecodeStats, EncoderSettings, VideoCodec};
+
+    /// A job of two 10-frame segments of a clip made by the ffmpeg command, planned for
+    /// real (no model is loaded: `settle` is what is tested).
+    fn two_segment_job(dir: &std::path::Path) -> PreparedJob {
+        let input = dir.join("in.mp4");
+        let made = std::process::Command::new("ffmpeg")
+            .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
+            .arg("testsrc2=size=64x48:rate=25:duration=0.8")
+            .args([
+                "-c:v",
+                "libx264",
+                "-g",
+                "10",
+                "-keyint_min",
+                "10",
+                "-sc_threshold",
+                "0",
+            ])
+            .arg(&input)
+            .status()
+            .expect("the ffmpeg command (scripts/setup.sh installs it)");
+        assert!(made.success());
+        let model = dir.join("model.onnx");
+        std::fs::write(&model, b"not loaded by this test").unwrap();
+        let config = UpscaleConfig {
+            input,
+            output: dir.join("out.mp4"),
+            model,
+            encoder: EncoderSettings::new(VideoCodec::H264, None, None).unwrap(),
+            device: Device::Cpu,
+            gpu: GpuOptions::default(),
+            overwrite: false,
+            allow_corrupt: false,
+            threads: 1,
+            decoder_threads: None,
+            channels: ChannelCapacities::default(),
+            runtime_candidates: Vec::new(),
+            max_frames: None,
+            null_output: false,
+            segments: SegmentOptions {
+                segment_frames: Some(10),
+                ..SegmentOptions::default()
+            },
+            tiling: Default::default(),
+            inject_failure: None,
+        };
+        let clock = StartupClock::new(Instant::now());
+        let job = prepare(
+            &config,
+            &NoProgress,
+            &CancelToken::new(),
+            &mut || Ok(()),
+            &clock,
+        )
+        .unwrap();
+        assert_eq!(job.manifest.segments.len(), 2);
+        job
+    }
+
+    fn outcome(
+        index: usize,
+        file: &std::path::Path,
+        frames: u64,
+        complete: bool,
+    ) -> SegmentOutcome {
+        SegmentOutcome {
+            index,
+            file: Some(file.to_path_buf()),
+            complete,
+            finalized: complete,
+            frames,
+            decode: SegmentDecode::default(),
+            damage: InputDamage::default(),
+            stats: DecodeStats::default(),
+            first_pts: Some(0),
+        }
+    }
+
+    #[test]
+    fn a_finished_segment_leaves_the_workers_hands_and_a_failed_one_is_not_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = two_segment_job(dir.path());
+        let work = job.work.as_ref().unwrap();
+        let clock = StartupClock::new(Instant::now());
+        let progress = JobProgress::new(&NoProgress, Some(20), 0, &clock);
+        let (metrics, copies) = (PipelineMetrics::default(), Arc::new(HostCopies::default()));
+        let job_cancel = CancelToken::new();
+        let local = LocalJob {
+            job: JobWork {
+                spec: &job.spec,
+                work: Some(work),
+                segments: &job.manifest.segments,
+                strict: true,
+                progress: &progress,
+                cancel: &job_cancel,
+                clock: &clock,
+                metrics: &metrics,
+                copies: &copies,
+            },
+            results: JobResults::default(),
+        };
+        let queue = SegmentQueue::new(0..2, 1);
+        let lease = queue.lease(1);
+        let frames = AtomicU64::new(0);
+        let worker = job_cancel.child();
+        assert_eq!((lease.take(), lease.take()), (Some(0), Some(1)));
+        for _ in 0..14 {
+            progress.frame_written(&Progress::new(0, None, Duration::ZERO));
+        }
+        // Segment 0 is complete: committed, done in the manifest, out of the lease.
+        let first = work.segment_temp(0);
+        std::fs::write(&first, b"segment 0").unwrap();
+        local
+            .settle(outcome(0, &first, 10, true), &lease, &frames, &worker)
+            .unwrap();
+        assert!(!first.exists(), "renamed into place");
+        assert_eq!(work.read().unwrap().segments[0].state, SegmentState::Done);
+        // The worker's GPU fails 4 frames into segment 1: its file goes, its frames no
+        // longer count, and it stays in the lease to be given back.
+        worker.cancel(StopReason::Failure);
+        let second = work.segment_temp(1);
+        std::fs::write(&second, b"half of segment 1").unwrap();
+        local
+            .settle(outcome(1, &second, 4, false), &lease, &frames, &worker)
+            .unwrap();
+        assert!(!second.exists(), "an incomplete file is removed");
+        assert_eq!(
+            progress.written(),
+            10,
+            "the failed segment's 4 frames rewound"
+        );
+        assert_eq!(frames.load(Ordering::Relaxed), 10);
+        assert_eq!(local.results.processed.load(Ordering::Relaxed), 1);
+        let back = lease.give_back("CUDA error").unwrap();
+        assert_eq!(
+            (back.failed, back.others),
+            (1, vec![]),
+            "segment 0 was finished"
+        );
+        drop(lease);
+        assert!(queue.outcome().rerun.is_empty());
+        assert_ne!(work.read().unwrap().segments[1].state, SegmentState::Done);
+    }
 }

@@ -9,9 +9,9 @@ use std::sync::{Barrier, Mutex};
 
 use rave_core::error::{EngineError, ErrorFamily, Result};
 
-use super::queue::{Lease, QueueOutcome, SegmentQueue};
+use super::queue::{GivenBack, Lease, QueueOutcome, SegmentQueue};
 use super::worker::LoadTurn;
-use crate::cancel::CancelToken;
+use crate::cancel::{CancelToken, StopReason};
 use crate::gpu_list::assign;
 use crate::stages::FirstError;
 
@@ -30,15 +30,15 @@ pub struct PoolPlan {
     pub wait_for_all_loaded: bool,
 }
 
-/// A worker whose GPU failed: where, why, and the segments it put back or gave up.
+/// A worker whose GPU failed: where, why, and what became of the segments it held.
 #[derive(Debug)]
 pub struct WorkerFailure {
     /// Its GPU.
     pub gpu: usize,
     /// The error.
     pub error: EngineError,
-    /// The segments it held (each put back for another GPU, or given up).
-    pub segments: Vec<usize>,
+    /// The segment it was upscaling and the ones opened ahead (`None`: it held none).
+    pub given_back: Option<GivenBack>,
 }
 
 /// What the workers left.
@@ -67,13 +67,21 @@ pub trait PoolWork: Sync {
     -> Result<()>;
     /// The worker's part is over (after its last run, or a failure).
     fn end(&self, worker: Self::Worker);
+    /// Whether the worker's device itself is in error after a failed run (a CUDA context
+    /// left unusable), whatever stage reported the failure first.
+    fn device_failed(&self, worker: &Self::Worker) -> bool {
+        let _ = worker;
+        false
+    }
 }
 
-/// Whether `e` is the failure of the device a worker runs on, which another GPU may not
-/// share: a CUDA or runtime error, or inference failing inside the runtime. A bad input,
-/// output or option fails alike everywhere and stops the job.
-pub fn is_device_failure(e: &EngineError) -> bool {
-    e.family() == ErrorFamily::Runtime || matches!(e, EngineError::Inference(_))
+/// Whether `e`, which stopped a worker whose device is (`device_failed`) or is not in
+/// error, is the failure of that device, which another GPU may not share: a CUDA or
+/// runtime error, or any error with the device left in error (NVDEC, NVENC or the model's
+/// runtime may report a broken GPU first). A bad input, output, model or option fails
+/// alike everywhere and stops the job.
+pub fn is_device_failure(e: &EngineError, device_failed: bool) -> bool {
+    e.family() == ErrorFamily::Runtime || (device_failed && e.family() != ErrorFamily::Usage)
 }
 
 /// Add `item` to a list the workers share.
@@ -131,20 +139,22 @@ pub fn run_pool<P: PoolWork>(
                 };
                 loop {
                     match work.run(&mut worker, &lease, &token) {
+                        // Nothing is ever put back with one GPU: done.
+                        Ok(()) if !plan.survive_gpu_failures => break,
                         Ok(()) => {}
+                        // A Ctrl+C meanwhile does not make it the job's error.
                         Err(e)
                             if plan.survive_gpu_failures
-                                && cancel.reason().is_none()
-                                && is_device_failure(&e) =>
+                                && cancel.reason() != Some(StopReason::Failure)
+                                && is_device_failure(&e, work.device_failed(&worker)) =>
                         {
-                            let (back, gone) = lease.give_back(&e.to_string());
-                            let segments = back.into_iter().chain(gone).collect();
+                            let given_back = lease.give_back(&e.to_string());
                             push(
                                 &gpu_failures,
                                 WorkerFailure {
                                     gpu,
                                     error: e,
-                                    segments,
+                                    given_back,
                                 },
                             );
                             break;
@@ -177,7 +187,6 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::cancel::StopReason;
 
     /// Workers that "upscale" a segment by sleeping, failing where told.
     struct Fake {
@@ -289,12 +298,12 @@ mod tests {
                 let Some(first) = lease.take() else {
                     return Ok(());
                 };
-                if gpu == 1 {
-                    self.gpu1_started.store(true, Ordering::SeqCst);
-                }
                 let mut taken = vec![first];
                 if self.take_two {
                     taken.extend(lease.take());
+                }
+                if gpu == 1 {
+                    self.gpu1_started.store(true, Ordering::SeqCst);
                 }
                 for i in taken {
                     std::thread::sleep(self.per_segment[gpu.min(1)]);
@@ -331,8 +340,9 @@ mod tests {
         assert_eq!(segments_of(&ran), (0..12).collect::<Vec<_>>(), "each once");
         assert_eq!(out.gpu_failures.len(), 1);
         let failed = &out.gpu_failures[0];
-        assert_eq!((failed.gpu, failed.segments.len()), (1, 1));
-        let segment = failed.segments[0];
+        let back = failed.given_back.clone().expect("it held a segment");
+        assert_eq!((failed.gpu, back.retried, back.others.len()), (1, true, 0));
+        let segment = back.failed;
         assert!(ran.contains(&(segment, 0)), "ran again on GPU 0: {ran:?}");
         assert_eq!(out.segments.rerun, vec![(segment, 0)]);
         assert!(out.segments.left.is_empty());
@@ -391,8 +401,14 @@ mod tests {
         let out = fake.run_on(&[0, 1], 2, true, 10);
         assert!(out.error.is_none());
         assert_eq!(segments_of(&fake.ran()), (0..10).collect::<Vec<_>>());
-        assert_eq!(out.gpu_failures[0].segments.len(), 2, "both it held");
-        assert_eq!(out.segments.rerun.len(), 2);
+        let back = out.gpu_failures[0].given_back.clone().unwrap();
+        assert_eq!(back.others.len(), 1, "the one opened ahead went back too");
+        assert_eq!(
+            out.segments.failures.len(),
+            1,
+            "charged to one segment only"
+        );
+        assert_eq!(out.segments.rerun, vec![(back.failed, 0)]);
         assert!(out.segments.left.is_empty());
     }
 

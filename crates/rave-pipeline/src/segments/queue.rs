@@ -27,7 +27,8 @@ pub struct SegmentFailure {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct QueueOutcome {
     /// Segments not done, in order: never taken (the run stopped, or no worker was left
-    /// that could take them) or failed as many times as allowed.
+    /// that could take them), failed as many times as allowed, or held by a worker whose
+    /// run stopped.
     pub left: Vec<usize>,
     /// Every failure, in the order they happened.
     pub failures: Vec<SegmentFailure>,
@@ -38,8 +39,9 @@ pub struct QueueOutcome {
 #[derive(Default)]
 struct State {
     pending: VecDeque<usize>,
-    /// Per segment that failed, the GPUs it failed on.
+    /// Per segment that failed, the GPUs it failed on (it does not run there again).
     failed_on: HashMap<usize, Vec<usize>>,
+    /// Segments failed too often, or held by a worker whose run stopped.
     given_up: Vec<usize>,
     failures: Vec<SegmentFailure>,
     rerun: Vec<(usize, usize)>,
@@ -91,11 +93,6 @@ impl SegmentQueue {
         }
     }
 
-    /// Segments not yet taken (for a run that stopped early).
-    pub fn pending(&self) -> usize {
-        self.lock().pending.len()
-    }
-
     /// What became of the segments (once every lease is dropped).
     pub fn outcome(self) -> QueueOutcome {
         let state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -107,6 +104,17 @@ impl SegmentQueue {
             rerun: state.rerun,
         }
     }
+}
+
+/// What a worker whose GPU failed gave back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GivenBack {
+    /// The segment it was upscaling, charged with the failure.
+    pub failed: usize,
+    /// Whether that segment goes to another GPU (else it has failed too often).
+    pub retried: bool,
+    /// The segments it had opened ahead, back in the queue uncharged.
+    pub others: Vec<usize>,
 }
 
 /// One worker's part of the queue: the segments it took and has not finished.
@@ -148,34 +156,38 @@ impl Lease<'_> {
         }
     }
 
-    /// The worker's GPU failed with `error`: every segment it holds is put back for a
-    /// worker on another GPU (first in line), or given up where it has failed
-    /// [`ATTEMPTS`] times. Returns the segments put back and those given up.
-    pub fn give_back(&self, error: &str) -> (Vec<usize>, Vec<usize>) {
+    /// The worker's GPU failed with `error`. The segment it was upscaling (the first it
+    /// holds: a worker runs its segments in the order it took them) is charged with the
+    /// failure: put back first in line for a worker on another GPU, or given up once it
+    /// has failed [`ATTEMPTS`] times. The others it holds (opened ahead, not yet at the
+    /// model) go back uncharged, behind it. Returns the charged segment, whether it was put
+    /// back, and the others.
+    pub fn give_back(&self, error: &str) -> Option<GivenBack> {
         let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
-        let (mut back, mut gone) = (Vec::new(), Vec::new());
+        let (&failed, others) = held.split_first()?;
         let mut state = self.queue.lock();
-        for &index in &held {
-            state.failures.push(SegmentFailure {
-                segment: index,
-                gpu: self.gpu,
-                error: error.to_owned(),
-            });
-            let failed = state.failed_on.entry(index).or_default();
-            failed.push(self.gpu);
-            match failed.len() < ATTEMPTS {
-                true => back.push(index),
-                false => gone.push(index),
-            }
-        }
-        // First in line, in the order they were taken.
-        for &index in back.iter().rev() {
+        state.failures.push(SegmentFailure {
+            segment: failed,
+            gpu: self.gpu,
+            error: error.to_owned(),
+        });
+        let failed_on = state.failed_on.entry(failed).or_default();
+        failed_on.push(self.gpu);
+        let retried = failed_on.len() < ATTEMPTS;
+        for &index in others.iter().rev() {
             state.pending.push_front(index);
         }
-        state.given_up.extend(&gone);
+        match retried {
+            true => state.pending.push_front(failed),
+            false => state.given_up.push(failed),
+        }
         drop(state);
         self.queue.changed.notify_all();
-        (back, gone)
+        Some(GivenBack {
+            failed,
+            retried,
+            others: others.to_vec(),
+        })
     }
 
     /// Wait, idle, until there is a segment this worker may take (true), or until none can
@@ -208,11 +220,17 @@ impl Lease<'_> {
 }
 
 impl Drop for Lease<'_> {
+    /// The worker's part is over: what it still holds (a run that stopped) is left undone,
+    /// and it no longer counts as busy.
     fn drop(&mut self) {
+        let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut state = self.queue.lock();
+        state.given_up.extend(held);
         if self.busy {
-            self.queue.lock().busy -= 1;
-            self.queue.changed.notify_all();
+            state.busy -= 1;
         }
+        drop(state);
+        self.queue.changed.notify_all();
     }
 }
 
@@ -227,7 +245,8 @@ mod tests {
         assert_eq!(on1.take(), Some(0));
         assert_eq!(on1.take(), Some(1));
         on1.finished(0);
-        assert_eq!(on1.give_back("CUDA error: lost"), (vec![1], vec![]));
+        let back = on1.give_back("CUDA error: lost").unwrap();
+        assert_eq!((back.failed, back.retried, back.others), (1, true, vec![]));
         // Segment 1 is first in line, but not for GPU 1 again.
         assert_eq!(on1.take(), Some(2));
         assert_eq!(on0.take(), Some(1));
@@ -254,10 +273,10 @@ mod tests {
         let queue = SegmentQueue::new([5], 3);
         let (a, b, c) = (queue.lease(0), queue.lease(1), queue.lease(2));
         assert_eq!(a.take(), Some(5));
-        assert_eq!(a.give_back("first"), (vec![5], vec![]));
+        assert!(a.give_back("first").unwrap().retried);
         assert_eq!(a.take(), None, "not on the GPU it failed on");
         assert_eq!(b.take(), Some(5));
-        assert_eq!(b.give_back("second"), (vec![], vec![5]));
+        assert!(!b.give_back("second").unwrap().retried);
         assert_eq!(c.take(), None, "failed twice: given up");
         drop((a, b, c));
         let out = queue.outcome();
@@ -267,13 +286,39 @@ mod tests {
     }
 
     #[test]
-    fn the_segments_a_worker_held_keep_their_order_when_put_back() {
+    fn only_the_segment_being_upscaled_is_charged_the_one_opened_ahead_goes_back_free() {
         let queue = SegmentQueue::new(0..5, 2);
         let (a, b) = (queue.lease(0), queue.lease(1));
         assert_eq!(a.take(), Some(0));
         assert_eq!(a.take(), Some(1));
-        assert_eq!(a.give_back("x"), (vec![0, 1], vec![]));
-        assert_eq!((b.take(), b.take(), b.take()), (Some(0), Some(1), Some(2)));
+        let back = a.give_back("x").unwrap();
+        assert_eq!((back.failed, back.others), (0, vec![1]));
+        assert_eq!(
+            queue.lock().failures.len(),
+            1,
+            "segment 1 never reached the model"
+        );
+        // Both are first in line, in order; segment 1 may run on GPU 0 again.
+        assert_eq!(a.take(), Some(1));
+        assert_eq!((b.take(), b.take()), (Some(0), Some(2)));
+        assert_eq!(a.give_back("y").unwrap().failed, 1);
+        assert_eq!(
+            b.take(),
+            Some(1),
+            "charged once on GPU 0: GPU 1 may take it"
+        );
+        assert!(a.give_back("nothing held").is_none());
+    }
+
+    #[test]
+    fn what_a_stopped_worker_still_holds_is_left_not_lost() {
+        let queue = SegmentQueue::new(0..3, 1);
+        let a = queue.lease(0);
+        assert_eq!(a.take(), Some(0));
+        assert_eq!(a.take(), Some(1));
+        a.finished(0);
+        drop(a);
+        assert_eq!(queue.outcome().left, vec![1, 2]);
     }
 
     #[test]

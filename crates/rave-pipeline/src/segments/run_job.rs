@@ -182,10 +182,11 @@ pub fn run_job(
         discard();
         keep_or_remove_work(nothing_done);
         let done = manifest.segments.len() - manifest.missing().len();
+        let kept = work.as_ref().filter(|_| done > 0).map(|w| (w.path(), done));
         return Err(failures::missing_segments(
             &outcome,
             manifest.segments.len(),
-            work.as_ref().map(|w| (w.path(), done)),
+            kept,
         ));
     }
     for w in failures::survived(&outcome) {

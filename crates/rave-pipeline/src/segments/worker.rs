@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::cuda_surfaces::CudaSurfacePool;
@@ -20,6 +21,7 @@ use crate::cancel::CancelToken;
 use crate::config::UpscaleConfig;
 use crate::gpu_convert::HostCopies;
 use crate::gpu_stages;
+use crate::injected_failure::FailAfter;
 use crate::progress::ProgressSink;
 use crate::stage_run::{OpenSegment, Settle, StageRun, run_stages};
 use crate::stages::{DecodePolicy, PipelineMetrics};
@@ -76,6 +78,8 @@ pub struct Worker {
     pub info: BackendInfo,
     /// The GPU it was given (where the GPU runs the model).
     pub gpu_index: usize,
+    /// Frames its inference has run, for a failure injected after some (`RAVE_INJECT_FAILURE`).
+    injected_frames: AtomicU64,
 }
 
 /// What was chosen to run the model, for the report.
@@ -159,6 +163,7 @@ impl Worker {
                 tiling,
             },
             gpu_index: config.gpu.device_id,
+            injected_frames: AtomicU64::new(0),
         })
     }
 
@@ -204,7 +209,13 @@ impl Worker {
             Engine::Gpu(_) => Some(self.gpu_index),
             Engine::Cpu(_) => None,
         };
-        let fail_after = config.inject_failure.and_then(|f| f.for_worker(on_gpu));
+        let fail_after = config
+            .inject_failure
+            .and_then(|f| f.for_worker(on_gpu))
+            .map(|frames| FailAfter {
+                frames,
+                done: &self.injected_frames,
+            });
         let Some(first) = open()? else {
             return Ok(());
         };
