@@ -49,8 +49,8 @@ Environment:
                    here or by --backend needs the GPU: no fallback to the CPU)
   RAVE_LOG         log filter (e.g. info, debug)
   RAVE_INJECT_FAILURE  for testing a run's failure handling: FRAMES[@GPU] makes each segment
-                   worker's inference (with @GPU, only that GPU's workers') fail like a
-                   broken GPU after FRAMES frames";
+                   worker's inference (with @GPU, only that GPU's workers', never the
+                   CPU's) fail like a broken GPU after FRAMES frames";
 
 /// RAVE upscales video with AI super-resolution models, keeping audio, subtitles,
 /// chapters, timestamps and colour tags.
@@ -321,8 +321,9 @@ pub struct GpuArgs {
     pub gpu_index: Option<usize>,
     /// GPUs to spread the segments over: indices like 0,1, or all (see `rave devices`);
     /// each runs its own segment workers (--jobs of them, default 2), with its own model,
-    /// streams and memory budget. GPUs listed that this machine does not have are refused
-    /// before any work (exit 2). One GPU is the same as --gpu [default: the one of --gpu].
+    /// streams and memory budget. A list of several is checked before any work: GPUs this
+    /// machine does not have are refused (exit 2), also where --device auto would otherwise
+    /// run on the CPU. One GPU is the same as --gpu [default: the one of --gpu].
     #[arg(long, value_name = "LIST|all", value_parser = rave_pipeline::gpu_list::parse_gpus,
           conflicts_with = "gpu_index")]
     pub gpus: Option<rave_pipeline::gpu_list::GpuSelection>,

@@ -404,3 +404,41 @@ fn an_output_folder_that_refuses_new_files_is_named_not_the_temporary_file() {
         ],
     );
 }
+
+#[test]
+fn benchmark_takes_an_mp4_whose_subtitles_matroska_cannot_hold() {
+    let dir = scratch();
+    let subs = dir.path().join("s.srt");
+    std::fs::write(&subs, "1\n00:00:00,000 --> 00:00:00,100\nHi\n").unwrap();
+    let input = clip_with(
+        dir.path(),
+        "movtext.mp4",
+        &[
+            "-i",
+            subs.to_str().unwrap(),
+            "-map",
+            "0",
+            "-map",
+            "1",
+            "-c",
+            "copy",
+            "-c:s",
+            "mov_text",
+        ],
+    );
+    let model = fixture("nearest_x2.onnx");
+    let o = run(&[
+        "benchmark",
+        "-i",
+        input.to_str().unwrap(),
+        "-m",
+        model.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--frames",
+        "2",
+        "--progress",
+        "off",
+    ]);
+    assert_exit(&o, 0);
+}

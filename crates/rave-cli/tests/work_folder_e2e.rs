@@ -153,3 +153,75 @@ fn assemble_replaces_an_existing_output_only_with_overwrite() {
     assert_exit(&assemble(&["--overwrite"]), 0);
     assert_eq!(frame_times(&output), frame_times(&input));
 }
+
+#[test]
+fn status_and_segment_do_not_trust_a_done_segment_whose_file_is_gone_or_a_failed_one() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 30);
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    let work = d.join("job");
+    let w = work.to_str().unwrap();
+    let planned = rave()
+        .args(["plan", "-i", input.to_str().unwrap(), "-o"])
+        .arg(&output)
+        .args(["-m", model.to_str().unwrap(), "--device", "cpu"])
+        .args(["--segment-frames", "10", "--work", w])
+        .output()
+        .unwrap();
+    assert_exit(&planned, 0);
+    let segment = |i: &str| {
+        rave()
+            .args(["segment", "--work", w, "--index", i, "--json"])
+            .output()
+            .unwrap()
+    };
+    let status = || {
+        let o = rave()
+            .args(["status", "--work", w, "--json"])
+            .output()
+            .unwrap();
+        assert_exit(&o, 0);
+        report(&o)
+    };
+    for i in ["0", "1", "2"] {
+        assert_exit(&segment(i), 0);
+    }
+    assert_eq!(status()["done"], 3);
+
+    // A done segment's file removed: status does not count it, segment redoes it.
+    std::fs::remove_file(work.join("seg-00001.mp4")).unwrap();
+    let s = status();
+    assert_eq!(
+        (s["done"].as_u64(), s["lost"][0].as_u64()),
+        (Some(2), Some(1))
+    );
+    let text = rave().args(["status", "--work", w]).output().unwrap();
+    assert!(
+        stdout(&text).contains("done, but its file is missing or changed"),
+        "{}",
+        stdout(&text)
+    );
+    let o = segment("1");
+    assert_exit(&o, 0);
+    assert_eq!(report(&o)["already_done"], false, "redone, not trusted");
+    assert!(work.join("seg-00001.mp4").exists());
+    assert_eq!(status()["done"], 3);
+
+    // A segment whose worker fails is pending again, not shown running for a dead worker.
+    std::fs::remove_file(work.join("seg-00002.mp4")).unwrap();
+    let o = rave()
+        .args(["segment", "--work", w, "--index", "2", "--json"])
+        .env("RAVE_INJECT_FAILURE", "3")
+        .output()
+        .unwrap();
+    assert_exit(&o, 6);
+    let s = status();
+    assert_eq!(s["segments"][2]["state"], "pending", "{s}");
+    assert_eq!(s["done"], 2);
+    assert_exit(&segment("2"), 0);
+    let o = rave().args(["assemble", "--work", w]).output().unwrap();
+    assert_exit(&o, 0);
+    assert_eq!(frame_times(&output), frame_times(&input));
+}

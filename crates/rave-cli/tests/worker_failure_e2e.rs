@@ -19,37 +19,43 @@ fn a_worker_that_fails_mid_job_keeps_the_finished_segments_for_the_resume() {
     let one = d.join("one.mp4");
     upscale_ok(&input, &one, &model, &opts);
 
-    let out = d.join("out.mp4");
-    let work = d.join(".out.mp4.rave-work");
-    let args = upscale_args(&input, &out, &model, &[CPU, &opts[..]].concat());
-    let o = rave()
-        .args(&args)
-        .env("RAVE_INJECT_FAILURE", "25")
-        .output()
-        .expect("rave runs");
-    assert_exit(&o, 6);
-    let e = &report(&o)["error"];
-    assert_eq!(e["kind"], "cuda", "{e}");
-    assert_eq!(
-        e["message"],
-        "CUDA error: a failure injected for testing, after 25 frames (RAVE_INJECT_FAILURE)"
-    );
-    let err = stderr(&o);
-    assert!(
-        err.contains(&format!(
-            "rave: warning: the work folder {} keeps the",
-            work.display()
-        )) && err.contains("run the same command again to resume"),
-        "{err}"
-    );
-    assert!(!out.exists(), "no output that looks complete");
-    assert_eq!(temp_files_left(d), Vec::<String>::new());
-    // The segments before the failure are kept (the first surely: 25 frames had passed
-    // the model, and the stages hold fewer than 15); the one it struck is not.
-    let (done, total) = manifest_done(&work).expect("the work folder is kept");
-    assert_eq!(total, 4);
-    assert!((1..=2).contains(&done), "{done} done");
+    // A failure at the first frame of a segment keeps every segment before it: their
+    // frames had all passed the model, and the stages after it finish what they hold.
+    for (after, kept) in [(10, 1), (20, 2)] {
+        let out = d.join(format!("at{after}.mp4"));
+        let work = d.join(format!(".at{after}.mp4.rave-work"));
+        let args = upscale_args(&input, &out, &model, &[CPU, &opts[..]].concat());
+        let o = rave()
+            .args(&args)
+            .env("RAVE_INJECT_FAILURE", after.to_string())
+            .output()
+            .expect("rave runs");
+        assert_exit(&o, 6);
+        let e = &report(&o)["error"];
+        assert_eq!(e["kind"], "cuda", "{e}");
+        assert_eq!(
+            e["message"],
+            format!(
+                "CUDA error: a failure injected for testing, after {after} frames (RAVE_INJECT_FAILURE)"
+            )
+        );
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "rave: warning: the work folder {} keeps the {kept} segment(s) finished before the error",
+                work.display()
+            )) && err.contains("run the same command again to resume"),
+            "{err}"
+        );
+        assert!(!out.exists(), "no output that looks complete");
+        assert_eq!(temp_files_left(d), Vec::<String>::new());
+        assert_eq!(manifest_done(&work), Some((kept, 4)));
+    }
 
+    let out = d.join("at20.mp4");
+    let work = d.join(".at20.mp4.rave-work");
+    let done = 2;
+    let args = upscale_args(&input, &out, &model, &[CPU, &opts[..]].concat());
     let o = run(&args);
     assert_exit(&o, 0);
     let v = report(&o);

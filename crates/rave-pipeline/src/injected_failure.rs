@@ -10,13 +10,15 @@ use rave_core::backend::{Interrupt, ModelMetadata, Upscaler};
 use rave_core::batch::Batching;
 use rave_core::error::{EngineError, Result};
 
+use crate::gpu_list::MAX_GPU_INDEX;
+
 /// Where and when the injected failure strikes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InjectedFailure {
     /// Frames each affected worker upscales before its inference fails (and fails again on
     /// every later call).
     pub after_frames: u64,
-    /// Only the workers on this GPU (`None`: every worker, the CPU's too).
+    /// Only the workers on this GPU, never the CPU's (`None`: every worker, the CPU's too).
     pub gpu: Option<usize>,
 }
 
@@ -31,11 +33,16 @@ impl InjectedFailure {
             format!("'{frames}' is not a number of frames; use FRAMES or FRAMES@GPU, e.g. 40@1")
         })?;
         let gpu = match gpu {
-            Some(g) => Some(
-                g.trim()
+            Some(g) => {
+                let i: usize = g
+                    .trim()
                     .parse()
-                    .map_err(|_| format!("'{g}' is not a GPU index; use FRAMES@GPU, e.g. 40@1"))?,
-            ),
+                    .map_err(|_| format!("'{g}' is not a GPU index; use FRAMES@GPU, e.g. 40@1"))?;
+                if i > MAX_GPU_INDEX {
+                    return Err(format!("GPU {i} is out of range; use 0 to {MAX_GPU_INDEX}"));
+                }
+                Some(i)
+            }
             None => None,
         };
         Ok(Self { after_frames, gpu })

@@ -10,9 +10,27 @@ use crate::commands::upscale::pipeline_config;
 use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{progress_view, summary};
 
+/// The scratch file's extension: the input's own where RAVE writes that container (its
+/// other streams then fit, MP4's mov_text subtitles among them), else Matroska.
+fn scratch_extension(input: &std::path::Path) -> &'static str {
+    match input
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("mp4" | "m4v") => "mp4",
+        Some("mov") => "mov",
+        _ => "mkv",
+    }
+}
+
 /// Run `rave benchmark`.
 pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
-    let scratch = std::env::temp_dir().join(format!("rave-benchmark-{}.mkv", std::process::id()));
+    let scratch = std::env::temp_dir().join(format!(
+        "rave-benchmark-{}.{}",
+        std::process::id(),
+        scratch_extension(&args.input)
+    ));
     let encoder = EncoderSettings::new(VideoCodec::H264, None, Some(&args.preset))?;
     let as_upscale = UpscaleArgs {
         input: vec![args.input.clone()],

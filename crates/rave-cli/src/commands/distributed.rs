@@ -8,6 +8,7 @@ use clap::Parser;
 use rave_core::error::{EngineError, Result};
 use rave_pipeline::UpscaleConfig;
 use rave_pipeline::segments::distributed;
+use rave_pipeline::segments::job::file_present;
 use rave_pipeline::segments::manifest::{Manifest, SegmentState};
 use rave_pipeline::segments::work_folder::WorkFolder;
 
@@ -110,21 +111,31 @@ pub fn assemble(args: &WorkArgs) -> Result<i32> {
 
 /// `rave status`: list the segments.
 pub fn status(args: &StatusArgs) -> Result<i32> {
-    let manifest = WorkFolder::at(&args.work).read()?;
-    let done = manifest.segments.len() - manifest.missing().len();
+    let work = WorkFolder::at(&args.work);
+    let manifest = work.read()?;
+    // A segment marked done whose file is gone or of another size is redone by the next
+    // run: not counted as done.
+    let lost: Vec<usize> = manifest
+        .segments
+        .iter()
+        .filter(|s| s.state == SegmentState::Done && !file_present(&work, s))
+        .map(|s| s.plan.index)
+        .collect();
+    let done = manifest.segments.len() - manifest.missing().len() - lost.len();
     let value = serde_json::json!({
         "input": manifest.input,
         "output": manifest.output,
         "frames": manifest.frames_total,
         "total": manifest.segments.len(),
         "done": done,
+        "lost": lost,
         "segments": manifest.segments,
     });
-    super::print_result(args.json, &value, |_| print_status(&manifest, done));
+    super::print_result(args.json, &value, |_| print_status(&manifest, done, &lost));
     Ok(0)
 }
 
-fn print_status(manifest: &Manifest, done: usize) {
+fn print_status(manifest: &Manifest, done: usize, lost: &[usize]) {
     outln!(
         "{} -> {}: {done} of {} segments done",
         manifest.input.display(),
@@ -133,6 +144,9 @@ fn print_status(manifest: &Manifest, done: usize) {
     );
     for s in &manifest.segments {
         let state = match s.state {
+            SegmentState::Done if lost.contains(&s.plan.index) => {
+                "done, but its file is missing or changed: the next run redoes it"
+            }
             SegmentState::Done => "done",
             SegmentState::Running => "running (or stopped)",
             SegmentState::Pending => "pending",

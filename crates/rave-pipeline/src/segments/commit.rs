@@ -32,6 +32,20 @@ pub fn mark_running(work: &WorkFolder, index: usize) -> Result<()> {
     Ok(())
 }
 
+/// Segment `index`, which this process worked on, was not finished (a failure, a stop):
+/// pending again, so `rave status` does not show it running for a worker that has ended.
+/// A segment done, or taken since by another worker, is left alone.
+pub fn mark_unfinished(work: &WorkFolder, index: usize) -> Result<()> {
+    let mut locked = work.lock()?;
+    let seg = entry(&mut locked.manifest, index, work)?;
+    if seg.state == SegmentState::Running && seg.worker.as_deref() == Some(&worker_name()) {
+        seg.state = SegmentState::Pending;
+        seg.worker = None;
+        locked.save()?;
+    }
+    Ok(())
+}
+
 /// Put a finished segment file `temp` in place. `strict`: the frames written must be the
 /// planned ones (a seam that lost or repeated a frame is a bug, not damage). Returns
 /// whether this worker's file is the one kept.

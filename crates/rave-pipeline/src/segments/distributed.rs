@@ -12,10 +12,10 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{Container, WriterSummary, probe};
 use serde::Serialize;
 
-use super::commit::{commit_segment, mark_running};
+use super::commit::{commit_segment, mark_running, mark_unfinished};
 use super::finish::{OutputJob, done_prefix, job_damage, write_output};
 use super::job::{self, check_same_job, verify_done};
-use super::manifest::{Manifest, SegmentState};
+use super::manifest::Manifest;
 use super::work_folder::WorkFolder;
 use super::worker::{JobSpec, RunShared, Worker};
 use crate::cancel::{CancelToken, StopReason};
@@ -87,7 +87,8 @@ pub fn run_segment(
     let mut report = SegmentRunReport {
         index,
         total,
-        already_done: entry.state == SegmentState::Done,
+        // A done segment whose file went missing or changed is redone.
+        already_done: job::verify_segment(&work, index)?,
         kept: false,
         frames: 0,
         elapsed_s: 0.0,
@@ -133,6 +134,8 @@ pub fn run_segment(
         (Ok(()), Some(o)) if o.complete => o,
         (run, _) => {
             let _ = std::fs::remove_file(&temp);
+            // Bookkeeping for `rave status` only: the error below is what the run reports.
+            mark_unfinished(&work, index).ok();
             return Err(match (run, cancel.reason()) {
                 (Err(e), Some(StopReason::Failure) | None) => e,
                 (Ok(()), None) => EngineError::InvariantViolation(format!(

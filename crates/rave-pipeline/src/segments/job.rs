@@ -294,17 +294,7 @@ pub fn verify_done(work: &WorkFolder) -> Result<Manifest> {
     let mut locked = work.lock()?;
     let mut changed = false;
     for seg in &mut locked.manifest.segments {
-        if seg.state != SegmentState::Done {
-            continue;
-        }
-        let intact = seg.file.as_ref().is_some_and(|name| {
-            let path = work.file(name);
-            let size_ok = std::fs::metadata(&path)
-                .map(|m| Some(m.len()) == seg.bytes)
-                .unwrap_or(false);
-            size_ok && file_sha256(&path).ok() == seg.sha256
-        });
-        if !intact {
+        if seg.state == SegmentState::Done && !intact(work, seg) {
             seg.state = SegmentState::Pending;
             changed = true;
         }
@@ -313,6 +303,41 @@ pub fn verify_done(work: &WorkFolder) -> Result<Manifest> {
         locked.save()?;
     }
     Ok(locked.manifest)
+}
+
+/// Whether segment `index` is done with its file intact; one marked done whose file is not
+/// is marked pending again (to be redone).
+pub fn verify_segment(work: &WorkFolder, index: usize) -> Result<bool> {
+    let mut locked = work.lock()?;
+    let Some(seg) = locked.manifest.segments.get_mut(index) else {
+        return Ok(false);
+    };
+    if seg.state != SegmentState::Done {
+        return Ok(false);
+    }
+    if intact(work, seg) {
+        return Ok(true);
+    }
+    seg.state = SegmentState::Pending;
+    locked.save()?;
+    Ok(false)
+}
+
+/// Whether a done segment's file is there with its recorded size (a quick look, without
+/// the checksum: for `rave status`).
+pub fn file_present(work: &WorkFolder, seg: &SegmentEntry) -> bool {
+    seg.file.as_ref().is_some_and(|name| {
+        std::fs::metadata(work.file(name)).is_ok_and(|m| Some(m.len()) == seg.bytes)
+    })
+}
+
+/// Whether a done segment's file is there with its recorded size and checksum.
+fn intact(work: &WorkFolder, seg: &SegmentEntry) -> bool {
+    file_present(work, seg)
+        && seg
+            .file
+            .as_ref()
+            .is_some_and(|name| file_sha256(&work.file(name)).ok() == seg.sha256)
 }
 
 /// Whether `a` and `b` name the same file however they are spelled (`..`, symbolic links);

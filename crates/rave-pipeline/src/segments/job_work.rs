@@ -11,7 +11,7 @@ use rave_core::error::Result;
 use rave_core::gpu::HealthSnapshot;
 use rave_tensorrt::backend_report::GpuBackendReport;
 
-use super::commit::{commit_segment, mark_running};
+use super::commit::{commit_segment, mark_running, mark_unfinished};
 use super::job_progress::JobProgress;
 use super::manifest::{SegmentDecode, SegmentEntry};
 use super::plan::PlannedSegment;
@@ -136,8 +136,14 @@ impl LocalJob<'_> {
         if o.complete {
             frames.fetch_add(o.frames, Ordering::Relaxed);
             lease.finished(i);
-        } else if !user_stop {
+            return Ok(());
+        }
+        if !user_stop {
             job.progress.rewind(o.frames);
+        }
+        if let Some(w) = job.work {
+            // Bookkeeping for `rave status` only: the run's own outcome stands either way.
+            mark_unfinished(w, i).ok();
         }
         Ok(())
     }
@@ -362,6 +368,7 @@ mod tests {
         let frames = AtomicU64::new(0);
         let worker = job_cancel.child();
         assert_eq!((lease.take(), lease.take()), (Some(0), Some(1)));
+        mark_running(work, 1).unwrap();
         for _ in 0..14 {
             progress.frame_written(&Progress::new(0, None, Duration::ZERO));
         }
@@ -397,6 +404,10 @@ mod tests {
         );
         drop(lease);
         assert!(queue.outcome().rerun.is_empty());
-        assert_ne!(work.read().unwrap().segments[1].state, SegmentState::Done);
+        assert_eq!(
+            work.read().unwrap().segments[1].state,
+            SegmentState::Pending,
+            "not shown running for a worker that stopped"
+        );
     }
 }
