@@ -243,6 +243,20 @@ fn interlaced_input_is_warned_about_once_and_progressive_input_is_not() {
     assert_eq!(stderr(&o), "");
 }
 
+/// An MP4 clip with a mov_text subtitle stream (which Matroska cannot hold here).
+fn mov_text_clip(dir: &Path) -> PathBuf {
+    let subs = dir.join("s.srt");
+    std::fs::write(&subs, "1\n00:00:00,000 --> 00:00:00,100\nHi\n").unwrap();
+    let s = subs.to_str().unwrap();
+    clip_with(
+        dir,
+        "movtext.mp4",
+        &[
+            "-i", s, "-map", "0", "-map", "1", "-c", "copy", "-c:s", "mov_text",
+        ],
+    )
+}
+
 /// A clip with one extra stream added by `extra_args` (inputs and codec options).
 fn clip_with(dir: &Path, name: &str, extra_args: &[&str]) -> PathBuf {
     let base = make_clip(dir, &format!("base-{name}.mp4"), "48x32", 3);
@@ -257,18 +271,10 @@ fn clip_with(dir: &Path, name: &str, extra_args: &[&str]) -> PathBuf {
 #[test]
 fn refusals_name_the_containers_that_can_hold_the_stream() {
     let dir = scratch();
-    let subs = dir.path().join("s.srt");
-    std::fs::write(&subs, "1\n00:00:00,000 --> 00:00:00,100\nHi\n").unwrap();
     let cover = dir.path().join("cover.png");
     lavfi_clip(&cover, &["testsrc2=size=32x32"], &["-frames:v", "1"]);
-    let (s, c) = (subs.to_str().unwrap(), cover.to_str().unwrap());
-    let mov_text = clip_with(
-        dir.path(),
-        "movtext.mp4",
-        &[
-            "-i", s, "-map", "0", "-map", "1", "-c", "copy", "-c:s", "mov_text",
-        ],
-    );
+    let c = cover.to_str().unwrap();
+    let mov_text = mov_text_clip(dir.path());
     let cover_art = clip_with(
         dir.path(),
         "cover.mp4",
@@ -408,24 +414,7 @@ fn an_output_folder_that_refuses_new_files_is_named_not_the_temporary_file() {
 #[test]
 fn benchmark_takes_an_mp4_whose_subtitles_matroska_cannot_hold() {
     let dir = scratch();
-    let subs = dir.path().join("s.srt");
-    std::fs::write(&subs, "1\n00:00:00,000 --> 00:00:00,100\nHi\n").unwrap();
-    let input = clip_with(
-        dir.path(),
-        "movtext.mp4",
-        &[
-            "-i",
-            subs.to_str().unwrap(),
-            "-map",
-            "0",
-            "-map",
-            "1",
-            "-c",
-            "copy",
-            "-c:s",
-            "mov_text",
-        ],
-    );
+    let input = mov_text_clip(dir.path());
     let model = fixture("nearest_x2.onnx");
     let o = run(&[
         "benchmark",
