@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rave_core::error::{EngineError, Result};
+use rave_core::error::{EngineError, ErrorFamily, Result};
 
 use super::failures;
 use super::finish::{
@@ -69,14 +69,13 @@ pub fn run_job(
         plan_stats,
         mut warnings,
     } = job;
-    let jobs = default_jobs(
-        &spec.config,
-        manifest
-            .segments
-            .iter()
-            .filter(|s| s.state != SegmentState::Done)
-            .count(),
-    );
+    let pending: Vec<usize> = manifest
+        .segments
+        .iter()
+        .filter(|s| s.state != SegmentState::Done)
+        .map(|s| s.plan.index)
+        .collect();
+    let jobs = default_jobs(&spec.config, pending.len());
     let spec = per_worker(spec, jobs);
     let config = &spec.config;
     let discard = || {
@@ -84,12 +83,6 @@ pub fn run_job(
             t.discard();
         }
     };
-    let pending: Vec<usize> = manifest
-        .segments
-        .iter()
-        .filter(|s| s.state != SegmentState::Done)
-        .map(|s| s.plan.index)
-        .collect();
     let frames_total = manifest.frames_total;
     progress.started(Some(frames_total));
     let job_progress =
@@ -156,6 +149,7 @@ pub fn run_job(
         manifest.segments[i].decode = Some(decode);
     }
     let nothing_done = manifest.frames_done() == 0;
+    let done = manifest.segments.len() - manifest.missing().len();
     // Stopped by the user before any frame reached an encoder: keep nothing.
     if cancel.reason() == Some(StopReason::User) && written == 0 && reused == 0 {
         discard();
@@ -165,10 +159,9 @@ pub fn run_job(
     if let Some(err) = outcome.error {
         discard();
         keep_or_remove_work(nothing_done);
-        let done = manifest.segments.len() - manifest.missing().len();
         if let Some(w) = &work
             && done > 0
-            && err.family() != rave_core::error::ErrorFamily::Usage
+            && err.family() != ErrorFamily::Usage
         {
             progress.warning(&format!(
                 "the work folder {} keeps the {done} segment(s) finished before the error; once it is dealt with, run the same command again to resume",
@@ -181,7 +174,6 @@ pub fn run_job(
         // Segments failed on the GPUs, or no worker was left that could run them.
         discard();
         keep_or_remove_work(nothing_done);
-        let done = manifest.segments.len() - manifest.missing().len();
         let kept = work.as_ref().filter(|_| done > 0).map(|w| (w.path(), done));
         return Err(failures::missing_segments(
             &outcome,
@@ -259,9 +251,8 @@ pub fn run_job(
         && status == RunStatus::Partial
     {
         let warning = format!(
-            "the work folder {} keeps the {} finished segment(s); run the same command again to resume",
+            "the work folder {} keeps the {done} finished segment(s); run the same command again to resume",
             w.path().display(),
-            manifest.segments.len() - manifest.missing().len()
         );
         progress.warning(&warning);
         warnings.push(warning);
