@@ -131,8 +131,8 @@ pub fn run_pool<P: PoolWork>(
                 let mut worker = match started {
                     Ok(worker) => worker,
                     // A GPU that cannot load the model leaves the segments to the others
-                    // (a bad option fails them all alike).
-                    Err(e) if plan.survive_gpu_failures && e.family() != ErrorFamily::Usage => {
+                    // (a bad option or model fails them all alike).
+                    Err(e) if plan.survive_gpu_failures && is_device_failure(&e, false) => {
                         return push(&load_failures, (gpu, e));
                     }
                     Err(e) => return errors.record(e, cancel),
@@ -195,8 +195,9 @@ mod tests {
         /// Segments that fail on every GPU.
         poison: Vec<usize>,
         error: fn() -> EngineError,
-        /// A GPU whose model does not load.
+        /// A GPU whose model does not load, and why.
         no_load_on: Option<usize>,
+        load_error: fn() -> EngineError,
         /// Segments a worker takes before running them (the stages open the next one
         /// before the current one ends).
         take_two: bool,
@@ -221,6 +222,11 @@ mod tests {
                 poison: Vec::new(),
                 error: || EngineError::Cuda("an illegal memory access was encountered".into()),
                 no_load_on: None,
+                load_error: || EngineError::VramLimit {
+                    requested: 1,
+                    would_be: 2,
+                    limit: 1,
+                },
                 take_two: false,
                 per_segment: [Duration::from_millis(2); 2],
                 gpu1_first: false,
@@ -280,11 +286,7 @@ mod tests {
 
         fn load(&self, turn: LoadTurn, _: &CancelToken) -> Result<usize> {
             match self.no_load_on == Some(turn.gpu) {
-                true => Err(EngineError::VramLimit {
-                    requested: 1,
-                    would_be: 2,
-                    limit: 1,
-                }),
+                true => Err((self.load_error)()),
                 false => Ok(turn.gpu),
             }
         }
@@ -443,6 +445,13 @@ mod tests {
         let out = fake.run_on(&[0], 2, false, 3);
         assert!(matches!(out.error, Some(EngineError::VramLimit { .. })));
         assert_eq!(out.segments.left, vec![0, 1, 2]);
+        // A model that does not load is no GPU's fault: the job's error on any number.
+        let mut fake = Fake::new();
+        fake.no_load_on = Some(1);
+        fake.load_error = || EngineError::ModelMetadata("not an image-to-image model".into());
+        let out = fake.run_on(&[0, 1], 2, true, 3);
+        assert!(matches!(out.error, Some(EngineError::ModelMetadata(_))));
+        assert!(out.load_failures.is_empty());
     }
 
     #[test]
