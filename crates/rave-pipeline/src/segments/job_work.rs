@@ -213,13 +213,11 @@ impl PoolWork for LocalJob<'_> {
             busy,
         } = r;
         worker.shutdown();
-        let (gpu, on) = match worker.engine() {
-            Engine::Gpu(g) => (
-                Some((g.backend.counters(), g.ctx.health())),
-                Some(worker.gpu_index),
-            ),
-            Engine::Cpu(_) => (None, None),
+        let gpu = match worker.engine() {
+            Engine::Gpu(g) => Some((g.backend.counters(), g.ctx.health())),
+            Engine::Cpu(_) => None,
         };
+        let on = worker.on_gpu();
         let encoder = (worker.nvenc_encoder(), worker.software_reason.clone());
         lock(&self.results.reports).push(WorkerReport {
             info: worker.info,

@@ -77,7 +77,7 @@ pub struct Worker {
     /// What `choose_backend` chose (for the report).
     pub info: BackendInfo,
     /// The GPU it was given (where the GPU runs the model).
-    pub gpu_index: usize,
+    gpu_index: usize,
     /// Frames its inference has run, for a failure injected after some (`RAVE_INJECT_FAILURE`).
     injected_frames: AtomicU64,
 }
@@ -177,6 +177,14 @@ impl Worker {
         &self.engine
     }
 
+    /// The GPU that runs the model (`None`: the CPU does).
+    pub fn on_gpu(&self) -> Option<usize> {
+        match &self.engine {
+            Engine::Gpu(_) => Some(self.gpu_index),
+            Engine::Cpu(_) => None,
+        }
+    }
+
     /// Upscale the segments `next` hands out (each with its file, `None`: a null sink) one
     /// after another through one set of stages; `settle` gets each one's outcome once its
     /// file is finalized. Only a segment's frames are decoded past its keyframe.
@@ -205,13 +213,9 @@ impl Worker {
             open_segment(job, &seg, out, nvdec, scale, nvenc).map(Some)
         };
         let surfaces = self.nvenc.as_ref().map(|n| n.surfaces.clone());
-        let on_gpu = match &self.engine {
-            Engine::Gpu(_) => Some(self.gpu_index),
-            Engine::Cpu(_) => None,
-        };
         let fail_after = config
             .inject_failure
-            .and_then(|f| f.for_worker(on_gpu))
+            .and_then(|f| f.for_worker(self.on_gpu()))
             .map(|frames| FailAfter {
                 frames,
                 done: &self.injected_frames,
