@@ -16,6 +16,12 @@
 #                       uninterrupted run. With CUDA_VISIBLE_DEVICES=0,0 on a one-GPU machine
 #                       (where the driver lists the GPU twice) this exercises the same code,
 #                       but its speeds are those of one GPU shared.
+#   gpu_multi.sh decode which decoder each input gets (the decoders' half of item 2): the clip
+#                       as H.264 (NVDEC), AV1 (no NVDEC on the H200), HEVC 4:4:4 and H.264
+#                       4:2:2 10-bit (NVDEC's frames are 4:2:0) and ProRes (no NVDEC): each
+#                       upscaled (libx264 ultrafast) under --decoder auto and --decoder
+#                       software; the report's decoder line and decode capacity, and the two
+#                       runs' frames must match where both decode in software.
 #
 # RAVE_MULTI_FRAMES (default 300) sets the clip length, RAVE_MULTI_SIZE ("1920 1080") its size
 # (a small one for a dry run on the CPU). Logs, JSON and a summary go to $OUT.
@@ -72,10 +78,10 @@ PY
 frames_md5() { ffmpeg -v error -i "$1" -map 0:v -f framemd5 - | grep -v '^#' | cut -d, -f2,3,6 | md5sum | cut -c1-16; }
 audio_md5() { ffmpeg -v error -i "$1" -map 0:a -c copy -f md5 - 2>/dev/null; }
 
-same_as() {  # same_as NAME REFERENCE: the frames and audio of NAME are REFERENCE's
-  local a b
-  a=$(frames_md5 "$work/$1.mp4"); b=$(frames_md5 "$work/$2.mp4")
-  echo "frames of $1: $a, of $2: $b; audio $(audio_md5 "$work/$1.mp4") / $(audio_md5 "$work/$2.mp4")" | tee -a "$summary"
+same_as() {  # same_as NAME REFERENCE [EXT]: the frames and audio of NAME are REFERENCE's
+  local a b ext="${3:-mp4}"
+  a=$(frames_md5 "$work/$1.$ext"); b=$(frames_md5 "$work/$2.$ext")
+  echo "frames of $1: $a, of $2: $b; audio $(audio_md5 "$work/$1.$ext") / $(audio_md5 "$work/$2.$ext")" | tee -a "$summary"
   [[ -n $a && $a == "$b" ]] || fail "$1 does not decode to the frames of $2"
 }
 
@@ -148,9 +154,56 @@ PY
   echo "status: $status" | tee -a "$summary"
 }
 
+# decoded NAME ARGS...: an upscale of $work/NAME.* (--json to $out/NAME*.json) under
+# --decoder auto and software; prints each report's decoder line and decode capacity.
+decoded() {
+  local name="$1" file; shift
+  file=$(ls "$work/$name".* | head -1)
+  for d in auto software; do
+    rave upscale -i "$file" -o "$work/${name}_$d.mkv" --overwrite --progress off --json --decoder "$d" --preset ultrafast "$@" \
+      >"$out/${name}_$d.json" 2>"$out/${name}_$d.err"
+    echo "$?" >"$out/${name}_$d.rc"
+    python3 - "$out/${name}_$d.json" "${name}_$d" <<'PY' | tee -a "$summary"
+import json, sys
+path, name = sys.argv[1:]
+try:
+    r = json.load(open(path))
+except ValueError:
+    print(f"{name:<18} no report"); sys.exit()
+if "error" in r:
+    print(f"{name:<18} error: {r['error']['message']}"); sys.exit()
+dec = next(s for s in r["stages"] if s["name"] == "decode")
+print(f"{name:<18} {r['frames_out']} frames, {r['fps']:.1f} fps wall, decode capacity {dec['capacity_fps']:.0f} fps, bottleneck "
+      f"{min(r['stages'], key=lambda s: s['capacity_fps'])['name']}; decoder: {r['gpu']['decoder']}")
+PY
+  done
+}
+
+decode() {
+  header
+  say "the clip in several codecs and layouts (made with FFmpeg's encoders)"
+  ffmpeg -v error -y -i "$clip" -an -c:v libsvtav1 -preset 8 -g 50 -pix_fmt yuv420p "$work/av1.mkv" || fail "av1 clip"
+  ffmpeg -v error -y -i "$clip" -an -c:v libx265 -preset ultrafast -x265-params log-level=error:keyint=50 -pix_fmt yuv444p "$work/hevc444.mkv" || fail "hevc 4:4:4 clip"
+  ffmpeg -v error -y -i "$clip" -an -c:v libx264 -preset ultrafast -g 50 -pix_fmt yuv422p10le "$work/h264_422_10.mkv" || fail "h264 4:2:2 clip"
+  ffmpeg -v error -y -i "$clip" -an -c:v prores_ks -profile:v 2 "$work/prores.mov" || fail "prores clip"
+  cp "$clip" "$work/h264.mp4"
+  for name in h264 av1 hevc444 h264_422_10 prores; do
+    say "$name"
+    decoded "$name" || true
+  done
+  for name in av1 hevc444 h264_422_10 prores; do
+    [[ $(cat "$out/${name}_auto.rc") == 0 ]] || fail "$name under --decoder auto"
+    grep -q '"decoder": "software' "$out/${name}_auto.json" || fail "$name not decoded in software under --decoder auto"
+    same_as "${name}_auto" "${name}_software" mkv
+  done
+  grep -q '"decoder": "NVDEC' "$out/h264_auto.json" || fail "H.264 not on NVDEC"
+  echo "status: $status" | tee -a "$summary"
+}
+
 case "$mode" in
   one) one ;;
   two) two ;;
-  *) echo "usage: $0 one|two" >&2; exit 2 ;;
+  decode) decode ;;
+  *) echo "usage: $0 one|two|decode" >&2; exit 2 ;;
 esac
 exit "$status"

@@ -20,6 +20,12 @@ pub struct NvdecCap {
     pub max_width: u32,
     /// Largest coded height.
     pub max_height: u32,
+    /// Smallest coded width.
+    pub min_width: u32,
+    /// Smallest coded height.
+    pub min_height: u32,
+    /// Most 16x16 macroblocks in a picture (0: no limit given).
+    pub max_macroblocks: u32,
 }
 
 /// Whether an encoder could open a session, and why not.
@@ -98,6 +104,9 @@ pub fn nvdec_caps() -> Result<Vec<NvdecCap>, String> {
                 supported: caps.is_supported != 0,
                 max_width: caps.max_width,
                 max_height: caps.max_height,
+                min_width: u32::from(caps.min_width),
+                min_height: u32::from(caps.min_height),
+                max_macroblocks: caps.max_mb_count,
             });
         }
     }

@@ -21,6 +21,7 @@ pub mod integrity;
 pub mod keyframe_index;
 pub mod muxer;
 pub mod nvdec;
+pub mod nvdec_route;
 pub mod nvenc_encoder;
 pub mod nvenc_settings;
 pub mod probe;

@@ -9,6 +9,9 @@ use std::ffi::c_void;
 use ffmpeg_next::ffi;
 use rave_core::error::{EngineError, Result};
 
+use crate::hw_caps::NvdecCap;
+use crate::nvdec_route::{DecodeRoute, StreamShape};
+
 /// FFmpeg's `AVCUDADeviceContext` (libavutil/hwcontext_cuda.h, unchanged since FFmpeg 4):
 /// the CUDA context and stream FFmpeg works in.
 #[repr(C)]
@@ -21,6 +24,8 @@ pub(crate) struct AvCudaDeviceContext {
 /// An FFmpeg CUDA device bound to a CUDA context the caller owns (RAVE's primary context).
 pub struct CudaDevice {
     device: *mut ffi::AVBufferRef,
+    /// What NVDEC on this device decodes, or why that is unknown (None: not asked).
+    decode_caps: Option<std::result::Result<Vec<NvdecCap>, String>>,
 }
 
 // SAFETY: an AVBufferRef to a hardware device context is reference-counted with atomics and
@@ -59,7 +64,10 @@ impl CudaDevice {
             (*cuda).stream = stream;
             ffi::av_hwdevice_ctx_init(device)
         };
-        let device = Self { device };
+        let device = Self {
+            device,
+            decode_caps: None,
+        };
         if status < 0 {
             return Err(EngineError::Decode(format!(
                 "FFmpeg could not set up CUDA decoding ({})",
@@ -67,6 +75,21 @@ impl CudaDevice {
             )));
         }
         Ok(device)
+    }
+
+    /// This device, deciding which streams it decodes by NVDEC's answers `caps` (or why
+    /// they could not be had); without them FFmpeg decides as it opens each decoder.
+    pub fn with_decode_caps(mut self, caps: std::result::Result<Vec<NvdecCap>, String>) -> Self {
+        self.decode_caps = Some(caps);
+        self
+    }
+
+    /// Where a stream of this shape is decoded with this device.
+    pub fn route(&self, stream: &StreamShape) -> DecodeRoute {
+        match &self.decode_caps {
+            Some(caps) => crate::nvdec_route::route(stream, caps),
+            None => DecodeRoute::Nvdec(None),
+        }
     }
 
     /// Let the decoder of `ctx` (not yet opened) decode on NVDEC, keeping up to `extra_frames`

@@ -45,6 +45,9 @@ pub struct DecodeStats {
     pub copied_packets: u64,
     /// Frames NVDEC decoded into device memory (the rest came from the software decoder).
     pub nvdec_frames: u64,
+    /// Why the stream was decoded in software although NVDEC was offered (a codec, depth,
+    /// chroma layout or size NVDEC does not take on this GPU).
+    pub nvdec_refused: Option<String>,
     /// Where (seconds into the output) the input's timestamps restarted and the timeline
     /// was continued across them (joined or spliced MPEG-TS/PS).
     pub timestamp_resets: Vec<f64>,
@@ -165,14 +168,17 @@ impl VideoReader {
         }
         Ok(Self {
             demuxer,
-            decoder,
             ledger,
             bounds,
             in_bounds: false,
             pending: VecDeque::new(),
             next_index: bounds.first_index,
             finished: false,
-            stats: DecodeStats::default(),
+            stats: DecodeStats {
+                nvdec_refused: decoder.nvdec_refused().map(str::to_owned),
+                ..Default::default()
+            },
+            decoder,
         })
     }
 

@@ -464,3 +464,69 @@ pub fn seek_to_keyframe(
     }
     Ok(())
 }
+
+/// Whether a pixel format is YUV 4:2:0 with its three components (the layout NVDEC writes
+/// and RAVE's GPU path reads); None for an unknown format.
+pub fn pixel_is_yuv420(format: ffi::AVPixelFormat) -> Option<bool> {
+    // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
+    let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
+    if desc.is_null() {
+        return None;
+    }
+    // SAFETY: non-null descriptors are static.
+    let d = unsafe { &*desc };
+    let rgb = d.flags & ffi::AV_PIX_FMT_FLAG_RGB as u64 != 0;
+    Some(!rgb && d.nb_components >= 3 && d.log2_chroma_w == 1 && d.log2_chroma_h == 1)
+}
+
+/// FFmpeg's name of a pixel format ("yuv422p10le"), or "unknown".
+pub fn pixel_name(format: ffi::AVPixelFormat) -> String {
+    // SAFETY: av_get_pix_fmt_name returns null or a static NUL-terminated string.
+    let name = unsafe { ffi::av_get_pix_fmt_name(format) };
+    if name.is_null() {
+        return "unknown".into();
+    }
+    // SAFETY: non-null and NUL-terminated, as above.
+    unsafe { std::ffi::CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ffi::AVPixelFormat as F;
+
+    #[test]
+    fn only_three_component_yuv_4_2_0_counts_as_what_nvdec_writes() {
+        for format in [
+            F::AV_PIX_FMT_YUV420P,
+            F::AV_PIX_FMT_YUVJ420P,
+            F::AV_PIX_FMT_NV12,
+        ] {
+            assert_eq!(
+                pixel_is_yuv420(format),
+                Some(true),
+                "{}",
+                pixel_name(format)
+            );
+        }
+        assert_eq!(pixel_is_yuv420(F::AV_PIX_FMT_YUV420P10LE), Some(true));
+        for format in [
+            F::AV_PIX_FMT_YUV422P10LE,
+            F::AV_PIX_FMT_YUV444P,
+            F::AV_PIX_FMT_GRAY8,
+            F::AV_PIX_FMT_GBRP,
+        ] {
+            assert_eq!(
+                pixel_is_yuv420(format),
+                Some(false),
+                "{}",
+                pixel_name(format)
+            );
+        }
+        assert_eq!(pixel_is_yuv420(F::AV_PIX_FMT_NONE), None);
+        assert_eq!(pixel_name(F::AV_PIX_FMT_YUV422P10LE), "yuv422p10le");
+        assert_eq!(pixel_name(F::AV_PIX_FMT_NONE), "unknown");
+    }
+}

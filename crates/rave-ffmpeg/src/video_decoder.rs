@@ -14,6 +14,7 @@ use crate::demuxer::Demuxer;
 use crate::frame_convert::{FrameImporter, pixel_from_raw};
 use crate::log_watch::LogWatch;
 use crate::nvdec::{CudaDevice, CudaFrame};
+use crate::nvdec_route::{DecodeRoute, StreamShape};
 use crate::reader::DecodedImage;
 use crate::{color, sys};
 
@@ -42,13 +43,16 @@ pub struct VideoDecoder {
     draining: bool,
     /// The size every frame must have (the output has one size).
     frame_size: (u32, u32),
+    /// Why NVDEC was not used, where it was offered and the stream is decoded in software.
+    nvdec_refused: Option<String>,
 }
 
 impl VideoDecoder {
-    /// Open the decoder of `demuxer`'s video stream, on NVDEC through `nvdec` when given
-    /// (FFmpeg falls back to software for what NVDEC cannot take; up to `extra` decoded
-    /// surfaces may be held downstream), else in software on `threads` frame threads (0:
-    /// FFmpeg's choice, one per core). Also returns the watch on the decoder's log.
+    /// Open the decoder of `demuxer`'s video stream, on NVDEC through `nvdec` when given and
+    /// the device's NVDEC decodes the stream (up to `extra` decoded surfaces may be held
+    /// downstream; FFmpeg still falls back to software for what NVDEC refuses mid-stream),
+    /// else in software on `threads` frame threads (0: FFmpeg's choice, one per core). Also
+    /// returns the watch on the decoder's log.
     pub fn open(
         demuxer: &Demuxer,
         nvdec: Option<(&CudaDevice, i32)>,
@@ -60,6 +64,22 @@ impl VideoDecoder {
         let stream = input.stream(video_index).expect("valid stream index");
         let params = stream.parameters();
         let codec_name = params.id().name().to_owned();
+        let raw = sys::stream_params(input, video_index);
+        let raw_format = pixel_from_raw(raw.format);
+        let shape = StreamShape {
+            codec: codec_name.clone(),
+            bit_depth: sys::pixel_bit_depth(raw_format).unwrap_or(8),
+            yuv420: sys::pixel_is_yuv420(raw_format),
+            pixel_format: sys::pixel_name(raw_format),
+            size: (raw.width.max(0) as u32, raw.height.max(0) as u32),
+        };
+        let (nvdec, by_name, nvdec_refused) = match nvdec
+            .map(|(d, extra)| (d.route(&shape), d, extra))
+        {
+            Some((DecodeRoute::Nvdec(name), device, extra)) => (Some((device, extra)), name, None),
+            Some((DecodeRoute::Software(why), ..)) => (None, None, Some(why)),
+            None => (None, None, None),
+        };
         let mut ctx = ffmpeg_next::codec::context::Context::from_parameters(params)
             .map_err(|e| EngineError::Decode(e.to_string()))?;
         // SAFETY: `ctx` owns a valid, not yet opened codec context whose `opaque` RAVE
@@ -74,21 +94,21 @@ impl VideoDecoder {
                 ..Default::default()
             }),
         }
-        let decoder = ctx
-            .decoder()
-            .video()
-            .map_err(|_| EngineError::UnsupportedCodec {
-                path: path.to_path_buf(),
-                reason: if codec_name == "none" {
-                    "its video codec is not one FFmpeg recognises; convert the file to H.264/HEVC/AV1 first".into()
-                } else {
-                    format!(
-                        "video codec '{codec_name}' has no decoder in this FFmpeg build; convert the file to H.264/HEVC/AV1 first"
-                    )
-                },
-            })?;
-        let raw = sys::stream_params(input, video_index);
-        let pix = ffmpeg_next::format::Pixel::from(pixel_from_raw(raw.format));
+        let opened = match by_name.and_then(ffmpeg_next::decoder::find_by_name) {
+            Some(codec) => ctx.decoder().open_as(codec).and_then(|d| d.video()),
+            None => ctx.decoder().video(),
+        };
+        let decoder = opened.map_err(|_| EngineError::UnsupportedCodec {
+            path: path.to_path_buf(),
+            reason: if codec_name == "none" {
+                "its video codec is not one FFmpeg recognises; convert the file to H.264/HEVC/AV1 first".into()
+            } else {
+                format!(
+                    "video codec '{codec_name}' has no decoder in this FFmpeg build; convert the file to H.264/HEVC/AV1 first"
+                )
+            },
+        })?;
+        let pix = ffmpeg_next::format::Pixel::from(raw_format);
         let color = color::resolve(raw.color_space, raw.color_range, pix, raw.height as u32);
         let rate = stream.avg_frame_rate();
         let frame_rate = if rate.numerator() > 0 {
@@ -109,6 +129,7 @@ impl VideoDecoder {
             decoded: VideoFrame::empty(),
             draining: false,
             frame_size,
+            nvdec_refused,
         };
         Ok((decoder, log))
     }
@@ -126,6 +147,11 @@ impl VideoDecoder {
     /// The stream's nominal frame rate, and whether it is constant.
     pub fn frame_rate(&self) -> (Rational, bool) {
         (self.frame_rate, self.constant_rate)
+    }
+
+    /// Why this stream is decoded in software although NVDEC was offered.
+    pub fn nvdec_refused(&self) -> Option<&str> {
+        self.nvdec_refused.as_deref()
     }
 
     /// Threads the decoder was opened with (0: FFmpeg's choice).

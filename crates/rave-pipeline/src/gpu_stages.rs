@@ -7,16 +7,23 @@ use rave_core::gpu::GpuContext;
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::{DecodeStats, DecodedFrame, VideoCodec, VideoReader};
 
-/// An FFmpeg CUDA device on RAVE's context, FFmpeg's copies queued on the decode stream.
+/// An FFmpeg CUDA device on RAVE's context, FFmpeg's copies queued on the decode stream,
+/// knowing what this GPU's NVDEC decodes (streams it does not are decoded in software on
+/// their share of the cores).
 pub fn nvdec_device(ctx: &GpuContext) -> Result<CudaDevice> {
     // SAFETY: the primary context and the decode stream live as long as `ctx`, which the
     // pipeline holds until the reader (and every frame it made) is gone.
-    unsafe {
+    let device = unsafe {
         CudaDevice::new(
             ctx.cuda().cu_ctx().cast(),
             ctx.streams().decode.cu_stream().cast(),
         )
-    }
+    }?;
+    let caps = match ctx.cuda().bind_to_thread() {
+        Ok(()) => rave_ffmpeg::hw_caps::nvdec_caps(),
+        Err(e) => Err(format!("the GPU's context could not be made current: {e}")),
+    };
+    Ok(device.with_decode_caps(caps))
 }
 
 /// An FFmpeg CUDA device on RAVE's context whose work (NVENC's reads of its surfaces,
@@ -44,7 +51,10 @@ pub fn describe_decoder(stats: &DecodeStats, nvdec_wanted: bool) -> String {
         (0, _) if !nvdec_wanted => {
             "software (FFmpeg; --decoder software), one host-to-device copy per frame".into()
         }
-        (0, _) => "software (FFmpeg): NVDEC does not take this codec, profile or size here; one host-to-device copy per frame".into(),
+        (0, _) => match &stats.nvdec_refused {
+            Some(why) => format!("software (FFmpeg, on every core its share allows): {why}; one host-to-device copy per frame"),
+            None => "software (FFmpeg): NVDEC does not take this codec, profile or size here; one host-to-device copy per frame".into(),
+        },
         (n, all) if n == all => {
             "NVDEC (FFmpeg CUDA hwaccel in RAVE's context): frames stay on the GPU, no upload".into()
         }
@@ -80,6 +90,15 @@ mod tests {
         };
         assert!(describe_decoder(&stats(5, 5), true).starts_with("NVDEC"));
         assert!(describe_decoder(&stats(0, 5), true).contains("NVDEC does not take"));
+        let refused = DecodeStats {
+            nvdec_refused: Some("NVDEC on this GPU does not decode 8-bit AV1".into()),
+            ..stats(0, 5)
+        };
+        let said = describe_decoder(&refused, true);
+        assert!(
+            said.starts_with("software") && said.contains("8-bit AV1"),
+            "{said}"
+        );
         assert!(describe_decoder(&stats(0, 5), false).contains("--decoder software"));
         assert_eq!(
             describe_decoder(&stats(3, 5), true),

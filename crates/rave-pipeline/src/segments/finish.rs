@@ -150,6 +150,9 @@ pub fn job_decode_stats(manifest: &Manifest, plan: &DecodeStats) -> DecodeStats 
     for d in manifest.segments.iter().filter_map(|s| s.decode.as_ref()) {
         stats.frames += d.frames;
         stats.nvdec_frames += d.nvdec_frames;
+        if stats.nvdec_refused.is_none() {
+            stats.nvdec_refused.clone_from(&d.nvdec_refused);
+        }
         stats.timestamp_fixes += d.timestamp_fixes;
     }
     stats

@@ -34,6 +34,9 @@ pub struct SegmentDecode {
     pub frames: u64,
     /// Of them, decoded on NVDEC.
     pub nvdec_frames: u64,
+    /// Why the segment was decoded in software although NVDEC was offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvdec_refused: Option<String>,
     /// Timestamps repaired.
     pub timestamp_fixes: u64,
     /// Frames the decoder flagged as damaged.
@@ -54,6 +57,7 @@ impl SegmentDecode {
         Self {
             frames: stats.frames,
             nvdec_frames: stats.nvdec_frames,
+            nvdec_refused: stats.nvdec_refused.clone(),
             timestamp_fixes: stats.timestamp_fixes,
             frames_damaged: damage.frames_damaged,
             frames_dropped: damage.frames_dropped,
