@@ -155,6 +155,16 @@ pub struct WorkArgs {
 }
 
 impl Command {
+    /// The progress display asked for, where the command shows progress.
+    pub fn progress(&self) -> Option<ProgressArg> {
+        match self {
+            Command::Upscale(a) => Some(a.run.progress),
+            Command::Benchmark(a) => Some(a.run.progress),
+            Command::Plan(a) => Some(a.run.progress),
+            _ => None,
+        }
+    }
+
     /// Whether the command was asked for JSON output.
     pub fn json(&self) -> bool {
         match self {
@@ -256,7 +266,8 @@ pub enum ProgressArg {
     Auto,
     /// Always a bar (on stderr).
     Bar,
-    /// One JSON object per frame on stderr.
+    /// One JSON object per line on stderr: started, progress (each frame), warning,
+    /// interrupt, input (a batch's), and last finished (with its status) or error.
     Jsonl,
     /// Nothing.
     Off,

@@ -8,21 +8,37 @@ use rave_core::error::{EngineError, ErrorFamily};
 
 use crate::console::{errln, outln};
 
-/// Print `err` and return the exit code for it.
-pub fn report(err: &EngineError, json: bool) -> i32 {
+/// Print `err` and return the exit code for it: the JSON object on stdout with `--json`,
+/// and on stderr an `error` event with `--progress jsonl` (`jsonl`), else one line.
+pub fn report(err: &EngineError, json: bool, jsonl: bool) -> i32 {
     let object = ErrorObject::of(err);
     if json {
         outln!("{}", serde_json::json!({ "error": object }));
-    } else {
+    }
+    if jsonl {
+        errln!(
+            "{}",
+            serde_json::json!({ "event": "error", "error": object })
+        );
+    } else if !json {
         print_line(err, &object.message);
     }
     object.exit_code
 }
 
-/// Print `err`, the failure of one input of a batch, as one line on stderr that names the
+/// Print `err`, the failure of one input of a batch: an `error` event naming the input with
+/// `--progress jsonl` (`jsonl`), else (without `--json`) one line on stderr that names the
 /// input (unless the message already does).
-pub fn report_input(err: &EngineError, input: &Path) {
-    print_line(err, &naming(&message(err), input));
+pub fn report_input(err: &EngineError, input: &Path, json: bool, jsonl: bool) {
+    if jsonl {
+        let object = ErrorObject::of(err);
+        errln!(
+            "{}",
+            serde_json::json!({ "event": "error", "input": input, "error": object })
+        );
+    } else if !json {
+        print_line(err, &naming(&message(err), input));
+    }
 }
 
 /// `message` about `input`, starting with the input's path unless it names it already.
@@ -100,7 +116,8 @@ impl ErrorObject {
 
 /// Print a command-line parsing error (or the help/version text) and return the exit code:
 /// one line `rave: error: ...` with a pointer to the command's help (or, with `--json`, the
-/// JSON error object); `args` are the raw arguments.
+/// JSON error object on stdout; with `--progress jsonl`, an `error` event on stderr); `args`
+/// are the raw arguments.
 pub fn usage_error(err: clap::Error, args: &[String], json: bool) -> i32 {
     use clap::error::ErrorKind;
     if matches!(
@@ -118,21 +135,33 @@ pub fn usage_error(err: clap::Error, args: &[String], json: bool) -> i32 {
     }
     let code = ErrorFamily::Usage.exit_code();
     let message = first_line(&err.render().to_string());
+    let object = serde_json::json!({
+        "code": EngineError::Config(String::new()).code(),
+        "kind": "usage",
+        "family": ErrorFamily::Usage,
+        "exit_code": code,
+        "message": message,
+    });
     if json {
-        let obj = serde_json::json!({
-            "error": {
-                "code": EngineError::Config(String::new()).code(),
-                "kind": "usage",
-                "family": ErrorFamily::Usage,
-                "exit_code": code,
-                "message": message,
-            }
-        });
-        outln!("{obj}");
-    } else {
+        outln!("{}", serde_json::json!({ "error": object }));
+    }
+    if asks_jsonl(args) {
+        errln!(
+            "{}",
+            serde_json::json!({ "event": "error", "error": object })
+        );
+    } else if !json {
         errln!("rave: error: {message} (see {} --help)", command_of(args));
     }
     code
+}
+
+/// Whether the raw arguments ask for `--progress jsonl` (read before they parse).
+pub fn asks_jsonl(args: &[String]) -> bool {
+    args.iter().any(|a| a == "--progress=jsonl")
+        || args
+            .windows(2)
+            .any(|w| w[0] == "--progress" && w[1] == "jsonl")
 }
 
 /// The one line worth showing of clap's rendered error: its first line without the

@@ -24,12 +24,13 @@ pub struct Interrupts(Arc<Shared>);
 
 impl Interrupts {
     /// Install the handler (once per process). `batch` adds to the first Ctrl+C's message
-    /// that the remaining inputs will not be started.
+    /// that the remaining inputs will not be started; with `jsonl` (`--progress jsonl`) its
+    /// messages are `interrupt` events, as every other line on stderr.
     ///
     /// A file-size limit (`ulimit -f`) makes writes fail with EFBIG instead of killing the
     /// process with SIGXFSZ, so the run ends with a write error (exit 4) and removes its
     /// temporary file.
-    pub fn install(batch: bool) -> Result<Self> {
+    pub fn install(batch: bool, jsonl: bool) -> Result<Self> {
         // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code;
         // nothing in RAVE relies on SIGXFSZ's default action.
         unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
@@ -42,7 +43,7 @@ impl Interrupts {
         };
         ctrlc::set_handler(move || {
             if handler.asked.swap(true, Ordering::SeqCst) {
-                errln!("\nrave: aborted; the unfinished output was removed");
+                say(jsonl, "aborted; the unfinished output was removed");
                 rave_pipeline::output_file::remove_in_flight();
                 // SAFETY: _exit ends the process at once. `exit` would run atexit handlers
                 // and library destructors (ONNX Runtime's) while the other threads still
@@ -50,8 +51,11 @@ impl Interrupts {
                 // meanwhile.
                 unsafe { libc::_exit(130) };
             }
-            errln!(
-                "\nrave: stopping, finalizing the frames done so far{rest} (Ctrl+C again to abort)"
+            say(
+                jsonl,
+                &format!(
+                    "stopping, finalizing the frames done so far{rest} (Ctrl+C again to abort)"
+                ),
             );
             lock(&handler.current).cancel(StopReason::User);
         })
@@ -79,11 +83,23 @@ impl Interrupts {
     }
 }
 
+/// Print what Ctrl+C does: a line of its own below the progress, or an `interrupt` event.
+fn say(jsonl: bool, message: &str) {
+    match jsonl {
+        true => errln!(
+            "{}",
+            serde_json::json!({"event": "interrupt", "message": message})
+        ),
+        false => errln!("\nrave: {message}"),
+    }
+}
+
 fn lock(m: &Mutex<CancelToken>) -> std::sync::MutexGuard<'_, CancelToken> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The token of a command that makes one run (`rave upscale` of one file, `rave benchmark`).
-pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
-    Ok(Interrupts::install(false)?.next_run())
+/// The token of a command that makes one run (`rave upscale` of one file, `rave benchmark`);
+/// `jsonl` as for [`Interrupts::install`].
+pub fn interrupt_on_ctrl_c(jsonl: bool) -> Result<CancelToken> {
+    Ok(Interrupts::install(false, jsonl)?.next_run())
 }

@@ -29,6 +29,7 @@ fn main() {
     quiet_encoder_logs();
     init_logging(cli.verbose);
     let json = cli.command.json();
+    let jsonl = cli.command.progress() == Some(args::ProgressArg::Jsonl);
     let result = match &cli.command {
         Command::Upscale(a) => commands::upscale::run(&cli.global, a),
         Command::Benchmark(a) => commands::benchmark::run(&cli.global, a),
@@ -42,7 +43,7 @@ fn main() {
     };
     match result {
         Ok(code) => std::process::exit(code),
-        Err(e) => std::process::exit(failure::report(&e, json)),
+        Err(e) => std::process::exit(failure::report(&e, json, jsonl)),
     }
 }
 

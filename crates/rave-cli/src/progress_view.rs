@@ -123,9 +123,9 @@ impl ProgressSink for JsonLines {
         errln!("{v}");
     }
 
-    fn finished(&self) {
-        errln!("{}", serde_json::json!({"event": "finished"}));
-    }
+    /// The stages stopped: how the run ended is said by the command ([`run_ended`]), once it
+    /// knows (the output is written after the stages).
+    fn finished(&self) {}
 
     fn warning(&self, message: &str) {
         if self.0.first_time(message) {
@@ -134,6 +134,19 @@ impl ProgressSink for JsonLines {
                 serde_json::json!({"event": "warning", "message": message})
             );
         }
+    }
+}
+
+/// With `--progress jsonl`, the last event of a run that succeeded: `finished`, with the
+/// run's status (`complete`, or `partial` after Ctrl+C) where it has one. A run that fails
+/// ends with an `error` event instead (`failure::report`).
+pub fn run_ended(mode: ProgressArg, status: Option<rave_pipeline::report::RunStatus>) {
+    if mode == ProgressArg::Jsonl {
+        let mut event = serde_json::json!({"event": "finished"});
+        if let Some(status) = status {
+            event["status"] = serde_json::to_value(status).unwrap_or_default();
+        }
+        errln!("{event}");
     }
 }
 

@@ -349,6 +349,10 @@ fn ctrl_c_stops_the_batch_and_lists_the_inputs_not_started() {
         .read_to_string(&mut text)
         .unwrap();
     assert_eq!(status.code(), Some(130), "{rest:?}");
+    // With --progress jsonl, what Ctrl+C says is an event like every other line.
+    for line in seen.iter().chain(&rest) {
+        serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
     assert!(
         rest.iter()
             .any(|l| l.contains("the inputs after it will not be started")),

@@ -180,6 +180,7 @@ fn progress_jsonl_reports_every_frame() {
     assert_eq!(progress.len(), 5);
     assert_eq!(progress.last().unwrap()["frames_done"], 5);
     assert_eq!(events.last().unwrap()["event"], "finished");
+    assert_eq!(events.last().unwrap()["status"], "complete");
     assert!(stdout(&o).contains("upscaled"), "{}", stdout(&o));
 }
 

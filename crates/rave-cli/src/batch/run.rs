@@ -43,7 +43,8 @@ pub fn run(
         reason: format!("cannot create the output folder: {e}"),
     })?;
     let json = args.run.json;
-    let interrupts = Interrupts::install(true)?;
+    let jsonl = args.run.progress == crate::args::ProgressArg::Jsonl;
+    let interrupts = Interrupts::install(true, jsonl)?;
     let mut results = Vec::with_capacity(jobs.len());
     for (i, (job, config)) in jobs.iter().zip(&configs).enumerate() {
         if interrupts.asked() {
@@ -54,11 +55,13 @@ pub fn run(
         // A fresh display too: each input's warnings are said once for that input.
         let progress = progress_view::sink_for(args.run.progress);
         let run = run_upscale(config, progress.as_ref(), &interrupts.next_run());
-        if !json {
-            match &run {
-                Ok(report) => summary::print_run(report),
-                Err(err) => failure::report_input(err, &job.input),
-            }
+        if let Ok(report) = &run {
+            progress_view::run_ended(args.run.progress, Some(report.status));
+        }
+        match &run {
+            Ok(report) if !json => summary::print_run(report),
+            Ok(_) => {}
+            Err(err) => failure::report_input(err, &job.input, json, jsonl),
         }
         results.push(InputResult::of_run(job, run));
     }

@@ -5,7 +5,7 @@ use rave_core::error::Result;
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::benchmark::run_benchmark;
 
-use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
+use crate::args::{BenchmarkArgs, GlobalArgs, ProgressArg, UpscaleArgs};
 use crate::commands::upscale::pipeline_config;
 use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{progress_view, summary};
@@ -59,9 +59,10 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         &args.input,
         &scratch,
     )?;
-    let cancel = interrupt_on_ctrl_c()?;
+    let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;
+    progress_view::run_ended(args.run.progress, None);
     super::print_result(args.run.json, &report, summary::print_benchmark);
     Ok(0)
 }

@@ -18,7 +18,7 @@ use rave_tensorrt::ep_policy::EpPolicy;
 
 use crate::args::{
     BackendArg, CodecArg, DecoderArg, DeviceArg, EncoderArg, GlobalArgs, GpuArgs, PrecisionArg,
-    RunArgs, UpscaleArgs,
+    ProgressArg, RunArgs, UpscaleArgs,
 };
 use crate::batch::{self, Plan};
 use crate::interrupt::interrupt_on_ctrl_c;
@@ -33,9 +33,10 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
         Plan::Batch { folder, jobs } => return batch::run(global, args, encoder, &folder, &jobs),
     };
     let config = pipeline_config(global, &args.run, args, encoder, &job.input, &job.output)?;
-    let cancel = interrupt_on_ctrl_c()?;
+    let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_upscale(&config, progress.as_ref(), &cancel)?;
+    progress_view::run_ended(args.run.progress, Some(report.status));
     super::print_result(args.run.json, &report, summary::print_run);
     Ok(match report.status {
         RunStatus::Complete => 0,
