@@ -8,7 +8,7 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{Container, DecodeStats, WriterSummary};
 
 use super::assemble::{AssemblyInput, assemble};
-use super::manifest::{Manifest, SegmentState};
+use super::manifest::{Manifest, SegmentDecode, SegmentState};
 use super::work_folder::WorkFolder;
 use crate::cancel::CancelToken;
 use crate::config::UpscaleConfig;
@@ -142,12 +142,38 @@ pub fn job_damage(manifest: &Manifest) -> InputDamage {
 
 /// The decode counters of the segments done, with the plan's packet count and restarts.
 pub fn job_decode_stats(manifest: &Manifest, plan: &DecodeStats) -> DecodeStats {
+    decode_stats_of(
+        manifest.segments.iter().filter_map(|s| s.decode.as_ref()),
+        plan,
+    )
+}
+
+/// The decode counters of the segments a partial output holds: the first `done` segments
+/// and the interrupted one after them (`partial`), so that the frames decoded are those in
+/// the file, not those of segments finished beyond it.
+pub fn partial_decode_stats(
+    manifest: &Manifest,
+    done: usize,
+    partial: Option<&SegmentDecode>,
+    plan: &DecodeStats,
+) -> DecodeStats {
+    let prefix = manifest.segments[..done.min(manifest.segments.len())]
+        .iter()
+        .filter_map(|s| s.decode.as_ref());
+    decode_stats_of(prefix.chain(partial), plan)
+}
+
+/// `decodes` summed, with the plan's packet count and restarts.
+fn decode_stats_of<'a>(
+    decodes: impl Iterator<Item = &'a SegmentDecode>,
+    plan: &DecodeStats,
+) -> DecodeStats {
     let mut stats = DecodeStats {
         packets: plan.packets,
         timestamp_resets: plan.timestamp_resets.clone(),
         ..Default::default()
     };
-    for d in manifest.segments.iter().filter_map(|s| s.decode.as_ref()) {
+    for d in decodes {
         stats.frames += d.frames;
         stats.nvdec_frames += d.nvdec_frames;
         if stats.nvdec_refused.is_none() {

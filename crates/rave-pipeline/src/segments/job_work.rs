@@ -28,8 +28,19 @@ use crate::report::WorkerShare;
 use crate::segment_sink::SegmentOutcome;
 use crate::stages::PipelineMetrics;
 
-/// An interrupted segment's finalized file: index, path, frames, first timestamp.
-pub type PartialSegment = (usize, PathBuf, u64, Option<i64>);
+/// An interrupted segment's finalized file.
+pub struct PartialSegment {
+    /// The segment.
+    pub index: usize,
+    /// Its file in the work folder.
+    pub path: PathBuf,
+    /// The frames it holds.
+    pub frames: u64,
+    /// Its first timestamp.
+    pub first_pts: Option<i64>,
+    /// What decoding it saw, counting the frames its file holds.
+    pub decode: SegmentDecode,
+}
 
 /// What one worker leaves for the report.
 pub struct WorkerReport {
@@ -126,7 +137,19 @@ impl LocalJob<'_> {
             (Some(w), Some(t)) if o.finalized && o.frames > 0 && user_stop => {
                 let kept = w.segment_partial(i);
                 std::fs::rename(t, &kept)?;
-                lock(&self.results.partials).push((i, kept, o.frames, o.first_pts));
+                lock(&self.results.partials).push(PartialSegment {
+                    index: i,
+                    path: kept,
+                    frames: o.frames,
+                    first_pts: o.first_pts,
+                    // Frames decoded but still in flight when the run stopped were never
+                    // upscaled: the segment's input is the frames its file holds.
+                    decode: SegmentDecode {
+                        frames: o.frames,
+                        nvdec_frames: o.decode.nvdec_frames.min(o.frames),
+                        ..o.decode.clone()
+                    },
+                });
             }
             (_, Some(t)) => {
                 let _ = std::fs::remove_file(t);

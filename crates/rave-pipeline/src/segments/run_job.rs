@@ -10,7 +10,8 @@ use rave_core::error::{EngineError, ErrorFamily, Result};
 
 use super::failures;
 use super::finish::{
-    OutputJob, done_prefix, job_damage, job_decode_stats, saw_interlaced, write_output,
+    OutputJob, done_prefix, job_damage, job_decode_stats, partial_decode_stats, saw_interlaced,
+    write_output,
 };
 use super::job::PreparedJob;
 use super::job_progress::JobProgress;
@@ -207,16 +208,19 @@ pub fn run_job(
             let partial = status == RunStatus::Partial;
             if partial {
                 let next = files.len();
-                if let Some((_, path, n, first)) = results
-                    .partials
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .iter()
-                    .find(|(i, ..)| *i == next)
-                {
-                    files.push((path.clone(), *first));
-                    frames += n;
+                let partials = results.partials.lock().unwrap_or_else(|e| e.into_inner());
+                let interrupted = partials.iter().find(|p| p.index == next);
+                if let Some(p) = interrupted {
+                    files.push((p.path.clone(), p.first_pts));
+                    frames += p.frames;
                 }
+                // The frames decoded are those the partial file holds.
+                decode = partial_decode_stats(
+                    &manifest,
+                    next,
+                    interrupted.map(|p| &p.decode),
+                    &plan_stats,
+                );
             }
             let written = write_output(
                 OutputJob {
