@@ -11,6 +11,8 @@
 #                                the kernel throughput benchmark, the GPU backend check (when
 #                                the ONNX Runtime GPU build was staged) and `rave devices`; logs go to
 #                                $OUT (or ./gpu-results) and a summary is printed.
+#                                RAVE_ONLY_BACKEND, RAVE_SKIP_KERNEL_BENCH, RAVE_NO_NCU and
+#                                RAVE_NO_PEERS leave parts out (see below).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -107,7 +109,8 @@ run() {
       done
     fi
   fi
-  if python3 -c "import torch" 2>/dev/null; then
+  # RAVE_NO_PEERS=1 skips the PyTorch references (already recorded; minutes of device time).
+  if [[ -z "${RAVE_NO_PEERS:-}" ]] && python3 -c "import torch" 2>/dev/null; then
     echo "== PyTorch reference (same graph, plain torch ops)"
     timeout 200 python3 "$bin/torch_sr_bench.py" bench "$bin/animevideov3-x2.npz" 1920 1080 "${RAVE_BENCH_FRAMES:-100}" 2>&1 | tee "$out/torch_reference.txt" || status=1
     echo "== PyTorch on the folded x2 graph the native engine runs: eager and torch.compile(max-autotune)"
