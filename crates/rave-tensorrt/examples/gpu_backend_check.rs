@@ -26,6 +26,7 @@ use rave_core::gpu::{GpuBuffer, GpuContext};
 use rave_core::types::{GpuTexture, PixelFormat};
 use rave_tensorrt::ep_policy::EpPolicy;
 use rave_tensorrt::gpu_backend::{GpuBackendConfig, TensorRtBackend};
+use rave_tensorrt::gpu_inference::GpuInference;
 use rave_tensorrt::provider_paths::{self, ProviderCandidate, SearchInputs};
 use rave_tensorrt::{CpuBackend, LoadedModel, ModelOptions, OrtRuntime, RuntimeCandidate};
 
@@ -143,9 +144,12 @@ impl Setup<'_> {
 /// Frames per second over `frames` frames in batches of `batch`, after warm-up.
 fn throughput(b: &TensorRtBackend, input: &GpuTexture, batch: usize, frames: usize) -> f64 {
     let inputs = vec![input.clone(); batch];
+    // The GPU times are read after each call, as the pipeline's inference stage does (the
+    // timer holds a bounded number of pending runs without allocating).
     let run = |n: usize| {
         for _ in 0..n.div_ceil(batch) {
             drop(b.upscale(&inputs).expect("frames"));
+            drop(b.finished_gpu_times(false).expect("GPU times"));
         }
     };
     // A run may return before the GPU is done (queued on RAVE's stream): the clock stops

@@ -11,10 +11,22 @@ use cudarc::driver::{CudaEvent, CudaStream};
 use super::context::cuda_err;
 use crate::error::Result;
 
-/// Pairs of (start, end) events of queued work, oldest first.
-#[derive(Debug, Default)]
+/// Pairs of (start, end) events of queued work, oldest first. Room for
+/// [`GpuTimer::RESERVED`] pairs is made up front, so timing a frame allocates nothing on the
+/// host while its reader keeps up ([`GpuTimer::finished`] after each frame, as the
+/// inference stage does: the frames in flight are bounded well below that by the output
+/// ring).
+#[derive(Debug)]
 pub struct GpuTimer {
     pending: Mutex<VecDeque<(CudaEvent, CudaEvent)>>,
+}
+
+impl Default for GpuTimer {
+    fn default() -> Self {
+        Self {
+            pending: Mutex::new(VecDeque::with_capacity(Self::RESERVED)),
+        }
+    }
 }
 
 /// An event that can time (CUDA's default flags; cudarc's default disables timing).
@@ -25,6 +37,9 @@ fn timing_event(stream: &CudaStream) -> Result<CudaEvent> {
 }
 
 impl GpuTimer {
+    /// The pairs of events held without allocating.
+    pub const RESERVED: usize = 64;
+
     /// Mark the start of timed work on `stream` (give the result to [`GpuTimer::end`]).
     pub fn start(&self, stream: &CudaStream) -> Result<CudaEvent> {
         timing_event(stream)
