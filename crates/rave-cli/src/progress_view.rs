@@ -176,3 +176,30 @@ pub fn announce_input(mode: ProgressArg, at: (usize, usize), job: &InputJob) {
         );
     }
 }
+
+/// Say that an input is left alone because its output exists (`--skip-existing`; `at` is
+/// its place in a batch): a `skipped` event with `--progress jsonl`, else a line on stderr
+/// (in a batch, where a terminal shows progress).
+pub fn announce_skip(mode: ProgressArg, at: Option<(usize, usize)>, job: &InputJob) {
+    let shown = match mode {
+        ProgressArg::Bar => true,
+        ProgressArg::Auto => std::io::stderr().is_terminal(),
+        ProgressArg::Jsonl | ProgressArg::Off => false,
+    };
+    let place = at.map_or(String::new(), |(i, n)| format!("[{i}/{n}] "));
+    if mode == ProgressArg::Jsonl {
+        errln!(
+            "{}",
+            serde_json::json!({
+                "event": "skipped", "input": job.input, "output": job.output,
+                "reason": "the output exists (--skip-existing)",
+            })
+        );
+    } else if shown {
+        errln!(
+            "rave: {place}{} skipped: {} exists (--skip-existing)",
+            job.input.display(),
+            job.output.display()
+        );
+    }
+}

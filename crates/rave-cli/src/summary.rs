@@ -119,6 +119,7 @@ pub fn print_batch(b: &BatchReport) {
         (InputStatus::Partial, "partial"),
         (InputStatus::Interrupted, "interrupted"),
         (InputStatus::NotStarted, "not started"),
+        (InputStatus::Skipped, "skipped"),
     ]
     .into_iter()
     .map(|(status, name)| (b.count(status), name))
@@ -147,6 +148,7 @@ pub fn print_batch(b: &BatchReport) {
             ),
             InputStatus::Interrupted => outln!("  interrupted  {about}"),
             InputStatus::NotStarted => outln!("  not started  {input}"),
+            InputStatus::Skipped => outln!("  skipped      {input} -> {output} (it exists)"),
         }
     }
 }

@@ -377,3 +377,79 @@ fn ctrl_c_stops_the_batch_and_lists_the_inputs_not_started() {
         "nothing else was started"
     );
 }
+
+/// Running the same batch again with --skip-existing does only what is not done: an input
+/// whose output exists is left alone (its file untouched) and reported as skipped, exit 0;
+/// the others run. One input likewise; `--overwrite` with it is a usage error.
+#[test]
+fn skip_existing_runs_only_the_inputs_without_an_output() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("in");
+    std::fs::create_dir(&input).unwrap();
+    let (a, b) = (clip(&input, "a.mp4"), clip(&input, "b.mp4"));
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("a.mp4"), b"an earlier result").unwrap();
+
+    // Without it, the existing output fails its input (exit 4).
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out)]);
+    assert_exit(&o, 4);
+    std::fs::remove_file(out.join("b.mp4")).unwrap();
+
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--skip-existing", "--json"]);
+    assert_exit(&o, 0);
+    let v = document(&o);
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["results"][0]["status"], "skipped", "{v}");
+    assert_eq!(v["results"][0]["input"], s(&a));
+    assert_eq!(v["results"][1]["status"], "done", "{v}");
+    assert_eq!(v["results"][1]["input"], s(&b));
+    assert_eq!(
+        std::fs::read(out.join("a.mp4")).unwrap(),
+        b"an earlier result"
+    );
+    assert_eq!(frame_times(&out.join("b.mp4")).len(), FRAMES);
+
+    // The summary and the jsonl stream say so too.
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--skip-existing"]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("2 skipped"), "{}", stdout(&o));
+    let o = upscale_with(&[
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--skip-existing",
+        "--progress",
+        "jsonl",
+    ]);
+    assert_exit(&o, 0);
+    let skipped: Vec<serde_json::Value> = stderr(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .filter(|e: &serde_json::Value| e["event"] == "skipped")
+        .collect();
+    assert_eq!(skipped.len(), 2, "{}", stderr(&o));
+
+    // One input.
+    let one = out.join("a.mp4");
+    let o = upscale_with(&["-i", s(&a), "-o", s(&one), "--skip-existing"]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).starts_with("skipped: "), "{}", stdout(&o));
+    let o = upscale_with(&["-i", s(&a), "-o", s(&one), "--skip-existing", "--json"]);
+    assert_exit(&o, 0);
+    assert_eq!(document(&o)["status"], "skipped");
+    assert_eq!(std::fs::read(&one).unwrap(), b"an earlier result");
+    let o = upscale_with(&["-i", s(&a), "-o", s(&one), "--skip-existing", "--overwrite"]);
+    assert_exit(&o, 2);
+    let o = run(&[
+        "plan",
+        "-i",
+        s(&a),
+        "-o",
+        s(&d.join("p.mp4")),
+        "--skip-existing",
+    ]);
+    assert_exit(&o, 2);
+}

@@ -25,6 +25,8 @@ pub enum InputStatus {
     Interrupted,
     /// Not started: Ctrl+C stopped the batch before it.
     NotStarted,
+    /// Left alone: its output existed (`--skip-existing`).
+    Skipped,
 }
 
 /// One input of a batch.
@@ -67,6 +69,14 @@ impl InputResult {
                 error: Some(ErrorObject::of(&err)),
                 ..Self::not_started(job)
             },
+        }
+    }
+
+    /// `job`, left alone because its output exists.
+    pub fn skipped(job: &InputJob) -> Self {
+        Self {
+            status: InputStatus::Skipped,
+            ..Self::not_started(job)
         }
     }
 
@@ -142,6 +152,7 @@ mod tests {
         let report =
             |results, interrupted| BatchReport::new("out".into(), results, interrupted).exit_code;
         assert_eq!(report(vec![InputResult::not_started(&job("a"))], false), 0);
+        assert_eq!(report(vec![InputResult::skipped(&job("a"))], false), 0);
         assert_eq!(
             report(vec![failed("b", input), failed("c", model)], false),
             3

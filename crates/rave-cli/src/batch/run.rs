@@ -51,6 +51,11 @@ pub fn run(
             results.push(InputResult::not_started(job));
             continue;
         }
+        if args.skip_existing && job.output.exists() {
+            progress_view::announce_skip(args.run.progress, Some((i + 1, jobs.len())), job);
+            results.push(InputResult::skipped(job));
+            continue;
+        }
         progress_view::announce_input(args.run.progress, (i + 1, jobs.len()), job);
         // A fresh display too: each input's warnings are said once for that input.
         let progress = progress_view::sink_for(args.run.progress);

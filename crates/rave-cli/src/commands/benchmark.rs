@@ -40,6 +40,7 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         crf: None,
         preset: Some(args.preset.clone()),
         overwrite: true,
+        skip_existing: false,
         max_frames: args.frames,
         // One worker: the benchmark measures one pipeline's stages.
         segments: crate::args::SegmentArgs {

@@ -33,6 +33,11 @@ pub fn plan(global: &GlobalArgs, args: &UpscaleArgs, raw: &[String]) -> Result<i
             "rave plan takes one input (-i FILE); plan each file of a folder as its own job".into(),
         ));
     };
+    if args.skip_existing {
+        return Err(EngineError::Config(
+            "--skip-existing applies to rave upscale: rave plan always plans the job (its output is written by rave assemble)".into(),
+        ));
+    }
     let mut config = super::upscale::config_for(global, args, input, &args.output)?;
     config.segments.options = options_after(raw, "plan");
     let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;

@@ -20,7 +20,8 @@ use crate::args::{
     BackendArg, CodecArg, DecoderArg, DeviceArg, EncoderArg, GlobalArgs, GpuArgs, PrecisionArg,
     ProgressArg, RunArgs, UpscaleArgs,
 };
-use crate::batch::{self, Plan};
+use crate::batch::{self, InputJob, Plan};
+use crate::console::outln;
 use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{locate, progress_view, summary};
 
@@ -33,6 +34,9 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
         Plan::Batch { folder, jobs } => return batch::run(global, args, encoder, &folder, &jobs),
     };
     let config = pipeline_config(global, &args.run, args, encoder, &job.input, &job.output)?;
+    if args.skip_existing && job.output.exists() {
+        return Ok(skip(args, &job));
+    }
     let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_upscale(&config, progress.as_ref(), &cancel)?;
@@ -42,6 +46,25 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
         RunStatus::Complete => 0,
         RunStatus::Partial => rave_core::error::ErrorFamily::Cancelled.exit_code(),
     })
+}
+
+/// Leave `job` alone, its output existing (`--skip-existing`): say so (the `skipped` event,
+/// `{"status": "skipped", ...}` with `--json`, else a line) and exit 0.
+fn skip(args: &UpscaleArgs, job: &InputJob) -> i32 {
+    if args.run.progress == ProgressArg::Jsonl {
+        progress_view::announce_skip(args.run.progress, None, job);
+    }
+    let skipped = serde_json::json!({
+        "status": "skipped", "input": job.input, "output": job.output,
+    });
+    super::print_result(args.run.json, &skipped, |_| {
+        outln!(
+            "skipped: {} -> {} (it exists; --skip-existing)",
+            job.input.display(),
+            job.output.display()
+        )
+    });
+    0
 }
 
 /// The configuration of one `rave upscale` of `input` into `output` with `args`' settings.
