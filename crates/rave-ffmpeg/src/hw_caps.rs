@@ -61,12 +61,13 @@ struct CuvidDecodeCaps {
     reserved3: [u32; 10],
 }
 
-/// (name, cudaVideoCodec value, bit depths) asked about.
+/// (name, cudaVideoCodec value, bit depths) asked about: every depth RAVE's GPU path reads
+/// (NV12, P010 and P016 surfaces) that the codec has in 4:2:0.
 const CODECS: [(&str, i32, &[u8]); 6] = [
     ("mpeg2", 1, &[8]),
-    ("h264", 4, &[8]),
-    ("hevc", 8, &[8, 10]),
-    ("vp9", 10, &[8, 10]),
+    ("h264", 4, &[8, 10]),
+    ("hevc", 8, &[8, 10, 12]),
+    ("vp9", 10, &[8, 10, 12]),
     ("av1", 11, &[8, 10]),
     ("vp8", 9, &[8]),
 ];
@@ -82,6 +83,7 @@ pub fn nvdec_caps() -> Result<Vec<NvdecCap>, String> {
     let get: libloading::Symbol<GetCaps> = unsafe { lib.get(b"cuvidGetDecoderCaps\0") }
         .map_err(|e| format!("cuvidGetDecoderCaps missing: {e}"))?;
     let mut out = Vec::new();
+    let mut refused = None;
     for (codec, id, depths) in CODECS {
         for &depth in depths {
             let mut caps = CuvidDecodeCaps {
@@ -93,10 +95,11 @@ pub fn nvdec_caps() -> Result<Vec<NvdecCap>, String> {
             // SAFETY: `caps` is a valid, zero-initialised CUVIDDECODECAPS with its inputs set;
             // the call only writes its output fields.
             let status = unsafe { get(&mut caps) };
+            // A driver that does not know a codec refuses the question: that codec is not
+            // decoded, the others' answers stand.
             if status != 0 {
-                return Err(format!(
-                    "cuvidGetDecoderCaps failed with CUDA error {status} (is a CUDA context current?)"
-                ));
+                refused.get_or_insert(status);
+                caps = CuvidDecodeCaps::default();
             }
             out.push(NvdecCap {
                 codec,
@@ -110,7 +113,12 @@ pub fn nvdec_caps() -> Result<Vec<NvdecCap>, String> {
             });
         }
     }
-    Ok(out)
+    match refused {
+        Some(status) if !out.iter().any(|c| c.supported) => Err(format!(
+            "cuvidGetDecoderCaps failed with CUDA error {status} (is a CUDA context current?)"
+        )),
+        _ => Ok(out),
+    }
 }
 
 /// Try to open a small session with each NVENC encoder FFmpeg has.

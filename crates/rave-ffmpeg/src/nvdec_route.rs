@@ -77,8 +77,21 @@ pub fn route(stream: &StreamShape, caps: &Result<Vec<NvdecCap>, String>) -> Deco
             stream.pixel_format
         ));
     }
-    if !asked {
+    let av1 = stream.codec == "av1";
+    let (w, h) = stream.size;
+    // What FFmpeg has not read yet is left to it, as before; not for AV1, whose decoder with
+    // NVDEC (FFmpeg's native one) has no software fallback: it goes there only when sure.
+    let known = stream.yuv420.is_some() && w > 0 && h > 0;
+    let depth_asked = caps
+        .iter()
+        .any(|c| c.codec == name && c.bit_depth == stream.bit_depth);
+    if !asked || (!av1 && (!known || !depth_asked)) {
         return DecodeRoute::Nvdec(None);
+    }
+    if av1 && !known {
+        return DecodeRoute::Software(
+            "FFmpeg does not know the AV1 stream's format before decoding, and its AV1 decoder for NVDEC has no software fallback".into(),
+        );
     }
     let Some(cap) = caps
         .iter()
@@ -89,15 +102,17 @@ pub fn route(stream: &StreamShape, caps: &Result<Vec<NvdecCap>, String>) -> Deco
             stream.bit_depth
         ));
     };
-    let (w, h) = stream.size;
     let macroblocks = w.div_ceil(16) * h.div_ceil(16);
-    let too_large = w > cap.max_width
-        || h > cap.max_height
-        || (cap.max_macroblocks > 0 && macroblocks > cap.max_macroblocks);
-    if too_large {
+    if w > cap.max_width || h > cap.max_height {
         return DecodeRoute::Software(format!(
             "{w}x{h} is larger than NVDEC decodes {codec} on this GPU ({}x{})",
             cap.max_width, cap.max_height
+        ));
+    }
+    if cap.max_macroblocks > 0 && macroblocks > cap.max_macroblocks {
+        return DecodeRoute::Software(format!(
+            "{w}x{h} is {macroblocks} macroblocks, more than NVDEC decodes of {codec} on this GPU ({})",
+            cap.max_macroblocks
         ));
     }
     if w < cap.min_width || h < cap.min_height {
@@ -106,10 +121,10 @@ pub fn route(stream: &StreamShape, caps: &Result<Vec<NvdecCap>, String>) -> Deco
             cap.min_width, cap.min_height
         ));
     }
-    DecodeRoute::Nvdec(match stream.codec.as_str() {
+    DecodeRoute::Nvdec(match av1 {
         // FFmpeg's default AV1 decoder is libdav1d, which has no hardware path.
-        "av1" => Some("av1"),
-        _ => None,
+        true => Some("av1"),
+        false => None,
     })
 }
 
@@ -194,10 +209,19 @@ mod tests {
     }
 
     #[test]
-    fn a_depth_nvdec_was_not_asked_about_is_decoded_in_software() {
+    fn a_depth_nvdec_refuses_is_decoded_in_software_one_not_asked_is_left_to_ffmpeg() {
+        let mut caps = h200().unwrap();
+        caps.push(cap("h264", 10, false));
         let high10 = stream("h264", 10, "yuv420p10le", (1920, 1080));
-        let why = software_reason(route(&high10, &h200()));
+        let why = software_reason(route(&high10, &Ok(caps.clone())));
         assert_eq!(why, "NVDEC on this GPU does not decode 10-bit H.264");
+        // 12-bit HEVC where NVDEC says yes (P016 surfaces).
+        caps.push(cap("hevc", 12, true));
+        let main12 = stream("hevc", 12, "yuv420p12le", (3840, 2160));
+        assert_eq!(route(&main12, &Ok(caps)), DecodeRoute::Nvdec(None));
+        // A depth RAVE did not ask about: FFmpeg decides, as before.
+        let nine = stream("h264", 9, "yuv420p9le", (1920, 1080));
+        assert_eq!(route(&nine, &h200()), DecodeRoute::Nvdec(None));
     }
 
     #[test]
@@ -233,7 +257,11 @@ mod tests {
         let many = stream("h264", 8, "yuv420p", (8192, 8192));
         let mut caps = h200().unwrap();
         caps.iter_mut().for_each(|c| c.max_macroblocks = 65_536);
-        assert!(software_reason(route(&many, &Ok(caps))).contains("larger than"));
+        let why = software_reason(route(&many, &Ok(caps)));
+        assert_eq!(
+            why,
+            "8192x8192 is 262144 macroblocks, more than NVDEC decodes of H.264 on this GPU (65536)"
+        );
         let tiny = stream("h264", 8, "yuv420p", (32, 16));
         let why = software_reason(route(&tiny, &h200()));
         assert_eq!(
@@ -243,10 +271,16 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_pixel_format_is_left_to_ffmpeg_and_no_caps_means_software() {
-        let mut s = stream("h264", 8, "unknown", (1920, 1080));
+    fn an_unknown_format_or_size_is_left_to_ffmpeg_but_not_for_av1_and_no_caps_means_software() {
+        let mut s = stream("h264", 8, "unknown", (0, 0));
         s.yuv420 = None;
         assert_eq!(route(&s, &h200()), DecodeRoute::Nvdec(None));
+        let sized = stream("hevc", 8, "yuv420p", (0, 0));
+        assert_eq!(route(&sized, &h200()), DecodeRoute::Nvdec(None));
+        // AV1 on NVDEC needs FFmpeg's native decoder, which cannot fall back to software.
+        let mut av1 = stream("av1", 8, "unknown", (1920, 1080));
+        av1.yuv420 = None;
+        assert!(software_reason(route(&av1, &with_av1())).contains("no software fallback"));
         let why = software_reason(route(&s, &Err("libnvcuvid.so.1 missing".into())));
         assert_eq!(why, "NVDEC is not available (libnvcuvid.so.1 missing)");
     }

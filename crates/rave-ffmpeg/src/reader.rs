@@ -105,9 +105,9 @@ impl VideoReader {
         Self::open_on(path, None)
     }
 
-    /// Open `path`, decoding on NVDEC through `device` when given (FFmpeg falls back to
-    /// software for what NVDEC cannot take); up to `extra_frames` decoded surfaces may be held
-    /// downstream at once.
+    /// Open `path`, decoding on NVDEC through `device` when given and its NVDEC decodes the
+    /// stream (else in software: `VideoDecoder::open`); up to `extra_frames` decoded surfaces
+    /// may be held downstream at once.
     pub fn open_on(path: &Path, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
         Self::open_checked(path, nvdec, None, FrameBounds::default(), 0)
     }

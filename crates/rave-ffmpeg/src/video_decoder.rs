@@ -50,9 +50,9 @@ pub struct VideoDecoder {
 impl VideoDecoder {
     /// Open the decoder of `demuxer`'s video stream, on NVDEC through `nvdec` when given and
     /// the device's NVDEC decodes the stream (up to `extra` decoded surfaces may be held
-    /// downstream; FFmpeg still falls back to software for what NVDEC refuses mid-stream),
-    /// else in software on `threads` frame threads (0: FFmpeg's choice, one per core). Also
-    /// returns the watch on the decoder's log.
+    /// downstream; FFmpeg's decoders other than AV1's still fall back to software for what
+    /// NVDEC refuses once decoding), else in software on `threads` frame threads (0:
+    /// FFmpeg's choice, one per core). Also returns the watch on the decoder's log.
     pub fn open(
         demuxer: &Demuxer,
         nvdec: Option<(&CudaDevice, i32)>,
@@ -73,9 +73,14 @@ impl VideoDecoder {
             pixel_format: sys::pixel_name(raw_format),
             size: (raw.width.max(0) as u32, raw.height.max(0) as u32),
         };
-        let (nvdec, by_name, nvdec_refused) = match nvdec
-            .map(|(d, extra)| (d.route(&shape), d, extra))
-        {
+        let route = nvdec.map(|(d, extra)| (d.route(&shape), d, extra));
+        let (nvdec, by_name, nvdec_refused) = match route {
+            Some((DecodeRoute::Nvdec(Some(name)), _, _))
+                if ffmpeg_next::decoder::find_by_name(name).is_none() =>
+            {
+                let why = format!("this FFmpeg has no '{name}' decoder, the one NVDEC needs");
+                (None, None, Some(why))
+            }
             Some((DecodeRoute::Nvdec(name), device, extra)) => (Some((device, extra)), name, None),
             Some((DecodeRoute::Software(why), ..)) => (None, None, Some(why)),
             None => (None, None, None),
@@ -94,6 +99,8 @@ impl VideoDecoder {
                 ..Default::default()
             }),
         }
+        // The native AV1 decoder decodes only on the hardware: a failure to start NVDEC shows
+        // as decode errors (`--decoder software` is then the way round).
         let opened = match by_name.and_then(ffmpeg_next::decoder::find_by_name) {
             Some(codec) => ctx.decoder().open_as(codec).and_then(|d| d.video()),
             None => ctx.decoder().video(),
