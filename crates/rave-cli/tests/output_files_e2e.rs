@@ -136,6 +136,7 @@ fn ctrl_c_with_a_partial_named_input_keeps_the_input_and_an_existing_partial() {
         let held = frame_times(&kept).len() as u64;
         assert_eq!(held, v["frames_out"].as_u64().unwrap());
         assert_eq!(held, v["frames_in"].as_u64().unwrap());
+        assert_eq!(held, v["input_damage"]["frames_decoded"].as_u64().unwrap());
         assert!(!output.exists());
         assert_eq!(temp_files_left(d), Vec::<String>::new());
     }
@@ -282,8 +283,8 @@ fn ctrl_c_before_the_first_frame_keeps_nothing() {
     );
     assert_eq!(sorted_names(d), ["in.mp4"], "no partial, no temp file");
 
-    // The same without --json: the last event says so (with --progress jsonl, the error is
-    // an event, as every line).
+    // Without --json, the last event says so (these runs use --progress jsonl, where the
+    // error is an event, as every line).
     let mut run = Running::start(&input, &d.join("out.mp4"), &["--threads", "1"]);
     run.wait_for("\"started\"");
     run.signal("-INT");

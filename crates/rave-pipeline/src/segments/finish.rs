@@ -125,10 +125,34 @@ pub fn job_damage(manifest: &Manifest) -> InputDamage {
     {
         return d.clone();
     }
+    damage_of(
+        manifest,
+        manifest.segments.iter().filter_map(|s| s.decode.as_ref()),
+    )
+}
+
+/// The damage a partial output saw: the plan's reading of every packet, with the decoding
+/// counts of the segments it holds (the first `done`, then the interrupted one).
+pub fn partial_damage(
+    manifest: &Manifest,
+    done: usize,
+    partial: Option<&SegmentDecode>,
+) -> InputDamage {
+    let prefix = manifest.segments[..done.min(manifest.segments.len())]
+        .iter()
+        .filter_map(|s| s.decode.as_ref());
+    damage_of(manifest, prefix.chain(partial))
+}
+
+/// The plan's reading of every packet with `decodes`' counts added.
+fn damage_of<'a>(
+    manifest: &Manifest,
+    decodes: impl Iterator<Item = &'a SegmentDecode>,
+) -> InputDamage {
     let mut damage = manifest.input_damage.clone();
     damage.decoding_stopped = false;
     damage.frames_decoded = 0;
-    for d in manifest.segments.iter().filter_map(|s| s.decode.as_ref()) {
+    for d in decodes {
         damage.frames_decoded += d.frames;
         damage.frames_damaged += d.frames_damaged;
         damage.frames_dropped += d.frames_dropped;

@@ -134,6 +134,11 @@ impl LocalJob<'_> {
                 lock(&self.results.null_outcomes).push((i, o.decode.clone()));
                 self.results.processed.fetch_add(1, Ordering::Relaxed);
             }
+            // A null sink's frames stopped by the user count as written: so do their decodes.
+            (None, _) if o.frames > 0 && user_stop => {
+                let decode = written_part(&o);
+                lock(&self.results.null_outcomes).push((i, decode));
+            }
             (Some(w), Some(t)) if o.finalized && o.frames > 0 && user_stop => {
                 let kept = w.segment_partial(i);
                 std::fs::rename(t, &kept)?;
@@ -142,13 +147,7 @@ impl LocalJob<'_> {
                     path: kept,
                     frames: o.frames,
                     first_pts: o.first_pts,
-                    // Frames decoded but still in flight when the run stopped were never
-                    // upscaled: the segment's input is the frames its file holds.
-                    decode: SegmentDecode {
-                        frames: o.frames,
-                        nvdec_frames: o.decode.nvdec_frames.min(o.frames),
-                        ..o.decode.clone()
-                    },
+                    decode: written_part(&o),
                 });
             }
             (_, Some(t)) => {
@@ -169,6 +168,16 @@ impl LocalJob<'_> {
             mark_unfinished(w, i).ok();
         }
         Ok(())
+    }
+}
+
+/// What decoding an interrupted segment saw, counting the frames it wrote: frames decoded
+/// but still in flight when the run stopped were never upscaled.
+fn written_part(o: &SegmentOutcome) -> SegmentDecode {
+    SegmentDecode {
+        frames: o.frames,
+        nvdec_frames: o.decode.nvdec_frames.min(o.frames),
+        ..o.decode.clone()
     }
 }
 
@@ -430,5 +439,34 @@ mod tests {
             SegmentState::Pending,
             "not shown running for a worker that stopped"
         );
+    }
+
+    /// A partial output's report counts what the file holds: the segments before the
+    /// interrupted one and the frames the interrupted one wrote, not a segment finished
+    /// beyond it (which the file does not hold).
+    #[test]
+    fn a_partial_outputs_counts_are_those_of_the_segments_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut manifest = two_segment_job(dir.path()).manifest;
+        let decoded = |frames, damaged| SegmentDecode {
+            frames,
+            frames_damaged: damaged,
+            ..SegmentDecode::default()
+        };
+        // Segment 1 finished, segment 0 was interrupted after 4 of its 10 frames.
+        manifest.segments[1].decode = Some(decoded(10, 2));
+        let mut o = outcome(0, dir.path(), 4, false);
+        o.decode = decoded(7, 1);
+        let partial = written_part(&o);
+        assert_eq!(partial.frames, 4, "the frames in flight are not counted");
+        let plan = DecodeStats::default();
+        let stats = super::super::finish::partial_decode_stats(&manifest, 0, Some(&partial), &plan);
+        assert_eq!(stats.frames, 4);
+        let damage = super::super::finish::partial_damage(&manifest, 0, Some(&partial));
+        assert_eq!((damage.frames_decoded, damage.frames_damaged), (4, 1));
+        // With segment 0 done and segment 1 interrupted, both count.
+        manifest.segments[0].decode = Some(decoded(10, 0));
+        let stats = super::super::finish::partial_decode_stats(&manifest, 1, Some(&partial), &plan);
+        assert_eq!(stats.frames, 14);
     }
 }

@@ -10,8 +10,8 @@ use rave_core::error::{EngineError, ErrorFamily, Result};
 
 use super::failures;
 use super::finish::{
-    OutputJob, done_prefix, job_damage, job_decode_stats, partial_decode_stats, saw_interlaced,
-    write_output,
+    OutputJob, done_prefix, job_damage, job_decode_stats, partial_damage, partial_decode_stats,
+    saw_interlaced, write_output,
 };
 use super::job::PreparedJob;
 use super::job_progress::JobProgress;
@@ -214,13 +214,14 @@ pub fn run_job(
                     files.push((p.path.clone(), p.first_pts));
                     frames += p.frames;
                 }
-                // The frames decoded are those the partial file holds.
+                // The frames decoded, and their damage, are those the partial file holds.
                 decode = partial_decode_stats(
                     &manifest,
                     next,
                     interrupted.map(|p| &p.decode),
                     &plan_stats,
                 );
+                damage = partial_damage(&manifest, next, interrupted.map(|p| &p.decode));
             }
             let written = write_output(
                 OutputJob {
