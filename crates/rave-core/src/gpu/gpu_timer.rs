@@ -14,8 +14,8 @@ use crate::error::Result;
 /// Pairs of (start, end) events of queued work, oldest first. Room for
 /// [`GpuTimer::RESERVED`] pairs is made up front, so timing a frame allocates nothing on the
 /// host while its reader keeps up ([`GpuTimer::finished`] after each frame, as the
-/// inference stage does: the frames in flight are bounded well below that by the output
-/// ring).
+/// inference stage does: the frames in flight are bounded by the output ring; a tiled frame
+/// times each of its tiles, and one of more tiles than that grows the queue once).
 #[derive(Debug)]
 pub struct GpuTimer {
     pending: Mutex<VecDeque<(CudaEvent, CudaEvent)>>,
@@ -38,7 +38,7 @@ fn timing_event(stream: &CudaStream) -> Result<CudaEvent> {
 
 impl GpuTimer {
     /// The pairs of events held without allocating.
-    pub const RESERVED: usize = 64;
+    pub const RESERVED: usize = 256;
 
     /// Mark the start of timed work on `stream` (give the result to [`GpuTimer::end`]).
     pub fn start(&self, stream: &CudaStream) -> Result<CudaEvent> {
