@@ -11,6 +11,7 @@ mod commands;
 mod console;
 mod failure;
 mod interrupt;
+mod json_log;
 mod locate;
 mod progress_view;
 mod summary;
@@ -27,9 +28,9 @@ fn main() {
         Err(e) => std::process::exit(failure::usage_error(e, &raw, wants_json)),
     };
     quiet_encoder_logs();
-    init_logging(cli.verbose);
     let json = cli.command.json();
     let jsonl = cli.command.progress() == Some(args::ProgressArg::Jsonl);
+    init_logging(cli.verbose, jsonl);
     let result = match &cli.command {
         Command::Upscale(a) => commands::upscale::run(&cli.global, a),
         Command::Benchmark(a) => commands::benchmark::run(&cli.global, a),
@@ -56,7 +57,9 @@ fn quiet_encoder_logs() {
     }
 }
 
-fn init_logging(verbose: u8) {
+/// Log to stderr at the level `-v` asks (or RAVE_LOG's filter); with `--progress jsonl`
+/// (`jsonl`) each line, and a panic's message, is a `log` event.
+fn init_logging(verbose: u8, jsonl: bool) {
     let level = match verbose {
         0 => "warn",
         1 => "info",
@@ -64,10 +67,21 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("RAVE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt()
+    let lines = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .init();
+        .with_target(false);
+    if jsonl {
+        json_log::panics_as_events();
+        lines
+            .with_writer(json_log::JsonLog)
+            .with_ansi(false)
+            .with_level(false)
+            .without_time()
+            .init();
+    } else {
+        lines
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
 }

@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rave_pipeline::{Progress, ProgressSink};
 
 use crate::args::ProgressArg;
-use crate::batch::InputJob;
+use crate::batch::{BatchReport, InputJob, InputStatus};
 use crate::console::errln;
 
 /// Pick the progress display for `mode`.
@@ -202,4 +202,27 @@ pub fn announce_skip(mode: ProgressArg, at: Option<(usize, usize)>, job: &InputJ
             job.output.display()
         );
     }
+}
+
+/// The last event of a batch with `--progress jsonl`: `batch`, with its exit code and how
+/// many inputs ended each way.
+pub fn batch_ended(batch: &BatchReport) {
+    let mut counts = serde_json::Map::new();
+    for status in [
+        InputStatus::Done,
+        InputStatus::Failed,
+        InputStatus::Partial,
+        InputStatus::Interrupted,
+        InputStatus::NotStarted,
+        InputStatus::Skipped,
+    ] {
+        let key = serde_json::to_value(status).unwrap_or_default();
+        if let Some(key) = key.as_str() {
+            counts.insert(key.to_owned(), batch.count(status).into());
+        }
+    }
+    errln!(
+        "{}",
+        serde_json::json!({"event": "batch", "exit_code": batch.exit_code, "inputs": counts})
+    );
 }

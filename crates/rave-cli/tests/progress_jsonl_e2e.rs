@@ -145,5 +145,29 @@ fn a_batch_names_the_input_that_failed_in_its_error_event() {
     let finished: Vec<_> = all.iter().filter(|e| e["event"] == "finished").collect();
     assert_eq!(finished.len(), 1, "{all:?}");
     assert_eq!(finished[0]["status"], "complete");
+    // The batch ends with its own event: the exit code and the count of each ending.
+    let last = all.last().unwrap();
+    assert_eq!(last["event"], "batch", "{all:?}");
+    assert_eq!(last["exit_code"], 3);
+    assert_eq!(
+        (&last["inputs"]["done"], &last["inputs"]["failed"]),
+        (&1.into(), &1.into())
+    );
     assert!(out.join("good.mp4").exists());
+}
+
+#[test]
+fn log_lines_are_log_events() {
+    let dir = scratch();
+    let input = make_clip(dir.path(), "in.mp4", "32x32", 3);
+    let m = fixture("nearest_x2.onnx");
+    let output = dir.path().join("out.mkv");
+    let args = upscale_args(&input, &output, &m, &["--progress", "jsonl", "-v"]);
+    let o = run(&args);
+    assert_exit(&o, 0);
+    let all = events(&o);
+    let logs: Vec<_> = all.iter().filter(|e| e["event"] == "log").collect();
+    assert!(!logs.is_empty(), "-v logs the start-up: {all:?}");
+    assert!(logs.iter().all(|e| e["level"] == "INFO"), "{logs:?}");
+    assert_eq!(all.last().unwrap()["event"], "finished");
 }

@@ -71,6 +71,9 @@ pub fn run(
         results.push(InputResult::of_run(job, run));
     }
     let batch = BatchReport::new(folder.to_path_buf(), results, interrupts.asked());
+    if jsonl {
+        progress_view::batch_ended(&batch);
+    }
     crate::commands::print_result(json, &batch, summary::print_batch);
     Ok(batch.exit_code)
 }

@@ -63,7 +63,8 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
     let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;
-    progress_view::run_ended(args.run.progress, None);
+    // A Ctrl+C during the null pass fails the full one: a partial benchmark is its full pass.
+    progress_view::run_ended(args.run.progress, Some(report.full_report.status));
     super::print_result(args.run.json, &report, summary::print_benchmark);
     Ok(0)
 }
