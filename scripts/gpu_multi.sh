@@ -18,7 +18,8 @@
 #                       but its speeds are those of one GPU shared.
 #   gpu_multi.sh decode which decoder each input gets (the decoders' half of item 2): the clip
 #                       as H.264 (NVDEC), AV1 (no NVDEC on the H200), HEVC 4:4:4 and H.264
-#                       4:2:2 10-bit (NVDEC's frames are 4:2:0) and ProRes (no NVDEC): each
+#                       4:2:2 10-bit (NVDEC's frames are 4:2:0), ProRes (no NVDEC), HEVC
+#                       12-bit and H.264 10-bit (as NVDEC says): each
 #                       upscaled (libx264 ultrafast) under --decoder auto and --decoder
 #                       software; the report's decoder line and decode capacity, and the two
 #                       runs' frames must match where both decode in software.
@@ -186,11 +187,21 @@ decode() {
   ffmpeg -v error -y -i "$clip" -an -c:v libx265 -preset ultrafast -x265-params log-level=error:keyint=50 -pix_fmt yuv444p "$work/hevc444.mkv" || fail "hevc 4:4:4 clip"
   ffmpeg -v error -y -i "$clip" -an -c:v libx264 -preset ultrafast -g 50 -pix_fmt yuv422p10le "$work/h264_422_10.mkv" || fail "h264 4:2:2 clip"
   ffmpeg -v error -y -i "$clip" -an -c:v prores_ks -profile:v 2 "$work/prores.mov" || fail "prores clip"
+  ffmpeg -v error -y -i "$clip" -an -c:v libx265 -preset ultrafast -x265-params log-level=error:keyint=50 -pix_fmt yuv420p12le "$work/hevc12.mkv" || fail "hevc 12-bit clip"
+  ffmpeg -v error -y -i "$clip" -an -c:v libx264 -preset ultrafast -g 50 -pix_fmt yuv420p10le "$work/h264_10.mkv" || fail "h264 10-bit clip"
   cp "$clip" "$work/h264.mp4"
-  for name in h264 av1 hevc444 h264_422_10 prores; do
+  for name in h264 av1 hevc444 h264_422_10 prores hevc12 h264_10; do
     say "$name"
     decoded "$name" || true
   done
+  # 12-bit HEVC is NVDEC's where the GPU says so (P016 surfaces): the same picture as the
+  # software decoder's within the conversions' rounding.
+  if grep -q '"decoder": "NVDEC' "$out/hevc12_auto.json"; then
+    local psnr
+    psnr=$(ffmpeg -v info -i "$work/hevc12_auto.mkv" -i "$work/hevc12_software.mkv" -lavfi "[0:v][1:v]psnr" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2)
+    echo "hevc12: NVDEC against software decoding, PSNR ${psnr:-?} dB" | tee -a "$summary"
+    awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p + 0 >= 40) }' || fail "hevc12 on NVDEC differs from software decoding"
+  fi
   for name in av1 hevc444 h264_422_10 prores; do
     [[ $(cat "$out/${name}_auto.rc") == 0 ]] || fail "$name under --decoder auto"
     # The reason RAVE gives when it routes a stream away from NVDEC (not FFmpeg's own fallback).
