@@ -1,28 +1,76 @@
 //! Printing on stdout and stderr: a stream the reader closed (`rave probe x | head -1`) means
 //! "stop printing to it", never a panic. Every line the CLI prints goes through `outln!` and
-//! `errln!`.
+//! `errln!`, whole, in one write.
+//!
+//! Lines for stderr go to a copy of it taken at start-up ([`keep_stderr`]): while an encoder
+//! library opens, descriptor 2 is pointed at a file to catch what the library prints there
+//! (`rave_ffmpeg::stderr_capture`), and RAVE's own lines from other threads (progress,
+//! events, Ctrl+C) must not be caught with it.
 
+use std::fs::File;
 use std::io::Write;
+use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 static STDERR_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// The copy of stderr taken at start-up (None: the copy could not be made).
+static STDERR_COPY: OnceLock<Option<Mutex<File>>> = OnceLock::new();
+
+/// Take the copy of stderr that `errln!` writes to (at the top of `main`, before any
+/// redirection of descriptor 2).
+pub fn keep_stderr() {
+    STDERR_COPY.get_or_init(|| {
+        // SAFETY: dup on descriptor 2 has no memory effects; a negative result is handled.
+        let fd = unsafe { libc::dup(2) };
+        // SAFETY: `fd` is a fresh descriptor owned by nothing else: the File owns it now.
+        (fd >= 0).then(|| Mutex::new(unsafe { File::from_raw_fd(fd) }))
+    });
+}
 
 /// Write one formatted line on stdout, unless stdout is closed.
 pub fn out_line(args: std::fmt::Arguments<'_>) {
     write_line(&mut std::io::stdout().lock(), &STDOUT_CLOSED, args);
 }
 
-/// Write one formatted line on stderr, unless stderr is closed.
+/// Write one formatted line on stderr (its copy from start-up), unless stderr is closed.
 pub fn err_line(args: std::fmt::Arguments<'_>) {
-    write_line(&mut std::io::stderr().lock(), &STDERR_CLOSED, args);
+    match STDERR_COPY.get().and_then(Option::as_ref) {
+        Some(copy) => write_line(
+            &mut *copy.lock().unwrap_or_else(|e| e.into_inner()),
+            &STDERR_CLOSED,
+            args,
+        ),
+        None => write_line(&mut std::io::stderr().lock(), &STDERR_CLOSED, args),
+    }
+}
+
+/// Bytes already formatted (a log line) on stderr's copy, as one write.
+pub fn err_bytes(bytes: &[u8]) {
+    if STDERR_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let written = match STDERR_COPY.get().and_then(Option::as_ref) {
+        Some(copy) => copy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write_all(bytes),
+        None => std::io::stderr().lock().write_all(bytes),
+    };
+    if written.is_err() {
+        STDERR_CLOSED.store(true, Ordering::Relaxed);
+    }
 }
 
 fn write_line(w: &mut impl Write, closed: &AtomicBool, args: std::fmt::Arguments<'_>) {
     if closed.load(Ordering::Relaxed) {
         return;
     }
-    if w.write_fmt(args).and_then(|()| w.write_all(b"\n")).is_err() {
+    // One write for the whole line: a reader of a pipe gets it whole.
+    let line = format!("{args}\n");
+    if w.write_all(line.as_bytes()).is_err() {
         // Whatever the cause (EPIPE, a full disk behind a redirect), nothing more can be
         // said there; the exit code still tells the outcome.
         closed.store(true, Ordering::Relaxed);

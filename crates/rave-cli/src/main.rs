@@ -11,8 +11,8 @@ mod commands;
 mod console;
 mod failure;
 mod interrupt;
-mod json_log;
 mod locate;
+mod log_lines;
 mod progress_view;
 mod summary;
 
@@ -21,6 +21,7 @@ use clap::Parser;
 use args::{Cli, Command};
 
 fn main() {
+    console::keep_stderr();
     let raw: Vec<String> = std::env::args().collect();
     let wants_json = raw.iter().any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&raw) {
@@ -71,16 +72,16 @@ fn init_logging(verbose: u8, jsonl: bool) {
         .with_env_filter(filter)
         .with_target(false);
     if jsonl {
-        json_log::panics_as_events();
+        log_lines::panics_as_events();
         lines
-            .with_writer(json_log::JsonLog)
+            .with_writer(log_lines::JsonLog)
             .with_ansi(false)
             .with_level(false)
             .without_time()
             .init();
     } else {
         lines
-            .with_writer(std::io::stderr)
+            .with_writer(log_lines::PlainLog)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }

@@ -171,3 +171,48 @@ fn log_lines_are_log_events() {
     assert!(logs.iter().all(|e| e["level"] == "INFO"), "{logs:?}");
     assert_eq!(all.last().unwrap()["event"], "finished");
 }
+
+/// Workers open encoders while others report frames: an encoder library's stderr is caught
+/// while it opens (descriptor 2 points at a file meanwhile), and RAVE's own events, written
+/// to a copy of stderr taken at start-up, must all arrive whole. One-frame segments on two
+/// workers open an encoder for every frame.
+#[test]
+fn every_event_arrives_whole_while_workers_open_encoders() {
+    let dir = scratch();
+    let input = dir.path().join("intra.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=32x24:rate=25",
+        "-frames:v",
+        "60",
+        "-c:v",
+        "libx264",
+        "-g",
+        "1",
+        "-pix_fmt",
+        "yuv420p",
+        s(&input),
+    ]);
+    let m = fixture("nearest_x2.onnx");
+    let output = dir.path().join("out.mkv");
+    let opts = [
+        "--progress",
+        "jsonl",
+        "--device",
+        "cpu",
+        "--segment-frames",
+        "1",
+        "--jobs",
+        "2",
+        "--threads",
+        "1",
+    ];
+    let o = upscale(&input, &output, &m, &opts);
+    assert_exit(&o, 0);
+    let all = events(&o);
+    let progress = all.iter().filter(|e| e["event"] == "progress").count();
+    assert_eq!(progress, 60, "one progress event a frame");
+    assert_eq!(all.last().unwrap()["event"], "finished");
+}

@@ -1,5 +1,6 @@
-//! With `--progress jsonl`, every line on stderr is a JSON event: log lines (tracing's
-//! warnings, `-v` output) become `log` events, and a panic's message one too.
+//! Log lines (tracing's warnings, `-v` output) on stderr's copy from start-up (`console`),
+//! each in one write; with `--progress jsonl`, where every line on stderr is a JSON event,
+//! as `log` events, and a panic's message one too.
 
 use std::io::Write;
 
@@ -10,6 +11,39 @@ use crate::console::errln;
 
 /// Makes one [`LogEvent`] a log line.
 pub struct JsonLog;
+
+/// Makes one [`PlainLine`] a log line (without `--progress jsonl`).
+pub struct PlainLog;
+
+impl<'a> MakeWriter<'a> for PlainLog {
+    type Writer = PlainLine;
+
+    fn make_writer(&'a self) -> PlainLine {
+        PlainLine(Vec::new())
+    }
+}
+
+/// One log line as formatted, printed whole when dropped.
+pub struct PlainLine(Vec<u8>);
+
+impl Write for PlainLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for PlainLine {
+    fn drop(&mut self) {
+        if !self.0.is_empty() {
+            crate::console::err_bytes(&self.0);
+        }
+    }
+}
 
 impl<'a> MakeWriter<'a> for JsonLog {
     type Writer = LogEvent;
