@@ -133,8 +133,24 @@ pub fn usage_error(err: clap::Error, args: &[String], json: bool) -> i32 {
             0
         };
     }
-    let code = ErrorFamily::Usage.exit_code();
     let message = first_line(&err.render().to_string());
+    let line = format!("{message} (see {} --help)", command_of(args));
+    print_usage(&message, &line, args, json)
+}
+
+/// Refuse an argument that is not valid UTF-8 (`shown` lossily): a path FFmpeg could not be
+/// given. Exit 2, said like a usage error.
+pub fn not_utf8(shown: &str, args: &[String], json: bool) -> i32 {
+    let message = format!(
+        "the argument '{shown}' is not valid UTF-8, which RAVE cannot hand to FFmpeg: rename the file (e.g. with convmv) and run again"
+    );
+    print_usage(&message, &message, args, json)
+}
+
+/// Print a usage error: the JSON error object with `--json`, an `error` event with
+/// `--progress jsonl`, else `rave: error: LINE`; returns its exit code (2).
+fn print_usage(message: &str, line: &str, args: &[String], json: bool) -> i32 {
+    let code = ErrorFamily::Usage.exit_code();
     let object = serde_json::json!({
         "code": EngineError::Config(String::new()).code(),
         "kind": "usage",
@@ -151,7 +167,7 @@ pub fn usage_error(err: clap::Error, args: &[String], json: bool) -> i32 {
             serde_json::json!({ "event": "error", "error": object })
         );
     } else if !json {
-        errln!("rave: error: {message} (see {} --help)", command_of(args));
+        errln!("rave: error: {line}");
     }
     code
 }

@@ -22,8 +22,16 @@ use args::{Cli, Command};
 
 fn main() {
     console::keep_stderr();
-    let raw: Vec<String> = std::env::args().collect();
+    let raw_os: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let raw: Vec<String> = raw_os
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let wants_json = raw.iter().any(|a| a == "--json");
+    if let Some(bad) = raw_os.iter().find(|a| a.to_str().is_none()) {
+        let code = failure::not_utf8(&bad.to_string_lossy(), &raw, wants_json);
+        std::process::exit(code);
+    }
     let cli = match Cli::try_parse_from(&raw) {
         Ok(cli) => cli,
         Err(e) => std::process::exit(failure::usage_error(e, &raw, wants_json)),

@@ -453,3 +453,54 @@ fn skip_existing_runs_only_the_inputs_without_an_output() {
     ]);
     assert_exit(&o, 2);
 }
+
+/// A path that is not valid UTF-8 cannot be handed to FFmpeg: as an argument it is refused
+/// like a usage error (exit 2), in a folder the batch is refused naming it (exit 3); never
+/// a panic.
+#[test]
+fn a_name_that_is_not_utf8_is_refused_with_one_line() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch();
+    let d = dir.path();
+    let bad = d.join(std::ffi::OsStr::from_bytes(b"\xff.mp4"));
+    std::fs::copy(clip(d, "a.mp4"), &bad).unwrap();
+    let m = fixture("nearest_x2.onnx");
+    let o = rave()
+        .args([
+            "upscale",
+            "-m",
+            s(&m),
+            "--device",
+            "cpu",
+            "-o",
+            s(&d.join("o.mp4")),
+            "-i",
+        ])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("not valid UTF-8"), "{}", stderr(&o));
+
+    let folder = d.join("in");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::rename(&bad, folder.join(std::ffi::OsStr::from_bytes(b"\xfe.mp4"))).unwrap();
+    let o = upscale_with(&[
+        "-i",
+        s(&folder),
+        "-o",
+        s(&d.join("out")),
+        "--progress",
+        "jsonl",
+    ]);
+    assert_exit(&o, 3);
+    let e: serde_json::Value = serde_json::from_str(stderr(&o).trim()).expect("one error event");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid UTF-8"),
+        "{e}"
+    );
+}

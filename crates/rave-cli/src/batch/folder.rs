@@ -12,6 +12,9 @@ pub const VIDEO_EXTENSIONS: &[&str] = &[
     "y4m",
 ];
 
+/// Why a file whose name is not UTF-8 is refused.
+pub const NOT_UTF8: &str = "its name is not valid UTF-8, which RAVE cannot hand to FFmpeg: rename the file (e.g. with convmv) and run again";
+
 /// Whether `path`'s extension is one of [`VIDEO_EXTENSIONS`] (in any case).
 pub fn has_video_extension(path: &Path) -> bool {
     path.extension()
@@ -52,6 +55,12 @@ pub fn videos_in(dir: &Path) -> Result<Vec<PathBuf>> {
         // Subfolders are not entered; a link to a folder is a folder.
         if hidden || path.is_dir() || !has_video_extension(&path) || is_rave_partial(&path) {
             continue;
+        }
+        if path.to_str().is_none() {
+            return Err(EngineError::InputUnreadable {
+                path: path.clone(),
+                reason: NOT_UTF8.into(),
+            });
         }
         videos.push(path);
     }
