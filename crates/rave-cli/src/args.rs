@@ -452,7 +452,8 @@ pub struct UpscaleArgs {
     /// folder). RAVE puts an output in place only once it is complete.
     #[arg(long, conflicts_with = "overwrite")]
     pub skip_existing: bool,
-    /// Stop after this many frames, 1 to 1000000000.
+    /// Upscale only the first N frames, 1 to 1000000000; the copied streams (audio,
+    /// subtitles) end with them.
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub max_frames: Option<u64>,

@@ -234,3 +234,33 @@ fn the_report_times_the_start_up_to_the_first_frame() {
         assert!(log.contains(&format!("start-up: {step} took ")), "{log}");
     }
 }
+
+/// `--max-frames N` makes an output of the first N frames, its audio ending with them (as
+/// after Ctrl+C); with N past the end, the whole audio is there.
+#[test]
+fn max_frames_cuts_the_audio_with_the_video() {
+    let dir = scratch();
+    let input = make_clip(dir.path(), "in.mp4", "32x32", 25);
+    let m = fixture("nearest_x2.onnx");
+    let whole_audio = packet_count(&input, "a");
+    let cut = dir.path().join("cut.mkv");
+    let o = upscale(&input, &cut, &m, &["--max-frames", "5", "--json"]);
+    assert_exit(&o, 0);
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        (r["status"].as_str(), r["frames_out"].as_u64()),
+        (Some("complete"), Some(5))
+    );
+    assert_eq!(frame_times(&cut).len(), 5);
+    // 5 frames at 25 fps are 0.2 s: the audio packets starting before then (48 kHz AAC,
+    // 1024 samples a packet: about 10), not the whole second.
+    let audio = packet_count(&cut, "a");
+    assert!(
+        audio > 0 && audio * 3 < whole_audio,
+        "{audio} of {whole_audio} audio packets"
+    );
+
+    let all = dir.path().join("all.mkv");
+    assert_exit(&upscale(&input, &all, &m, &["--max-frames", "100"]), 0);
+    assert_eq!(packet_count(&all, "a"), whole_audio);
+}

@@ -49,8 +49,8 @@ impl<F: FnMut() -> Result<Option<CopiedPacket>>> CopiedStreams<F> {
         self.write(muxer, None)
     }
 
-    /// The run was interrupted: write what starts before its last frame ends, leave out
-    /// (and count) the rest.
+    /// The video ended early (Ctrl+C, `--max-frames`): write what starts before its last
+    /// frame ends, leave out (and count) the rest.
     pub fn leave_out_the_rest(&mut self, muxer: &mut Muxer) -> Result<()> {
         self.write_up_to_video(muxer)?;
         let rest: u64 = self.pending.iter().map(|q| q.len() as u64).sum();

@@ -28,8 +28,9 @@ pub struct AssemblyInput<'a> {
     pub container: Container,
     /// Leave out refused packets of damaged copied streams instead of failing.
     pub allow_corrupt: bool,
-    /// The video ends before the source's (an interrupted run): copied streams end with it.
-    pub partial: bool,
+    /// The video ends before the source's (an interrupted run, `--max-frames`): copied
+    /// streams end with it.
+    pub ends_early: bool,
 }
 
 /// What assembling wrote and read.
@@ -99,7 +100,7 @@ pub fn assemble(
             }
         }
         muxer.count_frames(input.frames);
-        if input.partial {
+        if input.ends_early {
             copied.leave_out_the_rest(&mut muxer)?;
         } else {
             copied.write_all(&mut muxer)?;

@@ -84,7 +84,9 @@ pub fn write_output(
         codec: config.encoder.codec,
         container: job.container,
         allow_corrupt: config.allow_corrupt,
-        partial: job.partial,
+        // An interrupted run, or one that --max-frames N stopped at N frames: the copied
+        // streams end with the video.
+        ends_early: job.partial || config.max_frames.is_some_and(|n| job.frames >= n),
     };
     let assembled = match assemble(&input, target.temp_path(), &config.output, cancel) {
         Ok(a) => a,
