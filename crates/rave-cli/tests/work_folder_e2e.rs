@@ -225,3 +225,34 @@ fn status_and_segment_do_not_trust_a_done_segment_whose_file_is_gone_or_a_failed
     assert_exit(&o, 0);
     assert_eq!(frame_times(&output), frame_times(&input));
 }
+
+/// `rave plan` refuses before planning what `rave upscale` refuses before any work, rather
+/// than leaving it to the workers: a model ONNX Runtime cannot read (exit 5), an output that
+/// exists without --overwrite (exit 4) or is the input; no work folder is made.
+#[test]
+fn plan_refuses_a_bad_model_or_output_before_planning() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 20);
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let plan = |model: &std::path::Path, output: &std::path::Path, extra: &[&str]| {
+        rave()
+            .args(["plan", "-i", &s(&input), "-o", &s(output), "-m", &s(model)])
+            .args(["--device", "cpu", "--work", &s(&d.join("job"))])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let junk = d.join("junk.onnx");
+    std::fs::write(&junk, b"not a model").unwrap();
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    assert_exit(&plan(&junk, &output, &[]), 5);
+    std::fs::write(&output, b"an earlier result").unwrap();
+    let o = plan(&model, &output, &[]);
+    assert_exit(&o, 4);
+    assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+    assert_exit(&plan(&model, &input, &["--overwrite"]), 4);
+    assert!(!d.join("job").exists(), "nothing planned");
+    assert_exit(&plan(&model, &output, &["--overwrite"]), 0);
+}

@@ -36,15 +36,44 @@ pub fn work_of(config: &UpscaleConfig) -> WorkFolder {
 }
 
 /// Plan `config`'s job into its work folder (a job already planned there with the same
-/// input and settings is kept as it is). Returns its manifest.
+/// input and settings is kept as it is). Returns its manifest. What `rave upscale` would
+/// refuse before any work is refused here too, not on the workers: an output that exists
+/// (without `--overwrite`), is the input or a folder, and a model ONNX Runtime cannot read.
 pub fn plan(
     config: &UpscaleConfig,
     progress: &dyn ProgressSink,
     cancel: &CancelToken,
 ) -> Result<Manifest> {
+    check_output(config)?;
+    let runtime = rave_tensorrt::OrtRuntime::load(&config.runtime_candidates)?;
+    rave_tensorrt::LoadedModel::inspect(&runtime, &config.model)?;
     let clock = super::startup::StartupClock::new(std::time::Instant::now());
     let job = job::prepare(config, progress, cancel, &mut || Ok(()), &clock)?;
     Ok(job.manifest)
+}
+
+/// Refuse the output `rave assemble` would refuse, before the job is planned.
+fn check_output(config: &UpscaleConfig) -> Result<()> {
+    let out = &config.output;
+    let unwritable = |reason: &str| EngineError::OutputUnwritable {
+        path: out.clone(),
+        reason: reason.into(),
+    };
+    if out.is_dir() {
+        return Err(unwritable("is a directory"));
+    }
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        std::fs::canonicalize(a)
+            .ok()
+            .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
+    };
+    if same(out, &config.input) {
+        return Err(unwritable("is the input file; choose another output path"));
+    }
+    if out.symlink_metadata().is_ok() && !config.overwrite {
+        return Err(EngineError::OutputExists(out.clone()));
+    }
+    Ok(())
 }
 
 /// What `rave segment` did.
