@@ -46,7 +46,7 @@ pub fn plan(
 ) -> Result<Manifest> {
     check_output(config)?;
     let runtime = rave_tensorrt::OrtRuntime::load(&config.runtime_candidates)?;
-    rave_tensorrt::LoadedModel::inspect(&runtime, &config.model)?;
+    rave_tensorrt::LoadedModel::inspect(runtime, &config.model)?;
     let clock = super::startup::StartupClock::new(std::time::Instant::now());
     let job = job::prepare(config, progress, cancel, &mut || Ok(()), &clock)?;
     Ok(job.manifest)
