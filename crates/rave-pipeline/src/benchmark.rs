@@ -23,7 +23,7 @@ use crate::cancel::CancelToken;
 use crate::config::UpscaleConfig;
 use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::progress::ProgressSink;
-use crate::report::{RunReport, ratio};
+use crate::report::{RunReport, RunStatus, ratio};
 use crate::upscale::run_upscale;
 
 /// Inference alone.
@@ -125,6 +125,10 @@ pub fn run_benchmark(
     let repeats = config.max_frames.unwrap_or(100).clamp(1, 300);
     rave_core::gpu::timeline::section("inference_only");
     let inference_only = measure_inference(config, repeats)?;
+    // Stopped while inference alone was measured: nothing more to measure.
+    if cancel.reason().is_some() {
+        return Err(EngineError::Cancelled);
+    }
     rave_core::gpu::timeline::section("null_encode");
     let null_report = run_upscale(
         &UpscaleConfig {
@@ -134,10 +138,18 @@ pub fn run_benchmark(
         progress,
         cancel,
     )?;
+    // Stopped during the null pass: no full pass to measure.
+    if null_report.status == RunStatus::Partial {
+        return Err(EngineError::Cancelled);
+    }
     rave_core::gpu::timeline::section("full");
     let full_report = run_upscale(config, progress, cancel)?;
-    // The scratch output has served its purpose.
+    // The scratch output has served its purpose, and so has its work folder (kept when
+    // Ctrl+C stopped the pass: a benchmark is not resumed).
     let _ = std::fs::remove_file(&full_report.output);
+    if let Some(work) = &full_report.segments.work {
+        let _ = std::fs::remove_dir_all(work);
+    }
     let null_encode = PipelineRun::from(&null_report);
     let full = PipelineRun::from(&full_report);
     let bound = inference_only.fps.min(full.capacity("encode"));

@@ -5,6 +5,8 @@ use rave_core::error::Result;
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::benchmark::run_benchmark;
 
+use rave_pipeline::report::RunStatus;
+
 use crate::args::{BenchmarkArgs, GlobalArgs, ProgressArg, UpscaleArgs};
 use crate::commands::upscale::pipeline_config;
 use crate::interrupt::interrupt_on_ctrl_c;
@@ -63,8 +65,13 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
     let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;
-    // A Ctrl+C during the null pass fails the full one: a partial benchmark is its full pass.
+    // A Ctrl+C during the null pass ends the benchmark (exit 130): a partial benchmark is
+    // one whose full pass was stopped.
     progress_view::run_ended(args.run.progress, Some(report.full_report.status));
     super::print_result(args.run.json, &report, summary::print_benchmark);
-    Ok(0)
+    // Stopped by Ctrl+C during the full pass: measured on the frames done, exit 130.
+    Ok(match report.full_report.status {
+        RunStatus::Complete => 0,
+        RunStatus::Partial => rave_core::error::ErrorFamily::Cancelled.exit_code(),
+    })
 }
