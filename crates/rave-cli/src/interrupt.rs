@@ -10,6 +10,15 @@ use rave_pipeline::cancel::StopReason;
 
 use crate::console::errln;
 
+/// Set once the command's runs are over: Ctrl+C then has nothing left to stop.
+static WORK_OVER: AtomicBool = AtomicBool::new(false);
+
+/// The command's runs are over (its result is being printed): a first Ctrl+C from now on
+/// is ignored rather than answered after the run's last event (a second one still leaves).
+pub fn work_over() {
+    WORK_OVER.store(true, Ordering::SeqCst);
+}
+
 /// What the handler shares with the runs: whether Ctrl+C was pressed, and the token of the
 /// run in progress.
 #[derive(Default)]
@@ -42,6 +51,15 @@ impl Interrupts {
             ""
         };
         ctrlc::set_handler(move || {
+            // The work is over (the report is being printed): nothing to stop, nothing to say
+            // after the last event; a second Ctrl+C still leaves at once.
+            if WORK_OVER.load(Ordering::SeqCst) {
+                if handler.asked.swap(true, Ordering::SeqCst) {
+                    // SAFETY: as below; every output is settled by now.
+                    unsafe { libc::_exit(130) };
+                }
+                return;
+            }
             if handler.asked.swap(true, Ordering::SeqCst) {
                 say(jsonl, "aborted; the unfinished output was removed");
                 rave_pipeline::output_file::remove_in_flight();

@@ -71,6 +71,7 @@ pub fn run(
         results.push(InputResult::of_run(job, run));
     }
     let batch = BatchReport::new(folder.to_path_buf(), results, interrupts.asked());
+    crate::interrupt::work_over();
     if jsonl {
         progress_view::batch_ended(&batch);
     }

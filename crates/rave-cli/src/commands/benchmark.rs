@@ -65,6 +65,7 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
     let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;
+    crate::interrupt::work_over();
     // A Ctrl+C during the null pass ends the benchmark (exit 130): a partial benchmark is
     // one whose full pass was stopped.
     progress_view::run_ended(args.run.progress, Some(report.full_report.status));

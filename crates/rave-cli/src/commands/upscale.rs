@@ -40,6 +40,7 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_upscale(&config, progress.as_ref(), &cancel)?;
+    crate::interrupt::work_over();
     progress_view::run_ended(args.run.progress, Some(report.status));
     super::print_result(args.run.json, &report, summary::print_run);
     Ok(match report.status {
