@@ -57,6 +57,21 @@ fn corrupt_input_is_refused_with_a_count_or_upscaled_when_allowed() {
         "every frame is either written or counted as missing: {v}"
     );
     assert_eq!(frame_times(&output).len() as u64, good);
+    // Said as the run ends too: a warning event with --progress jsonl.
+    std::fs::remove_file(&output).unwrap();
+    let o = upscale(
+        &input,
+        &output,
+        &m,
+        &["--allow-corrupt", "--progress", "jsonl"],
+    );
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).lines().any(|l| l.contains("\"warning\"")
+            && l.contains("damaged input (kept with --allow-corrupt)")),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

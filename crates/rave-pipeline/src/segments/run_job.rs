@@ -244,6 +244,15 @@ pub fn run_job(
         }
         _ => PathBuf::from("(null sink)"),
     };
+    // Said while the run ends (a `warning` event with --progress jsonl), as well as in the
+    // report's input_damage and the summary.
+    if !damage.is_clean() {
+        let kept = match config.allow_corrupt {
+            true => " (kept with --allow-corrupt)",
+            false => "",
+        };
+        progress.warning(&format!("damaged input{kept}: {}", damage.describe()));
+    }
     let work_kept = match &work {
         Some(w) if status == RunStatus::Complete && !config.segments.keep_work => {
             w.remove().map(|_| false).unwrap_or(true)
