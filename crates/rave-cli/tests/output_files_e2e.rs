@@ -352,3 +352,35 @@ fn a_double_ctrl_c_during_start_up_leaves_nothing_and_says_only_that() {
         }
     }
 }
+
+/// An output that appears while the run works is not replaced: the run fails (exit 4)
+/// naming where the finished file went (`NAME-2.EXT`), and with the result there, no work
+/// folder is left to resume.
+#[test]
+fn an_output_that_appears_during_the_run_is_kept_and_the_result_put_beside_it() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = make_photo_clip(d, "in.mp4", 160, 96, 40);
+    let output = d.join("out.mp4");
+    let mut run = Running::start(&input, &output, SLOW);
+    run.wait_frames(2);
+    std::fs::write(&output, b"written by someone else").unwrap();
+    let (code, out, err) = run.finish();
+    assert_eq!(code, Some(4), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("the --json error");
+    let kept = d.join("out-2.mp4");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("the finished file was kept as {}", kept.display())),
+        "{v}"
+    );
+    assert_eq!(std::fs::read(&output).unwrap(), b"written by someone else");
+    assert_eq!(frame_times(&kept).len(), 40);
+    assert!(
+        !d.join(".out.mp4.rave-work").exists(),
+        "no work folder left"
+    );
+    assert_eq!(temp_files_left(d), Vec::<String>::new());
+}

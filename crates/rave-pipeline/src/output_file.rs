@@ -28,6 +28,8 @@ pub struct OutputTarget {
     input: Option<FileId>,
     overwrite: bool,
     settled: AtomicBool,
+    /// Where the finished file went when the target appeared during the run.
+    kept_as: std::sync::OnceLock<PathBuf>,
 }
 
 impl OutputTarget {
@@ -88,6 +90,7 @@ impl OutputTarget {
             input,
             overwrite,
             settled: AtomicBool::new(false),
+            kept_as: std::sync::OnceLock::new(),
         })
     }
 
@@ -136,6 +139,7 @@ impl OutputTarget {
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let kept = self.place_numbered("", 2)?;
+                let _ = self.kept_as.set(kept.clone());
                 Err(EngineError::OutputUnwritable {
                     path: self.target.clone(),
                     reason: format!(
@@ -146,6 +150,12 @@ impl OutputTarget {
             }
             Err(e) => Err(failed(e)),
         }
+    }
+
+    /// Where the finished file was kept when the target appeared during the run (see
+    /// [`OutputTarget::commit`]).
+    pub fn kept_elsewhere(&self) -> Option<&Path> {
+        self.kept_as.get().map(PathBuf::as_path)
     }
 
     /// The run was cancelled after finalizing what it had: keep it as `NAME.partial.EXT`,

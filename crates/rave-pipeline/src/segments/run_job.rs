@@ -236,7 +236,13 @@ pub fn run_job(
                 target,
                 &mut damage,
                 cancel,
-            )?;
+            )
+            .inspect_err(|_| {
+                // The finished file is in place under another name: nothing to resume.
+                if target.kept_elsewhere().is_some() && !config.segments.keep_work {
+                    let _ = w.remove();
+                }
+            })?;
             decode.copied_packets = written.copied_packets;
             mux = written.summary;
             frames_out = frames;
