@@ -19,6 +19,28 @@ static STDERR_CLOSED: AtomicBool = AtomicBool::new(false);
 /// The copy of stderr taken at start-up (None: the copy could not be made).
 static STDERR_COPY: OnceLock<Option<Mutex<File>>> = OnceLock::new();
 
+/// `--json` was given: stdout carries one JSON document.
+static JSON: AtomicBool = AtomicBool::new(false);
+/// `--progress jsonl` was given: every line on stderr is a JSON event.
+static JSONL: AtomicBool = AtomicBool::new(false);
+
+/// Record the command's output modes (`--json`, `--progress jsonl`), for what prints
+/// outside the command's own flow (the Ctrl+C handler).
+pub fn set_modes(json: bool, jsonl: bool) {
+    JSON.store(json, Ordering::Relaxed);
+    JSONL.store(jsonl, Ordering::Relaxed);
+}
+
+/// Whether `--json` was given.
+pub fn json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+/// Whether `--progress jsonl` was given.
+pub fn jsonl() -> bool {
+    JSONL.load(Ordering::Relaxed)
+}
+
 /// Take the copy of stderr that `errln!` writes to (at the top of `main`, before any
 /// redirection of descriptor 2).
 pub fn keep_stderr() {

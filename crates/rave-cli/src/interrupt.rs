@@ -4,11 +4,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rave_core::error::{EngineError, Result};
+use rave_core::error::{EngineError, ErrorFamily, Result};
 use rave_pipeline::CancelToken;
 use rave_pipeline::cancel::StopReason;
 
-use crate::console::errln;
+use crate::console::{errln, outln};
 
 /// Set once the command's runs are over: Ctrl+C then has nothing left to stop.
 static WORK_OVER: AtomicBool = AtomicBool::new(false);
@@ -33,13 +33,13 @@ pub struct Interrupts(Arc<Shared>);
 
 impl Interrupts {
     /// Install the handler (once per process). `batch` adds to the first Ctrl+C's message
-    /// that the remaining inputs will not be started; with `jsonl` (`--progress jsonl`) its
-    /// messages are `interrupt` events, as every other line on stderr.
+    /// that the remaining inputs will not be started; with `--progress jsonl` its messages
+    /// are events, as every other line on stderr (`console::set_modes`).
     ///
     /// A file-size limit (`ulimit -f`) makes writes fail with EFBIG instead of killing the
     /// process with SIGXFSZ, so the run ends with a write error (exit 4) and removes its
     /// temporary file.
-    pub fn install(batch: bool, jsonl: bool) -> Result<Self> {
+    pub fn install(batch: bool) -> Result<Self> {
         // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code;
         // nothing in RAVE relies on SIGXFSZ's default action.
         unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
@@ -61,7 +61,7 @@ impl Interrupts {
                 return;
             }
             if handler.asked.swap(true, Ordering::SeqCst) {
-                say(jsonl, "aborted; the unfinished output was removed");
+                aborted();
                 rave_pipeline::output_file::remove_in_flight();
                 // SAFETY: _exit ends the process at once. `exit` would run atexit handlers
                 // and library destructors (ONNX Runtime's) while the other threads still
@@ -69,12 +69,9 @@ impl Interrupts {
                 // meanwhile.
                 unsafe { libc::_exit(130) };
             }
-            say(
-                jsonl,
-                &format!(
-                    "stopping, finalizing the frames done so far{rest} (Ctrl+C again to abort)"
-                ),
-            );
+            say(&format!(
+                "stopping, finalizing the frames done so far{rest} (Ctrl+C again to abort)"
+            ));
             lock(&handler.current).cancel(StopReason::User);
         })
         .map_err(|e| {
@@ -102,8 +99,8 @@ impl Interrupts {
 }
 
 /// Print what Ctrl+C does: a line of its own below the progress, or an `interrupt` event.
-fn say(jsonl: bool, message: &str) {
-    match jsonl {
+fn say(message: &str) {
+    match crate::console::jsonl() {
         true => errln!(
             "{}",
             serde_json::json!({"event": "interrupt", "message": message})
@@ -112,12 +109,31 @@ fn say(jsonl: bool, message: &str) {
     }
 }
 
+/// Say that a second Ctrl+C aborts the run: its last words, as the error of a run that
+/// failed (the JSON error with `--json`, an `error` event with `--progress jsonl`).
+fn aborted() {
+    let message = "aborted by a second Ctrl+C; what was not finalized was removed";
+    let object = serde_json::json!({
+        "code": EngineError::Cancelled.code(),
+        "kind": "aborted",
+        "family": ErrorFamily::Cancelled,
+        "exit_code": ErrorFamily::Cancelled.exit_code(),
+        "message": message,
+    });
+    if crate::console::json() {
+        outln!("{}", serde_json::json!({ "error": object }));
+    }
+    match crate::console::jsonl() {
+        true => errln!("{}", serde_json::json!({"event": "error", "error": object})),
+        false => errln!("\nrave: {message}"),
+    }
+}
+
 fn lock(m: &Mutex<CancelToken>) -> std::sync::MutexGuard<'_, CancelToken> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The token of a command that makes one run (`rave upscale` of one file, `rave benchmark`);
-/// `jsonl` as for [`Interrupts::install`].
-pub fn interrupt_on_ctrl_c(jsonl: bool) -> Result<CancelToken> {
-    Ok(Interrupts::install(false, jsonl)?.next_run())
+/// The token of a command that makes one run (`rave upscale` of one file, `rave benchmark`).
+pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
+    Ok(Interrupts::install(false)?.next_run())
 }

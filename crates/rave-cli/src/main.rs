@@ -39,6 +39,7 @@ fn main() {
     quiet_encoder_logs();
     let json = cli.command.json();
     let jsonl = cli.command.progress() == Some(args::ProgressArg::Jsonl);
+    console::set_modes(json, jsonl);
     init_logging(cli.verbose, jsonl);
     let result = match &cli.command {
         Command::Upscale(a) => commands::upscale::run(&cli.global, a),

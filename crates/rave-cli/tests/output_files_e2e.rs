@@ -250,9 +250,17 @@ fn a_second_ctrl_c_removes_the_temp_file_before_leaving() {
     run.signal("-INT");
     run.wait_for("stopping");
     run.signal("-INT");
-    let (code, _, err) = run.finish();
+    let (code, out, err) = run.finish();
     assert_eq!(code, Some(130), "{err}");
-    assert!(err.contains("aborted"), "the second Ctrl+C aborted: {err}");
+    // Its last words are the run's error, in the forms asked for: the jsonl stream's last
+    // event and the --json document.
+    let last: serde_json::Value = serde_json::from_str(err.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (&last["event"], &last["error"]["kind"]),
+        (&"error".into(), &"aborted".into())
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("the --json error");
+    assert_eq!(doc["error"]["exit_code"], 130);
     assert_eq!(temp_files_left(d), Vec::<String>::new());
     assert_eq!(
         sorted_names(d),

@@ -7,7 +7,7 @@ use rave_pipeline::benchmark::run_benchmark;
 
 use rave_pipeline::report::RunStatus;
 
-use crate::args::{BenchmarkArgs, GlobalArgs, ProgressArg, UpscaleArgs};
+use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
 use crate::commands::upscale::pipeline_config;
 use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{progress_view, summary};
@@ -62,7 +62,7 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         &args.input,
         &scratch,
     )?;
-    let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
+    let cancel = interrupt_on_ctrl_c()?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;
     crate::interrupt::work_over();

@@ -37,7 +37,7 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     if args.skip_existing && job.output.exists() {
         return Ok(skip(args, &job));
     }
-    let cancel = interrupt_on_ctrl_c(args.run.progress == ProgressArg::Jsonl)?;
+    let cancel = interrupt_on_ctrl_c()?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_upscale(&config, progress.as_ref(), &cancel)?;
     crate::interrupt::work_over();
