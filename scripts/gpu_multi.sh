@@ -114,6 +114,17 @@ one() {
   say "the same command again: resumes"
   upscale failed --preset veryfast --jobs 2 || fail "resume"
   same_as failed plain
+  say "--progress jsonl with 2 workers opening encoders: every stderr line one event, one progress event a frame"
+  rave upscale -i "$clip" -o "$work/jsonl.mp4" --overwrite --progress jsonl --segment-frames 50 --preset veryfast \
+    >/dev/null 2>"$out/jsonl.err" || fail "the jsonl run"
+  python3 - "$out/jsonl.err" "$frames" <<'PY' | tee -a "$summary" || fail "the jsonl stream"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+events = [json.loads(l) for l in lines]  # a line that is not JSON fails here
+progress = sum(e["event"] == "progress" for e in events)
+print(f"  {len(lines)} lines, all JSON; {progress} progress events; last: {events[-1]['event']}")
+sys.exit(0 if progress == int(sys.argv[2]) and events[-1]["event"] == "finished" else 1)
+PY
   echo "status: $status" | tee -a "$summary"
 }
 
