@@ -260,7 +260,10 @@ fn max_frames_cuts_the_audio_with_the_video() {
         "{audio} of {whole_audio} audio packets"
     );
 
-    let all = dir.path().join("all.mkv");
-    assert_exit(&upscale(&input, &all, &m, &["--max-frames", "100"]), 0);
-    assert_eq!(packet_count(&all, "a"), whole_audio);
+    // N past the end, or exactly the frame count: everything stays.
+    for n in ["100", "25"] {
+        let all = dir.path().join(format!("all{n}.mkv"));
+        assert_exit(&upscale(&input, &all, &m, &["--max-frames", n]), 0);
+        assert_eq!(packet_count(&all, "a"), whole_audio, "--max-frames {n}");
+    }
 }

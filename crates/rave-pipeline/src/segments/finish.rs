@@ -84,9 +84,9 @@ pub fn write_output(
         codec: config.encoder.codec,
         container: job.container,
         allow_corrupt: config.allow_corrupt,
-        // An interrupted run, or one that --max-frames N stopped at N frames: the copied
+        // An interrupted run, or one --max-frames stops before the video's end: the copied
         // streams end with the video.
-        ends_early: job.partial || config.max_frames.is_some_and(|n| job.frames >= n),
+        ends_early: job.partial || job.manifest.ends_early,
     };
     let assembled = match assemble(&input, target.temp_path(), &config.output, cancel) {
         Ok(a) => a,

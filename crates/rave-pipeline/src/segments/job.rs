@@ -227,6 +227,7 @@ fn new_manifest(
         invocation_dir: std::env::current_dir().unwrap_or_default(),
         overwrite: config.overwrite,
         frames_total: plan.frames,
+        ends_early: plan.ends_early,
         segment_frames,
         single_reason: plan.single_reason.clone(),
         input_damage,

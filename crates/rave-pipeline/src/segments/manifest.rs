@@ -139,6 +139,10 @@ pub struct Manifest {
     pub overwrite: bool,
     /// Frames in the job.
     pub frames_total: u64,
+    /// The job stops before the video's end (`--max-frames` under its frame count): the
+    /// copied streams end with its last frame.
+    #[serde(default)]
+    pub ends_early: bool,
     /// Target segment length in frames.
     pub segment_frames: u64,
     /// Why the video is one segment, when it is for a reason other than its length.

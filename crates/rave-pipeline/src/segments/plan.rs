@@ -37,6 +37,8 @@ pub struct SegmentPlan {
     pub frames: u64,
     /// Why the video was not cut (when it is one segment for a reason other than length).
     pub single_reason: Option<String>,
+    /// The job stops before the video's end (`--max-frames` under its frame count).
+    pub ends_early: bool,
 }
 
 /// The target segment length in frames for a video at `fps` (about a minute).
@@ -61,6 +63,7 @@ pub fn plan_segments(index: &KeyframeIndex, target: u64, max_frames: Option<u64>
             segments: vec![whole(frames, None)],
             frames,
             single_reason: Some(why),
+            ends_early: frames < all,
         };
     }
     let pts = index.frame_pts();
@@ -80,6 +83,7 @@ pub fn plan_segments(index: &KeyframeIndex, target: u64, max_frames: Option<u64>
             segments: vec![whole(frames, end)],
             frames,
             single_reason: None,
+            ends_early: frames < all,
         };
     }
     let keyframes = index.keyframes();
@@ -107,6 +111,7 @@ pub fn plan_segments(index: &KeyframeIndex, target: u64, max_frames: Option<u64>
         segments,
         frames,
         single_reason: None,
+        ends_early: frames < all,
     }
 }
 
