@@ -446,10 +446,10 @@ pub struct UpscaleArgs {
     /// input is never replaced.
     #[arg(long)]
     pub overwrite: bool,
-    /// Leave alone an input whose output already exists (reported as skipped, exit 0) instead
-    /// of failing with exit 4: run the same batch again after some inputs failed or were
-    /// interrupted, and only those are done (an interrupted one resumes from its work
-    /// folder). RAVE puts an output in place only once it is complete.
+    /// Leave alone an input whose output already exists as a file (reported as skipped,
+    /// exit 0) instead of failing with exit 4: run the same batch again after some inputs
+    /// failed or were interrupted, and only those are done (an interrupted one resumes from
+    /// its work folder). RAVE puts an output in place only once it is complete.
     #[arg(long, conflicts_with = "overwrite")]
     pub skip_existing: bool,
     /// Upscale only the first N frames, 1 to 1000000000; the copied streams (audio,

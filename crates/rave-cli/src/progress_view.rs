@@ -188,13 +188,15 @@ pub fn announce_skip(mode: ProgressArg, at: Option<(usize, usize)>, job: &InputJ
     };
     let place = at.map_or(String::new(), |(i, n)| format!("[{i}/{n}] "));
     if mode == ProgressArg::Jsonl {
-        errln!(
-            "{}",
-            serde_json::json!({
-                "event": "skipped", "input": job.input, "output": job.output,
-                "reason": "the output exists (--skip-existing)",
-            })
-        );
+        let mut event = serde_json::json!({
+            "event": "skipped", "input": job.input, "output": job.output,
+            "reason": "the output exists (--skip-existing)",
+        });
+        if let Some((index, count)) = at {
+            event["index"] = index.into();
+            event["count"] = count.into();
+        }
+        errln!("{event}");
     } else if shown {
         errln!(
             "rave: {place}{} skipped: {} exists (--skip-existing)",

@@ -443,6 +443,22 @@ fn skip_existing_runs_only_the_inputs_without_an_output() {
     assert_eq!(std::fs::read(&one).unwrap(), b"an earlier result");
     let o = upscale_with(&["-i", s(&a), "-o", s(&one), "--skip-existing", "--overwrite"]);
     assert_exit(&o, 2);
+    // Not a finished output: the input itself, a folder; and a missing input stays an error.
+    let o = upscale_with(&["-i", s(&a), "-o", s(&a), "--skip-existing"]);
+    assert_exit(&o, 4);
+    let out2 = d.join("out2");
+    std::fs::create_dir_all(out2.join("a.mp4")).unwrap();
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out2), "--skip-existing", "--json"]);
+    assert_exit(&o, 4);
+    assert_eq!(document(&o)["results"][0]["status"], "failed");
+    let o = upscale_with(&[
+        "-i",
+        s(&d.join("gone.mp4")),
+        "-o",
+        s(&one),
+        "--skip-existing",
+    ]);
+    assert_exit(&o, 3);
     let o = run(&[
         "plan",
         "-i",

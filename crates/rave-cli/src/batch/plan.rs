@@ -19,6 +19,22 @@ pub struct InputJob {
     pub output: PathBuf,
 }
 
+impl InputJob {
+    /// Whether `--skip-existing` leaves this input alone: its output is a regular file that
+    /// is not the input itself, and the input is there (a missing input stays an error, an
+    /// output that is a folder or the input is refused by the run as without the option).
+    pub fn is_done(&self) -> bool {
+        let (Ok(input), Ok(output)) = (
+            std::fs::metadata(&self.input),
+            std::fs::metadata(&self.output),
+        ) else {
+            return false;
+        };
+        let same = input.dev() == output.dev() && input.ino() == output.ino();
+        input.is_file() && output.is_file() && !same
+    }
+}
+
 /// What `rave upscale` was asked to do.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Plan {

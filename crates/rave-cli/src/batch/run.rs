@@ -51,7 +51,7 @@ pub fn run(
             results.push(InputResult::not_started(job));
             continue;
         }
-        if args.skip_existing && job.output.exists() {
+        if args.skip_existing && job.is_done() {
             progress_view::announce_skip(args.run.progress, Some((i + 1, jobs.len())), job);
             results.push(InputResult::skipped(job));
             continue;

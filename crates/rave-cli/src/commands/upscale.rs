@@ -34,7 +34,7 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
         Plan::Batch { folder, jobs } => return batch::run(global, args, encoder, &folder, &jobs),
     };
     let config = pipeline_config(global, &args.run, args, encoder, &job.input, &job.output)?;
-    if args.skip_existing && job.output.exists() {
+    if args.skip_existing && job.is_done() {
         return Ok(skip(args, &job));
     }
     let cancel = interrupt_on_ctrl_c()?;
