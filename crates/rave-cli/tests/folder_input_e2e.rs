@@ -468,6 +468,10 @@ fn skip_existing_runs_only_the_inputs_without_an_output() {
         "--skip-existing",
     ]);
     assert_exit(&o, 2);
+    // One work folder cannot hold several inputs' jobs: --work with a batch is refused.
+    let (o3, w) = (d.join("o3"), d.join("w"));
+    let o = upscale_with(&["-i", s(&input), "-o", s(&o3), "--work", s(&w)]);
+    assert_refused(&o, 2, "--work names one job's work folder");
 }
 
 /// A path that is not valid UTF-8 cannot be handed to FFmpeg: as an argument it is refused

@@ -31,6 +31,11 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     let encoder = encoder_settings(args)?;
     let job = match batch::plan(&args.input, &args.output)? {
         Plan::Single(job) => job,
+        Plan::Batch { .. } if args.segments.work.is_some() => {
+            return Err(EngineError::Config(
+                "--work names one job's work folder: with several inputs each has its own, beside its output (.NAME.rave-work); leave --work out, or upscale each input with its own --work".into(),
+            ));
+        }
         Plan::Batch { folder, jobs } => return batch::run(global, args, encoder, &folder, &jobs),
     };
     let config = pipeline_config(global, &args.run, args, encoder, &job.input, &job.output)?;
