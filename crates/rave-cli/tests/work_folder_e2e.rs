@@ -253,6 +253,19 @@ fn plan_refuses_a_bad_model_or_output_before_planning() {
     assert_exit(&o, 4);
     assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
     assert_exit(&plan(&model, &input, &["--overwrite"]), 4);
-    assert!(!d.join("job").exists(), "nothing planned");
+    let link = d.join("link.mp4");
+    std::fs::hard_link(&input, &link).unwrap();
+    assert_exit(&plan(&model, &link, &["--overwrite"]), 4);
+    let o = plan(&model, &d.join("no/such/out.mp4"), &[]);
+    assert_exit(&o, 4);
+    assert!(
+        stderr(&o).contains("its folder does not exist"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !d.join("job").exists() && !d.join("no").exists(),
+        "nothing planned"
+    );
     assert_exit(&plan(&model, &output, &["--overwrite"]), 0);
 }

@@ -38,7 +38,8 @@ pub fn work_of(config: &UpscaleConfig) -> WorkFolder {
 /// Plan `config`'s job into its work folder (a job already planned there with the same
 /// input and settings is kept as it is). Returns its manifest. What `rave upscale` would
 /// refuse before any work is refused here too, not on the workers: an output that exists
-/// (without `--overwrite`), is the input or a folder, and a model ONNX Runtime cannot read.
+/// (without `--overwrite`), is the input or a folder or whose folder is missing, and a
+/// model ONNX Runtime cannot read.
 pub fn plan(
     config: &UpscaleConfig,
     progress: &dyn ProgressSink,
@@ -52,7 +53,9 @@ pub fn plan(
     Ok(job.manifest)
 }
 
-/// Refuse the output `rave assemble` would refuse, before the job is planned.
+/// Refuse the output `rave assemble` would refuse, before the job is planned: a folder, the
+/// input (by device and inode, so a hard link too), a folder that does not exist, an
+/// existing file without `--overwrite`.
 fn check_output(config: &UpscaleConfig) -> Result<()> {
     let out = &config.output;
     let unwritable = |reason: &str| EngineError::OutputUnwritable {
@@ -62,13 +65,16 @@ fn check_output(config: &UpscaleConfig) -> Result<()> {
     if out.is_dir() {
         return Err(unwritable("is a directory"));
     }
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        std::fs::canonicalize(a)
-            .ok()
-            .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
-    };
-    if same(out, &config.input) {
+    let input = crate::output_lock::FileId::of_path(&config.input);
+    if input.is_some() && crate::output_lock::FileId::of_path(out) == input {
         return Err(unwritable("is the input file; choose another output path"));
+    }
+    let folder = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(unwritable("its folder does not exist"));
     }
     if out.symlink_metadata().is_ok() && !config.overwrite {
         return Err(EngineError::OutputExists(out.clone()));
