@@ -124,11 +124,7 @@ pub fn run_benchmark(
 ) -> Result<BenchmarkReport> {
     let repeats = config.max_frames.unwrap_or(100).clamp(1, 300);
     rave_core::gpu::timeline::section("inference_only");
-    let inference_only = measure_inference(config, repeats)?;
-    // Stopped while inference alone was measured: nothing more to measure.
-    if cancel.reason().is_some() {
-        return Err(EngineError::Cancelled);
-    }
+    let inference_only = measure_inference(config, repeats, cancel)?;
     rave_core::gpu::timeline::section("null_encode");
     let null_report = run_upscale(
         &UpscaleConfig {
@@ -180,20 +176,33 @@ fn first_frame(config: &UpscaleConfig) -> Result<(HostYuvFrame, rave_core::color
     Ok((frame, reader.color()))
 }
 
-/// Run the model `repeats` times on the clip's first frame, after warm-up.
-pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<InferenceOnly> {
+/// Run the model `repeats` times on the clip's first frame, after warm-up; Ctrl+C (`cancel`)
+/// stops the run in flight and the measure (`Cancelled`).
+pub fn measure_inference(
+    config: &UpscaleConfig,
+    repeats: u64,
+    cancel: &CancelToken,
+) -> Result<InferenceOnly> {
     let chosen = choose_backend(config, probe(&config.input)?.frame_size()?, 2)?;
     let (frame, color) = first_frame(config)?;
+    // Ctrl+C stops the run in flight and the loop at its next call: nothing more to measure.
+    if let Some(i) = chosen.engine.interrupter() {
+        cancel.on_cancel(i);
+    }
+    let stopped = |r: Result<()>| match cancel.reason() {
+        Some(_) => Err(EngineError::Cancelled),
+        None => r,
+    };
     match chosen.engine {
         Engine::Cpu(backend) => {
             let rgb = crate::stages::to_rgb(frame, &color);
             let batch = backend.batching().max_batch;
             let inputs = vec![rgb.image; batch];
-            backend.upscale(&inputs)?;
+            stopped(backend.upscale(&inputs).map(drop))?;
             let t = Instant::now();
             let calls = repeats.div_ceil(batch as u64);
             for _ in 0..calls {
-                backend.upscale(&inputs)?;
+                stopped(backend.upscale(&inputs).map(drop))?;
             }
             Ok(InferenceOnly {
                 frames: calls * batch as u64,
@@ -216,7 +225,7 @@ pub fn measure_inference(config: &UpscaleConfig, repeats: u64) -> Result<Inferen
             // does, so the timer's queue stays within what it holds without allocating.
             let run = |n: u64| -> Result<()> {
                 for _ in 0..n.div_ceil(batch as u64) {
-                    gpu.backend.upscale(&inputs)?;
+                    stopped(gpu.backend.upscale(&inputs).map(drop))?;
                     gpu.backend.finished_gpu_times(false)?;
                 }
                 Ok(())
