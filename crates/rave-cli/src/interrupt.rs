@@ -123,9 +123,10 @@ fn aborted() {
     if crate::console::json() {
         outln!("{}", serde_json::json!({ "error": object }));
     }
-    match crate::console::jsonl() {
-        true => errln!("{}", serde_json::json!({"event": "error", "error": object})),
-        false => errln!("\nrave: {message}"),
+    if crate::console::jsonl() {
+        errln!("{}", serde_json::json!({"event": "error", "error": object}));
+    } else if !crate::console::json() {
+        errln!("\nrave: {message}");
     }
 }
 
