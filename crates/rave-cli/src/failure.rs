@@ -12,32 +12,39 @@ use crate::console::{errln, outln};
 /// and on stderr an `error` event with `--progress jsonl` (`jsonl`), else one line.
 pub fn report(err: &EngineError, json: bool, jsonl: bool) -> i32 {
     let object = ErrorObject::of(err);
-    if json {
-        outln!("{}", serde_json::json!({ "error": object }));
-    }
-    if jsonl {
-        errln!(
-            "{}",
-            serde_json::json!({ "event": "error", "error": object })
-        );
-    } else if !json {
-        print_line(err, &object.message);
-    }
+    say(
+        &object,
+        None,
+        &plain_line(err, &object.message),
+        json,
+        jsonl,
+    );
     object.exit_code
 }
 
 /// Print `err`, the failure of one input of a batch: an `error` event naming the input with
-/// `--progress jsonl` (`jsonl`), else (without `--json`) one line on stderr that names the
-/// input (unless the message already does).
+/// `--progress jsonl` (`jsonl`), else (without `--json`, whose batch document holds it) one
+/// line on stderr that names the input (unless the message already does).
 pub fn report_input(err: &EngineError, input: &Path, json: bool, jsonl: bool) {
+    let line = plain_line(err, &naming(&message(err), input));
+    say(&ErrorObject::of(err), Some(input), &line, json, jsonl);
+}
+
+/// Say an error in the forms asked for: with `--json`, the JSON object on stdout (unless it
+/// is a batch input's, `input`: the batch's document holds those); with `--progress jsonl`,
+/// an `error` event on stderr (naming `input`); else, without `--json`, `line`.
+pub fn say(object: &ErrorObject, input: Option<&Path>, line: &str, json: bool, jsonl: bool) {
+    if json && input.is_none() {
+        outln!("{}", serde_json::json!({ "error": object }));
+    }
     if jsonl {
-        let object = ErrorObject::of(err);
-        errln!(
-            "{}",
-            serde_json::json!({ "event": "error", "input": input, "error": object })
-        );
+        let mut event = serde_json::json!({ "event": "error", "error": object });
+        if let Some(input) = input {
+            event["input"] = serde_json::json!(input);
+        }
+        errln!("{event}");
     } else if !json {
-        print_line(err, &naming(&message(err), input));
+        errln!("{line}");
     }
 }
 
@@ -51,13 +58,13 @@ pub fn naming(message: &str, input: &Path) -> String {
 }
 
 /// The one line `rave` prints for `err`.
-fn print_line(err: &EngineError, message: &str) {
+fn plain_line(err: &EngineError, message: &str) -> String {
     if matches!(err, EngineError::Cancelled) {
-        errln!("rave: interrupted");
+        "rave: interrupted".into()
     } else if err.family() == ErrorFamily::Cancelled {
-        errln!("rave: {message}");
+        format!("rave: {message}")
     } else {
-        errln!("rave: error: {message}");
+        format!("rave: error: {message}")
     }
 }
 
@@ -150,26 +157,17 @@ pub fn not_utf8(shown: &str, args: &[String], json: bool) -> i32 {
 /// Print a usage error: the JSON error object with `--json`, an `error` event with
 /// `--progress jsonl`, else `rave: error: LINE`; returns its exit code (2).
 fn print_usage(message: &str, line: &str, args: &[String], json: bool) -> i32 {
-    let code = ErrorFamily::Usage.exit_code();
-    let object = serde_json::json!({
-        "code": EngineError::Config(String::new()).code(),
-        "kind": "usage",
-        "family": ErrorFamily::Usage,
-        "exit_code": code,
-        "message": message,
-    });
-    if json {
-        outln!("{}", serde_json::json!({ "error": object }));
-    }
-    if asks_jsonl(args) {
-        errln!(
-            "{}",
-            serde_json::json!({ "event": "error", "error": object })
-        );
-    } else if !json {
-        errln!("rave: error: {line}");
-    }
-    code
+    let object = ErrorObject {
+        code: EngineError::Config(String::new()).code(),
+        kind: "usage",
+        family: ErrorFamily::Usage,
+        exit_code: ErrorFamily::Usage.exit_code(),
+        message: message.to_string(),
+        damage: None,
+    };
+    let line = format!("rave: error: {line}");
+    say(&object, None, &line, json, asks_jsonl(args));
+    object.exit_code
 }
 
 /// Whether the raw arguments ask for `--progress jsonl` (read before they parse).

@@ -4,11 +4,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rave_core::error::{EngineError, ErrorFamily, Result};
+use rave_core::error::{EngineError, Result};
 use rave_pipeline::CancelToken;
 use rave_pipeline::cancel::StopReason;
 
-use crate::console::{errln, outln};
+use crate::console::{self, errln};
+use crate::failure::{self, ErrorObject};
 
 /// Set once the command's runs are over: Ctrl+C then has nothing left to stop.
 static WORK_OVER: AtomicBool = AtomicBool::new(false);
@@ -100,7 +101,7 @@ impl Interrupts {
 
 /// Print what Ctrl+C does: a line of its own below the progress, or an `interrupt` event.
 fn say(message: &str) {
-    match crate::console::jsonl() {
+    match console::jsonl() {
         true => errln!(
             "{}",
             serde_json::json!({"event": "interrupt", "message": message})
@@ -112,22 +113,13 @@ fn say(message: &str) {
 /// Say that a second Ctrl+C aborts the run: its last words, as the error of a run that
 /// failed (the JSON error with `--json`, an `error` event with `--progress jsonl`).
 fn aborted() {
-    let message = "aborted by a second Ctrl+C; what was not finalized was removed";
-    let object = serde_json::json!({
-        "code": EngineError::Cancelled.code(),
-        "kind": "aborted",
-        "family": ErrorFamily::Cancelled,
-        "exit_code": ErrorFamily::Cancelled.exit_code(),
-        "message": message,
-    });
-    if crate::console::json() {
-        outln!("{}", serde_json::json!({ "error": object }));
-    }
-    if crate::console::jsonl() {
-        errln!("{}", serde_json::json!({"event": "error", "error": object}));
-    } else if !crate::console::json() {
-        errln!("\nrave: {message}");
-    }
+    let object = ErrorObject {
+        kind: "aborted",
+        message: "aborted by a second Ctrl+C; what was not finalized was removed".into(),
+        ..ErrorObject::of(&EngineError::Cancelled)
+    };
+    let line = format!("\nrave: {}", object.message);
+    failure::say(&object, None, &line, console::json(), console::jsonl());
 }
 
 fn lock(m: &Mutex<CancelToken>) -> std::sync::MutexGuard<'_, CancelToken> {

@@ -9,62 +9,34 @@ use tracing_subscriber::fmt::MakeWriter;
 
 use crate::console::errln;
 
-/// Makes one [`LogEvent`] a log line.
-pub struct JsonLog;
+/// Makes one [`LogLine`] a log line: a `log` event when `events` (`--progress jsonl`), else
+/// the line as formatted.
+pub struct LogLines {
+    /// Print `log` events rather than plain lines.
+    pub events: bool,
+}
 
-/// Makes one [`PlainLine`] a log line (without `--progress jsonl`).
-pub struct PlainLog;
+impl<'a> MakeWriter<'a> for LogLines {
+    type Writer = LogLine;
 
-impl<'a> MakeWriter<'a> for PlainLog {
-    type Writer = PlainLine;
+    fn make_writer(&'a self) -> LogLine {
+        LogLine::new(self.events.then_some("INFO"))
+    }
 
-    fn make_writer(&'a self) -> PlainLine {
-        PlainLine(Vec::new())
+    fn make_writer_for(&'a self, meta: &Metadata<'_>) -> LogLine {
+        LogLine::new(self.events.then_some(meta.level().as_str()))
     }
 }
 
-/// One log line as formatted, printed whole when dropped.
-pub struct PlainLine(Vec<u8>);
-
-impl Write for PlainLine {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Drop for PlainLine {
-    fn drop(&mut self) {
-        if !self.0.is_empty() {
-            crate::console::err_bytes(&self.0);
-        }
-    }
-}
-
-impl<'a> MakeWriter<'a> for JsonLog {
-    type Writer = LogEvent;
-
-    fn make_writer(&'a self) -> LogEvent {
-        LogEvent::new("INFO")
-    }
-
-    fn make_writer_for(&'a self, meta: &Metadata<'_>) -> LogEvent {
-        LogEvent::new(meta.level().as_str())
-    }
-}
-
-/// One log line, collected as it is formatted and printed as a `log` event when dropped.
-pub struct LogEvent {
-    level: &'static str,
+/// One log line, collected as it is formatted and printed whole when dropped: as a `log`
+/// event at its level, or as it is (no level).
+pub struct LogLine {
+    level: Option<&'static str>,
     text: Vec<u8>,
 }
 
-impl LogEvent {
-    fn new(level: &'static str) -> Self {
+impl LogLine {
+    fn new(level: Option<&'static str>) -> Self {
         Self {
             level,
             text: Vec::new(),
@@ -72,7 +44,7 @@ impl LogEvent {
     }
 }
 
-impl Write for LogEvent {
+impl Write for LogLine {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.text.extend_from_slice(buf);
         Ok(buf.len())
@@ -83,12 +55,18 @@ impl Write for LogEvent {
     }
 }
 
-impl Drop for LogEvent {
+impl Drop for LogLine {
     fn drop(&mut self) {
-        let text = String::from_utf8_lossy(&self.text);
-        let message = text.trim_end();
-        if !message.is_empty() {
-            errln!("{}", event(self.level, message));
+        match self.level {
+            Some(level) => {
+                let text = String::from_utf8_lossy(&self.text);
+                let message = text.trim_end();
+                if !message.is_empty() {
+                    errln!("{}", event(level, message));
+                }
+            }
+            None if !self.text.is_empty() => crate::console::err_bytes(&self.text),
+            None => {}
         }
     }
 }

@@ -83,14 +83,14 @@ fn init_logging(verbose: u8, jsonl: bool) {
     if jsonl {
         log_lines::panics_as_events();
         lines
-            .with_writer(log_lines::JsonLog)
+            .with_writer(log_lines::LogLines { events: true })
             .with_ansi(false)
             .with_level(false)
             .without_time()
             .init();
     } else {
         lines
-            .with_writer(log_lines::PlainLog)
+            .with_writer(log_lines::LogLines { events: false })
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }

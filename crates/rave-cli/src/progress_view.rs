@@ -13,12 +13,19 @@ use crate::console::errln;
 
 /// Pick the progress display for `mode`.
 pub fn sink_for(mode: ProgressArg) -> Box<dyn ProgressSink> {
-    let tty = std::io::stderr().is_terminal();
     match mode {
-        ProgressArg::Bar => Box::new(Bar::default()),
-        ProgressArg::Auto if tty => Box::new(Bar::default()),
         ProgressArg::Jsonl => Box::new(JsonLines::default()),
+        _ if shows_bar(mode) => Box::new(Bar::default()),
         _ => Box::new(Quiet::default()),
+    }
+}
+
+/// Whether `mode` shows a bar: always with `bar`, on a terminal with `auto`.
+fn shows_bar(mode: ProgressArg) -> bool {
+    match mode {
+        ProgressArg::Bar => true,
+        ProgressArg::Auto => std::io::stderr().is_terminal(),
+        ProgressArg::Jsonl | ProgressArg::Off => false,
     }
 }
 
@@ -153,11 +160,6 @@ pub fn run_ended(mode: ProgressArg, status: Option<rave_pipeline::report::RunSta
 /// Say which input of a batch starts (`at` is its place and the batch's length): a line on
 /// stderr above the bar, a JSON event with `--progress jsonl`, nothing otherwise.
 pub fn announce_input(mode: ProgressArg, at: (usize, usize), job: &InputJob) {
-    let bar = match mode {
-        ProgressArg::Bar => true,
-        ProgressArg::Auto => std::io::stderr().is_terminal(),
-        ProgressArg::Jsonl | ProgressArg::Off => false,
-    };
     if mode == ProgressArg::Jsonl {
         errln!(
             "{}",
@@ -166,7 +168,7 @@ pub fn announce_input(mode: ProgressArg, at: (usize, usize), job: &InputJob) {
                 "input": job.input, "output": job.output,
             })
         );
-    } else if bar {
+    } else if shows_bar(mode) {
         errln!(
             "rave: [{}/{}] {} -> {}",
             at.0,
@@ -181,11 +183,6 @@ pub fn announce_input(mode: ProgressArg, at: (usize, usize), job: &InputJob) {
 /// its place in a batch): a `skipped` event with `--progress jsonl`, else a line on stderr
 /// (in a batch, where a terminal shows progress).
 pub fn announce_skip(mode: ProgressArg, at: Option<(usize, usize)>, job: &InputJob) {
-    let shown = match mode {
-        ProgressArg::Bar => true,
-        ProgressArg::Auto => std::io::stderr().is_terminal(),
-        ProgressArg::Jsonl | ProgressArg::Off => false,
-    };
     let place = at.map_or(String::new(), |(i, n)| format!("[{i}/{n}] "));
     if mode == ProgressArg::Jsonl {
         let mut event = serde_json::json!({
@@ -197,7 +194,7 @@ pub fn announce_skip(mode: ProgressArg, at: Option<(usize, usize)>, job: &InputJ
             event["count"] = count.into();
         }
         errln!("{event}");
-    } else if shown {
+    } else if shows_bar(mode) {
         errln!(
             "rave: {place}{} skipped: {} exists (--skip-existing)",
             job.input.display(),
@@ -210,14 +207,7 @@ pub fn announce_skip(mode: ProgressArg, at: Option<(usize, usize)>, job: &InputJ
 /// many inputs ended each way.
 pub fn batch_ended(batch: &BatchReport) {
     let mut counts = serde_json::Map::new();
-    for status in [
-        InputStatus::Done,
-        InputStatus::Failed,
-        InputStatus::Partial,
-        InputStatus::Interrupted,
-        InputStatus::NotStarted,
-        InputStatus::Skipped,
-    ] {
+    for status in InputStatus::ALL {
         let key = serde_json::to_value(status).unwrap_or_default();
         if let Some(key) = key.as_str() {
             counts.insert(key.to_owned(), batch.count(status).into());

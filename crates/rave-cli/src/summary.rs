@@ -113,19 +113,12 @@ fn print_segments(s: &rave_pipeline::report::SegmentsReport) {
 /// After a batch of inputs: the counts, then each input with its status and output, or its
 /// error.
 pub fn print_batch(b: &BatchReport) {
-    let counts: Vec<String> = [
-        (InputStatus::Done, "done"),
-        (InputStatus::Failed, "failed"),
-        (InputStatus::Partial, "partial"),
-        (InputStatus::Interrupted, "interrupted"),
-        (InputStatus::NotStarted, "not started"),
-        (InputStatus::Skipped, "skipped"),
-    ]
-    .into_iter()
-    .map(|(status, name)| (b.count(status), name))
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, name)| format!("{n} {name}"))
-    .collect();
+    let counts: Vec<String> = InputStatus::ALL
+        .into_iter()
+        .map(|status| (b.count(status), status.words()))
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, name)| format!("{n} {name}"))
+        .collect();
     outln!(
         "batch: {} input(s) into {}: {}",
         b.results.len(),

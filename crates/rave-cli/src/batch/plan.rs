@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::Container;
+use rave_pipeline::output_lock::FileId;
 
 use super::folder;
 
@@ -30,7 +31,7 @@ impl InputJob {
         ) else {
             return false;
         };
-        let same = input.dev() == output.dev() && input.ino() == output.ino();
+        let same = FileId::of(&input) == FileId::of(&output);
         input.is_file() && output.is_file() && !same
     }
 }

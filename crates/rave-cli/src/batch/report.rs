@@ -29,6 +29,30 @@ pub enum InputStatus {
     Skipped,
 }
 
+impl InputStatus {
+    /// Every status, in the order the summary counts them.
+    pub const ALL: [InputStatus; 6] = [
+        InputStatus::Done,
+        InputStatus::Failed,
+        InputStatus::Partial,
+        InputStatus::Interrupted,
+        InputStatus::NotStarted,
+        InputStatus::Skipped,
+    ];
+
+    /// The status in words, as the summary counts it ("not started").
+    pub fn words(self) -> &'static str {
+        match self {
+            InputStatus::Done => "done",
+            InputStatus::Failed => "failed",
+            InputStatus::Partial => "partial",
+            InputStatus::Interrupted => "interrupted",
+            InputStatus::NotStarted => "not started",
+            InputStatus::Skipped => "skipped",
+        }
+    }
+}
+
 /// One input of a batch.
 #[derive(Debug, Serialize)]
 pub struct InputResult {

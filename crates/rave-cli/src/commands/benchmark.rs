@@ -5,8 +5,6 @@ use rave_core::error::Result;
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::benchmark::run_benchmark;
 
-use rave_pipeline::report::RunStatus;
-
 use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
 use crate::commands::upscale::pipeline_config;
 use crate::interrupt::interrupt_on_ctrl_c;
@@ -71,8 +69,5 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
     progress_view::run_ended(args.run.progress, Some(report.full_report.status));
     super::print_result(args.run.json, &report, summary::print_benchmark);
     // Stopped by Ctrl+C during the full pass: measured on the frames done, exit 130.
-    Ok(match report.full_report.status {
-        RunStatus::Complete => 0,
-        RunStatus::Partial => rave_core::error::ErrorFamily::Cancelled.exit_code(),
-    })
+    Ok(super::exit_code_of(report.full_report.status))
 }

@@ -9,7 +9,6 @@ use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
 use rave_ffmpeg::hw_caps::{nvenc_session, nvenc_session_on};
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::injected_failure::InjectedFailure;
-use rave_pipeline::report::RunStatus;
 use rave_pipeline::{
     ChannelCapacities, Device, GpuOptions, NativeChoice, PrecisionChoice, TileRequest,
     UpscaleConfig, run_upscale,
@@ -48,10 +47,7 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     crate::interrupt::work_over();
     progress_view::run_ended(args.run.progress, Some(report.status));
     super::print_result(args.run.json, &report, summary::print_run);
-    Ok(match report.status {
-        RunStatus::Complete => 0,
-        RunStatus::Partial => rave_core::error::ErrorFamily::Cancelled.exit_code(),
-    })
+    Ok(super::exit_code_of(report.status))
 }
 
 /// Leave `job` alone, its output existing (`--skip-existing`): say so (the `skipped` event,
