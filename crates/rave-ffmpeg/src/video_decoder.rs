@@ -75,13 +75,17 @@ impl VideoDecoder {
         };
         let route = nvdec.map(|(d, extra)| (d.route(&shape), d, extra));
         let (nvdec, by_name, nvdec_refused) = match route {
-            Some((DecodeRoute::Nvdec(Some(name)), _, _))
-                if ffmpeg_next::decoder::find_by_name(name).is_none() =>
-            {
-                let why = format!("this FFmpeg has no '{name}' decoder, the one NVDEC needs");
-                (None, None, Some(why))
+            Some((DecodeRoute::Nvdec(Some(name)), device, extra)) => {
+                match ffmpeg_next::decoder::find_by_name(name) {
+                    Some(codec) => (Some((device, extra)), Some(codec), None),
+                    None => {
+                        let why =
+                            format!("this FFmpeg has no '{name}' decoder, the one NVDEC needs");
+                        (None, None, Some(why))
+                    }
+                }
             }
-            Some((DecodeRoute::Nvdec(name), device, extra)) => (Some((device, extra)), name, None),
+            Some((DecodeRoute::Nvdec(None), device, extra)) => (Some((device, extra)), None, None),
             Some((DecodeRoute::Software(why), ..)) => (None, None, Some(why)),
             None => (None, None, None),
         };
@@ -101,7 +105,7 @@ impl VideoDecoder {
         }
         // The native AV1 decoder decodes only on the hardware: a failure to start NVDEC shows
         // as decode errors (`--decoder software` is then the way round).
-        let opened = match by_name.and_then(ffmpeg_next::decoder::find_by_name) {
+        let opened = match by_name {
             Some(codec) => ctx.decoder().open_as(codec).and_then(|d| d.video()),
             None => ctx.decoder().video(),
         };

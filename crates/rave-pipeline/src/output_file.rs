@@ -32,7 +32,54 @@ pub struct OutputTarget {
     kept_as: std::sync::OnceLock<PathBuf>,
 }
 
+/// Where an output goes: its file name and folder, and the input's identity.
+struct Place {
+    name: String,
+    dir: PathBuf,
+    input: Option<FileId>,
+}
+
+/// `target`'s place, refused when it has no file name, its folder does not exist, it is
+/// the input (by device and inode: a hard link too) or a folder.
+fn place(target: &Path, input: &Path) -> Result<Place> {
+    let unwritable = |reason: &str| EngineError::OutputUnwritable {
+        path: target.to_path_buf(),
+        reason: reason.into(),
+    };
+    let name = target
+        .file_name()
+        .ok_or_else(|| unwritable("is not a file name"))?
+        .to_string_lossy()
+        .into_owned();
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(unwritable("its folder does not exist"));
+    }
+    let input = FileId::of_path(input);
+    if input.is_some() && FileId::of_path(target) == input {
+        return Err(unwritable("is the input file; choose another output path"));
+    }
+    if target.is_dir() {
+        return Err(unwritable("is a directory"));
+    }
+    Ok(Place { name, dir, input })
+}
+
 impl OutputTarget {
+    /// Check that `target` may be written without reserving it (`rave plan`, before any
+    /// work): a file name in a folder that exists, not the input, not a folder, and existing
+    /// only with `overwrite`.
+    pub fn check(target: &Path, input: &Path, overwrite: bool) -> Result<()> {
+        place(target, input)?;
+        if target.symlink_metadata().is_ok() && !overwrite {
+            return Err(EngineError::OutputExists(target.to_path_buf()));
+        }
+        Ok(())
+    }
+
     /// Check that `target` may be written (not the input, exists only with `overwrite`,
     /// folder present), remove temporary files of dead runs from its folder, and reserve
     /// the temporary path (refused while another run holds it).
@@ -41,26 +88,8 @@ impl OutputTarget {
             path: target.to_path_buf(),
             reason: reason.into(),
         };
-        let name = target
-            .file_name()
-            .ok_or_else(|| unwritable("is not a file name"))?
-            .to_string_lossy()
-            .into_owned();
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        if !dir.is_dir() {
-            return Err(unwritable("its folder does not exist"));
-        }
-        let input = FileId::of_path(input);
+        let Place { name, dir, input } = place(target, input)?;
         let is_input = |p: &Path| input.is_some() && FileId::of_path(p) == input;
-        if is_input(target) {
-            return Err(unwritable("is the input file; choose another output path"));
-        }
-        if target.is_dir() {
-            return Err(unwritable("is a directory"));
-        }
         for stale in sweep_stale(&dir, input) {
             tracing::debug!(path = %stale.display(), "removed the temporary file of a run that is no longer alive");
         }

@@ -45,41 +45,12 @@ pub fn plan(
     progress: &dyn ProgressSink,
     cancel: &CancelToken,
 ) -> Result<Manifest> {
-    check_output(config)?;
+    OutputTarget::check(&config.output, &config.input, config.overwrite)?;
     let runtime = rave_tensorrt::OrtRuntime::load(&config.runtime_candidates)?;
     rave_tensorrt::LoadedModel::inspect(runtime, &config.model)?;
     let clock = super::startup::StartupClock::new(std::time::Instant::now());
     let job = job::prepare(config, progress, cancel, &mut || Ok(()), &clock)?;
     Ok(job.manifest)
-}
-
-/// Refuse the output `rave assemble` would refuse, before the job is planned: a folder, the
-/// input (by device and inode, so a hard link too), a folder that does not exist, an
-/// existing file without `--overwrite`.
-fn check_output(config: &UpscaleConfig) -> Result<()> {
-    let out = &config.output;
-    let unwritable = |reason: &str| EngineError::OutputUnwritable {
-        path: out.clone(),
-        reason: reason.into(),
-    };
-    if out.is_dir() {
-        return Err(unwritable("is a directory"));
-    }
-    let input = crate::output_lock::FileId::of_path(&config.input);
-    if input.is_some() && crate::output_lock::FileId::of_path(out) == input {
-        return Err(unwritable("is the input file; choose another output path"));
-    }
-    let folder = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => std::path::Path::new("."),
-    };
-    if !folder.is_dir() {
-        return Err(unwritable("its folder does not exist"));
-    }
-    if out.symlink_metadata().is_ok() && !config.overwrite {
-        return Err(EngineError::OutputExists(out.clone()));
-    }
-    Ok(())
 }
 
 /// What `rave segment` did.

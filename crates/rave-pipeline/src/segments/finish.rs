@@ -133,21 +133,8 @@ pub fn job_damage(manifest: &Manifest) -> InputDamage {
     )
 }
 
-/// The damage a partial output saw: the plan's reading of every packet, with the decoding
-/// counts of the segments it holds (the first `done`, then the interrupted one).
-pub fn partial_damage(
-    manifest: &Manifest,
-    done: usize,
-    partial: Option<&SegmentDecode>,
-) -> InputDamage {
-    let prefix = manifest.segments[..done.min(manifest.segments.len())]
-        .iter()
-        .filter_map(|s| s.decode.as_ref());
-    damage_of(manifest, prefix.chain(partial))
-}
-
 /// The plan's reading of every packet with `decodes`' counts added.
-fn damage_of<'a>(
+pub fn damage_of<'a>(
     manifest: &Manifest,
     decodes: impl Iterator<Item = &'a SegmentDecode>,
 ) -> InputDamage {
@@ -174,23 +161,21 @@ pub fn job_decode_stats(manifest: &Manifest, plan: &DecodeStats) -> DecodeStats 
     )
 }
 
-/// The decode counters of the segments a partial output holds: the first `done` segments
-/// and the interrupted one after them (`partial`), so that the frames decoded are those in
-/// the file, not those of segments finished beyond it.
-pub fn partial_decode_stats(
-    manifest: &Manifest,
+/// What decoding saw of the segments a partial output holds: the first `done` segments and
+/// the interrupted one after them (`partial`), not those finished beyond it.
+pub fn held_decodes<'a>(
+    manifest: &'a Manifest,
     done: usize,
-    partial: Option<&SegmentDecode>,
-    plan: &DecodeStats,
-) -> DecodeStats {
-    let prefix = manifest.segments[..done.min(manifest.segments.len())]
+    partial: Option<&'a SegmentDecode>,
+) -> impl Iterator<Item = &'a SegmentDecode> {
+    manifest.segments[..done.min(manifest.segments.len())]
         .iter()
-        .filter_map(|s| s.decode.as_ref());
-    decode_stats_of(prefix.chain(partial), plan)
+        .filter_map(|s| s.decode.as_ref())
+        .chain(partial)
 }
 
 /// `decodes` summed, with the plan's packet count and restarts.
-fn decode_stats_of<'a>(
+pub fn decode_stats_of<'a>(
     decodes: impl Iterator<Item = &'a SegmentDecode>,
     plan: &DecodeStats,
 ) -> DecodeStats {

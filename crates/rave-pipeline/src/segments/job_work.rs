@@ -459,14 +459,15 @@ mod tests {
         o.decode = decoded(7, 1);
         let partial = written_part(&o);
         assert_eq!(partial.frames, 4, "the frames in flight are not counted");
+        use crate::segments::finish::{damage_of, decode_stats_of, held_decodes};
         let plan = DecodeStats::default();
-        let stats = super::super::finish::partial_decode_stats(&manifest, 0, Some(&partial), &plan);
-        assert_eq!(stats.frames, 4);
-        let damage = super::super::finish::partial_damage(&manifest, 0, Some(&partial));
+        let held = held_decodes(&manifest, 0, Some(&partial));
+        assert_eq!(decode_stats_of(held, &plan).frames, 4);
+        let damage = damage_of(&manifest, held_decodes(&manifest, 0, Some(&partial)));
         assert_eq!((damage.frames_decoded, damage.frames_damaged), (4, 1));
         // With segment 0 done and segment 1 interrupted, both count.
         manifest.segments[0].decode = Some(decoded(10, 0));
-        let stats = super::super::finish::partial_decode_stats(&manifest, 1, Some(&partial), &plan);
-        assert_eq!(stats.frames, 14);
+        let held = held_decodes(&manifest, 1, Some(&partial));
+        assert_eq!(decode_stats_of(held, &plan).frames, 14);
     }
 }

@@ -10,7 +10,7 @@ use rave_core::error::{EngineError, ErrorFamily, Result};
 
 use super::failures;
 use super::finish::{
-    OutputJob, done_prefix, job_damage, job_decode_stats, partial_damage, partial_decode_stats,
+    OutputJob, damage_of, decode_stats_of, done_prefix, held_decodes, job_damage, job_decode_stats,
     saw_interlaced, write_output,
 };
 use super::job::PreparedJob;
@@ -215,13 +215,9 @@ pub fn run_job(
                     frames += p.frames;
                 }
                 // The frames decoded, and their damage, are those the partial file holds.
-                decode = partial_decode_stats(
-                    &manifest,
-                    next,
-                    interrupted.map(|p| &p.decode),
-                    &plan_stats,
-                );
-                damage = partial_damage(&manifest, next, interrupted.map(|p| &p.decode));
+                let held = || held_decodes(&manifest, next, interrupted.map(|p| &p.decode));
+                decode = decode_stats_of(held(), &plan_stats);
+                damage = damage_of(&manifest, held());
             }
             let written = write_output(
                 OutputJob {
