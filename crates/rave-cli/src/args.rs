@@ -416,7 +416,8 @@ impl GpuArgs {
 pub struct UpscaleArgs {
     /// Input video; or several (-i a.mkv -i b.mp4, or -i a.mkv b.mp4), or a folder: the
     /// files directly in it with a video extension (.mp4 .mkv .mov .avi .webm .ts ...),
-    /// sorted by name, hidden files and RAVE's NAME.partial.EXT files left out. Each input
+    /// sorted by name, hidden files, RAVE's NAME.partial.EXT files and RAVE's outputs of
+    /// the videos beside them (a batch into its own folder, run again) left out. Each input
     /// is upscaled in turn; one that fails is reported and the others are still done.
     #[arg(short, long, value_name = "IN", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,

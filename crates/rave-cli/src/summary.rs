@@ -144,6 +144,13 @@ pub fn print_batch(b: &BatchReport) {
             InputStatus::Skipped => outln!("  skipped      {input} -> {output} (it exists)"),
         }
     }
+    for l in &b.left_out {
+        outln!(
+            "  left out     {} (RAVE's output of {}, not an input)",
+            l.file.display(),
+            l.output_of.display()
+        );
+    }
 }
 
 /// After `rave benchmark`.

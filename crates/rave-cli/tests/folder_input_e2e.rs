@@ -474,6 +474,79 @@ fn skip_existing_runs_only_the_inputs_without_an_output() {
     assert_refused(&o, 2, "--work names one job's work folder");
 }
 
+/// A batch into its own input folder writes `clip.mkv` beside `clip.avi`; run again (as
+/// after an interrupted batch), `clip.mkv` is known by its `RAVE_SOURCE` tag as that
+/// output, not a new input: the batch finishes with --skip-existing instead of refusing
+/// the folder. A `.mkv` of the user's own beside an `.avi` is still refused as a clash.
+#[test]
+fn a_batch_into_its_own_folder_can_run_again() {
+    let dir = scratch();
+    let d = dir.path();
+    let folder = d.join("clips");
+    std::fs::create_dir(&folder).unwrap();
+    let (a, b) = (clip(&folder, "a.avi"), clip(&folder, "b.avi"));
+    let o = upscale_with(&["-i", s(&folder), "-o", s(&folder), "--json"]);
+    assert_exit(&o, 0);
+    assert!(document(&o).get("left_out").is_none());
+    let tag = ffprobe(
+        &folder.join("a.mkv"),
+        &["-show_entries", "format_tags=RAVE_SOURCE", "-of", "csv=p=0"],
+    );
+    assert_eq!(tag.trim(), "a.avi");
+    // As if the batch had stopped before b.
+    std::fs::remove_file(folder.join("b.mkv")).unwrap();
+    let a_out = std::fs::read(folder.join("a.mkv")).unwrap();
+
+    let o = upscale_with(&[
+        "-i",
+        s(&folder),
+        "-o",
+        s(&folder),
+        "--skip-existing",
+        "--json",
+    ]);
+    assert_exit(&o, 0);
+    let v = document(&o);
+    let statuses: Vec<_> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["input"].clone(), r["status"].clone()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (s(&a).into(), "skipped".into()),
+            (s(&b).into(), "done".into())
+        ],
+        "{v}"
+    );
+    assert_eq!(v["left_out"][0]["file"], s(&folder.join("a.mkv")), "{v}");
+    assert_eq!(v["left_out"][0]["output_of"], s(&a), "{v}");
+    assert_eq!(std::fs::read(folder.join("a.mkv")).unwrap(), a_out);
+    assert_eq!(frame_times(&folder.join("b.mkv")).len(), FRAMES);
+    let o = upscale_with(&["-i", s(&folder), "-o", s(&folder), "--skip-existing"]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains("left out     ") && stdout(&o).contains("(RAVE's output of "),
+        "{}",
+        stdout(&o)
+    );
+
+    // A .mkv RAVE did not write from the .avi beside it is an input, and clashes.
+    let own = d.join("own");
+    std::fs::create_dir(&own).unwrap();
+    clip(&own, "c.avi");
+    std::fs::copy(folder.join("b.mkv"), own.join("c.mkv")).unwrap();
+    let o = upscale_with(&["-i", s(&own), "-o", s(&d.join("out")), "--skip-existing"]);
+    assert_exit(&o, 4);
+    assert!(
+        stderr(&o).contains("would be written here"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A path that is not valid UTF-8 cannot be handed to FFmpeg: as an argument it is refused
 /// like a usage error (exit 2), in a folder the batch is refused naming it (exit 3); never
 /// a panic.

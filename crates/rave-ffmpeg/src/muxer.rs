@@ -12,6 +12,7 @@ use rave_core::error::{EngineError, Result};
 use crate::carried_metadata::CarriedMetadata;
 use crate::codec_choice::{Container, VideoCodec};
 use crate::reader::CopiedPacket;
+use crate::source_tag::{SOURCE_TAG, source_tag_value};
 use crate::stream_plan;
 use crate::sys;
 use crate::writer::{CopyOutcome, WriterSummary};
@@ -41,6 +42,8 @@ pub struct SourceStreams<'a> {
     pub input: &'a Input,
     /// Its main video stream (replaced by the upscaled one).
     pub video_index: usize,
+    /// Its path, whose file name the output's `RAVE_SOURCE` tag records.
+    pub path: &'a Path,
 }
 
 /// What an output file is made of.
@@ -177,7 +180,9 @@ impl Muxer {
                     .add_chapter(ch.id(), ch.time_base(), ch.start(), ch.end(), &title)
                     .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
             }
-            output.set_metadata(input.metadata().to_owned());
+            let mut metadata = input.metadata().to_owned();
+            metadata.set(SOURCE_TAG, &source_tag_value(src.path));
+            output.set_metadata(metadata);
         }
         let mut header_options = ffmpeg_next::Dictionary::new();
         if description.container.is_none() && video.time_base.numerator() == 1 {

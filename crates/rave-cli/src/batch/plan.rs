@@ -1,5 +1,7 @@
 //! What `-i` and `-o` ask for: one file into one file (the plain run), or a batch of inputs
 //! into an output folder, checked before any work: no two outputs alike, no output an input.
+//! A file that RAVE wrote from another input of the same batch (a batch into its own input
+//! folder, run again) is taken as that input's output, not as an input.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -7,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::Container;
+use rave_ffmpeg::source_tag::{source_tag_value, upscaled_from};
 use rave_pipeline::output_lock::FileId;
+use serde::Serialize;
 
 use super::folder;
 
@@ -36,6 +40,16 @@ impl InputJob {
     }
 }
 
+/// A file given as an input (usually in a listed folder) that is RAVE's output of another
+/// input of the batch, and is left out as an input: the batch wrote it on an earlier pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    /// The file left out.
+    pub file: PathBuf,
+    /// The input it was upscaled from (its `RAVE_SOURCE` tag names it).
+    pub output_of: PathBuf,
+}
+
 /// What `rave upscale` was asked to do.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Plan {
@@ -47,6 +61,8 @@ pub enum Plan {
         folder: PathBuf,
         /// The inputs in order, with their outputs.
         jobs: Vec<InputJob>,
+        /// Files given that are outputs of other inputs, not inputs.
+        left_out: Vec<LeftOut>,
     },
 }
 
@@ -85,11 +101,41 @@ pub fn plan(inputs: &[PathBuf], output: &Path) -> Result<Plan> {
             input,
         }));
     }
+    let (jobs, left_out) = leave_out_earlier_outputs(jobs);
     refuse_collisions(&jobs)?;
     Ok(Plan::Batch {
         folder: output.to_path_buf(),
         jobs,
+        left_out,
     })
+}
+
+/// Split off the inputs that are RAVE's outputs of another input beside them: `clip.mkv`,
+/// tagged as upscaled from `clip.avi`, where both would be written to the same output (a
+/// batch into its own input folder, run again). Anything else that collides stays, for
+/// [`refuse_collisions`] to refuse.
+fn leave_out_earlier_outputs(jobs: Vec<InputJob>) -> (Vec<InputJob>, Vec<LeftOut>) {
+    let source_of = |job: &InputJob| {
+        jobs.iter().find(|other| {
+            other.output == job.output
+                && other.input != job.input
+                && other.input.parent() == job.input.parent()
+                && upscaled_from(&job.input).as_deref()
+                    == Some(source_tag_value(&other.input).as_str())
+        })
+    };
+    let mut kept = Vec::with_capacity(jobs.len());
+    let mut left_out = Vec::new();
+    for job in &jobs {
+        match source_of(job) {
+            Some(source) => left_out.push(LeftOut {
+                file: job.input.clone(),
+                output_of: source.input.clone(),
+            }),
+            None => kept.push(job.clone()),
+        }
+    }
+    (kept, left_out)
 }
 
 /// The output's file name for `input`: its own name when RAVE writes its container
@@ -227,7 +273,7 @@ mod tests {
         let err = plan(&inputs, &a).unwrap_err();
         assert!(err.to_string().contains("names a file"), "{err}");
         let out = dir.path().join("upscaled");
-        let Plan::Batch { folder, jobs } = plan(&inputs, &out).unwrap() else {
+        let Plan::Batch { folder, jobs, .. } = plan(&inputs, &out).unwrap() else {
             panic!("a batch");
         };
         assert_eq!(folder, out);

@@ -8,7 +8,7 @@ use rave_pipeline::RunReport;
 use rave_pipeline::report::RunStatus;
 use serde::Serialize;
 
-use super::plan::InputJob;
+use super::plan::{InputJob, LeftOut};
 use crate::failure::ErrorObject;
 
 /// How one input of a batch ended.
@@ -125,6 +125,9 @@ pub struct BatchReport {
     pub exit_code: i32,
     /// Each input, in the order they were taken.
     pub results: Vec<InputResult>,
+    /// Files given that were not taken as inputs: RAVE's outputs of other inputs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
 }
 
 impl BatchReport {
@@ -142,6 +145,7 @@ impl BatchReport {
             output_folder,
             exit_code,
             results,
+            left_out: Vec::new(),
         }
     }
 

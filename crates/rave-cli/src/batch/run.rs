@@ -9,7 +9,7 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::EncoderSettings;
 use rave_pipeline::run_upscale;
 
-use super::plan::InputJob;
+use super::plan::{InputJob, LeftOut};
 use super::report::{BatchReport, InputResult};
 use crate::args::{GlobalArgs, UpscaleArgs};
 use crate::commands::upscale::pipeline_config;
@@ -17,13 +17,15 @@ use crate::interrupt::Interrupts;
 use crate::{failure, progress_view, summary};
 
 /// Upscale each of `jobs` into `folder`, print each run's summary (or error) as it ends and
-/// the batch's at the end; returns the exit code (see [`BatchReport::new`]).
+/// the batch's at the end (with the files `left_out` as earlier outputs); returns the exit
+/// code (see [`BatchReport::new`]).
 pub fn run(
     global: &GlobalArgs,
     args: &UpscaleArgs,
     encoder: EncoderSettings,
     folder: &Path,
     jobs: &[InputJob],
+    left_out: Vec<LeftOut>,
 ) -> Result<i32> {
     let configs = jobs
         .iter()
@@ -70,7 +72,8 @@ pub fn run(
         }
         results.push(InputResult::of_run(job, run));
     }
-    let batch = BatchReport::new(folder.to_path_buf(), results, interrupts.asked());
+    let mut batch = BatchReport::new(folder.to_path_buf(), results, interrupts.asked());
+    batch.left_out = left_out;
     crate::interrupt::work_over();
     if jsonl {
         progress_view::batch_ended(&batch);

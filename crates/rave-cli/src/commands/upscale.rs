@@ -35,7 +35,11 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
                 "--work names one job's work folder: with several inputs each has its own, beside its output (.NAME.rave-work); leave --work out, or upscale each input with its own --work".into(),
             ));
         }
-        Plan::Batch { folder, jobs } => return batch::run(global, args, encoder, &folder, &jobs),
+        Plan::Batch {
+            folder,
+            jobs,
+            left_out,
+        } => return batch::run(global, args, encoder, &folder, &jobs, left_out),
     };
     let config = pipeline_config(global, &args.run, args, encoder, &job.input, &job.output)?;
     if args.skip_existing && job.is_done() {

@@ -71,6 +71,7 @@ pub fn assemble(
             source: Some(SourceStreams {
                 input: source.input(),
                 video_index: source.video_index(),
+                path: input.source,
             }),
         };
         Muxer::create(path, shown_as, &description)?
