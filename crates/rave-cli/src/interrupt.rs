@@ -1,6 +1,7 @@
 //! Ctrl+C and SIGTERM: the first stops the run in progress (and, in a batch, every input
 //! after it); the second removes the unfinished output and leaves at once.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -13,6 +14,25 @@ use crate::failure::{self, ErrorObject};
 
 /// Set once the command's runs are over: Ctrl+C then has nothing left to stop.
 static WORK_OVER: AtomicBool = AtomicBool::new(false);
+
+/// Folders a second Ctrl+C removes before leaving: scratch that no later run resumes.
+static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Have a second Ctrl+C remove `folder` (and all it holds) before leaving: a scratch work
+/// folder, such as a benchmark's, that nobody would resume.
+pub fn remove_on_abort(folder: &Path) {
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(folder.to_path_buf());
+}
+
+/// Remove the folders given to [`remove_on_abort`].
+fn remove_scratch() {
+    for folder in SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        let _ = std::fs::remove_dir_all(folder);
+    }
+}
 
 /// The command's runs are over (its result is being printed): a first Ctrl+C from now on
 /// is ignored rather than answered after the run's last event (a second one still leaves).
@@ -64,6 +84,7 @@ impl Interrupts {
             if handler.asked.swap(true, Ordering::SeqCst) {
                 aborted();
                 rave_pipeline::output_file::remove_in_flight();
+                remove_scratch();
                 // SAFETY: _exit ends the process at once. `exit` would run atexit handlers
                 // and library destructors (ONNX Runtime's) while the other threads still
                 // use them, and let those threads go on creating files and printing errors

@@ -169,6 +169,9 @@ pub struct SegmentOptions {
     pub keep_work: bool,
     /// Start over instead of resuming a job planned with other settings.
     pub restart: bool,
+    /// A scratch job (a benchmark's pass): never resumed, so its work folder is removed
+    /// however the run ends and no advice to resume is given.
+    pub scratch: bool,
     /// The `rave upscale` options of the run, recorded in the manifest so `rave segment`
     /// runs the same settings anywhere.
     pub options: Vec<String>,

@@ -4,6 +4,7 @@
 use rave_core::error::Result;
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::benchmark::run_benchmark;
+use rave_pipeline::segments::work_folder::WorkFolder;
 
 use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
 use crate::commands::upscale::pipeline_config;
@@ -52,7 +53,7 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         },
         run: args.run.clone(),
     };
-    let config = pipeline_config(
+    let mut config = pipeline_config(
         global,
         &args.run,
         &as_upscale,
@@ -60,7 +61,10 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         &args.input,
         &scratch,
     )?;
+    // Its work folder is scratch too: removed however a pass ends, a second Ctrl+C included.
+    config.segments.scratch = true;
     let cancel = interrupt_on_ctrl_c()?;
+    crate::interrupt::remove_on_abort(WorkFolder::beside(&scratch).path());
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;
     crate::interrupt::work_over();

@@ -222,6 +222,7 @@ pub fn pipeline_config(
             work: args.segments.work.clone(),
             keep_work: args.segments.keep_work,
             restart: args.segments.restart,
+            scratch: false,
             options: Vec::new(),
         },
     })

@@ -137,8 +137,7 @@ pub fn run_job(
     let written = job_progress.written();
     let keep_or_remove_work = |nothing_done: bool| {
         if let Some(w) = &work
-            && created_work
-            && nothing_done
+            && ((created_work && nothing_done) || config.segments.scratch)
         {
             let _ = w.remove();
         }
@@ -163,6 +162,7 @@ pub fn run_job(
         if let Some(w) = &work
             && done > 0
             && err.family() != ErrorFamily::Usage
+            && !config.segments.scratch
         {
             progress.warning(&format!(
                 "the work folder {} keeps the {done} segment(s) finished before the error; once it is dealt with, run the same command again to resume",
@@ -175,7 +175,10 @@ pub fn run_job(
         // Segments failed on the GPUs, or no worker was left that could run them.
         discard();
         keep_or_remove_work(nothing_done);
-        let kept = work.as_ref().filter(|_| done > 0).map(|w| (w.path(), done));
+        let kept = work
+            .as_ref()
+            .filter(|_| done > 0 && !config.segments.scratch)
+            .map(|w| (w.path(), done));
         return Err(failures::missing_segments(
             &outcome,
             manifest.segments.len(),
@@ -256,7 +259,10 @@ pub fn run_job(
         progress.warning(&format!("damaged input{kept}: {}", damage.describe()));
     }
     let work_kept = match &work {
-        Some(w) if status == RunStatus::Complete && !config.segments.keep_work => {
+        Some(w)
+            if (status == RunStatus::Complete && !config.segments.keep_work)
+                || config.segments.scratch =>
+        {
             w.remove().map(|_| false).unwrap_or(true)
         }
         Some(_) => true,
