@@ -10,6 +10,9 @@
 # Idempotent: a second run only checks. RAVE_HOME defaults to ~/.local/share/rave.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# ONNX Runtime (1.29+) queues usage telemetry for Microsoft on Linux unless this is set
+# before it starts (rave sets it itself; the tests and Python tools load the runtime too).
+export ORT_DISABLE_TELEMETRY="${ORT_DISABLE_TELEMETRY:-1}"
 RAVE_HOME="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}"
 ORT_VERSION=1.31.1
 PY_PACKAGES=(

@@ -4,6 +4,9 @@
 # against the ncnn package. Ends with one line totalling both.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# ONNX Runtime (1.29+) queues usage telemetry for Microsoft on Linux unless this is set
+# before it starts (rave sets it itself; the tests and Python tools load the runtime too).
+export ORT_DISABLE_TELEMETRY="${ORT_DISABLE_TELEMETRY:-1}"
 bash "$root/scripts/setup.sh"
 cd "$root"
 RAVE_HOME="${RAVE_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rave}"

@@ -7,6 +7,7 @@ exits non-zero when any model is below the PSNR floor.
 Usage: check_models.py --package-dir DIR --onnx-dir DIR [--size 32] [--min-psnr 50]
 """
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +38,8 @@ def run_ncnn(param, binary, image_chw):
 
 
 def run_onnx(path, image_chw):
+    # No usage telemetry to Microsoft (ONNX Runtime 1.29+ sends it on Linux).
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     import onnxruntime as ort
 
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])

@@ -14,6 +14,7 @@ bench prints fps for FP32 and FP16 (channels_last, cudnn.benchmark), batch 1, at
 happen in the warm-up and are reported apart), the fastest peer a PyTorch user has.
 """
 import json
+import os
 import sys
 
 
@@ -159,6 +160,8 @@ def bench(spec_path, w=1920, h=1080, frames=100, compiled=False):
 def check(spec_path, model_path, w=64, h=48):
     """This interpreter against ONNX Runtime (CPU) on the original model, FP32."""
     import numpy as np
+    # No usage telemetry to Microsoft (ONNX Runtime 1.29+ sends it on Linux).
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     import onnxruntime as ort
     import torch
 

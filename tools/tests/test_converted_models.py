@@ -49,6 +49,8 @@ def test_unsupported_layer_is_a_clear_error(tmp_path):
 def test_folded_x2_tail_equals_the_original(tmp_path):
     """The folded x2 model (one conv instead of the 8K detour) computes the same picture."""
     import numpy as np
+    # No usage telemetry to Microsoft (ONNX Runtime 1.29+ sends it on Linux).
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     import onnxruntime as ort
 
     src = package_dir() / "REALESRGAN_ANIMAVIDEOV3_UP2X"

@@ -20,7 +20,19 @@ use clap::Parser;
 
 use args::{Cli, Command};
 
+/// No usage data leaves the user's machine: ONNX Runtime's telemetry is off unless the
+/// user set `ORT_DISABLE_TELEMETRY` themselves (see `TELEMETRY_OPT_OUT`).
+fn keep_runtime_telemetry_off() {
+    use rave_tensorrt::runtime::TELEMETRY_OPT_OUT;
+    if std::env::var_os(TELEMETRY_OPT_OUT).is_none() {
+        // SAFETY: the first thing `main` does, before any thread exists: nothing can read
+        // or write the environment at the same time.
+        unsafe { std::env::set_var(TELEMETRY_OPT_OUT, "1") };
+    }
+}
+
 fn main() {
+    keep_runtime_telemetry_off();
     console::keep_stderr();
     let raw_os: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let raw: Vec<String> = raw_os

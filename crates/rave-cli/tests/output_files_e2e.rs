@@ -20,10 +20,15 @@ struct Running {
 impl Running {
     /// Start `rave upscale -i input -o output --progress jsonl` with `extra`.
     fn start(input: &Path, output: &Path, extra: &[&str]) -> Self {
-        let mut child = rave()
-            .args(["upscale", "-i", input.to_str().unwrap()])
-            .args(["-o", output.to_str().unwrap(), "--progress", "jsonl"])
-            .args(extra)
+        let mut args = vec!["upscale", "-i", input.to_str().unwrap()];
+        args.extend(["-o", output.to_str().unwrap(), "--progress", "jsonl"]);
+        args.extend_from_slice(extra);
+        Self::command(rave().args(args))
+    }
+
+    /// Start `command` (whose progress must be jsonl on stderr).
+    fn command(command: &mut std::process::Command) -> Self {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -391,4 +396,71 @@ fn an_output_that_appears_during_the_run_is_kept_and_the_result_put_beside_it() 
         "no work folder left"
     );
     assert_eq!(temp_files_left(d), Vec::<String>::new());
+}
+
+/// `rave benchmark` writes its passes to scratch in the temporary folder, which is never
+/// resumed: Ctrl+C in the full pass ends it (exit 130) measured on the frames done, without
+/// advice to resume and without its work folder; a second Ctrl+C leaves nothing either.
+#[test]
+fn a_benchmark_stopped_by_ctrl_c_leaves_no_scratch() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = slow_clip(d, "in.mp4");
+    for presses in [1, 2] {
+        let tmp = d.join(format!("tmp{presses}"));
+        std::fs::create_dir(&tmp).unwrap();
+        let mut run = Running::command(
+            rave()
+                .env("TMPDIR", &tmp)
+                .args(["benchmark", "-i", input.to_str().unwrap()])
+                .args(["--frames", "30", "--threads", "1", "--progress", "jsonl"]),
+        );
+        // The second pass (the full pipeline) started, and has frames out.
+        run.wait_for("\"started\"");
+        run.wait_for("\"started\"");
+        run.wait_frames(2);
+        assert!(
+            !sorted_names(&tmp).is_empty(),
+            "the full pass writes to scratch in TMPDIR"
+        );
+        run.signal("-INT");
+        if presses == 2 {
+            run.wait_for("\"interrupt\"");
+            run.signal("-INT");
+        }
+        let (code, out, err) = run.finish();
+        assert_eq!(code, Some(130), "{err}");
+        assert!(!err.contains("resume"), "{err}");
+        assert!(!out.contains("resume"), "{out}");
+        if presses == 1 {
+            assert!(out.contains("full pipeline"), "{out}");
+        }
+        assert_eq!(sorted_names(&tmp), Vec::<String>::new(), "{err}");
+    }
+}
+
+/// A run writes its output and nothing else: not in the home folder, not in the temporary
+/// folder. ONNX Runtime (1.29 and later) would otherwise keep a device id and an event store
+/// for Microsoft's telemetry under `~/.cache/Microsoft` and a `.ses` file in TMPDIR.
+#[test]
+fn a_run_leaves_nothing_in_home_or_the_temporary_folder() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = make_clip(d, "in.mp4", "32x32", 3);
+    let (home, tmp) = (d.join("home"), d.join("tmp"));
+    std::fs::create_dir(&home).unwrap();
+    std::fs::create_dir(&tmp).unwrap();
+    let m = fixture("nearest_x2.onnx");
+    let o = rave()
+        .env_remove("ORT_DISABLE_TELEMETRY")
+        .env("HOME", &home)
+        .env("TMPDIR", &tmp)
+        .args(["upscale", "-i", input.to_str().unwrap()])
+        .args(["-o", d.join("out.mkv").to_str().unwrap()])
+        .args(["-m", m.to_str().unwrap(), "--device", "cpu"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert_eq!(sorted_names(&home), Vec::<String>::new());
+    assert_eq!(sorted_names(&tmp), Vec::<String>::new());
 }

@@ -129,6 +129,8 @@ impl OrtRuntime {
         let environment = builder
             .with_name("rave")
             .with_logger(Arc::new(forward_log))
+            // No usage data leaves the machine, and no session file is left in TMPDIR.
+            .with_telemetry(false)
             .build()
             .map_err(|e| e.to_string())?;
         // The logger is registered at the verbose level; only warnings and errors are
@@ -140,6 +142,13 @@ impl OrtRuntime {
         })
     }
 }
+
+/// The environment variable that turns ONNX Runtime's telemetry off. Since 1.29 the
+/// runtime's Linux build queues usage events for Microsoft's collector (a device id and an
+/// event store under `~/.cache/Microsoft`, a `.ses` file in the temporary folder) unless
+/// this is `1` when the library starts; disabling it on the environment afterwards is too
+/// late. `rave` sets it for itself (see the CLI's `main`) unless the user set it.
+pub const TELEMETRY_OPT_OUT: &str = "ORT_DISABLE_TELEMETRY";
 
 /// The loader's error with the system's reason (dlopen's message is the error's source).
 fn load_error_text(e: &ort::LoadDynamicError) -> String {
