@@ -234,3 +234,80 @@ fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
         "{v}"
     );
 }
+
+/// `clean` with the header of its middle video PES zeroed: the demuxer drops that frame
+/// without a word and the transport packets stay whole.
+fn lose_a_pes(clean: &std::path::Path, damaged: &std::path::Path) {
+    let mut data = std::fs::read(clean).unwrap();
+    // Transport packets that start a video PES (payload 00 00 01 E0).
+    let starts: Vec<usize> = (0..data.len() / 188)
+        .map(|k| k * 188)
+        .filter(|&at| data[at] == 0x47 && data[at + 1] & 0x40 != 0)
+        .filter_map(|at| {
+            let payload = match (data[at + 3] >> 4) & 3 {
+                3 => at + 5 + usize::from(data[at + 4]),
+                1 => at + 4,
+                _ => return None,
+            };
+            (data[payload..payload + 4] == [0, 0, 1, 0xE0]).then_some(payload)
+        })
+        .collect();
+    assert!(starts.len() >= 10, "{} PES starts", starts.len());
+    let middle = starts[starts.len() / 2];
+    data[middle..middle + 9].fill(0);
+    std::fs::write(damaged, data).unwrap();
+}
+
+/// A video frame lost from an MPEG-TS without a demuxer error. With B-frames the decoder
+/// misses its reference and the input is refused as damaged. Without them (P-frames only)
+/// the decoder conceals the loss silently and only the gap in the constant-rate timeline
+/// shows it: the run finishes (a recorder that dropped frames makes the same gap in a clean
+/// file) but says so, in a warning and in `input_damage.timeline_gaps`.
+#[test]
+fn a_ts_frame_lost_without_a_demuxer_error_is_refused_or_said() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let with_b = corpus::make_clean(d, ts);
+    lose_a_pes(&with_b, &d.join("lost_b.ts"));
+    let o = upscale(&d.join("lost_b.ts"), &d.join("b.mkv"), &m, &["--json"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["error"]["damage"]["frames_missing"], 1, "{v}");
+
+    let clean = d.join("p_only.ts");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=160x120:rate=25:duration=1",
+            "sine=duration=1",
+        ],
+        &["-c:v", "libx264", "-g", "25", "-bf", "0", "-c:a", "mp2"],
+    );
+    let frames = frame_times(&clean).len();
+    lose_a_pes(&clean, &d.join("lost.ts"));
+    let out = d.join("out.mkv");
+    let o = upscale(&d.join("lost.ts"), &out, &m, &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["timeline_gaps"], 1, "{v}");
+    assert!(
+        v["mux"]["warnings"]
+            .to_string()
+            .contains("1 missing frame slot"),
+        "{v}"
+    );
+    assert!(
+        stderr(&o).contains("1 missing frame slot"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(frame_times(&out).len(), frames - 1);
+    // The clean file says nothing of the kind.
+    let o = upscale(&clean, &d.join("clean.mkv"), &m, &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["timeline_gaps"], 0, "{v}");
+    assert!(!stderr(&o).contains("frame slot"), "{}", stderr(&o));
+}

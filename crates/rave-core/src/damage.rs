@@ -39,6 +39,13 @@ pub struct InputDamage {
     pub truncated: bool,
     /// The first problem seen, in words (FFmpeg's message or RAVE's own check).
     pub first_problem: Option<String>,
+    /// Frame slots missing from a constant-rate video timeline in an input with no other
+    /// sign of damage. Not damage by itself (a recorder that dropped frames writes such
+    /// gaps into a clean file), but said: a frame the container lost without noticing (an
+    /// MPEG-TS packet header destroyed, say) leaves only this trace.
+    pub timeline_gaps: u64,
+    /// Where the first such gap starts, in seconds of the input's timeline.
+    pub first_gap_s: Option<f64>,
 }
 
 impl InputDamage {
@@ -66,6 +73,19 @@ impl InputDamage {
         if self.first_problem.is_none() {
             self.first_problem = Some(problem.into());
         }
+    }
+
+    /// The warning for [`InputDamage::timeline_gaps`], when there are any.
+    pub fn gap_warning(&self) -> Option<String> {
+        (self.timeline_gaps > 0).then(|| {
+            let at = self
+                .first_gap_s
+                .map_or(String::new(), |t| format!(" (the first after {t:.3} s)"));
+            format!(
+                "the input's video timeline has {}{at} with no other sign of damage: frames the recorder dropped, or frames lost without the container noticing; the output has the same gaps",
+                counted(self.timeline_gaps, "missing frame slot")
+            )
+        })
     }
 
     /// The counts in words, for one line: "4 of 30 video frames missing, 2 damaged, ...".

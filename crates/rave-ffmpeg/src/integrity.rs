@@ -420,15 +420,25 @@ impl IntegrityLedger {
             ..Default::default()
         };
         let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
-        let gaps = if damaged && self.timeline.constant_rate() {
-            let mut pts = self.video_pts.clone();
-            pts.sort_unstable();
-            pts.dedup();
-            timeline::gap_frames(&pts, self.timeline.step())
-        } else {
-            0
+        let (gaps, first_gap) = match self.timeline.constant_rate() {
+            true => {
+                let mut pts = self.video_pts.clone();
+                pts.sort_unstable();
+                pts.dedup();
+                let gaps: Vec<_> = timeline::gaps(&pts, self.timeline.step()).collect();
+                (gaps.iter().map(|g| g.1).sum(), gaps.first().map(|g| g.0))
+            }
+            false => (0, None),
         };
-        damage.frames_missing = (unread + undecoded).max(gaps).max(by_end);
+        // In a damaged file a gap is frames lost; in one that shows no other damage it may
+        // be the recorder's, and is said rather than refused.
+        match damaged {
+            true => damage.frames_missing = (unread + undecoded).max(gaps).max(by_end),
+            false => {
+                damage.timeline_gaps = gaps;
+                damage.first_gap_s = first_gap.map(|p| p as f64 * video.unit_s - video_start);
+            }
+        }
 
         let video_end = video.end_s();
         for t in self.streams.iter().filter(|t| t.role == Role::Audio) {

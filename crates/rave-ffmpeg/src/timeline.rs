@@ -90,15 +90,18 @@ impl VideoTimeline {
 /// apart, given every frame's timestamp in ascending order: each jump of more than one and a
 /// half frames counts the frames that would fill it.
 pub fn gap_frames(sorted: &[i64], step: i64) -> u64 {
-    if step <= 1 {
-        return 0;
-    }
+    gaps(sorted, step).map(|(_, frames)| frames).sum()
+}
+
+/// The gaps of `sorted` (distinct presentation timestamps, ascending) on a timeline of frames
+/// `step` units apart: the timestamp each follows and the frames missing there.
+pub fn gaps(sorted: &[i64], step: i64) -> impl Iterator<Item = (i64, u64)> + '_ {
     sorted
         .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|&delta| delta > step + step / 2)
-        .map(|delta| ((delta + step / 2) / step - 1) as u64)
-        .sum()
+        .filter(move |_| step > 1)
+        .map(|w| (w[0], w[1] - w[0]))
+        .filter(move |&(_, delta)| delta > step + step / 2)
+        .map(move |(at, delta)| (at, ((delta + step / 2) / step - 1) as u64))
 }
 
 #[cfg(test)]

@@ -258,6 +258,10 @@ pub fn run_job(
         };
         progress.warning(&format!("damaged input{kept}: {}", damage.describe()));
     }
+    if let Some(w) = damage.gap_warning() {
+        progress.warning(&w);
+        warnings.push(w);
+    }
     let work_kept = match &work {
         Some(w)
             if (status == RunStatus::Complete && !config.segments.keep_work)
