@@ -54,15 +54,29 @@ fn floats(path: &Path, select: &str, entries: &str) -> Vec<Vec<f64>> {
 fn reference(path: &Path) -> Reference {
     // AVI stores no presentation timestamps: FFmpeg's best effort is the decode time there,
     // and the presentation time everywhere else.
-    let video = floats(path, "v:0", "frame=best_effort_timestamp_time")
+    let video: Vec<f64> = floats(path, "v:0", "frame=best_effort_timestamp_time")
         .into_iter()
         .map(|v| v[0])
         .collect();
-    let audio = floats(path, "a:0", "packet=pts_time")
+    let audio: Vec<f64> = floats(path, "a:0", "packet=pts_time")
         .into_iter()
         .map(|v| v[0])
         .collect();
-    Reference { video, audio }
+    // On the file's own timeline: an output starts at zero where its input started later
+    // (MPEG-TS, FLV), each stream keeping its offset from the others.
+    let start = video
+        .iter()
+        .chain(&audio)
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    let from_start = |t: Vec<f64>| match start > 0.0 && start.is_finite() {
+        true => t.into_iter().map(|x| x - start).collect(),
+        false => t,
+    };
+    Reference {
+        video: from_start(video),
+        audio: from_start(audio),
+    }
 }
 
 /// One damaged input and the original it came from.

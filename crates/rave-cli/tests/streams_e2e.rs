@@ -147,3 +147,96 @@ fn fixed_shape_model_scale_comes_from_its_static_shapes() {
     assert_eq!(video_field(&output, "width"), "128");
     assert_eq!(video_field(&output, "height"), "96");
 }
+
+/// `(format start, format duration, first video pts, first audio pts)` of `path`, seconds.
+fn timeline(path: &Path) -> (f64, f64, f64, f64) {
+    let get = |args: &[&str]| -> f64 {
+        let out = ffprobe(path, args);
+        out.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}: {out:?}"))
+    };
+    let first = |stream: &str| {
+        packets(path, stream)
+            .iter()
+            .filter_map(|r| r.split(',').next()?.parse::<f64>().ok())
+            .fold(f64::INFINITY, f64::min)
+    };
+    (
+        get(&["-show_entries", "format=start_time", "-of", "csv=p=0"]),
+        get(&["-show_entries", "format=duration", "-of", "csv=p=0"]),
+        first("v:0"),
+        first("a:0"),
+    )
+}
+
+/// An input whose timeline starts an hour in (an MPEG-TS capture; a Matroska file cut from
+/// one) gives an output that starts at zero, as `ffmpeg` makes it: not an MP4 that opens on
+/// an hour of empty edit, nor a Matroska file that declares an hour's duration. Every
+/// stream keeps its offset from the others, every frame and packet is there, and the
+/// chapters move with the picture.
+#[test]
+fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
+    let dir = scratch();
+    let d = dir.path();
+    let ts = d.join("late.ts");
+    lavfi_clip(
+        &ts,
+        &["testsrc2=size=48x32:rate=25:duration=1", "sine=duration=1"],
+        &[
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "mp2",
+            "-output_ts_offset",
+            "3600",
+        ],
+    );
+    let meta = d.join("meta.txt");
+    std::fs::write(&meta, ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3600000\nEND=3600400\ntitle=Opening\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3600400\nEND=3601000\ntitle=Ending\n").unwrap();
+    let mkv = d.join("late.mkv");
+    let m = meta.to_str().unwrap();
+    lavfi_clip(
+        &mkv,
+        &["testsrc2=size=48x32:rate=25:duration=1", "sine=duration=1"],
+        &[
+            "-i",
+            m,
+            "-map",
+            "0:v",
+            "-map",
+            "1:a",
+            "-map_chapters",
+            "2",
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "-output_ts_offset",
+            "3600",
+        ],
+    );
+    for (input, name) in [(&ts, "ts.mp4"), (&ts, "ts.mkv"), (&mkv, "mkv.mkv")] {
+        let (in_start, _, in_video, in_audio) = timeline(input);
+        assert!(in_start > 3599.0, "{in_start}");
+        let out = d.join(name);
+        let o = upscale_nearest(input, &out, &[]);
+        assert_exit(&o, 0);
+        let (start, duration, video, audio) = timeline(&out);
+        assert!(start.abs() < 0.002, "{name}: starts at {start}");
+        assert!(duration < 1.2, "{name}: lasts {duration} s");
+        assert!(
+            ((video - audio) - (in_video - in_audio)).abs() < 0.002,
+            "{name}: video {video} audio {audio}, in the input {in_video} {in_audio}"
+        );
+        assert_eq!(frame_times(&out).len(), frame_times(input).len(), "{name}");
+        assert_eq!(packet_count(&out, "a:0"), packet_count(input, "a:0"));
+    }
+    let chapters = chapters(&d.join("mkv.mkv"));
+    let shift = timeline(&mkv).0;
+    assert!(
+        chapters.contains(&format!("start_time={:.6}", 3600.0 - shift))
+            && chapters.contains("title=Ending"),
+        "{chapters}"
+    );
+}

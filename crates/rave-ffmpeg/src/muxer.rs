@@ -1,10 +1,12 @@
 //! `Muxer`: an output file built from an `OutputDescription`: the upscaled video stream (its
 //! packets come from an encoder, or from finished segment files) and, when the description
 //! names a source, every audio, subtitle and attachment stream of it copied untouched, plus
-//! chapters, metadata, rotation, HDR10 and colour tags. Timestamps pass through unchanged.
+//! chapters, metadata, rotation, HDR10 and colour tags. Timestamps pass through unchanged,
+//! except that a user's output whose input starts after zero is moved back to start at zero.
 
 use std::path::{Path, PathBuf};
 
+use ffmpeg_next::ffi::AV_TIME_BASE_Q;
 use ffmpeg_next::format::context::{Input, Output};
 use ffmpeg_next::{Packet, Rational, Rescale};
 use rave_core::error::{EngineError, Result};
@@ -81,6 +83,9 @@ pub struct Muxer {
     strict_dts: bool,
     /// Where the video written so far ends, in seconds of the input's timeline.
     video_end_s: f64,
+    /// How far the input's timeline is moved back in the output, in the video's output
+    /// time base: the output starts at zero (see [`timeline_start_us`]).
+    video_shift: i64,
     frame_rate: Rational,
     summary: WriterSummary,
     finished: bool,
@@ -113,6 +118,12 @@ impl Muxer {
                 CarriedMetadata::of(src.input, src.video_index, container),
             )),
             _ => None,
+        };
+        let shift_us = match (source, &plan) {
+            (Some(src), Some((plan, _))) => {
+                timeline_start_us(src.input, src.video_index, &plan.copied)
+            }
+            _ => 0,
         };
         let mut output =
             ffmpeg_next::format::output_as(&path, muxer).map_err(|e| unwritable(e.to_string()))?;
@@ -176,8 +187,10 @@ impl Muxer {
             }
             for ch in input.chapters() {
                 let title = ch.metadata().get("title").unwrap_or("").to_owned();
+                let shift = shift_us.rescale(AV_TIME_BASE_Q, ch.time_base());
+                let (start, end) = ((ch.start() - shift).max(0), (ch.end() - shift).max(0));
                 output
-                    .add_chapter(ch.id(), ch.time_base(), ch.start(), ch.end(), &title)
+                    .add_chapter(ch.id(), ch.time_base(), start, end, &title)
                     .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
             }
             let mut metadata = input.metadata().to_owned();
@@ -211,7 +224,8 @@ impl Muxer {
                         .expect("added stream")
                         .time_base();
                     route.output_tb = tb;
-                    route.offset = codec_delay_offset(src.input, idx, container, tb);
+                    route.offset = codec_delay_offset(src.input, idx, container, tb)
+                        - shift_us.rescale(AV_TIME_BASE_Q, tb);
                 }
             }
         }
@@ -224,6 +238,7 @@ impl Muxer {
             routes,
             strict_dts,
             video_end_s: f64::NEG_INFINITY,
+            video_shift: shift_us.rescale(AV_TIME_BASE_Q, video_tb),
             frame_rate: video.frame_rate,
             summary,
             finished: false,
@@ -242,6 +257,10 @@ impl Muxer {
         packet.set_stream(0);
         packet.set_position(-1);
         packet.rescale_ts(time_base, self.video_tb);
+        if self.video_shift != 0 {
+            packet.set_pts(packet.pts().map(|t| t - self.video_shift));
+            packet.set_dts(packet.dts().map(|t| t - self.video_shift));
+        }
         if let (Some(dts), Some(last)) = (packet.dts(), self.last_video_dts)
             && dts <= last
         {
@@ -377,6 +396,23 @@ fn is_invalid_data(e: &ffmpeg_next::Error) -> bool {
 
 /// Matroska's demuxer subtracts an Opus track's codec delay from its timestamps, but the
 /// muxer does not add it back; add it here so copied Opus keeps its exact timestamps.
+/// Where the output's timeline starts on the input's, in microseconds: the earliest start
+/// of the streams it writes (the video and `copied`) when that is after zero, so the output
+/// starts at zero as `ffmpeg` makes it. An MPEG-TS capture starts hours in; kept, an MP4
+/// would open on that much empty edit and Matroska would declare that much duration. A
+/// start before zero (audio priming) is left as it is, and so is every stream's offset
+/// from the others.
+fn timeline_start_us(input: &Input, video_index: usize, copied: &[usize]) -> i64 {
+    std::iter::once(video_index)
+        .chain(copied.iter().copied())
+        .filter_map(|i| input.stream(i))
+        .filter(|s| s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
+        .map(|s| s.start_time().rescale(s.time_base(), AV_TIME_BASE_Q))
+        .min()
+        .unwrap_or(0)
+        .max(0)
+}
+
 fn codec_delay_offset(input: &Input, index: usize, container: Container, tb: Rational) -> i64 {
     let is_opus = input
         .stream(index)
