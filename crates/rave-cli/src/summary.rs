@@ -151,6 +151,17 @@ pub fn print_batch(b: &BatchReport) {
             l.output_of.display()
         );
     }
+    let unfinished = [
+        InputStatus::Failed,
+        InputStatus::Partial,
+        InputStatus::Interrupted,
+        InputStatus::NotStarted,
+    ];
+    if unfinished.into_iter().any(|s| b.count(s) > 0) {
+        outln!(
+            "to finish the batch, run the same command again with --skip-existing: the done inputs are left alone, the interrupted ones resume"
+        );
+    }
 }
 
 /// After `rave benchmark`.

@@ -99,6 +99,10 @@ fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     let text = stdout(&o);
     assert!(text.contains("batch: 3 input(s)"), "{text}");
     assert!(text.contains("2 done, 1 failed"), "{text}");
+    assert!(
+        text.contains("to finish the batch, run the same command again with --skip-existing"),
+        "{text}"
+    );
     let (a, c) = (input.join("a.mp4"), input.join("c.mkv"));
     for (status, path, then) in [
         ("done", &a, format!("-> {}", s(&out.join("a.mp4")))),
@@ -314,24 +318,43 @@ fn ctrl_c_stops_the_batch_and_lists_the_inputs_not_started() {
     let dir = scratch();
     let input = dir.path().join("in");
     std::fs::create_dir(&input).unwrap();
-    // The installed model on one thread takes long enough per frame to interrupt.
-    make_photo_clip(&input, "a_slow.mp4", 160, 96, 150);
+    // The installed model on one thread takes long enough per frame to interrupt; a
+    // keyframe every 10 frames makes segments of 10.
+    let src = make_photo_clip(dir.path(), "src.mp4", 160, 96, 150);
+    let gop10 = [
+        "-c:v",
+        "libx264",
+        "-g",
+        "10",
+        "-keyint_min",
+        "10",
+        "-sc_threshold",
+        "0",
+    ];
+    reencode(&src, &input.join("a_slow.mp4"), &gop10);
     clip(&input, "b.mp4");
     let out = dir.path().join("out");
+    let segments = ["--segment-frames", "10", "--jobs", "1", "--threads", "1"];
     let mut child = rave()
         .args(["upscale", "-i", s(&input), "-o", s(&out)])
-        .args(["--threads", "1", "--json", "--progress", "jsonl"])
+        .args(segments)
+        .args(["--json", "--progress", "jsonl"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = Vec::new();
-    let mut progress = 0;
-    while progress < 2 {
+    // Past the first segment.
+    loop {
         let line = lines.next().expect("the run ended early").unwrap();
-        progress += usize::from(line.contains("\"progress\""));
+        let done = serde_json::from_str::<serde_json::Value>(&line).unwrap()["frames_done"]
+            .as_u64()
+            .unwrap_or(0);
         seen.push(line);
+        if done >= 15 {
+            break;
+        }
     }
     assert!(seen[0].contains("\"event\":\"input\""), "{seen:?}");
     let killed = std::process::Command::new("kill")
@@ -370,12 +393,32 @@ fn ctrl_c_stops_the_batch_and_lists_the_inputs_not_started() {
     );
     assert_eq!(second["status"], "not_started");
     assert_eq!(second["input"], s(&input.join("b.mp4")));
-    // The interrupted input keeps its work folder for the resume.
+    // The interrupted input keeps its work folder for the resume, which in a batch takes
+    // --skip-existing (the same command would stop on the outputs already finished).
     assert_eq!(
         sorted_names(&out),
         [".a_slow.mp4.rave-work", "a_slow.partial.mp4"],
         "nothing else was started"
     );
+    assert!(
+        rest.iter().any(|l| l.contains(
+            "finished segment(s); run the same command again with --skip-existing to resume"
+        )),
+        "{rest:?}"
+    );
+    let o = rave()
+        .args(["upscale", "-i", s(&input), "-o", s(&out), "--skip-existing"])
+        .args(segments)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["results"][0]["status"], "done", "{v}");
+    let reused = v["results"][0]["report"]["segments"]["reused"].as_u64();
+    assert!(reused.is_some_and(|n| n >= 1), "{v}");
+    assert_eq!(frame_times(&out.join("a_slow.mp4")).len(), 150);
+    assert_eq!(v["results"][1]["status"], "done", "{v}");
 }
 
 /// Running the same batch again with --skip-existing does only what is not done: an input
@@ -415,6 +458,11 @@ fn skip_existing_runs_only_the_inputs_without_an_output() {
     let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--skip-existing"]);
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("2 skipped"), "{}", stdout(&o));
+    assert!(
+        !stdout(&o).contains("to finish the batch"),
+        "{}",
+        stdout(&o)
+    );
     let o = upscale_with(&[
         "-i",
         s(&input),

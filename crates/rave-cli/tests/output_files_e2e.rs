@@ -54,6 +54,18 @@ impl Running {
         panic!("run ended before {needle:?}; stderr: {:#?}", self.stderr);
     }
 
+    /// Read stderr until a progress event says `n` frames are done.
+    fn wait_done(&mut self, n: u64) {
+        loop {
+            self.wait_for("\"progress\"");
+            let last = self.stderr.last().unwrap();
+            let v: serde_json::Value = serde_json::from_str(last).unwrap();
+            if v["frames_done"].as_u64().is_some_and(|d| d >= n) {
+                return;
+            }
+        }
+    }
+
     /// Read stderr until `n` progress events were seen.
     fn wait_frames(&mut self, n: usize) {
         for _ in 0..n {
@@ -171,10 +183,28 @@ fn ctrl_c_does_not_overwrite_an_existing_partial_without_overwrite() {
 fn two_runs_on_one_output_cannot_both_succeed() {
     let dir = scratch();
     let d = dir.path();
-    let input = slow_clip(d, "in.mp4");
+    // Segments of 10 frames, one at a time, so the interrupted job has finished some.
+    let input = d.join("in.mp4");
+    reencode(
+        &slow_clip(d, "src.mp4"),
+        &input,
+        &[
+            "-c:v",
+            "libx264",
+            "-g",
+            "10",
+            "-keyint_min",
+            "10",
+            "-sc_threshold",
+            "0",
+        ],
+    );
+    std::fs::remove_file(d.join("src.mp4")).unwrap();
     let output = d.join("out.mp4");
-    let mut first = Running::start(&input, &output, SLOW);
-    first.wait_frames(1);
+    let mut segmented = SLOW.to_vec();
+    segmented.extend(["--segment-frames", "10", "--jobs", "1"]);
+    let mut first = Running::start(&input, &output, &segmented);
+    first.wait_done(15);
     let temp = d.join(".out.mp4.rave.tmp");
     assert!(temp.exists(), "the first run writes through {temp:?}");
     for extra in [&[][..], &["--overwrite"][..]] {
@@ -453,6 +483,7 @@ fn a_run_leaves_nothing_in_home_or_the_temporary_folder() {
     let m = fixture("nearest_x2.onnx");
     let o = rave()
         .env_remove("ORT_DISABLE_TELEMETRY")
+        .env("RAVE_HOME", rave_home())
         .env("HOME", &home)
         .env("TMPDIR", &tmp)
         .args(["upscale", "-i", input.to_str().unwrap()])
@@ -463,4 +494,25 @@ fn a_run_leaves_nothing_in_home_or_the_temporary_folder() {
     assert_exit(&o, 0);
     assert_eq!(sorted_names(&home), Vec::<String>::new());
     assert_eq!(sorted_names(&tmp), Vec::<String>::new());
+}
+
+/// Ctrl+C before any segment is finished keeps the partial output but no work folder:
+/// there is nothing to resume, and a later run with other settings simply starts.
+#[test]
+fn ctrl_c_before_a_segment_is_finished_keeps_no_work_folder() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = slow_clip(d, "in.mp4");
+    let output = d.join("out.mp4");
+    let mut run = Running::start(&input, &output, SLOW);
+    run.wait_frames(2);
+    run.signal("-INT");
+    let (code, out, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(!err.contains("keeps the 0"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["status"], "partial", "{v}");
+    assert_eq!(sorted_names(d), ["in.mp4", "out.partial.mp4"]);
+    let m = fixture("nearest_x2.onnx");
+    assert_exit(&upscale(&input, &output, &m, &["--max-frames", "2"]), 0);
 }

@@ -172,9 +172,21 @@ pub struct SegmentOptions {
     /// A scratch job (a benchmark's pass): never resumed, so its work folder is removed
     /// however the run ends and no advice to resume is given.
     pub scratch: bool,
+    /// What resumes the job, where it is not "run the same command again" (an input of a
+    /// batch without --skip-existing: its finished outputs would stop the same command).
+    pub rerun: Option<String>,
     /// The `rave upscale` options of the run, recorded in the manifest so `rave segment`
     /// runs the same settings anywhere.
     pub options: Vec<String>,
+}
+
+impl SegmentOptions {
+    /// What the user runs to resume the job: "run the same command again", or [`Self::rerun`].
+    pub fn rerun_advice(&self) -> &str {
+        self.rerun
+            .as_deref()
+            .unwrap_or("run the same command again")
+    }
 }
 
 /// Everything one `rave upscale` needs.

@@ -39,6 +39,16 @@ pub fn run(
                 &j.output,
             )
         })
+        .map(|config| {
+            config.map(|mut c| {
+                // The same batch again would stop on the outputs already finished.
+                if !args.skip_existing {
+                    c.segments.rerun =
+                        Some("run the same command again with --skip-existing".into());
+                }
+                c
+            })
+        })
         .collect::<Result<Vec<_>>>()?;
     std::fs::create_dir_all(folder).map_err(|e| EngineError::OutputUnwritable {
         path: folder.to_path_buf(),

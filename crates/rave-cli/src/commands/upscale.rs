@@ -223,6 +223,7 @@ pub fn pipeline_config(
             keep_work: args.segments.keep_work,
             restart: args.segments.restart,
             scratch: false,
+            rerun: None,
             options: Vec::new(),
         },
     })

@@ -29,14 +29,18 @@ pub fn fixture(name: &str) -> PathBuf {
     repo().join("tests/fixtures").join(name)
 }
 
-/// The installed model folder (scripts/setup.sh fills it).
-pub fn installed_model(name: &str) -> PathBuf {
-    let home = std::env::var_os("RAVE_HOME")
+/// RAVE's install folder (scripts/setup.sh fills it): RAVE_HOME, else the default.
+pub fn rave_home() -> PathBuf {
+    std::env::var_os("RAVE_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".local/share/rave")
-        });
-    let p = home.join("models").join(format!("{name}.onnx"));
+        })
+}
+
+/// The installed model folder (scripts/setup.sh fills it).
+pub fn installed_model(name: &str) -> PathBuf {
+    let p = rave_home().join("models").join(format!("{name}.onnx"));
     assert!(
         p.is_file(),
         "{} missing: run scripts/setup.sh first",

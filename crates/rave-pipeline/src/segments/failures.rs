@@ -21,6 +21,7 @@ pub fn missing_segments(
     outcome: &PoolOutcome,
     total: usize,
     kept: Option<(&Path, usize)>,
+    rerun: &str,
 ) -> EngineError {
     let left = &outcome.segments.left;
     let mut failed_on: BTreeMap<usize, Vec<(usize, &str)>> = BTreeMap::new();
@@ -63,10 +64,12 @@ pub fn missing_segments(
     }
     let advice = match kept {
         Some((work, done)) => format!(
-            "the {done} finished segment(s) are kept in {}: run the same command again to upscale the rest (with --gpus naming the GPUs that work)",
+            "the {done} finished segment(s) are kept in {}: {rerun} to upscale the rest (with --gpus naming the GPUs that work)",
             work.display()
         ),
-        None => "no segment was finished; once the GPUs work, run the same command again (with --gpus naming the GPUs that work)".into(),
+        None => format!(
+            "no segment was finished; once the GPUs work, {rerun} (with --gpus naming the GPUs that work)"
+        ),
     };
     EngineError::SegmentsFailed {
         missing: left.clone(),
@@ -196,7 +199,12 @@ mod tests {
             rerun: Vec::new(),
         });
         out.load_failures = vec![(0, EngineError::Cuda("out of memory".into()))];
-        let e = missing_segments(&out, 9, Some((Path::new("/w"), 5)));
+        let e = missing_segments(
+            &out,
+            9,
+            Some((Path::new("/w"), 5)),
+            "run the same command again",
+        );
         assert_eq!(e.family().exit_code(), 7);
         let text = e.to_string();
         assert!(

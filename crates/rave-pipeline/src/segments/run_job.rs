@@ -165,8 +165,9 @@ pub fn run_job(
             && !config.segments.scratch
         {
             progress.warning(&format!(
-                "the work folder {} keeps the {done} segment(s) finished before the error; once it is dealt with, run the same command again to resume",
-                w.path().display()
+                "the work folder {} keeps the {done} segment(s) finished before the error; once it is dealt with, {} to resume",
+                w.path().display(),
+                config.segments.rerun_advice()
             ));
         }
         return Err(err);
@@ -183,6 +184,7 @@ pub fn run_job(
             &outcome,
             manifest.segments.len(),
             kept,
+            config.segments.rerun_advice(),
         ));
     }
     for w in failures::survived(&outcome) {
@@ -263,9 +265,14 @@ pub fn run_job(
         warnings.push(w);
     }
     let work_kept = match &work {
+        // Stopped with no segment finished: nothing to resume from a folder this run made.
         Some(w)
             if (status == RunStatus::Complete && !config.segments.keep_work)
-                || config.segments.scratch =>
+                || config.segments.scratch
+                || (status == RunStatus::Partial
+                    && done == 0
+                    && created_work
+                    && !config.segments.keep_work) =>
         {
             w.remove().map(|_| false).unwrap_or(true)
         }
@@ -277,8 +284,9 @@ pub fn run_job(
         && status == RunStatus::Partial
     {
         let warning = format!(
-            "the work folder {} keeps the {done} finished segment(s); run the same command again to resume",
+            "the work folder {} keeps the {done} finished segment(s); {} to resume",
             w.path().display(),
+            config.segments.rerun_advice()
         );
         progress.warning(&warning);
         warnings.push(warning);
