@@ -290,3 +290,47 @@ fn a_width_libx265_crashes_on_is_refused_before_any_work() {
     assert_eq!(video_field(&output, "width"), "52");
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
+
+/// Every encoder codes a stream of one or two frames: a short clip, segments of one or two
+/// frames, a job's last segment. x265 left the decode timestamps of such a stream to
+/// uninitialised memory, and the MP4 segment muxer refused them ("Not yet implemented in
+/// FFmpeg" or "Invalid argument"), in a fresh process nearly always.
+#[test]
+fn one_or_two_frames_encode_with_every_codec() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    let intra = d.join("intra.mp4");
+    lavfi_clip(
+        &intra,
+        &["testsrc2=size=64x48:rate=10:duration=2"],
+        &["-c:v", "libx264", "-g", "1"],
+    );
+    let mut cases = Vec::new();
+    for codec in ["hevc", "h264", "av1"] {
+        cases.extend([(codec, "1", "1"), (codec, "2", "2")]);
+    }
+    // Every segment a fresh encoder of one or two frames (20 of them: x265's leftover
+    // memory is not garbage every time).
+    for codec in ["hevc", "h264"] {
+        cases.extend([(codec, "20", "1"), (codec, "20", "2")]);
+    }
+    for (codec, frames, segment) in cases {
+        let out = d.join(format!("{codec}-{frames}-{segment}.mkv"));
+        let extra = [
+            "--codec",
+            codec,
+            "--max-frames",
+            frames,
+            "--segment-frames",
+            segment,
+        ];
+        let o = upscale(&intra, &out, &m, &extra);
+        assert_exit(&o, 0);
+        assert_eq!(
+            frame_times(&out).len(),
+            frames.parse::<usize>().unwrap(),
+            "{codec} {frames} frames in segments of {segment}"
+        );
+    }
+}

@@ -10,6 +10,7 @@ use rave_core::frame::{HostYuvFrame, YuvFrame};
 use crate::codec_choice::{EncoderSettings, VideoCodec};
 use crate::frame_convert::{export, working_format};
 use crate::log_capture::capture_errors;
+use crate::short_encode_dts::{ShortEncodeDts, X265_BFRAME_DELAY};
 use crate::stderr_capture::capture_stderr;
 use crate::sys::{self, RawColor};
 
@@ -41,6 +42,8 @@ pub struct VideoEncoder {
     eof_sent: bool,
     /// `send_eof` was called with no frame sent and nothing was passed on (see `send_eof`).
     ended_empty: bool,
+    /// Dates the first packets of an encode shorter than x265's B-frame delay.
+    short_dts: ShortEncodeDts,
 }
 
 /// What the encoder library printed (its error lines) and FFmpeg logged while opening, one
@@ -134,6 +137,14 @@ impl VideoEncoder {
             frames_sent: 0,
             eof_sent: false,
             ended_empty: false,
+            short_dts: ShortEncodeDts::new(
+                match settings.codec {
+                    VideoCodec::Hevc => X265_BFRAME_DELAY,
+                    VideoCodec::H264 | VideoCodec::Av1 => 0,
+                },
+                geometry.time_base,
+                geometry.frame_rate,
+            ),
         })
     }
 
@@ -162,6 +173,7 @@ impl VideoEncoder {
         self.encoder
             .send_frame(&av)
             .map_err(|e| EngineError::Encode(format!("frame {}: {e}", frame.meta.index)))?;
+        self.short_dts.sent(frame.meta.pts);
         self.frames_sent += 1;
         Ok(())
     }
@@ -185,7 +197,11 @@ impl VideoEncoder {
         if self.ended_empty {
             return Ok(None);
         }
-        next_packet(&mut self.encoder)
+        let mut packet = next_packet(&mut self.encoder)?;
+        if let Some(p) = packet.as_mut() {
+            self.short_dts.fix(p);
+        }
+        Ok(packet)
     }
 }
 

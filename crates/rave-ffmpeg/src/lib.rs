@@ -27,6 +27,7 @@ pub mod nvenc_settings;
 pub mod probe;
 pub mod reader;
 pub mod segment_file;
+pub mod short_encode_dts;
 pub mod source_tag;
 pub mod splice;
 pub mod stream_plan;
