@@ -336,6 +336,7 @@ pub struct GpuArgs {
     /// machine does not have are refused (exit 2), also where --device auto would otherwise
     /// run on the CPU. One GPU is the same as --gpu [default: the one of --gpu].
     #[arg(long, value_name = "LIST|all", value_parser = rave_pipeline::gpu_list::parse_gpus,
+          allow_hyphen_values = true,
           conflicts_with = "gpu_index")]
     pub gpus: Option<rave_pipeline::gpu_list::GpuSelection>,
     /// What runs the model on the GPU [default: RAVE_ORT_TENSORRT, else auto]: auto takes

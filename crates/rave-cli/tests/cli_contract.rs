@@ -94,6 +94,46 @@ fn missing_input_exits_3_with_one_line_naming_the_file() {
         err.contains("/nonexistent/clip.mp4") && err.contains("no such file"),
         "{err}"
     );
+    // A mistyped input folder: the missing input is the error, not the output beside it;
+    // for `rave plan` too.
+    let m = fixture("nearest_x2.onnx");
+    for command in ["upscale", "plan"] {
+        let o = run(&[
+            command,
+            "-i",
+            "/nonexistent/clips",
+            "-o",
+            "/tmp/upscaled",
+            "-m",
+            m.to_str().unwrap(),
+        ]);
+        assert_exit(&o, 3);
+        assert!(
+            stderr(&o).contains("/nonexistent/clips: no such file"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // An output name without an extension says what it can be.
+    let dir = scratch();
+    let input = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let o = run(&[
+        "upscale",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        dir.path().join("upscaled").to_str().unwrap(),
+        "-m",
+        m.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains(
+            "has no extension; end it in .mp4, .mkv or .mov, or in '/' for an output folder"
+        ),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["probe", "/nonexistent/clip.mp4", "--json"]);
     assert_exit(&o, 3);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();

@@ -61,6 +61,8 @@ fn out_of_range_numbers_name_the_option_the_value_and_the_range() {
         ),
         (&["--gpu", "99999"], &["--gpu", "'99999'", "0 to 63"]),
         (&["--gpu", "-1"], &["--gpu", "'-1'", "out of range"]),
+        (&["--gpus", "-1"], &["--gpus", "'-1' is not a GPU index"]),
+        (&["--gpus", "-1,0"], &["--gpus", "'-1' is not a GPU index"]),
         (
             &["--trt-workspace", "99999999999999"],
             &["--trt-workspace", "1 to 1048576"],

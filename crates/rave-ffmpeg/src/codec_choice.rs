@@ -190,6 +190,10 @@ impl Container {
             "mp4" | "m4v" => Ok(Container::Mp4),
             "mov" => Ok(Container::Mov),
             "mkv" => Ok(Container::Matroska),
+            "" => Err(EngineError::Config(format!(
+                "{}: the output name has no extension; end it in .mp4, .mkv or .mov, or in '/' for an output folder",
+                path.display(),
+            ))),
             _ => Err(EngineError::Config(format!(
                 "{}: unsupported output extension {:?}; use .mp4, .mkv or .mov",
                 path.display(),

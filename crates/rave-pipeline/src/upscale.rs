@@ -6,7 +6,6 @@
 use std::time::Instant;
 
 use rave_core::error::Result;
-use rave_ffmpeg::Container;
 
 use crate::cancel::CancelToken;
 use crate::config::UpscaleConfig;
@@ -25,7 +24,6 @@ pub fn run_upscale(
     cancel: &CancelToken,
 ) -> Result<RunReport> {
     let clock = StartupClock::new(Instant::now());
-    Container::from_path(&config.output)?;
     let mut target = None;
     let prepared = job::prepare(
         config,

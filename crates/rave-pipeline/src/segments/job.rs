@@ -81,8 +81,9 @@ pub fn prepare(
     clock: &StartupClock,
 ) -> Result<PreparedJob> {
     let began = std::time::Instant::now();
-    let container = Container::from_path(&config.output)?;
+    // The input first: a missing input is the error, not the output name beside it.
     let info = probe(&config.input)?;
+    let container = Container::from_path(&config.output)?;
     let in_size = info.frame_size()?;
     // Damage the file shows up front (a truncated file, a CRC mismatch, headers FFmpeg could
     // not parse) is refused before the model loads or any output exists.
