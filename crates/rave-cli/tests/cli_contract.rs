@@ -157,6 +157,19 @@ fn not_a_video_exits_3() {
     assert_exit(&o, 3);
     assert!(stderr(&o).contains("not a media file"), "{}", stderr(&o));
 
+    // An MP4 cut before its index (written last) cannot be opened: it is said to be cut.
+    let whole = make_clip(dir.path(), "whole.mp4", "32x32", 25);
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = dir.path().join("cut.mp4");
+    std::fs::write(&cut, &bytes[..bytes.len() * 8 / 10]).unwrap();
+    let o = run(&["probe", cut.to_str().unwrap()]);
+    assert_exit(&o, 3);
+    assert!(
+        stderr(&o).contains("damaged: the file is truncated: box 'mdat'"),
+        "{}",
+        stderr(&o)
+    );
+
     let audio = dir.path().join("tone.m4a");
     ffmpeg(&[
         "-f",

@@ -48,8 +48,33 @@ pub fn open(path: &Path) -> Result<Input> {
     }
     ffmpeg_next::format::input(&path).map_err(|e| EngineError::NotAVideo {
         path: path.to_path_buf(),
-        reason: format!("not a media file FFmpeg can read ({e})"),
+        reason: match structure_by_signature(path) {
+            // An MP4 cut before its index (at the end) cannot be opened at all: say why.
+            Some(problem) => format!(
+                "damaged: {}, and FFmpeg cannot open what is left ({e}); use a complete copy of the file",
+                problem.text
+            ),
+            None => format!("not a media file FFmpeg can read ({e})"),
+        },
     })
+}
+
+/// What the structure check finds in `path`, when it starts like a container RAVE checks
+/// (for a file FFmpeg cannot even open, whose format is therefore unknown; a file that does
+/// not start like one is not a media file, not a damaged one).
+fn structure_by_signature(path: &Path) -> Option<crate::structure_check::StructureProblem> {
+    let mut head = [0u8; 12];
+    let mut file = std::fs::File::open(path).ok()?;
+    std::io::Read::read_exact(&mut file, &mut head).ok()?;
+    let format = match head {
+        [_, _, _, _, b'f', b't', b'y', b'p', ..] => "mov,mp4",
+        [0x1A, 0x45, 0xDF, 0xA3, ..] => "matroska,webm",
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'A', b'V', b'I', b' '] => "avi",
+        [b'F', b'L', b'V', ..] => "flv",
+        [0x47, ..] => "mpegts",
+        _ => return None,
+    };
+    crate::structure_check::check(path, format)
 }
 
 /// What `path` is when it is not a regular file or folder: "a pipe (stdin)", "a device", ...
