@@ -82,7 +82,7 @@ impl InputDamage {
                 .first_gap_s
                 .map_or(String::new(), |t| format!(" (the first after {t:.3} s)"));
             format!(
-                "the input's video timeline has {}{at} with no other sign of damage: frames the recorder dropped, or frames lost without the container noticing; the output has the same gaps",
+                "the input's video timeline has {}{at} with no other sign of damage: frames the recorder dropped or a stream-copy cut left out, or frames lost without the container noticing; the output has the same gaps",
                 counted(self.timeline_gaps, "missing frame slot")
             )
         })
