@@ -269,3 +269,48 @@ fn plan_refuses_a_bad_model_or_output_before_planning() {
     );
     assert_exit(&plan(&model, &output, &["--overwrite"]), 0);
 }
+
+/// The output cannot be written when every segment is done (a full disk; here a file-size
+/// limit): exit 4, the work folder keeps the segments and says so, and the same command,
+/// once there is room, puts them together without upscaling any again.
+#[test]
+fn an_output_that_cannot_be_written_keeps_the_finished_segments() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 40);
+    let model = fixture("nearest_x2.onnx");
+    let output = d.join("out.mp4");
+    // A limit between the largest segment and the whole output, from a run that keeps them.
+    let sized = d.join("sized.mp4");
+    upscale_ok(
+        &input,
+        &sized,
+        &model,
+        &["--segment-frames", "10", "--keep-work"],
+    );
+    let largest = std::fs::read_dir(d.join(".sized.mp4.rave-work"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .max()
+        .unwrap();
+    let whole = std::fs::metadata(&sized).unwrap().len();
+    assert!(largest + 2048 < whole, "{largest} {whole}");
+    let kib = (largest + whole) / 2 / 1024;
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"ulimit -f "$4"; exec "$0" upscale -i "$1" -o "$2" -m "$3" --device cpu --segment-frames 10"#)
+        .args([env!("CARGO_BIN_EXE_rave"), input.to_str().unwrap(), output.to_str().unwrap()])
+        .args([model.to_str().unwrap(), &kib.to_string()])
+        .output()
+        .unwrap();
+    assert_exit(&o, 4);
+    let err = stderr(&o);
+    assert!(
+        err.contains("keeps the 4 finished segment(s); once the output can be written, run the same command again to put them together without upscaling again"),
+        "{err}"
+    );
+    assert!(!output.exists());
+    let v = upscale_ok(&input, &output, &model, &["--segment-frames", "10"]);
+    assert_eq!(segment_counts(&v).2, 4, "{v}");
+    assert_eq!(frame_times(&output).len(), 40);
+}

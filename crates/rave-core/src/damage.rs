@@ -19,7 +19,9 @@ pub struct InputDamage {
     /// Decoded frames the decoder flagged as damaged (their errors were concealed).
     pub frames_damaged: u64,
     /// Video frames lost: declared but never read, read but never decoded, gaps in the
-    /// timeline, or the timeline ending before the container says it does.
+    /// timeline, or the timeline ending before the container says it does. Where the
+    /// container declares no frame count (MPEG-TS, FLV, AVI without an index) this is a
+    /// floor: frames cut off the end leave no trace.
     pub frames_missing: u64,
     /// Decoded frames dropped because their timestamp repeated or went backwards
     /// (duplicated data).
@@ -100,7 +102,12 @@ impl InputDamage {
                     self.frames_missing,
                     n.max(self.frames_missing)
                 ),
-                None => format!("{} missing", counted(self.frames_missing, "video frame")),
+                // Counted from the timeline alone: frames lost at the end of a file that
+                // declares no length leave no trace, so this is a floor.
+                None => format!(
+                    "at least {} missing",
+                    counted(self.frames_missing, "video frame")
+                ),
             });
         } else if self.truncated && self.frames_declared.is_none() {
             parts.push(
@@ -229,6 +236,10 @@ mod tests {
             frames_missing: 3,
             ..Default::default()
         };
-        assert!(undeclared.describe().starts_with("3 video frames missing"));
+        assert!(
+            undeclared
+                .describe()
+                .starts_with("at least 3 video frames missing")
+        );
     }
 }

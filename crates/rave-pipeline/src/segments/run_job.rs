@@ -238,10 +238,17 @@ pub fn run_job(
                 &mut damage,
                 cancel,
             )
-            .inspect_err(|_| {
+            .inspect_err(|e| {
                 // The finished file is in place under another name: nothing to resume.
                 if target.kept_elsewhere().is_some() && !config.segments.keep_work {
                     let _ = w.remove();
+                } else if !config.segments.scratch && e.family() != ErrorFamily::Cancelled {
+                    // Writing the output failed (a full disk, say): every segment is done.
+                    progress.warning(&format!(
+                        "the work folder {} keeps the {done} finished segment(s); once the output can be written, {} to put them together without upscaling again",
+                        w.path().display(),
+                        config.segments.rerun_advice()
+                    ));
                 }
             })?;
             decode.copied_packets = written.copied_packets;
