@@ -185,20 +185,7 @@ fn two_runs_on_one_output_cannot_both_succeed() {
     let d = dir.path();
     // Segments of 10 frames, one at a time, so the interrupted job has finished some.
     let input = d.join("in.mp4");
-    reencode(
-        &slow_clip(d, "src.mp4"),
-        &input,
-        &[
-            "-c:v",
-            "libx264",
-            "-g",
-            "10",
-            "-keyint_min",
-            "10",
-            "-sc_threshold",
-            "0",
-        ],
-    );
+    reencode_gop10(&slow_clip(d, "src.mp4"), &input);
     std::fs::remove_file(d.join("src.mp4")).unwrap();
     let output = d.join("out.mp4");
     let mut segmented = SLOW.to_vec();

@@ -47,14 +47,12 @@ pub fn reencode(src: &Path, dst: &Path, video: &[&str]) {
     ffmpeg(&args);
 }
 
-/// A clip of real photographs with AAC audio, 64x48, `frames` frames, a keyframe every 10
-/// (none at scene cuts).
-pub fn photo_clip_gop10(dir: &Path, frames: u32) -> PathBuf {
-    let src = make_photo_clip(dir, "photos.mp4", 64, 48, frames);
-    let input = dir.join("in.mp4");
+/// `src` re-encoded into `dst` (audio copied) with a keyframe every 10 frames and none at
+/// scene cuts: segments of `--segment-frames 10` are 10 frames each.
+pub fn reencode_gop10(src: &Path, dst: &Path) {
     reencode(
-        &src,
-        &input,
+        src,
+        dst,
         &[
             "-c:v",
             "libx264",
@@ -68,6 +66,14 @@ pub fn photo_clip_gop10(dir: &Path, frames: u32) -> PathBuf {
             "0",
         ],
     );
+}
+
+/// A clip of real photographs with AAC audio, 64x48, `frames` frames, a keyframe every 10
+/// (none at scene cuts).
+pub fn photo_clip_gop10(dir: &Path, frames: u32) -> PathBuf {
+    let src = make_photo_clip(dir, "photos.mp4", 64, 48, frames);
+    let input = dir.join("in.mp4");
+    reencode_gop10(&src, &input);
     input
 }
 
