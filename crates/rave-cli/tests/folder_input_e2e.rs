@@ -142,7 +142,10 @@ fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     assert_eq!(e["exit_code"], 3);
     assert_eq!(e["family"], "input");
     assert!(
-        e["message"].as_str().unwrap().contains("the file is truncated"),
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("the file is truncated"),
         "{e}"
     );
     assert_eq!(results[1]["output"], s(&out.join("b.mp4")));

@@ -232,11 +232,90 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
         assert_eq!(frame_times(&out).len(), frame_times(input).len(), "{name}");
         assert_eq!(packet_count(&out, "a:0"), packet_count(input, "a:0"));
     }
-    let chapters = chapters(&d.join("mkv.mkv"));
+    let moved = chapters(&d.join("mkv.mkv"));
     let shift = timeline(&mkv).0;
     assert!(
-        chapters.contains(&format!("start_time={:.6}", 3600.0 - shift))
-            && chapters.contains("title=Ending"),
-        "{chapters}"
+        moved.contains(&format!("start_time={:.6}", 3600.0 - shift))
+            && moved.contains("title=Ending"),
+        "{moved}"
     );
+
+    // Chapters that end before the picture starts are left out, as ffmpeg leaves them.
+    let early = d.join("early.txt");
+    std::fs::write(&early, ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=400\ntitle=Gone\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3600000\nEND=3601000\ntitle=Kept\n").unwrap();
+    let early_mkv = d.join("early.mkv");
+    let e = early.to_str().unwrap();
+    lavfi_clip(
+        &early_mkv,
+        &["testsrc2=size=48x32:rate=25:duration=1"],
+        &[
+            "-i",
+            e,
+            "-map",
+            "0:v",
+            "-map_chapters",
+            "1",
+            "-c:v",
+            "libx264",
+            "-output_ts_offset",
+            "3600",
+        ],
+    );
+    let out = d.join("early_out.mkv");
+    assert_exit(&upscale_nearest(&early_mkv, &out, &[]), 0);
+    let kept = chapters(&out);
+    assert!(
+        kept.contains("title=Kept") && !kept.contains("title=Gone"),
+        "{kept}"
+    );
+
+    // An MPEG-TS whose 33-bit clock wraps 2.3 s in: FFmpeg reads its start as -2.3 s,
+    // which Matroska cannot store and an MP4 would hide behind an edit list.
+    let wrap = d.join("wrap.ts");
+    lavfi_clip(
+        &wrap,
+        &["testsrc2=size=48x32:rate=25:duration=4", "sine=duration=4"],
+        &[
+            "-c:v",
+            "libx264",
+            "-bf",
+            "2",
+            "-g",
+            "12",
+            "-c:a",
+            "aac",
+            "-output_ts_offset",
+            "95440",
+        ],
+    );
+    let (in_start, ..) = timeline(&wrap);
+    assert!(in_start < -2.0, "{in_start}");
+    for name in ["wrap.mkv", "wrap.mp4"] {
+        let out = d.join(name);
+        assert_exit(&upscale_nearest(&wrap, &out, &[]), 0);
+        let (start, duration, ..) = timeline(&out);
+        assert!(
+            start.abs() < 0.002 && duration < 4.2,
+            "{name}: {start} {duration}"
+        );
+        assert_eq!(frame_times(&out).len(), frame_times(&wrap).len(), "{name}");
+        assert_eq!(packet_count(&out, "a:0"), packet_count(&wrap, "a:0"));
+        let decoded = std::process::Command::new("ffmpeg")
+            .args([
+                "-v",
+                "error",
+                "-i",
+                out.to_str().unwrap(),
+                "-f",
+                "null",
+                "-",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            decoded.stderr.is_empty(),
+            "{name}: {}",
+            String::from_utf8_lossy(&decoded.stderr)
+        );
+    }
 }

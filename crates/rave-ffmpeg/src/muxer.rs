@@ -188,7 +188,11 @@ impl Muxer {
             for ch in input.chapters() {
                 let title = ch.metadata().get("title").unwrap_or("").to_owned();
                 let shift = shift_us.rescale(AV_TIME_BASE_Q, ch.time_base());
-                let (start, end) = ((ch.start() - shift).max(0), (ch.end() - shift).max(0));
+                // A chapter that ends before the picture starts is left out, as ffmpeg does.
+                if ch.end() - shift <= 0 && shift > 0 {
+                    continue;
+                }
+                let (start, end) = ((ch.start() - shift).max(0), ch.end() - shift);
                 output
                     .add_chapter(ch.id(), ch.time_base(), start, end, &title)
                     .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
@@ -394,25 +398,44 @@ fn is_invalid_data(e: &ffmpeg_next::Error) -> bool {
         || matches!(e, ffmpeg_next::Error::Other { errno } if *errno == ffmpeg_next::util::error::EINVAL)
 }
 
-/// Matroska's demuxer subtracts an Opus track's codec delay from its timestamps, but the
-/// muxer does not add it back; add it here so copied Opus keeps its exact timestamps.
-/// Where the output's timeline starts on the input's, in microseconds: the earliest start
-/// of the streams it writes (the video and `copied`) when that is after zero, so the output
-/// starts at zero as `ffmpeg` makes it. An MPEG-TS capture starts hours in; kept, an MP4
-/// would open on that much empty edit and Matroska would declare that much duration. A
-/// start before zero (audio priming) is left as it is, and so is every stream's offset
-/// from the others.
+/// Where the output's timeline starts on the input's, in microseconds, so that it starts at
+/// zero as `ffmpeg` makes it: the earliest start of the video and the copied audio when all
+/// start after zero (an MPEG-TS capture starts hours in; kept, an MP4 would open on that
+/// much empty edit and Matroska would declare that much duration), or when the video
+/// itself starts before zero (an MPEG-TS whose 33-bit clock wraps just after its start:
+/// Matroska cannot store the negative times, and an MP4 would hide them behind an edit).
+/// Audio starting a little before a video at zero (codec priming) moves nothing. Every
+/// stream keeps its offset from the others. Subtitle and data tracks do not count: a
+/// mov_text track starts with a filler sample at zero whatever the picture does.
 fn timeline_start_us(input: &Input, video_index: usize, copied: &[usize]) -> i64 {
-    std::iter::once(video_index)
-        .chain(copied.iter().copied())
-        .filter_map(|i| input.stream(i))
-        .filter(|s| s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
-        .map(|s| s.start_time().rescale(s.time_base(), AV_TIME_BASE_Q))
-        .min()
-        .unwrap_or(0)
-        .max(0)
+    use ffmpeg_next::media::Type;
+    let start_of = |i: usize| {
+        input
+            .stream(i)
+            .filter(|s| s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
+            .map(|s| s.start_time().rescale(s.time_base(), AV_TIME_BASE_Q))
+    };
+    let Some(video) = start_of(video_index) else {
+        return 0;
+    };
+    let earliest = copied
+        .iter()
+        .copied()
+        .filter(|&i| {
+            input
+                .stream(i)
+                .is_some_and(|s| s.parameters().medium() == Type::Audio)
+        })
+        .filter_map(start_of)
+        .fold(video, i64::min);
+    match (earliest > 0, video < 0) {
+        (true, _) | (_, true) => earliest,
+        _ => 0,
+    }
 }
 
+/// Matroska's demuxer subtracts an Opus track's codec delay from its timestamps, but the
+/// muxer does not add it back; add it here so copied Opus keeps its exact timestamps.
 fn codec_delay_offset(input: &Input, index: usize, container: Container, tb: Rational) -> i64 {
     let is_opus = input
         .stream(index)
