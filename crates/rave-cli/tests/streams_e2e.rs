@@ -318,4 +318,18 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
             String::from_utf8_lossy(&decoded.stderr)
         );
     }
+    // Segments cut across the wrap do not join (a seek lands on the wrong side of it): such
+    // a file is one segment, and says why.
+    let out = d.join("wrap_segments.mkv");
+    let o = upscale_nearest(&wrap, &out, &["--segment-frames", "12", "--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["segments"]["total"], 1, "{v}");
+    assert!(
+        v["segments"]["single_reason"]
+            .to_string()
+            .contains("clock wraps"),
+        "{v}"
+    );
+    assert_eq!(frame_times(&out).len(), frame_times(&wrap).len());
 }

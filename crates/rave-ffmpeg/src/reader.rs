@@ -222,6 +222,18 @@ impl VideoReader {
         &self.stats
     }
 
+    /// Whether the input is an MPEG transport or program stream whose video starts before
+    /// zero: FFmpeg has unwrapped a 33-bit clock that wraps inside the file. Read through,
+    /// its timeline is whole; a seek across the wrap lands on the wrong side of it, so such
+    /// a file is not cut into segments.
+    pub fn clock_wraps(&self) -> bool {
+        let input = self.input();
+        sys::timestamps_may_restart(input)
+            && input.stream(self.video_index()).is_some_and(|s| {
+                s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE && s.start_time() < 0
+            })
+    }
+
     /// Whether damaged data has been seen so far.
     pub fn damage_seen(&self) -> bool {
         self.ledger.damage_seen()

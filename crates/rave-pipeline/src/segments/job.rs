@@ -180,12 +180,20 @@ pub fn prepare(
     let segment_frames = opts
         .segment_frames
         .unwrap_or_else(|| default_segment_frames(fps));
-    let plan = if input_damage.is_clean() {
-        plan_segments(&index, segment_frames, config.max_frames)
-    } else {
-        let mut one = plan_segments(&index, u64::MAX, config.max_frames);
-        one.single_reason = Some("the input is damaged; it is read as one segment".into());
-        one
+    let one_segment_because = match input_damage.is_clean() {
+        false => Some("the input is damaged; it is read as one segment"),
+        true if reader.clock_wraps() => Some(
+            "its MPEG clock wraps inside it (a start before zero), where seeking to a segment is unreliable; it is read as one segment",
+        ),
+        true => None,
+    };
+    let plan = match one_segment_because {
+        None => plan_segments(&index, segment_frames, config.max_frames),
+        Some(why) => {
+            let mut one = plan_segments(&index, u64::MAX, config.max_frames);
+            one.single_reason = Some(why.into());
+            one
+        }
     };
     let manifest = new_manifest(config, &plan, bit_depth, segment_frames, input_damage)?;
     let mut created_work = false;
