@@ -213,8 +213,10 @@ pub fn batch_ended(batch: &BatchReport) {
             counts.insert(key.to_owned(), batch.count(status).into());
         }
     }
-    errln!(
-        "{}",
-        serde_json::json!({"event": "batch", "exit_code": batch.exit_code, "inputs": counts})
-    );
+    let mut event =
+        serde_json::json!({"event": "batch", "exit_code": batch.exit_code, "inputs": counts});
+    if !batch.left_out.is_empty() {
+        event["left_out"] = serde_json::to_value(&batch.left_out).unwrap_or_default();
+    }
+    errln!("{event}");
 }

@@ -574,6 +574,23 @@ fn a_batch_into_its_own_folder_can_run_again() {
         "{}",
         stdout(&o)
     );
+    let o = upscale_with(&[
+        "-i",
+        s(&folder),
+        "-o",
+        s(&folder),
+        "--skip-existing",
+        "--progress",
+        "jsonl",
+    ]);
+    let last = stderr(&o).lines().last().unwrap_or_default().to_string();
+    let event: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(event["event"], "batch", "{last}");
+    assert_eq!(
+        event["left_out"].as_array().map(Vec::len),
+        Some(2),
+        "{last}"
+    );
 
     // A .mkv RAVE did not write from the .avi beside it is an input, and clashes.
     let own = d.join("own");
