@@ -1,26 +1,44 @@
-//! The tag an output carries naming the file it was upscaled from (`RAVE_SOURCE`, the input's
-//! file name), so a batch that writes into its own input folder can tell, on a second pass,
-//! its earlier outputs from the videos it was given. Matroska stores it; MP4 and MOV keep
-//! only the keys they know, which is enough: a batch into the input's folder writes
-//! Matroska for every input whose own container it cannot keep, and refuses the others.
+//! The tag an output carries naming the file it was upscaled from (`RAVE_SOURCE`: a digest
+//! of the input's file name, not the name itself, so a file the user shares does not tell
+//! what the original was called), so a batch that writes into its own input folder can tell,
+//! on a second pass, its earlier outputs from the videos it was given. Matroska stores it;
+//! MP4 and MOV keep only the keys they know, which is enough: a batch into the input's
+//! folder writes Matroska for every input whose own container it cannot keep, and refuses
+//! the others.
 
 use std::path::Path;
+
+use sha2::{Digest, Sha256};
 
 /// The container-level metadata key.
 pub const SOURCE_TAG: &str = "RAVE_SOURCE";
 
-/// The value written for an output of `input`: its file name.
+/// The value written for an output of `input`: `sha256:` and the first 16 hex digits of
+/// the SHA-256 of its file name.
 pub fn source_tag_value(input: &Path) -> String {
-    input
-        .file_name()
-        .unwrap_or(input.as_os_str())
-        .to_string_lossy()
-        .into_owned()
+    let name = input.file_name().unwrap_or(input.as_os_str());
+    let digest = Sha256::digest(name.as_encoded_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
-/// The file name `path`'s `RAVE_SOURCE` tag names, when it is a media file that has one.
-/// Files FFmpeg cannot open have none.
+/// The `RAVE_SOURCE` tag of `path`, when it is a media file that has one. Files FFmpeg
+/// cannot open have none.
 pub fn upscaled_from(path: &Path) -> Option<String> {
     let (input, _logged) = crate::log_capture::capture_errors(|| ffmpeg_next::format::input(&path));
     input.ok()?.metadata().get(SOURCE_TAG).map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tag_names_the_file_by_digest_whatever_its_folder() {
+        let a = source_tag_value(Path::new("/videos/clip.avi"));
+        assert_eq!(a, source_tag_value(Path::new("clip.avi")));
+        assert_ne!(a, source_tag_value(Path::new("/videos/clip2.avi")));
+        assert!(a.starts_with("sha256:") && a.len() == 7 + 16, "{a}");
+        assert!(!a.contains("clip"));
+    }
 }
