@@ -311,3 +311,54 @@ fn a_ts_frame_lost_without_a_demuxer_error_is_refused_or_said() {
     assert_eq!(v["input_damage"]["timeline_gaps"], 0, "{v}");
     assert!(!stderr(&o).contains("frame slot"), "{}", stderr(&o));
 }
+
+/// Two B-frame recordings joined (`cat a.ts b.ts`) whose AAC audio starts a little before
+/// the video: the splice continues every stream from where the longest ended, which leaves a
+/// hole in the video timeline at the seam. That hole is no lost frame: with
+/// --allow-corrupt (the seam's continuity counters are damage) every frame is there and
+/// none is counted missing.
+#[test]
+fn the_hole_a_splice_leaves_is_no_missing_frame() {
+    let dir = scratch();
+    let d = dir.path();
+    let part = |name: &str, source: &str, offset: &str| {
+        let path = d.join(name);
+        lavfi_clip(
+            &path,
+            &[source, "sine=duration=2"],
+            &[
+                "-c:v",
+                "libx264",
+                "-bf",
+                "2",
+                "-g",
+                "12",
+                "-c:a",
+                "aac",
+                "-output_ts_offset",
+                offset,
+            ],
+        );
+        std::fs::read(path).unwrap()
+    };
+    let mut joined = part("a.ts", "testsrc2=size=96x64:rate=25:duration=2", "30");
+    joined.extend(part("b.ts", "testsrc=size=96x64:rate=25:duration=2", "5"));
+    let input = d.join("joined.ts");
+    std::fs::write(&input, joined).unwrap();
+    let out = d.join("out.mkv");
+    let o = upscale(
+        &input,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--json", "--allow-corrupt"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["decode"]["timestamp_resets"].as_array().unwrap().len(),
+        1,
+        "{v}"
+    );
+    assert_eq!(v["input_damage"]["frames_missing"], 0, "{v}");
+    assert_eq!(frame_times(&out).len(), 100);
+}

@@ -118,6 +118,10 @@ pub struct IntegrityLedger {
     scanned: bool,
     /// Presentation timestamps of every video packet (for gaps in the timeline).
     video_pts: Vec<i64>,
+    /// Where the timestamps restarted (seconds of the spliced timeline): the splice leaves
+    /// a hole in the video where another stream of the first part ran longer, which is no
+    /// frame lost.
+    resets_s: Vec<f64>,
     note: Option<String>,
 }
 
@@ -177,8 +181,14 @@ impl IntegrityLedger {
             interlaced: false,
             scanned: false,
             video_pts: Vec::new(),
+            resets_s: Vec::new(),
             note: None,
         }
+    }
+
+    /// The timestamps restarted at `at_s` (seconds of the spliced timeline, each).
+    pub fn on_resets(&mut self, at_s: &[f64]) {
+        self.resets_s = at_s.to_vec();
     }
 
     /// The verdict of the structure check (to open the same file again without repeating it).
@@ -425,7 +435,17 @@ impl IntegrityLedger {
                 let mut pts = self.video_pts.clone();
                 pts.sort_unstable();
                 pts.dedup();
-                let gaps: Vec<_> = timeline::gaps(&pts, self.timeline.step()).collect();
+                let step = self.timeline.step();
+                let frame_s = step as f64 * video.unit_s;
+                let at_a_splice = |&(at, frames): &(i64, u64)| {
+                    let (from, to) = (at as f64, (at + (frames as i64 + 1) * step) as f64);
+                    self.resets_s.iter().any(|&r| {
+                        from * video.unit_s - frame_s <= r && r <= to * video.unit_s + frame_s
+                    })
+                };
+                let gaps: Vec<_> = timeline::gaps(&pts, step)
+                    .filter(|g| !at_a_splice(g))
+                    .collect();
                 (gaps.iter().map(|g| g.1).sum(), gaps.first().map(|g| g.0))
             }
             false => (0, None),

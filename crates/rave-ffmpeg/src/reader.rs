@@ -343,6 +343,7 @@ impl VideoReader {
 
     fn note_resets(&mut self) {
         self.stats.timestamp_resets = self.demuxer.timestamp_resets().to_vec();
+        self.ledger.on_resets(&self.stats.timestamp_resets);
     }
 
     fn read_packet(&mut self) -> Result<()> {
