@@ -4,6 +4,8 @@
 # x2 by realesr-animevideov3-x2 on NVDEC and the GPU, then:
 #   late     an MPEG-TS starting an hour in: the MP4 and MKV outputs start at zero, last as
 #            long as the clip, keep every frame and audio packet and the audio's offset;
+#   wrap     an MPEG-TS whose clock wraps inside it: outputs start at zero, are whole and
+#            decode cleanly; the job is one segment, and says why;
 #   quiet    a run with an empty HOME and TMPDIR leaves nothing there but the kernel caches
 #            (no ONNX Runtime telemetry store, device id or .ses file);
 #   short    HEVC (x265) outputs of one and two frames;
@@ -48,6 +50,20 @@ for ext in mp4 mkv; do
   note "late.$ext: start $start s, duration $dur s, $f frames (input $(frames_of "$work/late.ts")), $a audio packets (input $(audio_of "$work/late.ts")), decoder: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["decode"]; print(d["frames"], "frames,", d["nvdec_frames"], "on NVDEC")' "$out/late_$ext.json")"
   python3 -c "import sys; sys.exit(0 if abs($start) < 0.01 and $dur < 6 else 1)" || fail "late.$ext does not start at zero"
   [[ $f == "$(frames_of "$work/late.ts")" && $a == "$(audio_of "$work/late.ts")" ]] || fail "late.$ext lost frames or audio"
+done
+
+say "wrap: an MPEG-TS whose 33-bit clock wraps just after its start (FFmpeg reads the start as negative)"
+ffmpeg -v error -i "$clip" -map 0 -c copy -output_ts_offset 95442 "$work/wrap.ts"
+note "input: $(probe -show_entries stream=start_time -of csv=p=0 "$work/wrap.ts" | grep . | head -1) s start"
+for ext in mp4 mkv; do
+  rave upscale -i "$work/wrap.ts" -o "$work/wrap.$ext" --preset veryfast --progress off --json --segment-frames 50 \
+    >"$out/wrap_$ext.json" 2>"$out/wrap_$ext.err" || fail "wrap.$ext: exit $?"
+  start=$(probe -show_entries format=start_time -of csv=p=0 "$work/wrap.$ext")
+  f=$(frames_of "$work/wrap.$ext"); a=$(audio_of "$work/wrap.$ext")
+  errors=$(ffmpeg -v error -i "$work/wrap.$ext" -f null - 2>&1 | head -3)
+  note "wrap.$ext: start $start s, $f frames (input $(frames_of "$work/wrap.ts")), $a audio packets (input $(audio_of "$work/wrap.ts")), segments $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["segments"]; print(s["total"], "-", s.get("single_reason"))' "$out/wrap_$ext.json"); decode errors: ${errors:-none}"
+  python3 -c "import sys; sys.exit(0 if abs($start) < 0.01 else 1)" || fail "wrap.$ext does not start at zero"
+  [[ $f == "$(frames_of "$work/wrap.ts")" && $a == "$(audio_of "$work/wrap.ts")" && -z $errors ]] || fail "wrap.$ext lost frames or audio, or does not decode cleanly"
 done
 
 say "quiet: an empty HOME and TMPDIR get nothing but the kernel caches"
