@@ -21,15 +21,12 @@ static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Have a second Ctrl+C remove `folder` (and all it holds) before leaving: a scratch work
 /// folder, such as a benchmark's, that nobody would resume.
 pub fn remove_on_abort(folder: &Path) {
-    SCRATCH
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(folder.to_path_buf());
+    lock(&SCRATCH).push(folder.to_path_buf());
 }
 
 /// Remove the folders given to [`remove_on_abort`].
 fn remove_scratch() {
-    for folder in SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+    for folder in lock(&SCRATCH).iter() {
         let _ = std::fs::remove_dir_all(folder);
     }
 }
@@ -143,7 +140,8 @@ fn aborted() {
     failure::say(&object, None, &line, console::json(), console::jsonl());
 }
 
-fn lock(m: &Mutex<CancelToken>) -> std::sync::MutexGuard<'_, CancelToken> {
+/// `m` locked, also after a thread panicked holding it (the data stays usable).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -159,7 +159,8 @@ pub fn print_batch(b: &BatchReport) {
     ];
     if unfinished.into_iter().any(|s| b.count(s) > 0) {
         outln!(
-            "to finish the batch, run the same command again with --skip-existing: the done inputs are left alone, the interrupted ones resume"
+            "to finish the batch, {}: the done inputs are left alone, the interrupted ones resume",
+            crate::batch::FINISH_BATCH
         );
     }
 }

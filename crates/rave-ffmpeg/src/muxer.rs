@@ -2,7 +2,8 @@
 //! packets come from an encoder, or from finished segment files) and, when the description
 //! names a source, every audio, subtitle and attachment stream of it copied untouched, plus
 //! chapters, metadata, rotation, HDR10 and colour tags. Timestamps pass through unchanged,
-//! except that a user's output whose input starts after zero is moved back to start at zero.
+//! except that a user's output is moved to start at zero where its input does not (see
+//! `timeline_start_us`).
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +45,7 @@ pub struct SourceStreams<'a> {
     pub input: &'a Input,
     /// Its main video stream (replaced by the upscaled one).
     pub video_index: usize,
-    /// Its path, whose file name the output's `RAVE_SOURCE` tag records.
+    /// Its path, whose file name the output's `RAVE_SOURCE` tag records (as a digest).
     pub path: &'a Path,
 }
 

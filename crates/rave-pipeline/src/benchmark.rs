@@ -20,7 +20,7 @@ use rave_ffmpeg::{VideoReader, probe};
 
 use crate::backend_choice::{Engine, choose_backend};
 use crate::cancel::CancelToken;
-use crate::config::UpscaleConfig;
+use crate::config::{SegmentOptions, UpscaleConfig};
 use crate::gpu_convert::{GpuConverter, HostCopies};
 use crate::progress::ProgressSink;
 use crate::report::{RunReport, RunStatus, ratio};
@@ -122,6 +122,14 @@ pub fn run_benchmark(
     progress: &dyn ProgressSink,
     cancel: &CancelToken,
 ) -> Result<BenchmarkReport> {
+    // Both passes are scratch: never resumed, their work folder removed however they end.
+    let config = &UpscaleConfig {
+        segments: SegmentOptions {
+            scratch: true,
+            ..config.segments.clone()
+        },
+        ..config.clone()
+    };
     let repeats = config.max_frames.unwrap_or(100).clamp(1, 300);
     rave_core::gpu::timeline::section("inference_only");
     let inference_only = measure_inference(config, repeats, cancel)?;
@@ -140,12 +148,8 @@ pub fn run_benchmark(
     }
     rave_core::gpu::timeline::section("full");
     let full_report = run_upscale(config, progress, cancel)?;
-    // The scratch output has served its purpose, and so has its work folder (kept when
-    // Ctrl+C stopped the pass: a benchmark is not resumed).
+    // The scratch output has served its purpose (its work folder went with the pass).
     let _ = std::fs::remove_file(&full_report.output);
-    if let Some(work) = &full_report.segments.work {
-        let _ = std::fs::remove_dir_all(work);
-    }
     let null_encode = PipelineRun::from(&null_report);
     let full = PipelineRun::from(&full_report);
     let bound = inference_only.fps.min(full.capacity("encode"));

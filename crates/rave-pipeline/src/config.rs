@@ -181,11 +181,14 @@ pub struct SegmentOptions {
 }
 
 impl SegmentOptions {
-    /// What the user runs to resume the job: "run the same command again", or [`Self::rerun`].
-    pub fn rerun_advice(&self) -> &str {
-        self.rerun
-            .as_deref()
-            .unwrap_or("run the same command again")
+    /// What the user runs to resume the job: "run the same command again", or
+    /// [`Self::rerun`]; `None` for a scratch job, which nobody resumes.
+    pub fn resume_advice(&self) -> Option<&str> {
+        (!self.scratch).then(|| {
+            self.rerun
+                .as_deref()
+                .unwrap_or("run the same command again")
+        })
     }
 }
 

@@ -8,4 +8,4 @@ mod run;
 
 pub use plan::{InputJob, Plan, plan};
 pub use report::{BatchReport, InputStatus};
-pub use run::run;
+pub use run::{FINISH_BATCH, run};

@@ -46,7 +46,7 @@ impl InputJob {
 pub struct LeftOut {
     /// The file left out.
     pub file: PathBuf,
-    /// The input it was upscaled from (its `RAVE_SOURCE` tag names it).
+    /// The input it was upscaled from (its `RAVE_SOURCE` tag holds that name's digest).
     pub output_of: PathBuf,
 }
 

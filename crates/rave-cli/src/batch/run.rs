@@ -16,6 +16,10 @@ use crate::commands::upscale::pipeline_config;
 use crate::interrupt::Interrupts;
 use crate::{failure, progress_view, summary};
 
+/// What finishes a batch that stopped or had failures: the inputs done are left alone, the
+/// interrupted ones resume.
+pub const FINISH_BATCH: &str = "run the same command again with --skip-existing";
+
 /// Upscale each of `jobs` into `folder`, print each run's summary (or error) as it ends and
 /// the batch's at the end (with the files `left_out` as earlier outputs); returns the exit
 /// code (see [`BatchReport::new`]).
@@ -27,27 +31,21 @@ pub fn run(
     jobs: &[InputJob],
     left_out: Vec<LeftOut>,
 ) -> Result<i32> {
+    // The same batch again would stop on the outputs already finished.
+    let rerun = (!args.skip_existing).then(|| FINISH_BATCH.to_string());
     let configs = jobs
         .iter()
         .map(|j| {
-            pipeline_config(
+            let mut config = pipeline_config(
                 global,
                 &args.run,
                 args,
                 encoder.clone(),
                 &j.input,
                 &j.output,
-            )
-        })
-        .map(|config| {
-            config.map(|mut c| {
-                // The same batch again would stop on the outputs already finished.
-                if !args.skip_existing {
-                    c.segments.rerun =
-                        Some("run the same command again with --skip-existing".into());
-                }
-                c
-            })
+            )?;
+            config.segments.rerun.clone_from(&rerun);
+            Ok(config)
         })
         .collect::<Result<Vec<_>>>()?;
     std::fs::create_dir_all(folder).map_err(|e| EngineError::OutputUnwritable {

@@ -53,7 +53,7 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         },
         run: args.run.clone(),
     };
-    let mut config = pipeline_config(
+    let config = pipeline_config(
         global,
         &args.run,
         &as_upscale,
@@ -61,9 +61,9 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         &args.input,
         &scratch,
     )?;
-    // Its work folder is scratch too: removed however a pass ends, a second Ctrl+C included.
-    config.segments.scratch = true;
     let cancel = interrupt_on_ctrl_c()?;
+    // The passes' work folder is scratch (run_benchmark removes it however a pass ends);
+    // a second Ctrl+C, which leaves at once, removes it too.
     crate::interrupt::remove_on_abort(WorkFolder::beside(&scratch).path());
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_benchmark(&config, progress.as_ref(), &cancel)?;

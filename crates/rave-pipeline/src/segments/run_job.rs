@@ -160,14 +160,13 @@ pub fn run_job(
         discard();
         keep_or_remove_work(nothing_done);
         if let Some(w) = &work
+            && let Some(rerun) = config.segments.resume_advice()
             && done > 0
             && err.family() != ErrorFamily::Usage
-            && !config.segments.scratch
         {
             progress.warning(&format!(
-                "the work folder {} keeps the {done} segment(s) finished before the error; once it is dealt with, {} to resume",
+                "the work folder {} keeps the {done} segment(s) finished before the error; once it is dealt with, {rerun} to resume",
                 w.path().display(),
-                config.segments.rerun_advice()
             ));
         }
         return Err(err);
@@ -176,15 +175,16 @@ pub fn run_job(
         // Segments failed on the GPUs, or no worker was left that could run them.
         discard();
         keep_or_remove_work(nothing_done);
+        let advice = config.segments.resume_advice();
         let kept = work
             .as_ref()
-            .filter(|_| done > 0 && !config.segments.scratch)
+            .filter(|_| done > 0 && advice.is_some())
             .map(|w| (w.path(), done));
         return Err(failures::missing_segments(
             &outcome,
             manifest.segments.len(),
             kept,
-            config.segments.rerun_advice(),
+            advice.unwrap_or("run the same command again"),
         ));
     }
     for w in failures::survived(&outcome) {
@@ -242,12 +242,13 @@ pub fn run_job(
                 // The finished file is in place under another name: nothing to resume.
                 if target.kept_elsewhere().is_some() && !config.segments.keep_work {
                     let _ = w.remove();
-                } else if !config.segments.scratch && e.family() != ErrorFamily::Cancelled {
+                } else if let Some(rerun) = config.segments.resume_advice()
+                    && e.family() != ErrorFamily::Cancelled
+                {
                     // Writing the output failed (a full disk, say): every segment is done.
                     progress.warning(&format!(
-                        "the work folder {} keeps the {done} finished segment(s); once the output can be written, {} to put them together without upscaling again",
+                        "the work folder {} keeps the {done} finished segment(s); once the output can be written, {rerun} to put them together without upscaling again",
                         w.path().display(),
-                        config.segments.rerun_advice()
                     ));
                 }
             })?;
@@ -287,13 +288,13 @@ pub fn run_job(
         None => false,
     };
     if let Some(w) = &work
+        && let Some(rerun) = config.segments.resume_advice()
         && work_kept
         && status == RunStatus::Partial
     {
         let warning = format!(
-            "the work folder {} keeps the {done} finished segment(s); {} to resume",
+            "the work folder {} keeps the {done} finished segment(s); {rerun} to resume",
             w.path().display(),
-            config.segments.rerun_advice()
         );
         progress.warning(&warning);
         warnings.push(warning);
