@@ -186,18 +186,20 @@ fn a_truncated_flv_starting_after_zero_is_refused() {
     }
 }
 
-#[test]
-fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
-    let dir = scratch();
-    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
-    let part = corpus::make_clean(dir.path(), ts);
-    let (frames, audio) = (frame_times(&part).len(), packet_count(&part, "a:0"));
-    let mut joined = std::fs::read(&part).unwrap();
-    joined.extend(std::fs::read(&part).unwrap());
-    let input = dir.path().join("joined.ts");
+/// `parts` joined into one MPEG-TS (`cat`), upscaled with --allow-corrupt (the seam breaks
+/// the continuity counters: damage the user accepts): the output, and the report, which
+/// must show the one timestamp reset.
+fn upscale_joined(
+    dir: &std::path::Path,
+    parts: &[&std::path::Path],
+) -> (std::path::PathBuf, serde_json::Value) {
+    let joined: Vec<u8> = parts
+        .iter()
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect();
+    let input = dir.join("joined.ts");
     std::fs::write(&input, joined).unwrap();
-    let out = dir.path().join("out.mkv");
-    // The seam breaks the transport stream's continuity counters: damage the user accepts.
+    let out = dir.join("out.mkv");
     let o = upscale(
         &input,
         &out,
@@ -211,6 +213,16 @@ fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
         1,
         "{v}"
     );
+    (out, v)
+}
+
+#[test]
+fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
+    let dir = scratch();
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let part = corpus::make_clean(dir.path(), ts);
+    let (frames, audio) = (frame_times(&part).len(), packet_count(&part, "a:0"));
+    let (out, v) = upscale_joined(dir.path(), &[&part, &part]);
     assert_eq!(v["input_damage"]["frames_dropped"], 0, "{v}");
     assert_eq!(v["input_damage"]["packets_dropped"], 0, "{v}");
     let times: Vec<f64> = frame_times(&out)
@@ -321,44 +333,10 @@ fn a_ts_frame_lost_without_a_demuxer_error_is_refused_or_said() {
 fn the_hole_a_splice_leaves_is_no_missing_frame() {
     let dir = scratch();
     let d = dir.path();
-    let part = |name: &str, source: &str, offset: &str| {
-        let path = d.join(name);
-        lavfi_clip(
-            &path,
-            &[source, "sine=duration=2"],
-            &[
-                "-c:v",
-                "libx264",
-                "-bf",
-                "2",
-                "-g",
-                "12",
-                "-c:a",
-                "aac",
-                "-output_ts_offset",
-                offset,
-            ],
-        );
-        std::fs::read(path).unwrap()
-    };
-    let mut joined = part("a.ts", "testsrc2=size=96x64:rate=25:duration=2", "30");
-    joined.extend(part("b.ts", "testsrc=size=96x64:rate=25:duration=2", "5"));
-    let input = d.join("joined.ts");
-    std::fs::write(&input, joined).unwrap();
-    let out = d.join("out.mkv");
-    let o = upscale(
-        &input,
-        &out,
-        &fixture("nearest_x2.onnx"),
-        &["--json", "--allow-corrupt"],
-    );
-    assert_exit(&o, 0);
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(
-        v["decode"]["timestamp_resets"].as_array().unwrap().len(),
-        1,
-        "{v}"
-    );
+    let (a, b) = (d.join("a.ts"), d.join("b.ts"));
+    offset_ts_clip(&a, "testsrc2=size=96x64:rate=25:duration=2", 2, "30");
+    offset_ts_clip(&b, "testsrc=size=96x64:rate=25:duration=2", 2, "5");
+    let (out, v) = upscale_joined(d, &[&a, &b]);
     assert_eq!(v["input_damage"]["frames_missing"], 0, "{v}");
     assert_eq!(frame_times(&out).len(), 100);
 }

@@ -467,10 +467,9 @@ fn skip_existing_runs_only_the_inputs_without_an_output() {
         "jsonl",
     ]);
     assert_exit(&o, 0);
-    let skipped: Vec<serde_json::Value> = stderr(&o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .filter(|e: &serde_json::Value| e["event"] == "skipped")
+    let skipped: Vec<serde_json::Value> = jsonl_events(&o)
+        .into_iter()
+        .filter(|e| e["event"] == "skipped")
         .collect();
     assert_eq!(skipped.len(), 2, "{}", stderr(&o));
 
@@ -593,8 +592,8 @@ fn a_batch_into_its_own_folder_can_run_again() {
         "--progress",
         "jsonl",
     ]);
-    let last = stderr(&o).lines().last().unwrap_or_default().to_string();
-    let event: serde_json::Value = serde_json::from_str(&last).unwrap();
+    let event = jsonl_events(&o).pop().expect("an event");
+    let last = event.to_string();
     assert_eq!(event["event"], "batch", "{last}");
     assert_eq!(
         event["left_out"].as_array().map(Vec::len),

@@ -127,10 +127,7 @@ fn ctrl_c_with_a_partial_named_input_keeps_the_input_and_an_existing_partial() {
         assert_eq!(v["status"], "partial");
         // Every line of the jsonl stream is an event, Ctrl+C's message included, and the
         // last says the run finished partial.
-        let events: Vec<serde_json::Value> = err
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect();
+        let events = parse_jsonl(&err);
         assert!(events.iter().any(|e| e["event"] == "interrupt"), "{err}");
         let last = events.last().unwrap();
         assert_eq!(

@@ -199,10 +199,7 @@ fn rotation_is_kept_in_quicktime_and_warned_about_once_in_matroska() {
     // For machines, the warning is one more JSON line among the progress events.
     let o = nearest(&input, &mkv, &["--progress", "jsonl", "--overwrite"]);
     assert_exit(&o, 0);
-    let events: Vec<serde_json::Value> = stderr(&o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let events = jsonl_events(&o);
     let warned: Vec<&serde_json::Value> =
         events.iter().filter(|e| e["event"] == "warning").collect();
     assert_eq!(warned.len(), 1, "{events:?}");

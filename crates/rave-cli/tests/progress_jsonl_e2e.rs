@@ -9,18 +9,10 @@ use std::path::Path;
 
 use common::*;
 
-/// Every line of the run's stderr, parsed (a line that is not JSON fails the test).
-fn events(o: &std::process::Output) -> Vec<serde_json::Value> {
-    stderr(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: not JSON: {l}")))
-        .collect()
-}
-
 /// The run's last event, which must be its error, with the exit code the run ended with.
 fn last_error(o: &std::process::Output, code: i32) -> serde_json::Value {
     assert_exit(o, code);
-    let all = events(o);
+    let all = jsonl_events(o);
     let last = all.last().expect("an event").clone();
     assert_eq!(last["event"], "error", "{all:?}");
     assert_eq!(last["error"]["exit_code"], code, "{last}");
@@ -82,7 +74,7 @@ fn a_run_that_fails_midway_reports_its_progress_then_the_error() {
         .expect("rave runs");
     let e = last_error(&o, 6);
     assert_eq!(e["error"]["kind"], "cuda", "{e}");
-    let all = events(&o);
+    let all = jsonl_events(&o);
     assert_eq!(all[0]["event"], "started", "{all:?}");
     assert!(all.iter().any(|e| e["event"] == "progress"), "{all:?}");
     assert!(!all.iter().any(|e| e["event"] == "finished"), "{all:?}");
@@ -136,7 +128,7 @@ fn a_batch_names_the_input_that_failed_in_its_error_event() {
         "jsonl",
     ]);
     assert_exit(&o, 3);
-    let all = events(&o);
+    let all = jsonl_events(&o);
     let failed: Vec<_> = all.iter().filter(|e| e["event"] == "error").collect();
     assert_eq!(failed.len(), 1, "{all:?}");
     assert_eq!(failed[0]["input"], s(&bad), "{}", failed[0]);
@@ -165,7 +157,7 @@ fn log_lines_are_log_events() {
     let args = upscale_args(&input, &output, &m, &["--progress", "jsonl", "-v"]);
     let o = run(&args);
     assert_exit(&o, 0);
-    let all = events(&o);
+    let all = jsonl_events(&o);
     let logs: Vec<_> = all.iter().filter(|e| e["event"] == "log").collect();
     assert!(!logs.is_empty(), "-v logs the start-up: {all:?}");
     assert!(logs.iter().all(|e| e["level"] == "INFO"), "{logs:?}");
@@ -211,7 +203,7 @@ fn every_event_arrives_whole_while_workers_open_encoders() {
     ];
     let o = upscale(&input, &output, &m, &opts);
     assert_exit(&o, 0);
-    let all = events(&o);
+    let all = jsonl_events(&o);
     let progress = all.iter().filter(|e| e["event"] == "progress").count();
     assert_eq!(progress, 60, "one progress event a frame");
     assert_eq!(all.last().unwrap()["event"], "finished");

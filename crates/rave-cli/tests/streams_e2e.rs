@@ -272,22 +272,7 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
     // An MPEG-TS whose 33-bit clock wraps 2.3 s in: FFmpeg reads its start as -2.3 s,
     // which Matroska cannot store and an MP4 would hide behind an edit list.
     let wrap = d.join("wrap.ts");
-    lavfi_clip(
-        &wrap,
-        &["testsrc2=size=48x32:rate=25:duration=4", "sine=duration=4"],
-        &[
-            "-c:v",
-            "libx264",
-            "-bf",
-            "2",
-            "-g",
-            "12",
-            "-c:a",
-            "aac",
-            "-output_ts_offset",
-            "95440",
-        ],
-    );
+    offset_ts_clip(&wrap, "testsrc2=size=48x32:rate=25:duration=4", 4, "95440");
     let (in_start, ..) = timeline(&wrap);
     assert!(in_start < -2.0, "{in_start}");
     for name in ["wrap.mkv", "wrap.mp4"] {

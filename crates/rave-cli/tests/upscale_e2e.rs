@@ -170,10 +170,7 @@ fn progress_jsonl_reports_every_frame() {
     let m = fixture("nearest_x2.onnx");
     let o = upscale(&input, &output, &m, &["--progress", "jsonl"]);
     assert_exit(&o, 0);
-    let events: Vec<serde_json::Value> = stderr(&o)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect(l))
-        .collect();
+    let events = jsonl_events(&o);
     assert_eq!(events.first().unwrap()["event"], "started");
     assert_eq!(events.first().unwrap()["frames_total"], 5);
     let progress: Vec<_> = events.iter().filter(|e| e["event"] == "progress").collect();

@@ -184,3 +184,26 @@ pub fn concat_copy(parts: &[&Path], out: &Path) {
         out.to_str().unwrap(),
     ]);
 }
+
+/// An MPEG-TS of `video` (a lavfi source) with a sine for `seconds`, H.264 with two B-frames
+/// and a keyframe every 12 frames, AAC audio, its timestamps moved by `offset` seconds
+/// (`-output_ts_offset`: an hour in, or just before the 33-bit clock wraps).
+pub fn offset_ts_clip(path: &Path, video: &str, seconds: u32, offset: &str) {
+    let sine = format!("sine=duration={seconds}");
+    lavfi_clip(
+        path,
+        &[video, &sine],
+        &[
+            "-c:v",
+            "libx264",
+            "-bf",
+            "2",
+            "-g",
+            "12",
+            "-c:a",
+            "aac",
+            "-output_ts_offset",
+            offset,
+        ],
+    );
+}

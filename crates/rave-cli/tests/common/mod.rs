@@ -71,6 +71,18 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Each line of a `--progress jsonl` stream, parsed (a line that is not JSON fails the test).
+pub fn parse_jsonl(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: not JSON: {l}")))
+        .collect()
+}
+
+/// The `--progress jsonl` events of a finished run's stderr.
+pub fn jsonl_events(o: &Output) -> Vec<serde_json::Value> {
+    parse_jsonl(&stderr(o))
+}
+
 /// Assert the exit code, showing the output when it differs.
 pub fn assert_exit(o: &Output, code: i32) {
     assert_eq!(
