@@ -455,7 +455,7 @@ pub struct UpscaleArgs {
     #[arg(long, conflicts_with = "overwrite")]
     pub skip_existing: bool,
     /// Upscale only the first N frames, 1 to 1000000000; the copied streams (audio,
-    /// subtitles) end with them.
+    /// subtitles) and the chapters end with them.
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub max_frames: Option<u64>,

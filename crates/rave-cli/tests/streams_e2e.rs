@@ -318,3 +318,115 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
     );
     assert_eq!(frame_times(&out).len(), frame_times(&wrap).len());
 }
+
+/// `--max-frames` (and Ctrl+C, which assembles the same way) ends the picture early: the
+/// chapters after it are left out and the one it cuts ends with it, a subtitle cue running
+/// past it ends there, and the file lasts as long as its picture (MP4 writes its chapters
+/// as a text track, which otherwise held the whole input's duration).
+#[test]
+fn max_frames_cuts_chapters_and_subtitle_cues_with_the_picture() {
+    let dir = scratch();
+    let d = dir.path();
+    let meta = d.join("meta.txt");
+    std::fs::write(&meta, ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=3000\ntitle=Two\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3000\nEND=4000\ntitle=Three\n").unwrap();
+    let srt = d.join("cues.srt");
+    std::fs::write(
+        &srt,
+        "1\n00:00:00,500 --> 00:00:02,500\nLong cue\n\n2\n00:00:03,000 --> 00:00:03,800\nLate cue\n",
+    )
+    .unwrap();
+    let input = d.join("in.mkv");
+    let (m, s) = (meta.to_str().unwrap(), srt.to_str().unwrap());
+    lavfi_clip(
+        &input,
+        &["testsrc2=size=48x32:rate=25:duration=4", "sine=duration=4"],
+        &[
+            "-i",
+            s,
+            "-i",
+            m,
+            "-map",
+            "0:v",
+            "-map",
+            "1:a",
+            "-map",
+            "2:s",
+            "-map_chapters",
+            "3",
+            "-c:v",
+            "libx264",
+            "-g",
+            "25",
+            "-c:a",
+            "libopus",
+            "-c:s",
+            "srt",
+        ],
+    );
+    // MP4 cannot hold SubRip: its input is the same without the subtitles.
+    let no_subs = d.join("in.mp4");
+    let i = input.to_str().unwrap();
+    ffmpeg(&[
+        "-i",
+        i,
+        "-map",
+        "0:v",
+        "-map",
+        "0:a",
+        "-c",
+        "copy",
+        no_subs.to_str().unwrap(),
+    ]);
+    for (source, name) in [(&input, "cut.mkv"), (&no_subs, "cut.mp4")] {
+        let out = d.join(name);
+        assert_exit(&upscale_nearest(source, &out, &["--max-frames", "30"]), 0);
+        assert_eq!(frame_times(&out).len(), 30, "{name}");
+        // 30 frames at 25 fps: the picture ends 1.2 s after it starts.
+        let video_start: f64 = video_field(&out, "start_time").parse().unwrap();
+        let end = video_start + 1.2;
+        let listed = chapters(&out);
+        assert!(
+            listed.contains("title=One") && listed.contains("title=Two"),
+            "{name}: {listed}"
+        );
+        assert!(!listed.contains("title=Three"), "{name}: {listed}");
+        assert!(
+            listed.contains(&format!("end_time={end:.6}")),
+            "{name}: the cut chapter should end at {end:.6}: {listed}"
+        );
+        let duration: f64 = ffprobe(
+            &out,
+            &["-show_entries", "format=duration", "-of", "csv=p=0"],
+        )
+        .trim()
+        .parse()
+        .unwrap();
+        assert!(duration < end + 0.05, "{name}: lasts {duration} s");
+    }
+    // Matroska keeps the subtitles: the long cue ends with the picture, the late one is gone.
+    let mkv = d.join("cut.mkv");
+    let end = video_field(&mkv, "start_time").parse::<f64>().unwrap() + 1.2;
+    let cues = ffprobe(
+        &mkv,
+        &[
+            "-select_streams",
+            "s",
+            "-show_entries",
+            "packet=pts_time,duration_time",
+            "-of",
+            "csv=p=0",
+        ],
+    );
+    let cues: Vec<(f64, f64)> = cues
+        .lines()
+        .map(|l| {
+            let (p, dur) = l.split_once(',').unwrap();
+            (p.parse().unwrap(), dur.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(cues.len(), 1, "{cues:?}");
+    assert!(
+        (cues[0].0 + cues[0].1 - end).abs() < 0.002,
+        "{cues:?} against {end}"
+    );
+}

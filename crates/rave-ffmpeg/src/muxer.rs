@@ -47,6 +47,10 @@ pub struct SourceStreams<'a> {
     pub video_index: usize,
     /// Its path, whose file name the output's `RAVE_SOURCE` tag records (as a digest).
     pub path: &'a Path,
+    /// Where the video ends when it stops before the source's (an interrupted run,
+    /// `--max-frames`), in seconds of the source's timeline: chapters starting after it are
+    /// left out, the last one and subtitle cues running past it end there.
+    pub cut_at_s: Option<f64>,
 }
 
 /// What an output file is made of.
@@ -69,6 +73,8 @@ struct StreamRoute {
     offset: i64,
     /// The last decode timestamp written (output time base).
     last_dts: Option<i64>,
+    /// A subtitle stream: a cue running past the cut ends there.
+    subtitle: bool,
 }
 
 /// An output file being written.
@@ -88,6 +94,8 @@ pub struct Muxer {
     /// time base: the output starts at zero (see [`timeline_start_us`]).
     video_shift: i64,
     frame_rate: Rational,
+    /// See [`SourceStreams::cut_at_s`].
+    cut_at_s: Option<f64>,
     summary: WriterSummary,
     finished: bool,
 }
@@ -183,6 +191,7 @@ impl Muxer {
                     output_tb: ist.time_base(),
                     offset: 0,
                     last_dts: None,
+                    subtitle: ist.parameters().medium() == ffmpeg_next::media::Type::Subtitle,
                 });
                 summary.copied_streams.push(idx);
             }
@@ -193,7 +202,12 @@ impl Muxer {
                 if ch.end() - shift <= 0 && shift > 0 {
                     continue;
                 }
-                let (start, end) = ((ch.start() - shift).max(0), ch.end() - shift);
+                let cut = src.cut_at_s.map(|s| seconds_in(s, ch.time_base()));
+                if cut.is_some_and(|c| ch.start() >= c) {
+                    continue;
+                }
+                let end = cut.map_or(ch.end(), |c| ch.end().min(c));
+                let (start, end) = ((ch.start() - shift).max(0), end - shift);
                 output
                     .add_chapter(ch.id(), ch.time_base(), start, end, &title)
                     .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
@@ -245,6 +259,7 @@ impl Muxer {
             video_end_s: f64::NEG_INFINITY,
             video_shift: shift_us.rescale(AV_TIME_BASE_Q, video_tb),
             frame_rate: video.frame_rate,
+            cut_at_s: source.and_then(|s| s.cut_at_s),
             summary,
             finished: false,
         })
@@ -255,10 +270,9 @@ impl Muxer {
     /// moved back by its B-frame delay, may not pass the last one written); presentation
     /// timestamps are never changed.
     pub fn write_video(&mut self, mut packet: Packet, time_base: Rational) -> Result<()> {
-        let end = packet.pts().map(|p| {
-            let rate = f64::from(self.frame_rate);
-            p as f64 * f64::from(time_base) + if rate > 0.0 { 1.0 / rate } else { 0.0 }
-        });
+        let end = packet
+            .pts()
+            .map(|p| frame_end_s(p, time_base, self.frame_rate));
         packet.set_stream(0);
         packet.set_position(-1);
         packet.rescale_ts(time_base, self.video_tb);
@@ -312,6 +326,12 @@ impl Muxer {
             .filter(|t| t.is_finite())
             .unwrap_or(0.0);
         let mut packet = copied.packet;
+        if let (true, Some(cut), Some(pts)) = (route.subtitle, self.cut_at_s, packet.pts()) {
+            let left = seconds_in(cut, route.input_tb) - pts;
+            if packet.duration() > left && left > 0 {
+                packet.set_duration(left);
+            }
+        }
         packet.rescale_ts(route.input_tb, route.output_tb);
         if route.offset != 0 {
             packet.set_pts(packet.pts().map(|t| t + route.offset));
@@ -391,6 +411,18 @@ impl Muxer {
     fn mux_error(&self, e: ffmpeg_next::Error) -> EngineError {
         EngineError::Mux(format!("{}: writing failed: {e}", self.shown_as.display()))
     }
+}
+
+/// Where a frame presented at `pts` (in `time_base`) ends, in seconds: one nominal frame
+/// later (none when the rate is unknown).
+pub fn frame_end_s(pts: i64, time_base: Rational, frame_rate: Rational) -> f64 {
+    let rate = f64::from(frame_rate);
+    pts as f64 * f64::from(time_base) + if rate > 0.0 { 1.0 / rate } else { 0.0 }
+}
+
+/// `seconds` as a timestamp in `time_base`, rounded to the nearest tick.
+fn seconds_in(seconds: f64, time_base: Rational) -> i64 {
+    (seconds / f64::from(time_base)).round() as i64
 }
 
 /// Whether a muxer error is about the packet's data or timestamps (not the output file).

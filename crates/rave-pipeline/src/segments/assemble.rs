@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use ffmpeg_next::Rational;
 use rave_core::error::{EngineError, Result};
-use rave_ffmpeg::muxer::{Muxer, OutputDescription, SourceStreams, VideoStreamSpec};
+use rave_ffmpeg::muxer::{Muxer, OutputDescription, SourceStreams, VideoStreamSpec, frame_end_s};
 use rave_ffmpeg::segment_file::SegmentFile;
 use rave_ffmpeg::writer::nominal_frame_rate;
 use rave_ffmpeg::{Container, DecodeStats, FrameBounds, VideoCodec, VideoReader, WriterSummary};
@@ -44,6 +45,24 @@ pub struct Assembled {
     pub refused: (u64, Option<String>),
 }
 
+/// Where the video of the last segment `(path, first pts)` ends, in seconds of the
+/// source's timeline, as the muxer will count it (its last frame's end); `None` without a
+/// timed frame.
+fn video_end_s(last: &(PathBuf, Option<i64>), frame_rate: Rational) -> Result<Option<f64>> {
+    let mut seg = SegmentFile::open(&last.0)?;
+    if let Some(first) = last.1 {
+        seg.restore_first_pts(first);
+    }
+    let tb = seg.time_base();
+    let mut end = f64::NEG_INFINITY;
+    while let Some(packet) = seg.next_packet()? {
+        if let Some(pts) = packet.pts() {
+            end = end.max(frame_end_s(pts, tb, frame_rate));
+        }
+    }
+    Ok(Some(end).filter(|e| e.is_finite()))
+}
+
 /// Write the output into `path` (messages name `shown_as`).
 pub fn assemble(
     input: &AssemblyInput<'_>,
@@ -59,6 +78,11 @@ pub fn assemble(
     let first = SegmentFile::open(first_path)?;
     let headers = first.extradata();
     let mut source = VideoReader::open_within(input.source, None, FrameBounds::default(), None, 0)?;
+    let frame_rate = nominal_frame_rate(&source);
+    let cut_at_s = match input.segments.last() {
+        Some(last) if input.ends_early => video_end_s(last, frame_rate)?,
+        _ => None,
+    };
     let mut muxer = {
         let description = OutputDescription {
             container: Some(input.container),
@@ -66,12 +90,13 @@ pub fn assemble(
                 parameters: first.parameters(),
                 codec: input.codec,
                 time_base: first.time_base(),
-                frame_rate: nominal_frame_rate(&source),
+                frame_rate,
             },
             source: Some(SourceStreams {
                 input: source.input(),
                 video_index: source.video_index(),
                 path: input.source,
+                cut_at_s,
             }),
         };
         Muxer::create(path, shown_as, &description)?
