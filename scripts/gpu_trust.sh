@@ -13,7 +13,9 @@
 #            with the missing frame slot said in a warning and input_damage.timeline_gaps;
 #   batch    a batch into its own folder, one output removed, run again with
 #            --skip-existing: the earlier output is left out as an input, the other redone;
-#   bench    `rave benchmark` on the clip (speeds against earlier runs), TMPDIR empty after.
+#   bench    `rave benchmark` on the clip (speeds against earlier runs), TMPDIR empty after;
+#   cut      --max-frames on an MKV with chapters and subtitles (fourth session): chapters
+#            after the picture left out, the cut one and a long cue ending with it.
 # Logs and a summary (trust.txt) go to $OUT.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -137,6 +139,27 @@ PY
 left=$(find "$work/btmp" -mindepth 1 | head)
 note "left in TMPDIR: ${left:-nothing}"
 [[ -z $left ]] || fail "benchmark left files"
+
+say "cut: --max-frames 30 on an MKV with three chapters and a long subtitle cue"
+printf ';FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=3000\ntitle=Two\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3000\nEND=4000\ntitle=Three\n' >"$work/chapters.txt"
+printf '1\n00:00:00,500 --> 00:00:02,500\nLong cue\n\n2\n00:00:03,000 --> 00:00:03,800\nLate cue\n' >"$work/cues.srt"
+ffmpeg -v error -i "$clip" -i "$work/cues.srt" -i "$work/chapters.txt" -map 0 -map 1 -map_chapters 2 -c copy "$work/chaptered.mkv"
+rave upscale -i "$work/chaptered.mkv" -o "$work/cut.mkv" --max-frames 30 --preset veryfast --progress off \
+  >"$out/cut.out" 2>"$out/cut.err" || fail "cut: exit $?"
+vstart=$(probe -select_streams v:0 -show_entries stream=start_time -of csv=p=0 "$work/cut.mkv")
+chapters=$(probe -show_entries chapter=end_time:chapter_tags=title -of csv=p=0 "$work/cut.mkv" | tr '\n' ' ')
+cue=$(probe -select_streams s -show_entries packet=pts_time,duration_time -of csv=p=0 "$work/cut.mkv" | tr '\n' ' ')
+dur=$(probe -show_entries format=duration -of csv=p=0 "$work/cut.mkv")
+note "cut.mkv: $(frames_of "$work/cut.mkv") frames from $vstart s, duration $dur s; chapters (end, title): $chapters; cues (start, length): $cue"
+python3 - "$vstart" "$chapters" "$cue" "$dur" <<'PY' || fail "cut: chapters or cues outlast the picture"
+import sys
+end = float(sys.argv[1]) + 1.2
+chapters = [c.split(",") for c in sys.argv[2].split()]
+cues = [tuple(map(float, c.split(","))) for c in sys.argv[3].split()]
+ok = [t for _, t in chapters] == ["One", "Two"] and abs(float(chapters[-1][0]) - end) < 0.002
+ok = ok and len(cues) == 1 and abs(sum(cues[0]) - end) < 0.002 and float(sys.argv[4]) < end + 0.05
+sys.exit(0 if ok else 1)
+PY
 
 note "status: $status"
 exit "$status"
