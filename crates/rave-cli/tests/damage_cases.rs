@@ -1,7 +1,7 @@
 //! Targeted damage, beside the corpus run (damage_corpus.rs): whole clusters lost in HEVC
 //! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, a
-//! truncated FLV that starts after zero, and joined transport streams (not damage: one
-//! timeline, every frame and packet kept).
+//! truncated FLV that starts after zero, an MP4 of which no frame decodes, and joined
+//! transport streams (not damage: one timeline, every frame and packet kept).
 
 mod common;
 mod corpus;
@@ -164,6 +164,27 @@ fn a_copied_packet_no_muxer_can_store_is_input_damage() {
 /// timeline end (FFmpeg's FLV muxer writes the span, its Matroska muxer the end), so the
 /// duration alone misses a cut at 90%: the chain of FLV tags, each followed by its length,
 /// is what shows it, wherever the file ends.
+/// An MP4 whose video timing table is zeroed reads, but no frame of it decodes: refused
+/// (exit 3) with nothing left behind, neither a work folder nor advice to run again, which
+/// would fail the same way.
+#[test]
+fn an_input_of_which_no_frame_decodes_leaves_no_work_folder() {
+    let dir = scratch();
+    let clean = make_clip(dir.path(), "clean.mp4", "32x32", 25);
+    let mut bytes = std::fs::read(&clean).unwrap();
+    let at = bytes.windows(4).position(|w| w == b"stts").unwrap();
+    bytes[at + 4..at + 68].fill(0);
+    let damaged = dir.path().join("no_timing.mp4");
+    std::fs::write(&damaged, bytes).unwrap();
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(err.contains("no video frame could be decoded"), "{err}");
+    assert!(!err.contains("work folder"), "{err}");
+    assert_eq!(sorted_names(dir.path()), ["clean.mp4", "no_timing.mp4"]);
+}
+
 #[test]
 fn a_truncated_flv_starting_after_zero_is_refused() {
     let dir = scratch();

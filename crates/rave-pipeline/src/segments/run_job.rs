@@ -242,6 +242,10 @@ pub fn run_job(
                 // The finished file is in place under another name: nothing to resume.
                 if target.kept_elsewhere().is_some() && !config.segments.keep_work {
                     let _ = w.remove();
+                } else if nothing_done {
+                    // No frame was decoded (an input refused as damaged): another run has
+                    // nothing to put together, so there is nothing to keep or resume.
+                    keep_or_remove_work(true);
                 } else if let Some(rerun) = config.segments.resume_advice()
                     && e.family() != ErrorFamily::Cancelled
                 {
