@@ -160,10 +160,6 @@ fn a_copied_packet_no_muxer_can_store_is_input_damage() {
     assert_eq!(frame_times(&out).len(), FRAMES as usize);
 }
 
-/// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a
-/// timeline end (FFmpeg's FLV muxer writes the span, its Matroska muxer the end), so the
-/// duration alone misses a cut at 90%: the chain of FLV tags, each followed by its length,
-/// is what shows it, wherever the file ends.
 /// An MP4 whose video timing table is zeroed reads, but no frame of it decodes: refused
 /// (exit 3) with nothing left behind, neither a work folder nor advice to run again, which
 /// would fail the same way.
@@ -185,6 +181,10 @@ fn an_input_of_which_no_frame_decodes_leaves_no_work_folder() {
     assert_eq!(sorted_names(dir.path()), ["clean.mp4", "no_timing.mp4"]);
 }
 
+/// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a
+/// timeline end (FFmpeg's FLV muxer writes the span, its Matroska muxer the end), so the
+/// duration alone misses a cut at 90%: the chain of FLV tags, each followed by its length,
+/// is what shows it, wherever the file ends.
 #[test]
 fn a_truncated_flv_starting_after_zero_is_refused() {
     let dir = scratch();

@@ -47,7 +47,8 @@ pub struct Assembled {
 
 /// Where the video of the last segment `(path, first pts)` ends, in seconds of the
 /// source's timeline, as the muxer will count it (its last frame's end); `None` without a
-/// timed frame.
+/// timed frame. Read before the output is created, since the chapters go into its header
+/// (MP4 builds its chapter track there); only for a video that ends early.
 fn video_end_s(last: &(PathBuf, Option<i64>), frame_rate: Rational) -> Result<Option<f64>> {
     let mut seg = SegmentFile::open(&last.0)?;
     if let Some(first) = last.1 {
