@@ -26,8 +26,11 @@ impl StartupClock {
     /// Step `name`, which began at `began`, ends now. A name is recorded once: of several
     /// workers loading their models at once, the first to be ready.
     pub fn step(&self, name: &'static str, began: Instant) {
-        let at_s = self.started.elapsed().as_secs_f64();
-        let seconds = began.elapsed().as_secs_f64();
+        // One reading of the clock for both, so that a step which began with the run never
+        // lasts longer than the run so far; one begun before the run counts from its start.
+        let now = Instant::now();
+        let at_s = now.duration_since(self.started).as_secs_f64();
+        let seconds = now.duration_since(began).as_secs_f64().min(at_s);
         self.record(name, at_s, |_| seconds);
     }
 
@@ -90,6 +93,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         clock.first_frame();
         let first = clock.first_frame_s().unwrap();
+        assert!(steps_within_the_run(&clock.steps()));
         clock.first_frame();
         assert_eq!(clock.first_frame_s(), Some(first));
         let steps = clock.steps();
@@ -99,5 +103,26 @@ mod tests {
         assert_eq!(last.at_s, first);
         assert!(last.seconds > 0.0 && last.seconds <= first, "{last:?}");
         assert!(steps.windows(2).all(|w| w[0].at_s <= w[1].at_s));
+    }
+
+    /// A step begun with the run, or before it, never lasts longer than the run so far
+    /// (the clock is read once per step).
+    #[test]
+    fn a_step_begun_at_or_before_the_run_start_lasts_no_longer_than_the_run() {
+        let early = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let started = Instant::now();
+        let clock = StartupClock::new(started);
+        for _ in 0..1000 {
+            clock.step("probe", started);
+        }
+        clock.step("index", early);
+        assert!(steps_within_the_run(&clock.steps()), "{:?}", clock.steps());
+    }
+
+    fn steps_within_the_run(steps: &[StartupStep]) -> bool {
+        steps
+            .iter()
+            .all(|s| s.seconds >= 0.0 && s.seconds <= s.at_s)
     }
 }
