@@ -359,7 +359,14 @@ fn build_cases(dir: &Path) -> Vec<Case> {
                     true,
                 );
             }
-            "fragmented" => add("initonly".into(), corpus::init_segment_only(&data), true),
+            "fragmented" => {
+                add("initonly".into(), corpus::init_segment_only(&data), true);
+                add(
+                    "fragmentlost".into(),
+                    corpus::without_fragment(&data, 1),
+                    true,
+                );
+            }
             "ts" => add(
                 "adtsheader".into(),
                 corpus::with_broken_adts_header(&data),

@@ -299,6 +299,15 @@ pub fn init_segment_only(data: &[u8]) -> Vec<u8> {
     data[..at + size].to_vec()
 }
 
+/// The fragmented MP4 `data` without its `nth` movie fragment (its `moof` and the `mdat`
+/// after it, up to the next `moof`): a segment a download or a copy left out. Every box
+/// still chains to the end of the file; only the fragments' numbers show the gap.
+pub fn without_fragment(data: &[u8], nth: usize) -> Vec<u8> {
+    let moofs = find_boxes(data, b"moof");
+    assert!(nth + 1 < moofs.len(), "{} fragments", moofs.len());
+    [&data[..moofs[nth]], &data[moofs[nth + 1]..]].concat()
+}
+
 /// An EBML element at `pos`: (ID with marker bits, header length, payload size).
 fn ebml_element(data: &[u8], pos: usize) -> Option<(u32, usize, usize)> {
     let vint_len = |b: u8| b.leading_zeros() as usize + 1;

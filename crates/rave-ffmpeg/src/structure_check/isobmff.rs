@@ -1,12 +1,34 @@
-//! MP4/MOV (ISO base media): the top-level boxes must chain to the end of the file.
+//! MP4/MOV (ISO base media): the top-level boxes must chain to the end of the file, and in
+//! a fragmented MP4 the movie fragments must follow one another without a gap in their
+//! sequence numbers.
 
 use std::io::{Read, Seek, SeekFrom};
 
 use super::{StructureProblem, read_up_to, zeros_to_end};
 
 /// MP4/MOV: every top-level box must fit in the file and the boxes must end exactly at its
-/// end (zero padding after the last box is accepted).
+/// end (zero padding after the last box is accepted). A fragmented file's movie fragments
+/// (`moof`) number themselves in order (`mfhd`): a number skipped is a fragment lost (a
+/// download or a copy that left one out), which FFmpeg reads across without a word.
 pub fn check_boxes(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProblem> {
+    let mut fragments = FragmentSequence::default();
+    match chain_boxes(r, len, &mut fragments) {
+        // The chain's own problem is the one named (a file cut inside a box is reported as
+        // such); fragments skipped before it are counted with it.
+        Some(mut problem) => {
+            problem.count += fragments.missing;
+            Some(problem)
+        }
+        None => fragments.problem(),
+    }
+}
+
+/// Walk the top-level boxes, noting each movie fragment's sequence number in `fragments`.
+fn chain_boxes(
+    r: &mut (impl Read + Seek),
+    len: u64,
+    fragments: &mut FragmentSequence,
+) -> Option<StructureProblem> {
     let mut pos = 0u64;
     while pos < len {
         let left = len - pos;
@@ -54,9 +76,84 @@ pub fn check_boxes(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProb
                 "the file is truncated: box '{name}' at byte {pos} declares {size} bytes, only {left} are there"
             )));
         }
+        if kind == b"moof"
+            && let Some(number) = fragment_number(r, pos + header, pos + size)
+        {
+            fragments.saw(number, pos);
+        }
         pos += size;
     }
     None
+}
+
+/// The sequence number of the movie fragment whose children lie between `start` and `end`:
+/// that of its `mfhd` box (normally the first child), if it has one.
+fn fragment_number(r: &mut (impl Read + Seek), start: u64, end: u64) -> Option<u32> {
+    let mut pos = start;
+    while pos + 16 <= end {
+        let mut child = [0u8; 16];
+        r.seek(SeekFrom::Start(pos)).ok()?;
+        if read_up_to(r, &mut child)? < 16 {
+            return None;
+        }
+        let size = u64::from(u32::from_be_bytes(child[0..4].try_into().expect("4 bytes")));
+        if &child[4..8] == b"mfhd" {
+            return Some(u32::from_be_bytes(
+                child[12..16].try_into().expect("4 bytes"),
+            ));
+        }
+        if size < 8 {
+            return None;
+        }
+        pos += size;
+    }
+    None
+}
+
+/// The movie fragments' sequence numbers as they come, and the gaps between them.
+#[derive(Default)]
+struct FragmentSequence {
+    last: Option<u32>,
+    /// Fragments skipped in all.
+    missing: u64,
+    /// The first gap: the numbers before and after it, and where the one after it starts.
+    first_gap: Option<(u32, u32, u64)>,
+}
+
+impl FragmentSequence {
+    /// Fragment `number` starts at byte `pos`. Only a number ahead of the next one counts
+    /// as a gap: a file may start anywhere in a live stream's numbering, and a number that
+    /// goes back (fragments of several recordings joined) is left to the timestamps.
+    fn saw(&mut self, number: u32, pos: u64) {
+        if let Some(last) = self.last
+            && number > last.saturating_add(1)
+        {
+            self.missing += u64::from(number - last - 1);
+            self.first_gap.get_or_insert((last, number, pos));
+        }
+        self.last = Some(number);
+    }
+
+    fn problem(&self) -> Option<StructureProblem> {
+        let (before, after, pos) = self.first_gap?;
+        let lost = match after - before - 1 {
+            1 => format!("movie fragment {} is missing", before + 1),
+            _ => format!(
+                "movie fragments {} to {} are missing",
+                before + 1,
+                after - 1
+            ),
+        };
+        let mut problem = StructureProblem::broken(format!(
+            "{lost}: the fragments' numbers jump from {before} to {after} at byte {pos}{}",
+            match self.missing - u64::from(after - before - 1) {
+                0 => String::new(),
+                more => format!(" ({more} more missing further on)"),
+            }
+        ));
+        problem.count = self.missing;
+        Some(problem)
+    }
 }
 
 #[cfg(test)]
@@ -94,5 +191,74 @@ mod tests {
         let mut tiny = file.clone();
         tiny.extend([0, 0, 0, 3, b'f', b'r', b'e', b'e']);
         assert!(boxes(&tiny).unwrap().text.contains("impossible size"));
+    }
+
+    /// A movie fragment: `moof` holding an `mfhd` numbered `number` (after another child
+    /// when `mfhd_second`), then its `mdat`.
+    fn fragment(number: u32, mfhd_second: bool) -> Vec<u8> {
+        let mut mfhd = 16u32.to_be_bytes().to_vec();
+        mfhd.extend_from_slice(b"mfhd");
+        mfhd.extend([0; 4]);
+        mfhd.extend(number.to_be_bytes());
+        let traf = mp4_box(b"traf", 24);
+        let children = if mfhd_second {
+            [traf, mfhd].concat()
+        } else {
+            [mfhd, traf].concat()
+        };
+        let mut moof = ((children.len() + 8) as u32).to_be_bytes().to_vec();
+        moof.extend_from_slice(b"moof");
+        moof.extend(children);
+        moof.extend(mp4_box(b"mdat", 100));
+        moof
+    }
+
+    fn fragmented(numbers: &[u32]) -> Vec<u8> {
+        let mut file = mp4_box(b"ftyp", 20);
+        file.extend(mp4_box(b"moov", 100));
+        for (i, &n) in numbers.iter().enumerate() {
+            file.extend(fragment(n, i % 2 == 1));
+        }
+        file.extend(mp4_box(b"mfra", 40));
+        file
+    }
+
+    #[test]
+    fn a_fragmented_mp4_must_not_skip_a_fragment_number() {
+        assert_eq!(boxes(&fragmented(&[1, 2, 3, 4, 5])), None);
+        assert_eq!(
+            boxes(&fragmented(&[7, 8, 9])),
+            None,
+            "a live stream's middle"
+        );
+        assert_eq!(
+            boxes(&fragmented(&[1, 2, 1, 2])),
+            None,
+            "two recordings joined"
+        );
+        let p = boxes(&fragmented(&[1, 2, 3, 5, 6])).expect("fragment 4 lost");
+        assert!(!p.truncated && p.count == 1, "{p:?}");
+        assert!(
+            p.text.starts_with(
+                "movie fragment 4 is missing: the fragments' numbers jump from 3 to 5 at byte "
+            ),
+            "{}",
+            p.text
+        );
+        let p = boxes(&fragmented(&[1, 4, 5, 9])).expect("five lost");
+        assert_eq!(p.count, 5, "{p:?}");
+        assert!(
+            p.text.starts_with("movie fragments 2 to 3 are missing")
+                && p.text.ends_with("(3 more missing further on)"),
+            "{}",
+            p.text
+        );
+        // A cut inside a box is what is reported, the gap before it counted all the same.
+        let file = fragmented(&[1, 3, 4]);
+        let p = boxes(&file[..file.len() - 10]).expect("cut");
+        assert!(
+            p.truncated && p.text.contains("box 'mfra'") && p.count == 2,
+            "{p:?}"
+        );
     }
 }
