@@ -1,6 +1,7 @@
 //! Targeted damage, beside the corpus run (damage_corpus.rs): whole clusters lost in HEVC
 //! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, a
-//! truncated FLV that starts after zero, an MP4 of which no frame decodes, and joined
+//! truncated FLV that starts after zero, an MP4 of which no frame decodes, B-frames timed
+//! in decode order, and joined
 //! transport streams (not damage: one timeline, every frame and packet kept).
 
 mod common;
@@ -179,6 +180,55 @@ fn an_input_of_which_no_frame_decodes_leaves_no_work_folder() {
     assert!(err.contains("no video frame could be decoded"), "{err}");
     assert!(!err.contains("work folder"), "{err}");
     assert_eq!(sorted_names(dir.path()), ["clean.mp4", "no_timing.mp4"]);
+}
+
+/// A remux that copied decode times into presentation times (`setts=pts=DTS`) on video with
+/// B-frames: the packets look cleanly timed, but the decoder hands frames out in another
+/// order than their times, so segments cut by time would not get their planned frames. The
+/// job is read as one segment, where the timeline shows the damage: refused (exit 3, no
+/// work folder), and with --allow-corrupt upscaled with the count and the reason.
+#[test]
+fn b_frames_timed_in_decode_order_are_read_as_one_segment_and_counted() {
+    let dir = scratch();
+    let clean = dir.path().join("b.mp4");
+    let bframes = ["-c:v", "libx264", "-bf", "2", "-g", "10"];
+    lavfi_clip(
+        &clean,
+        &["testsrc2=size=96x64:rate=25:duration=2"],
+        &bframes,
+    );
+    let damaged = dir.path().join("pts_from_dts.mp4");
+    let (c, d) = (clean.to_str().unwrap(), damaged.to_str().unwrap());
+    ffmpeg(&["-i", c, "-c", "copy", "-bsf:v", "setts=pts=DTS", d]);
+    let out = dir.path().join("out.mkv");
+    let m = fixture("nearest_x2.onnx");
+    let segmented = ["--segment-frames", "10"];
+    let o = upscale(&damaged, &out, &m, &segmented);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("damaged input") && err.contains("duplicated frames"),
+        "{err}"
+    );
+    assert!(!err.contains("work folder"), "{err}");
+    assert_eq!(sorted_names(dir.path()), ["b.mp4", "pts_from_dts.mp4"]);
+    let o = upscale(
+        &damaged,
+        &out,
+        &m,
+        &[&segmented[..], &["--allow-corrupt"]].concat(),
+    );
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("segments: 1 ")
+            && text.contains("every packet's presentation time equals its decode time"),
+        "{text}"
+    );
+    // The same video with its own times is cut into segments as before.
+    let o = upscale(&clean, &dir.path().join("clean.mkv"), &m, &segmented);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("segments: 5 "), "{}", stdout(&o));
 }
 
 /// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a

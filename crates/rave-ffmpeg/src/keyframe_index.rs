@@ -15,6 +15,13 @@ pub struct KeyframeIndex {
     untimed: u64,
     /// Times the input's timestamps restarted (joined transport streams).
     resets: usize,
+    /// The codec declares that frames are reordered (B-frames: presentation differs from
+    /// decode order).
+    reorders: bool,
+    /// A packet's presentation timestamp differed from its decode timestamp.
+    pts_differs_from_dts: bool,
+    /// Video packets seen with both timestamps.
+    timed_twice: u64,
 }
 
 impl KeyframeIndex {
@@ -27,6 +34,22 @@ impl KeyframeIndex {
             keyframe_pts: Vec::new(),
             untimed: 0,
             resets: 0,
+            reorders: false,
+            pts_differs_from_dts: false,
+            timed_twice: 0,
+        }
+    }
+
+    /// The codec declares that it reorders frames (its parameters' `video_delay`).
+    pub fn set_reorders(&mut self, reorders: bool) {
+        self.reorders = reorders;
+    }
+
+    /// A video packet's decode timestamp, beside the presentation one given to `add`.
+    pub fn add_decode_time(&mut self, pts: Option<i64>, dts: Option<i64>) {
+        if let (Some(p), Some(d)) = (pts, dts) {
+            self.timed_twice += 1;
+            self.pts_differs_from_dts |= p != d;
         }
     }
 
@@ -93,6 +116,14 @@ impl KeyframeIndex {
         if self.frame_pts.windows(2).any(|w| w[0] == w[1]) {
             return Some("two video frames share a timestamp".into());
         }
+        if self.reorders && self.timed_twice > 1 && !self.pts_differs_from_dts {
+            // A remux that copied decode times into presentation times: the decoder hands
+            // frames out in another order than their times say, so a part cut by time does
+            // not get the frames it was planned with.
+            return Some(
+                "its video reorders frames (B-frames) but every packet's presentation time equals its decode time".into(),
+            );
+        }
         if self.keyframe_pts.len() < 2 {
             return Some("it has fewer than two keyframes".into());
         }
@@ -111,6 +142,30 @@ mod tests {
         }
         i.finish(0);
         i
+    }
+
+    #[test]
+    fn reordered_video_timed_in_decode_order_is_not_cut() {
+        let timed = |reorders: bool, dts: &[i64]| {
+            let mut i = KeyframeIndex::new(Rational::new(1, 25), Rational::new(25, 1));
+            i.set_reorders(reorders);
+            for (n, &d) in dts.iter().enumerate() {
+                let pts = [0, 3, 1, 2, 4, 7, 5, 6][n];
+                i.add(Some(pts), pts % 4 == 0, false);
+                i.add_decode_time(Some(pts), Some(d));
+            }
+            i.finish(0);
+            i.why_not_cuttable()
+        };
+        let decode_order = [-1, 0, 1, 2, 3, 4, 5, 6];
+        assert_eq!(timed(true, &decode_order), None, "times that differ");
+        assert_eq!(
+            timed(false, &[0, 3, 1, 2, 4, 7, 5, 6]),
+            None,
+            "no reordering"
+        );
+        let why = timed(true, &[0, 3, 1, 2, 4, 7, 5, 6]).expect("pts copied from dts");
+        assert!(why.contains("B-frames"), "{why}");
     }
 
     #[test]

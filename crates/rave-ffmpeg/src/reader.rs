@@ -273,6 +273,7 @@ impl VideoReader {
     pub fn index_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<KeyframeIndex> {
         let mut index = KeyframeIndex::new(self.time_base(), self.frame_rate());
         let video = self.video_index();
+        index.set_reorders(sys::stream_params(self.input(), video).video_delay > 0);
         self.scan_packets(keep_going, |packet| {
             if packet.stream() == video {
                 index.add(
@@ -280,6 +281,7 @@ impl VideoReader {
                     packet.is_key(),
                     sys::packet_is_discarded(packet),
                 );
+                index.add_decode_time(packet.pts(), packet.dts());
             }
         })?;
         index.finish(self.demuxer.timestamp_resets().len());
