@@ -5,7 +5,7 @@ use rave_pipeline::RunReport;
 use rave_pipeline::benchmark::BenchmarkReport;
 use rave_pipeline::report::RunStatus;
 
-use crate::batch::{BatchReport, InputStatus};
+use crate::batch::{BatchReport, InputResult, InputStatus};
 use crate::console::outln;
 use crate::failure;
 
@@ -151,18 +151,41 @@ pub fn print_batch(b: &BatchReport) {
             l.output_of.display()
         );
     }
-    let unfinished = [
-        InputStatus::Failed,
-        InputStatus::Partial,
-        InputStatus::Interrupted,
-        InputStatus::NotStarted,
-    ];
-    if unfinished.into_iter().any(|s| b.count(s) > 0) {
-        outln!(
+    for line in batch_advice(b) {
+        outln!("{line}");
+    }
+}
+
+/// What to do after a batch that did not finish: running it again finishes what was
+/// interrupted, not started, or failed for a reason outside the input; an input refused
+/// for what it is (exit 3: damaged, unreadable, not a video) fails the same way again.
+fn batch_advice(b: &BatchReport) -> Vec<String> {
+    let refused = |r: &&InputResult| {
+        r.status == InputStatus::Failed && r.error.as_ref().is_some_and(|e| e.exit_code == 3)
+    };
+    let refused_inputs = b.results.iter().filter(refused).count();
+    let resumable = b.results.iter().filter(|r| !refused(r)).any(|r| {
+        matches!(
+            r.status,
+            InputStatus::Failed
+                | InputStatus::Partial
+                | InputStatus::Interrupted
+                | InputStatus::NotStarted
+        )
+    });
+    let mut advice = Vec::new();
+    if resumable {
+        advice.push(format!(
             "to finish the batch, {}: the done inputs are left alone, the interrupted ones resume",
             crate::batch::FINISH_BATCH
-        );
+        ));
     }
+    if refused_inputs > 0 {
+        advice.push(format!(
+            "{refused_inputs} input(s) failed with exit 3 (damaged, unreadable or not a video: the reason is above); running again does not change that; --allow-corrupt upscales what a damaged one holds"
+        ));
+    }
+    advice
 }
 
 /// After `rave benchmark`.

@@ -7,5 +7,5 @@ mod report;
 mod run;
 
 pub use plan::{InputJob, Plan, plan};
-pub use report::{BatchReport, InputStatus};
+pub use report::{BatchReport, InputResult, InputStatus};
 pub use run::{FINISH_BATCH, run};
