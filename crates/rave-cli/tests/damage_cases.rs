@@ -1,7 +1,7 @@
 //! Targeted damage, beside the corpus run (damage_corpus.rs): whole clusters lost in HEVC
 //! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, a
 //! truncated FLV that starts after zero, an MP4 of which no frame decodes, B-frames timed
-//! in decode order, and joined
+//! in decode order, an AVI whose header is lost, and joined
 //! transport streams (not damage: one timeline, every frame and packet kept).
 
 mod common;
@@ -229,6 +229,36 @@ fn b_frames_timed_in_decode_order_are_read_as_one_segment_and_counted() {
     let o = upscale(&clean, &dir.path().join("clean.mkv"), &m, &segmented);
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("segments: 5 "), "{}", stdout(&o));
+}
+
+/// An AVI whose header is zeroed: FFmpeg's probe finds no AVI and reads the pictures as a
+/// raw MPEG-4 stream, the audio gone unseen. Refused as damage; with --allow-corrupt the
+/// report says the audio could not be read instead of dropping it in silence.
+#[test]
+fn a_container_whose_header_is_lost_is_damage_that_names_the_lost_streams() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.avi");
+    let sources = ["testsrc2=size=96x64:rate=25:duration=2", "sine=duration=2"];
+    lavfi_clip(&clean, &sources, &["-c:v", "mpeg4", "-c:a", "pcm_s16le"]);
+    let mut bytes = std::fs::read(&clean).unwrap();
+    let movi = bytes.windows(4).position(|w| w == b"movi").unwrap();
+    bytes[..movi - 8].fill(0);
+    let damaged = dir.path().join("header_lost.avi");
+    std::fs::write(&damaged, bytes).unwrap();
+    let m = fixture("nearest_x2.onnx");
+    let lost = "the file is named .avi but holds no readable .avi header (FFmpeg reads it as a raw m4v video stream): its container header is damaged, and any audio or subtitles in it cannot be read";
+    let o = upscale(&damaged, &dir.path().join("out.mkv"), &m, &[]);
+    assert_exit(&o, 3);
+    assert!(stderr(&o).contains(lost), "{}", stderr(&o));
+    let o = upscale(
+        &damaged,
+        &dir.path().join("out.mkv"),
+        &m,
+        &["--allow-corrupt", "--json"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["input_damage"].to_string().contains(lost), "{v}");
 }
 
 /// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a

@@ -54,6 +54,9 @@ impl StructureProblem {
 /// Check `path`, demuxed by FFmpeg's `format` (its short name, e.g. "matroska,webm").
 /// I/O errors are not reported here: the demuxer will meet and report them itself.
 pub fn check(path: &Path, format: &str) -> Option<StructureProblem> {
+    if let Some(problem) = container_header_lost(path, format) {
+        return Some(problem);
+    }
     if !is_checked(format) {
         return None;
     }
@@ -73,6 +76,35 @@ pub fn check(path: &Path, format: &str) -> Option<StructureProblem> {
     } else {
         None
     }
+}
+
+/// A file named as a container (`.avi`, `.mp4`, `.mkv`...) that FFmpeg reads as a raw video
+/// stream has lost its container header (zeroed or overwritten): FFmpeg's probe then finds
+/// only the pictures, and the audio and other streams the container held are gone unseen.
+fn container_header_lost(path: &Path, format: &str) -> Option<StructureProblem> {
+    const RAW_VIDEO: [&str; 10] = [
+        "h264",
+        "hevc",
+        "m4v",
+        "mpegvideo",
+        "mjpeg",
+        "vc1",
+        "obu",
+        "h263",
+        "cavsvideo",
+        "dirac",
+    ];
+    // Container extensions only: `.m4v` is also the raw MPEG-4 stream's own extension.
+    const CONTAINERS: [&str; 12] = [
+        "avi", "mp4", "mov", "mkv", "webm", "ts", "m2ts", "mts", "flv", "wmv", "asf", "3gp",
+    ];
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    if !CONTAINERS.contains(&ext.as_str()) || !RAW_VIDEO.contains(&format) {
+        return None;
+    }
+    Some(StructureProblem::broken(format!(
+        "the file is named .{ext} but holds no readable .{ext} header (FFmpeg reads it as a raw {format} video stream): its container header is damaged, and any audio or subtitles in it cannot be read"
+    )))
 }
 
 /// Whether FFmpeg's demuxer `format` is one whose structure RAVE checks (MP4/MOV, Matroska/
@@ -111,6 +143,25 @@ fn zeros_to_end(r: &mut (impl Read + Seek), pos: u64, len: u64) -> Option<bool> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_container_read_as_a_raw_stream_has_lost_its_header() {
+        let p = check(Path::new("/x/clip.AVI"), "m4v").expect("header lost");
+        assert!(!p.truncated, "{p:?}");
+        assert!(
+            p.text.starts_with("the file is named .avi but holds no readable .avi header (FFmpeg reads it as a raw m4v video stream)"),
+            "{}",
+            p.text
+        );
+        assert!(check(Path::new("/x/clip.mkv"), "h264").is_some());
+        assert_eq!(
+            check(Path::new("/x/clip.m4v"), "m4v"),
+            None,
+            "raw MPEG-4's own name"
+        );
+        assert_eq!(check(Path::new("/x/clip.h264"), "h264"), None);
+        assert_eq!(check(Path::new("/x/clip"), "hevc"), None);
+    }
 
     #[test]
     fn the_checked_formats_are_known_by_ffmpegs_names() {
