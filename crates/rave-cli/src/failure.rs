@@ -40,7 +40,7 @@ pub fn say(object: &ErrorObject, input: Option<&Path>, line: &str, json: bool, j
     if jsonl {
         let mut event = serde_json::json!({ "event": "error", "error": object });
         if let Some(input) = input {
-            event["input"] = serde_json::json!(input);
+            event["input"] = input.to_string_lossy().into();
         }
         errln!("{event}");
     } else if !json {

@@ -165,7 +165,7 @@ pub fn announce_input(mode: ProgressArg, at: (usize, usize), job: &InputJob) {
             "{}",
             serde_json::json!({
                 "event": "input", "index": at.0, "count": at.1,
-                "input": job.input, "output": job.output,
+                "input": job.input.to_string_lossy(), "output": job.output.to_string_lossy(),
             })
         );
     } else if shows_bar(mode) {
@@ -186,7 +186,8 @@ pub fn announce_skip(mode: ProgressArg, at: Option<(usize, usize)>, job: &InputJ
     let place = at.map_or(String::new(), |(i, n)| format!("[{i}/{n}] "));
     if mode == ProgressArg::Jsonl {
         let mut event = serde_json::json!({
-            "event": "skipped", "input": job.input, "output": job.output,
+            "event": "skipped", "input": job.input.to_string_lossy(),
+            "output": job.output.to_string_lossy(),
             "reason": "the output exists (--skip-existing)",
         });
         if let Some((index, count)) = at {

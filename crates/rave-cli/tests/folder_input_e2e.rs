@@ -618,10 +618,10 @@ fn a_batch_into_its_own_folder_can_run_again() {
 }
 
 /// A path that is not valid UTF-8 cannot be handed to FFmpeg: as an argument it is refused
-/// like a usage error (exit 2), in a folder the batch is refused naming it (exit 3); never
-/// a panic.
+/// like a usage error (exit 2); in a folder that input alone fails (exit 3, named), and the
+/// others are upscaled. Never a panic.
 #[test]
-fn a_name_that_is_not_utf8_is_refused_with_one_line() {
+fn a_name_that_is_not_utf8_is_refused_alone_with_one_line() {
     use std::os::unix::ffi::OsStrExt;
     let dir = scratch();
     let d = dir.path();
@@ -649,21 +649,38 @@ fn a_name_that_is_not_utf8_is_refused_with_one_line() {
     let folder = d.join("in");
     std::fs::create_dir(&folder).unwrap();
     std::fs::rename(&bad, folder.join(std::ffi::OsStr::from_bytes(b"\xfe.mp4"))).unwrap();
-    let o = upscale_with(&[
-        "-i",
-        s(&folder),
-        "-o",
-        s(&d.join("out")),
-        "--progress",
-        "jsonl",
-    ]);
+    clip(&folder, "z.mp4");
+    let out = d.join("out");
+    let o = upscale_with(&["-i", s(&folder), "-o", s(&out), "--json"]);
     assert_exit(&o, 3);
-    let e: serde_json::Value = serde_json::from_str(stderr(&o).trim()).expect("one error event");
+    assert_eq!(sorted_names(&out), ["z.mp4"], "the good one is done");
+    assert_eq!(frame_times(&out.join("z.mp4")).len(), FRAMES);
+    // Sorted by name, byte by byte: z.mp4 before \xfe.mp4, which the report lists lossily.
+    let v = document(&o);
+    assert_eq!(v["results"][0]["status"], "done", "{v}");
+    assert_eq!(v["results"][1]["status"], "failed", "{v}");
+    assert_eq!(v["results"][1]["error"]["exit_code"], 3, "{v}");
     assert!(
-        e["error"]["message"]
+        v["results"][1]["input"]
             .as_str()
             .unwrap()
-            .contains("not valid UTF-8"),
-        "{e}"
+            .ends_with("/\u{fffd}.mp4"),
+        "{v}"
     );
+    let why = v["results"][1]["error"]["message"].as_str().unwrap();
+    assert!(why.contains("its name is not valid UTF-8"), "{why}");
+    // The jsonl stream names it the same way (it once panicked serializing the name).
+    let jsonl = ["--progress", "jsonl", "--skip-existing"];
+    let o = upscale_with(&[&["-i", s(&folder), "-o", s(&out)][..], &jsonl].concat());
+    assert_exit(&o, 3);
+    let events = jsonl_events(&o);
+    let failed = events
+        .iter()
+        .find(|e| e["event"] == "error")
+        .expect("an error event");
+    assert!(
+        failed["input"].as_str().unwrap().ends_with("/\u{fffd}.mp4"),
+        "{failed}"
+    );
+    assert_eq!(events.last().unwrap()["event"], "batch");
 }

@@ -23,8 +23,10 @@ pub fn source_tag_value(input: &Path) -> String {
 }
 
 /// The `RAVE_SOURCE` tag of `path`, when it is a media file that has one. Files FFmpeg
-/// cannot open have none.
+/// cannot open, or whose name is not UTF-8, have none.
 pub fn upscaled_from(path: &Path) -> Option<String> {
+    // FFmpeg takes UTF-8 names only (a file named otherwise is refused where it is run).
+    path.to_str()?;
     let (input, _logged) = crate::log_capture::capture_errors(|| ffmpeg_next::format::input(&path));
     input.ok()?.metadata().get(SOURCE_TAG).map(str::to_owned)
 }

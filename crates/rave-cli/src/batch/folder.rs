@@ -15,6 +15,17 @@ pub const VIDEO_EXTENSIONS: &[&str] = &[
 /// Why a file whose name is not UTF-8 is refused.
 pub const NOT_UTF8: &str = "its name is not valid UTF-8, which RAVE cannot hand to FFmpeg: rename the file (e.g. with convmv) and run again";
 
+/// The error for `input` when its name is not UTF-8 (exit 3): RAVE cannot open it.
+pub fn not_utf8_input(input: &Path) -> Option<EngineError> {
+    input
+        .to_str()
+        .is_none()
+        .then(|| EngineError::InputUnreadable {
+            path: input.to_path_buf(),
+            reason: NOT_UTF8.into(),
+        })
+}
+
 /// Whether `path`'s extension is one of [`VIDEO_EXTENSIONS`] (in any case).
 pub fn has_video_extension(path: &Path) -> bool {
     path.extension()
@@ -56,12 +67,8 @@ pub fn videos_in(dir: &Path) -> Result<Vec<PathBuf>> {
         if hidden || path.is_dir() || !has_video_extension(&path) || is_rave_partial(&path) {
             continue;
         }
-        if path.to_str().is_none() {
-            return Err(EngineError::InputUnreadable {
-                path: path.clone(),
-                reason: NOT_UTF8.into(),
-            });
-        }
+        // A name that is not UTF-8 is kept: the batch fails that input alone (see
+        // `not_utf8_input`) and upscales the others.
         videos.push(path);
     }
     if videos.is_empty() {

@@ -1,7 +1,7 @@
 //! What a batch did with each input (its report, or its error) and the exit code of the
 //! whole: the first failure's, or 130 when Ctrl+C stopped it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rave_core::error::{EngineError, ErrorFamily, Result};
 use rave_pipeline::RunReport;
@@ -53,13 +53,21 @@ impl InputStatus {
     }
 }
 
+/// A path in the JSON, as text: a name that is not UTF-8 (failed as such, but listed) with
+/// U+FFFD in place of the bytes that are not.
+fn lossy_path<S: serde::Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
+}
+
 /// One input of a batch.
 #[derive(Debug, Serialize)]
 pub struct InputResult {
     /// The input file.
+    #[serde(serialize_with = "lossy_path")]
     pub input: PathBuf,
     /// The file written (the `.partial` file after Ctrl+C), or the planned output when none
     /// was.
+    #[serde(serialize_with = "lossy_path")]
     pub output: PathBuf,
     /// How it ended.
     pub status: InputStatus,

@@ -69,7 +69,10 @@ pub fn run(
         progress_view::announce_input(args.run.progress, (i + 1, jobs.len()), job);
         // A fresh display too: each input's warnings are said once for that input.
         let progress = progress_view::sink_for(args.run.progress);
-        let run = run_upscale(config, progress.as_ref(), &interrupts.next_run());
+        let run = match super::folder::not_utf8_input(&job.input) {
+            Some(refused) => Err(refused),
+            None => run_upscale(config, progress.as_ref(), &interrupts.next_run()),
+        };
         if let Ok(report) = &run {
             progress_view::run_ended(args.run.progress, Some(report.status));
         }

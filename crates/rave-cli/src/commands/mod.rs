@@ -10,7 +10,7 @@ pub mod upscale;
 use rave_core::error::ErrorFamily;
 use rave_pipeline::report::RunStatus;
 
-use crate::console::outln;
+use crate::console::{errln, outln};
 
 /// The exit code of a run that ended with `status`: 0, or 130 for a partial run (Ctrl+C).
 pub fn exit_code_of(status: RunStatus) -> i32 {
@@ -23,10 +23,11 @@ pub fn exit_code_of(status: RunStatus) -> i32 {
 /// Print a command's result: pretty JSON on stdout with `--json`, else the human summary.
 pub fn print_result<T: serde::Serialize>(json: bool, value: &T, human: impl FnOnce(&T)) {
     if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(value).unwrap_or_default()
-        );
+        match serde_json::to_string_pretty(value) {
+            Ok(text) => outln!("{text}"),
+            // Never an empty document in silence: what went wrong, on stderr.
+            Err(e) => errln!("rave: error: the JSON report could not be written: {e}"),
+        }
     } else {
         human(value);
     }
