@@ -345,7 +345,13 @@ fn refusals_name_the_containers_that_can_hold_the_stream() {
     }
     // Where it fits, it is kept: cover art in MP4, text subtitles in MP4.
     let mp4 = dir.path().join("cover-out.mp4");
-    assert_exit(&nearest(&cover_art, &mp4, &[]), 0);
+    let o = nearest(&cover_art, &mp4, &[]);
+    assert_exit(&o, 0);
+    assert!(
+        !stderr(&o).contains("not upscaled"),
+        "cover art: {}",
+        stderr(&o)
+    );
     assert!(
         ffprobe(
             &mp4,

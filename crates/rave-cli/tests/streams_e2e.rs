@@ -31,6 +31,48 @@ fn mkv_keeps_every_stream_chapters_metadata_and_variable_timestamps() {
     assert_eq!(video_field(&output, "width"), "96");
 }
 
+/// A second video stream (another angle, a picture-in-picture) is copied at its own size:
+/// RAVE upscales one video stream, and says so before the work and in the report.
+#[test]
+fn a_second_video_stream_is_copied_and_said_to_be_not_upscaled() {
+    let dir = scratch();
+    let input = dir.path().join("two_videos.mkv");
+    lavfi_clip(
+        &input,
+        &[
+            "testsrc2=size=96x64:rate=25:duration=0.4",
+            "testsrc=size=48x32:rate=25:duration=0.4",
+        ],
+        &["-map", "0:v", "-map", "1:v", "-c:v", "libx264"],
+    );
+    let output = dir.path().join("out.mkv");
+    let o = upscale_nearest(&input, &output, &["--json"]);
+    assert_exit(&o, 0);
+    let said = "stream #1 (video h264), 48x32, is copied as it is, not upscaled: RAVE upscales one video stream, #0";
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        r["mux"]["warnings"].to_string().contains(said),
+        "{}",
+        r["mux"]
+    );
+    let sizes = ffprobe(
+        &output,
+        &[
+            "-select_streams",
+            "v",
+            "-show_entries",
+            "stream=width,height",
+            "-of",
+            "csv=p=0",
+        ],
+    );
+    assert_eq!(
+        sizes.split_whitespace().collect::<Vec<_>>(),
+        ["192,128", "48,32"]
+    );
+}
+
 #[test]
 fn mp4_output_refuses_streams_it_cannot_hold_before_any_work() {
     let dir = scratch();

@@ -20,6 +20,9 @@ pub struct StreamPlan {
     pub copied: Vec<usize>,
     /// Streams left out, with the reason.
     pub skipped: Vec<String>,
+    /// What the user should know of the copied streams: another video stream (not cover
+    /// art) is copied at its own size, not upscaled.
+    pub warnings: Vec<String>,
 }
 
 /// The upscaled video as the muxer will see it.
@@ -158,6 +161,16 @@ pub fn plan_streams(
                 container.label(),
                 refusal_advice(container, stream, index, kind)
             )));
+        }
+        let cover_art = ist
+            .disposition()
+            .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC);
+        if kind == Type::Video && !cover_art {
+            let p = sys::stream_params(input, index);
+            plan.warnings.push(format!(
+                "{describe}, {}x{}, is copied as it is, not upscaled: RAVE upscales one video stream, #{video_index}; remux the other into a file of its own to upscale it",
+                p.width, p.height
+            ));
         }
         plan.copied.push(index);
     }

@@ -110,7 +110,7 @@ pub fn prepare(
     after_input_checks()?;
     // Every stream the output must copy is checked against its container now, not after the
     // upscale.
-    rave_ffmpeg::stream_plan::plan_streams(
+    let streams = rave_ffmpeg::stream_plan::plan_streams(
         reader.input(),
         reader.video_index(),
         container,
@@ -118,6 +118,10 @@ pub fn prepare(
     )?;
     for w in &carried.warnings {
         progress.warning(w);
+    }
+    for w in streams.warnings {
+        progress.warning(&w);
+        warnings.push(w);
     }
     let bit_depth = reader.color().bit_depth;
     let spec = JobSpec {
