@@ -189,7 +189,16 @@ fn first_line(rendered: &str) -> String {
         .trim_start_matches("error: ")
         .trim_end();
     if !first.ends_with(':') {
-        return first.to_string();
+        // clap lists the values a closed choice takes on a line of its own: keep them.
+        let values = rendered.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix("[possible values: ")
+                .and_then(|v| v.strip_suffix(']'))
+        });
+        return match values {
+            Some(v) => format!("{first}; possible values: {v}"),
+            None => first.to_string(),
+        };
     }
     let items: Vec<&str> = lines
         .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
@@ -221,6 +230,19 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_closed_choice_refused_names_its_values() {
+        let rendered = "error: invalid value 'vp9' for '--codec <CODEC>'\n  [possible values: h264, hevc, av1]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            first_line(rendered),
+            "invalid value 'vp9' for '--codec <CODEC>'; possible values: h264, hevc, av1"
+        );
+        assert_eq!(
+            first_line("error: unexpected argument '--x' found\n\nUsage: rave\n"),
+            "unexpected argument '--x' found"
+        );
+    }
 
     #[test]
     fn library_messages_over_several_lines_become_one() {

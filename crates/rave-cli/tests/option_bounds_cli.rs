@@ -168,7 +168,7 @@ fn argument_errors_are_one_line_with_a_pointer_to_help() {
     assert_one_usage_line(
         &upscale_args(&["--codec", "mpeg1"]),
         "rave upscale",
-        &["invalid value 'mpeg1' for '--codec <CODEC>'"],
+        &["invalid value 'mpeg1' for '--codec <CODEC>'; possible values: h264, hevc, av1"],
     );
     assert_one_usage_line(&run(&["frobnicate"]), "rave", &["unrecognized subcommand"]);
     assert_one_usage_line(

@@ -122,13 +122,16 @@ impl InputDamage {
                     self.frames_damaged, self.frames_decoded
                 ),
                 true => format!(
-                    "{} decoded frames damaged (concealed by the decoder)",
-                    self.frames_damaged
+                    "{} damaged (concealed by the decoder)",
+                    counted(self.frames_damaged, "decoded frame")
                 ),
             });
         }
         if self.frames_dropped > 0 {
-            parts.push(format!("{} duplicated frames dropped", self.frames_dropped));
+            parts.push(format!(
+                "{} dropped",
+                counted(self.frames_dropped, "duplicated frame")
+            ));
         }
         if self.audio_missing_s > 0.0 {
             parts.push(format!("{:.2} s of audio missing", self.audio_missing_s));
@@ -209,6 +212,19 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("first problem: stream 1, offset 0x22cb: partial file"));
+        let one_each = InputDamage {
+            frames_read: 9,
+            frames_damaged: 1,
+            frames_dropped: 1,
+            decoding_stopped: true,
+            ..Default::default()
+        }
+        .describe();
+        assert!(
+            one_each.contains("1 decoded frame damaged")
+                && one_each.contains("1 duplicated frame dropped"),
+            "{one_each}"
+        );
         let none = InputDamage::default().describe();
         assert!(none.contains("no video frame could be decoded"), "{none}");
         let scanned = InputDamage {

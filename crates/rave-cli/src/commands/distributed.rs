@@ -53,12 +53,12 @@ pub fn plan(global: &GlobalArgs, args: &UpscaleArgs, raw: &[String]) -> Result<i
     });
     super::print_result(args.run.json, &summary, |_| {
         outln!(
-            "planned {} segment(s), {} frames, in {}; run `rave segment --work {} --index I` for I in 0..{}, then `rave assemble --work {}`",
+            "planned {} segment(s), {} frames, in {}; run `rave segment --work {} --index I` for each I from 0 to {}, then `rave assemble --work {}`",
             manifest.segments.len(),
             manifest.frames_total,
             work.path().display(),
             work.path().display(),
-            manifest.segments.len(),
+            manifest.segments.len().saturating_sub(1),
             work.path().display()
         );
     });
