@@ -246,10 +246,7 @@ fn temp_owner_alive(name: &str) -> bool {
 /// and the folder synced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let io = |e: std::io::Error| EngineError::OutputUnwritable {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    };
+    let io = |e: std::io::Error| work_file_unwritable(path, &e);
     let mut file = File::create(&tmp).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
     file.sync_all().map_err(io)?;
@@ -262,14 +259,30 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Sync `path`'s file data, then rename it to `to` and sync the folder, so the new name
 /// survives a power loss with the data under it.
 pub fn sync_and_rename(path: &Path, to: &Path) -> Result<()> {
-    let io = |e: std::io::Error| EngineError::OutputUnwritable {
-        path: to.to_path_buf(),
-        reason: e.to_string(),
-    };
+    let io = |e: std::io::Error| work_file_unwritable(to, &e);
     File::open(path).and_then(|f| f.sync_all()).map_err(io)?;
     std::fs::rename(path, to).map_err(io)?;
     sync_parent(to);
     Ok(())
+}
+
+/// The error for a work folder file (`path`) that could not be written: which file it is,
+/// the system's reason, and for a full disk where else the work can go.
+fn work_file_unwritable(path: &Path, e: &std::io::Error) -> EngineError {
+    let full = matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    );
+    EngineError::OutputUnwritable {
+        path: path.to_path_buf(),
+        reason: format!(
+            "{e} (a file of the work folder, where segments wait to be put together){}",
+            match full {
+                true => "; free space there, or give --work a folder on another disk",
+                false => "",
+            }
+        ),
+    }
 }
 
 fn sync_parent(path: &Path) {
@@ -284,6 +297,21 @@ fn sync_parent(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_disk_under_the_work_folder_says_where_else_the_work_can_go() {
+        let at = Path::new("/w/.out.mkv.rave-work/manifest.json");
+        let full = work_file_unwritable(at, &std::io::Error::from_raw_os_error(28)).to_string();
+        assert!(
+            full.starts_with(
+                "/w/.out.mkv.rave-work/manifest.json: cannot write output: No space left on device"
+            ) && full.contains("a file of the work folder")
+                && full.ends_with("give --work a folder on another disk"),
+            "{full}"
+        );
+        let denied = work_file_unwritable(at, &std::io::Error::from_raw_os_error(13)).to_string();
+        assert!(!denied.contains("another disk"), "{denied}");
+    }
 
     #[test]
     fn the_default_work_folder_is_hidden_beside_the_output() {
