@@ -46,18 +46,35 @@ pub fn mark_unfinished(work: &WorkFolder, index: usize) -> Result<()> {
     Ok(())
 }
 
-/// Put a finished segment file `temp` in place. `strict`: the frames written must be the
-/// planned ones (a seam that lost or repeated a frame is a bug, not damage). Returns
+/// What to do when a segment of a damaged input decoded other frames than planned.
+const CUT_DAMAGE_HINT: &str = "; its frames do not match the plan made from its timestamps, so it cannot be cut into segments: pass --allow-corrupt --segment-frames 1000000000 to upscale what can be read as one segment (the report counts what is missing)";
+
+/// Whether `err` refuses an input whose damage changed a segment's frames, so that no
+/// plan of several segments can be kept.
+pub fn cannot_be_cut(err: &EngineError) -> bool {
+    matches!(err, EngineError::CorruptStream { hint, .. } if hint == CUT_DAMAGE_HINT)
+}
+
+/// Put a finished segment file `temp` of `input` in place. `strict`: the frames written
+/// must be the planned ones (on clean input a seam that lost or repeated a frame is a bug;
+/// where the segment's decode saw damage, the input is refused as damaged). Returns
 /// whether this worker's file is the one kept.
 pub fn commit_segment(
     work: &WorkFolder,
-    plan: &PlannedSegment,
+    (input, plan): (&Path, &PlannedSegment),
     temp: &Path,
     outcome: &SegmentOutcome,
     strict: bool,
 ) -> Result<bool> {
     if strict && outcome.frames != plan.frames {
         let _ = std::fs::remove_file(temp);
+        if !outcome.damage.is_clean() {
+            return Err(EngineError::CorruptStream {
+                path: input.to_path_buf(),
+                damage: Box::new(outcome.damage.clone()),
+                hint: CUT_DAMAGE_HINT.into(),
+            });
+        }
         return Err(EngineError::InvariantViolation(format!(
             "segment {} (frames {}-{}) decoded {} frames where the plan has {}",
             plan.index,
@@ -107,4 +124,71 @@ fn entry<'m>(
                 "its manifest no longer has segment {index}: the job was planned again while this run worked on it"
             ),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rave_core::damage::InputDamage;
+
+    fn outcome(frames: u64, damage: InputDamage) -> SegmentOutcome {
+        SegmentOutcome {
+            index: 1,
+            file: None,
+            complete: true,
+            finalized: true,
+            frames,
+            decode: Default::default(),
+            damage,
+            stats: Default::default(),
+            first_pts: Some(0),
+        }
+    }
+
+    /// A segment that decoded other frames than planned is a bug on clean input, and the
+    /// input's damage where its decode saw some: refused as damaged (exit 3), the file gone.
+    #[test]
+    fn a_segment_short_of_its_plan_is_damage_only_where_damage_was_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = WorkFolder::at(&dir.path().join("work"));
+        let plan = PlannedSegment {
+            index: 1,
+            first_frame: 10,
+            frames: 10,
+            start_pts: Some(10),
+            end_pts: Some(20),
+            seek_pts: Some(10),
+        };
+        let input = Path::new("/videos/in.mp4");
+        let temp = dir.path().join("seg.tmp");
+        std::fs::write(&temp, b"x").unwrap();
+        let clean = commit_segment(
+            &work,
+            (input, &plan),
+            &temp,
+            &outcome(8, InputDamage::default()),
+            true,
+        );
+        assert!(
+            matches!(clean, Err(EngineError::InvariantViolation(_))),
+            "{clean:?}"
+        );
+        std::fs::write(&temp, b"x").unwrap();
+        let damage = InputDamage {
+            frames_read: 10,
+            frames_decoded: 10,
+            frames_dropped: 2,
+            ..Default::default()
+        };
+        let err =
+            commit_segment(&work, (input, &plan), &temp, &outcome(8, damage), true).unwrap_err();
+        assert_eq!(err.family().exit_code(), 3, "{err}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("/videos/in.mp4: damaged input: 2 duplicated frames dropped; its frames do not match the plan"),
+            "{text}"
+        );
+        assert!(!temp.exists(), "the segment's file is removed");
+        assert!(cannot_be_cut(&err));
+    }
 }

@@ -151,7 +151,8 @@ pub fn run_segment(
             });
         }
     };
-    report.kept = commit_segment(&work, &entry.plan, &temp, &outcome, total > 1)?;
+    let segment = (spec.config.input.as_path(), &entry.plan);
+    report.kept = commit_segment(&work, segment, &temp, &outcome, total > 1)?;
     report.frames = outcome.frames;
     report.elapsed_s = started.elapsed().as_secs_f64();
     report.fps = ratio(outcome.frames as f64, report.elapsed_s);

@@ -127,7 +127,8 @@ impl LocalJob<'_> {
         let user_stop = cancel.reason() == Some(StopReason::User);
         match (job.work, &o.file) {
             (Some(w), Some(t)) if o.complete => {
-                commit_segment(w, &job.segments[i].plan, t, &o, job.strict)?;
+                let segment = (job.spec.config.input.as_path(), &job.segments[i].plan);
+                commit_segment(w, segment, t, &o, job.strict)?;
                 self.results.processed.fetch_add(1, Ordering::Relaxed);
             }
             (None, _) if o.complete => {

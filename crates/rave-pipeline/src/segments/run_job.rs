@@ -158,11 +158,16 @@ pub fn run_job(
     }
     if let Some(err) = outcome.error {
         discard();
-        keep_or_remove_work(nothing_done);
+        // A segment whose damage changed its frames fails the same way on every run of
+        // this plan, --allow-corrupt or not: its segments are no work to resume (the advice
+        // is to read the input as one segment, another plan).
+        let damaged = super::commit::cannot_be_cut(&err);
+        keep_or_remove_work(nothing_done || damaged);
         if let Some(w) = &work
             && let Some(rerun) = config.segments.resume_advice()
             && done > 0
             && err.family() != ErrorFamily::Usage
+            && !damaged
         {
             progress.warning(&format!(
                 "the work folder {} keeps the {done} segment(s) finished before the error; once it is dealt with, {rerun} to resume",
