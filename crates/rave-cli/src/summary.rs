@@ -182,7 +182,7 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     }
     if refused_inputs > 0 {
         advice.push(format!(
-            "{refused_inputs} input(s) failed with exit 3 (damaged, unreadable or not a video: the reason is above); running again does not change that; --allow-corrupt upscales what a damaged one holds"
+            "{refused_inputs} input(s) failed with exit 3 (damaged, unreadable or not a video: the reason is above); running again does not change that; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing"
         ));
     }
     advice

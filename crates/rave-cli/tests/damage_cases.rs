@@ -246,7 +246,7 @@ fn a_container_whose_header_is_lost_is_damage_that_names_the_lost_streams() {
     let damaged = dir.path().join("header_lost.avi");
     std::fs::write(&damaged, bytes).unwrap();
     let m = fixture("nearest_x2.onnx");
-    let lost = "the file is named .avi but holds no readable .avi header (FFmpeg reads it as a raw m4v video stream): its container header is damaged, and any audio or subtitles in it cannot be read";
+    let lost = "the file is named .avi but holds no readable .avi header (FFmpeg reads it as a raw m4v video stream): its container header is damaged (or it is a raw stream misnamed .avi), and any audio or subtitles in it cannot be read";
     let o = upscale(&damaged, &dir.path().join("out.mkv"), &m, &[]);
     assert_exit(&o, 3);
     assert!(stderr(&o).contains(lost), "{}", stderr(&o));

@@ -361,11 +361,20 @@ fn build_cases(dir: &Path) -> Vec<Case> {
             }
             "fragmented" => {
                 add("initonly".into(), corpus::init_segment_only(&data), true);
-                add(
-                    "fragmentlost".into(),
-                    corpus::without_fragment(&data, 1),
-                    true,
-                );
+                // A fragment lost in the middle (its number skipped), or at either end
+                // (only the index at the end of the file still lists it).
+                let last = corpus::find_boxes(&data, b"moof").len() - 1;
+                for (label, nth) in [
+                    ("fragment", 1),
+                    ("firstfragment", 0),
+                    ("lastfragment", last),
+                ] {
+                    add(
+                        format!("{label}lost"),
+                        corpus::without_fragment(&data, nth),
+                        true,
+                    );
+                }
             }
             "ts" => add(
                 "adtsheader".into(),

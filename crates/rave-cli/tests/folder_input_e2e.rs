@@ -103,7 +103,7 @@ fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     // Running again would fail the truncated input the same way: no advice to, but why.
     assert!(!text.contains("to finish the batch"), "{text}");
     assert!(
-        text.contains("1 input(s) failed with exit 3 (damaged, unreadable or not a video: the reason is above); running again does not change that"),
+        text.contains("1 input(s) failed with exit 3 (damaged, unreadable or not a video: the reason is above); running again does not change that; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing"),
         "{text}"
     );
     let (a, c) = (input.join("a.mp4"), input.join("c.mkv"));

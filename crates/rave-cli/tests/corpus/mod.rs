@@ -300,12 +300,15 @@ pub fn init_segment_only(data: &[u8]) -> Vec<u8> {
 }
 
 /// The fragmented MP4 `data` without its `nth` movie fragment (its `moof` and the `mdat`
-/// after it, up to the next `moof`): a segment a download or a copy left out. Every box
-/// still chains to the end of the file; only the fragments' numbers show the gap.
+/// after it, up to the next `moof`, or for the last one up to the fragment index `mfra`
+/// at the end): a segment a download or a copy left out. Every box still chains to the
+/// end of the file; only the fragments' numbers, or the index, show the loss.
 pub fn without_fragment(data: &[u8], nth: usize) -> Vec<u8> {
     let moofs = find_boxes(data, b"moof");
-    assert!(nth + 1 < moofs.len(), "{} fragments", moofs.len());
-    [&data[..moofs[nth]], &data[moofs[nth + 1]..]].concat()
+    let index = find_boxes(data, b"mfra");
+    let end = moofs.get(nth + 1).or(index.first()).copied();
+    let end = end.unwrap_or_else(|| panic!("fragment {nth} of {}", moofs.len()));
+    [&data[..moofs[nth]], &data[end..]].concat()
 }
 
 /// An EBML element at `pos`: (ID with marker bits, header length, payload size).

@@ -1,33 +1,33 @@
 //! MP4/MOV (ISO base media): the top-level boxes must chain to the end of the file, and in
-//! a fragmented MP4 the movie fragments must follow one another without a gap in their
-//! sequence numbers.
+//! a fragmented MP4 every movie fragment must be there (see `fragments`).
 
 use std::io::{Read, Seek, SeekFrom};
 
+use super::fragments::Fragments;
 use super::{StructureProblem, read_up_to, zeros_to_end};
 
 /// MP4/MOV: every top-level box must fit in the file and the boxes must end exactly at its
 /// end (zero padding after the last box is accepted). A fragmented file's movie fragments
-/// (`moof`) number themselves in order (`mfhd`): a number skipped is a fragment lost (a
-/// download or a copy that left one out), which FFmpeg reads across without a word.
+/// must all be there: a fragment lost (a download or a copy that left one out) leaves the
+/// boxes chained, and FFmpeg reads across the hole without a word.
 pub fn check_boxes(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProblem> {
-    let mut fragments = FragmentSequence::default();
+    let mut fragments = Fragments::default();
     match chain_boxes(r, len, &mut fragments) {
         // The chain's own problem is the one named (a file cut inside a box is reported as
-        // such); fragments skipped before it are counted with it.
+        // such); fragments lost before it are counted with it.
         Some(mut problem) => {
-            problem.count += fragments.missing;
+            problem.count += fragments.missing();
             Some(problem)
         }
         None => fragments.problem(),
     }
 }
 
-/// Walk the top-level boxes, noting each movie fragment's sequence number in `fragments`.
+/// Walk the top-level boxes, noting the movie fragments and their index in `fragments`.
 fn chain_boxes(
     r: &mut (impl Read + Seek),
     len: u64,
-    fragments: &mut FragmentSequence,
+    fragments: &mut Fragments,
 ) -> Option<StructureProblem> {
     let mut pos = 0u64;
     while pos < len {
@@ -76,84 +76,14 @@ fn chain_boxes(
                 "the file is truncated: box '{name}' at byte {pos} declares {size} bytes, only {left} are there"
             )));
         }
-        if kind == b"moof"
-            && let Some(number) = fragment_number(r, pos + header, pos + size)
-        {
-            fragments.saw(number, pos);
+        match kind {
+            b"moof" => fragments.moof(r, pos, (pos + header, pos + size)),
+            b"mfra" => fragments.index(r, (pos + header, pos + size)),
+            _ => {}
         }
         pos += size;
     }
     None
-}
-
-/// The sequence number of the movie fragment whose children lie between `start` and `end`:
-/// that of its `mfhd` box (normally the first child), if it has one.
-fn fragment_number(r: &mut (impl Read + Seek), start: u64, end: u64) -> Option<u32> {
-    let mut pos = start;
-    while pos + 16 <= end {
-        let mut child = [0u8; 16];
-        r.seek(SeekFrom::Start(pos)).ok()?;
-        if read_up_to(r, &mut child)? < 16 {
-            return None;
-        }
-        let size = u64::from(u32::from_be_bytes(child[0..4].try_into().expect("4 bytes")));
-        if &child[4..8] == b"mfhd" {
-            return Some(u32::from_be_bytes(
-                child[12..16].try_into().expect("4 bytes"),
-            ));
-        }
-        if size < 8 {
-            return None;
-        }
-        pos += size;
-    }
-    None
-}
-
-/// The movie fragments' sequence numbers as they come, and the gaps between them.
-#[derive(Default)]
-struct FragmentSequence {
-    last: Option<u32>,
-    /// Fragments skipped in all.
-    missing: u64,
-    /// The first gap: the numbers before and after it, and where the one after it starts.
-    first_gap: Option<(u32, u32, u64)>,
-}
-
-impl FragmentSequence {
-    /// Fragment `number` starts at byte `pos`. Only a number ahead of the next one counts
-    /// as a gap: a file may start anywhere in a live stream's numbering, and a number that
-    /// goes back (fragments of several recordings joined) is left to the timestamps.
-    fn saw(&mut self, number: u32, pos: u64) {
-        if let Some(last) = self.last
-            && number > last.saturating_add(1)
-        {
-            self.missing += u64::from(number - last - 1);
-            self.first_gap.get_or_insert((last, number, pos));
-        }
-        self.last = Some(number);
-    }
-
-    fn problem(&self) -> Option<StructureProblem> {
-        let (before, after, pos) = self.first_gap?;
-        let lost = match after - before - 1 {
-            1 => format!("movie fragment {} is missing", before + 1),
-            _ => format!(
-                "movie fragments {} to {} are missing",
-                before + 1,
-                after - 1
-            ),
-        };
-        let mut problem = StructureProblem::broken(format!(
-            "{lost}: the fragments' numbers jump from {before} to {after} at byte {pos}{}",
-            match self.missing - u64::from(after - before - 1) {
-                0 => String::new(),
-                more => format!(" ({more} more missing further on)"),
-            }
-        ));
-        problem.count = self.missing;
-        Some(problem)
-    }
 }
 
 #[cfg(test)]

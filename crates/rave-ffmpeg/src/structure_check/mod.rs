@@ -11,6 +11,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 mod flv;
+mod fragments;
 mod isobmff;
 mod matroska;
 mod riff;
@@ -103,7 +104,7 @@ fn container_header_lost(path: &Path, format: &str) -> Option<StructureProblem> 
         return None;
     }
     Some(StructureProblem::broken(format!(
-        "the file is named .{ext} but holds no readable .{ext} header (FFmpeg reads it as a raw {format} video stream): its container header is damaged, and any audio or subtitles in it cannot be read"
+        "the file is named .{ext} but holds no readable .{ext} header (FFmpeg reads it as a raw {format} video stream): its container header is damaged (or it is a raw stream misnamed .{ext}), and any audio or subtitles in it cannot be read"
     )))
 }
 

@@ -1,0 +1,319 @@
+//! `Fragments`: the movie fragments (`moof`) of a fragmented MP4, held against what numbers
+//! them (each one's `mfhd` sequence number) and what indexes them (the `mfra` box a
+//! recorder writes at the end, whose `tfra` tables point at the fragments by byte offset).
+//! A fragment lost from the middle leaves a number out; one lost from either end is seen
+//! only by the index, which still lists it.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Seek, SeekFrom};
+
+use super::{StructureProblem, read_up_to};
+
+/// Largest fragment index read (a larger `mfra` is left unchecked).
+const MAX_INDEX_BYTES: u64 = 64 << 20;
+
+/// The movie fragments of one file, as the walk of its top-level boxes meets them.
+#[derive(Default)]
+pub struct Fragments {
+    /// Each fragment's sequence number and the byte where it starts, in file order.
+    numbered: Vec<(u32, u64)>,
+    /// Fragments in the file (`moof` boxes), numbered or not.
+    present: u64,
+    /// The distinct fragment offsets the file's index lists, when it has one.
+    indexed: Option<BTreeSet<u64>>,
+}
+
+impl Fragments {
+    /// A `moof` box at byte `pos`, its children between `children.0` and `children.1`.
+    pub fn moof(&mut self, r: &mut (impl Read + Seek), pos: u64, children: (u64, u64)) {
+        self.present += 1;
+        if let Some(number) = sequence_number(r, children) {
+            self.numbered.push((number, pos));
+        }
+    }
+
+    /// An `mfra` box whose children lie between `children.0` and `children.1`.
+    pub fn index(&mut self, r: &mut (impl Read + Seek), (start, end): (u64, u64)) {
+        if end - start > MAX_INDEX_BYTES || r.seek(SeekFrom::Start(start)).is_err() {
+            return;
+        }
+        let mut bytes = vec![0u8; (end - start) as usize];
+        if read_up_to(r, &mut bytes) != Some(bytes.len()) {
+            return;
+        }
+        let mut offsets = BTreeSet::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            // An index that cannot be read says nothing.
+            let Some((kind, body, next)) = child(&bytes, at) else {
+                return;
+            };
+            if kind == b"tfra" && !fragment_offsets(body, &mut offsets) {
+                return;
+            }
+            at = next;
+        }
+        self.indexed = Some(offsets);
+    }
+
+    /// Fragments lost: numbers skipped (and not met elsewhere in the file: fragments out of
+    /// order are left to the timestamps), or fragments the index lists beyond those present,
+    /// whichever counts more.
+    pub fn missing(&self) -> u64 {
+        let by_number = self.gaps().map(|g| g.lost).sum::<u64>();
+        by_number.max(self.missing_by_index())
+    }
+
+    /// What is wrong, if a fragment is missing.
+    pub fn problem(&self) -> Option<StructureProblem> {
+        let missing = self.missing();
+        if missing == 0 {
+            return None;
+        }
+        let text = match self.gaps().next() {
+            Some(gap) => {
+                let whole = gap.lost == u64::from(gap.after - gap.before - 1);
+                let lost = match (gap.lost, whole) {
+                    (1, _) => format!("movie fragment {} is missing", gap.first_lost),
+                    (_, true) => format!(
+                        "movie fragments {} to {} are missing",
+                        gap.before + 1,
+                        gap.after - 1
+                    ),
+                    (n, false) => format!(
+                        "{n} movie fragments numbered between {} and {} are missing",
+                        gap.before, gap.after
+                    ),
+                };
+                let more = match missing - gap.lost {
+                    0 => String::new(),
+                    more => format!(" ({more} more missing further on)"),
+                };
+                format!(
+                    "{lost}: the fragments' numbers jump from {} to {} at byte {}{more}",
+                    gap.before, gap.after, gap.at
+                )
+            }
+            None => format!(
+                "the fragment index at the end of the file (mfra) lists {} movie fragments where the file holds {}: the first or the last {} missing",
+                self.indexed.as_ref().map_or(0, BTreeSet::len),
+                self.present,
+                if missing == 1 { "one is" } else { "ones are" },
+            ),
+        };
+        let mut problem = StructureProblem::broken(text);
+        problem.count = missing;
+        Some(problem)
+    }
+
+    /// Fragments the index lists that the file does not hold.
+    fn missing_by_index(&self) -> u64 {
+        let listed = self.indexed.as_ref().map_or(0, |o| o.len() as u64);
+        listed.saturating_sub(self.present)
+    }
+
+    /// Each forward jump in the numbering over numbers met nowhere in the file, each lost
+    /// number counted at its first jump only.
+    fn gaps(&self) -> impl Iterator<Item = Gap> + '_ {
+        /// Longest jump whose numbers are listed one by one (a longer one is a number
+        /// damaged in place, counted whole).
+        const LISTED: u32 = 1 << 16;
+        let met: BTreeSet<u32> = self.numbered.iter().map(|&(n, _)| n).collect();
+        let mut counted = BTreeSet::new();
+        let mut gaps = Vec::new();
+        for pair in self.numbered.windows(2) {
+            let ((before, _), (after, at)) = (pair[0], pair[1]);
+            if after <= before.saturating_add(1) {
+                continue;
+            }
+            let (lost, first_lost) = match after - before - 1 {
+                n if n > LISTED => (u64::from(n), Some(before + 1)),
+                _ => {
+                    let new: Vec<u32> = (before + 1..after)
+                        .filter(|n| !met.contains(n) && counted.insert(*n))
+                        .collect();
+                    (new.len() as u64, new.first().copied())
+                }
+            };
+            if let Some(first_lost) = first_lost.filter(|_| lost > 0) {
+                gaps.push(Gap {
+                    before,
+                    after,
+                    at,
+                    lost,
+                    first_lost,
+                });
+            }
+        }
+        gaps.into_iter()
+    }
+}
+
+/// A jump in the fragments' numbering.
+struct Gap {
+    before: u32,
+    after: u32,
+    /// Where the fragment after the jump starts.
+    at: u64,
+    /// Numbers skipped there that no fragment of the file carries.
+    lost: u64,
+    /// The first of them.
+    first_lost: u32,
+}
+
+/// The sequence number in the `mfhd` box among a fragment's children (normally the first).
+fn sequence_number(r: &mut (impl Read + Seek), (start, end): (u64, u64)) -> Option<u32> {
+    let mut pos = start;
+    while pos + 16 <= end {
+        let mut head = [0u8; 16];
+        r.seek(SeekFrom::Start(pos)).ok()?;
+        if read_up_to(r, &mut head)? < 16 {
+            return None;
+        }
+        let size = u64::from(be_u32(&head[0..4])?);
+        if &head[4..8] == b"mfhd" {
+            return be_u32(&head[12..16]);
+        }
+        if size < 8 {
+            return None;
+        }
+        pos += size;
+    }
+    None
+}
+
+/// The child box at `at` in `bytes`: its type, its body and where the next one starts.
+fn child(bytes: &[u8], at: usize) -> Option<(&[u8], &[u8], usize)> {
+    let size = be_u32(bytes.get(at..at + 4)?)? as usize;
+    let end = at
+        .checked_add(size)
+        .filter(|&e| size >= 8 && e <= bytes.len())?;
+    Some((&bytes[at + 4..at + 8], &bytes[at + 8..end], end))
+}
+
+/// Add the fragment offsets a `tfra` body lists to `offsets`; false if it does not parse.
+fn fragment_offsets(body: &[u8], offsets: &mut BTreeSet<u64>) -> bool {
+    let parse = || -> Option<Vec<u64>> {
+        let version = *body.first()?;
+        let sizes = be_u32(body.get(8..12)?)?;
+        let count = be_u32(body.get(12..16)?)? as usize;
+        let wide = if version == 1 { 8 } else { 4 };
+        // traf, trun and sample numbers: 1 to 4 bytes each, as the low six bits say.
+        let numbers: usize = [4, 2, 0]
+            .iter()
+            .map(|s| ((sizes >> s) & 3) as usize + 1)
+            .sum();
+        let entry = 2 * wide + numbers;
+        let table = body.get(16..16 + count.checked_mul(entry)?)?;
+        Some(
+            table
+                .chunks_exact(entry)
+                .map(|e| be_uint(&e[wide..2 * wide]))
+                .collect(),
+        )
+    };
+    match parse() {
+        Some(listed) => {
+            offsets.extend(listed);
+            true
+        }
+        None => false,
+    }
+}
+
+fn be_u32(b: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(b.try_into().ok()?))
+}
+
+/// A big-endian unsigned number of 4 or 8 bytes.
+fn be_uint(b: &[u8]) -> u64 {
+    b.iter().fold(0, |n, &x| (n << 8) | u64::from(x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    /// A `tfra` of `version` listing `offsets` with one-byte traf/trun/sample numbers.
+    fn tfra(version: u8, offsets: &[u64]) -> Vec<u8> {
+        let mut body = vec![version, 0, 0, 0];
+        body.extend(1u32.to_be_bytes()); // track
+        body.extend(0u32.to_be_bytes()); // one-byte numbers
+        body.extend((offsets.len() as u32).to_be_bytes());
+        for (i, &o) in offsets.iter().enumerate() {
+            match version {
+                1 => {
+                    body.extend((i as u64 * 512).to_be_bytes());
+                    body.extend(o.to_be_bytes());
+                }
+                _ => {
+                    body.extend((i as u32 * 512).to_be_bytes());
+                    body.extend((o as u32).to_be_bytes());
+                }
+            }
+            body.extend([1, 1, 1]);
+        }
+        let mut b = ((body.len() + 8) as u32).to_be_bytes().to_vec();
+        b.extend_from_slice(b"tfra");
+        b.extend(body);
+        b
+    }
+
+    fn indexed(children: &[u8], present: u64) -> Fragments {
+        let mut f = Fragments {
+            present,
+            ..Default::default()
+        };
+        f.index(&mut Cursor::new(children), (0, children.len() as u64));
+        f
+    }
+
+    #[test]
+    fn the_index_shows_a_fragment_lost_at_either_end() {
+        // Video and audio tables list the same four fragments.
+        let both = [
+            tfra(1, &[100, 200, 300, 400]),
+            tfra(0, &[100, 200, 300, 400]),
+        ]
+        .concat();
+        assert_eq!(indexed(&both, 4).problem(), None);
+        let p = indexed(&both, 3).problem().expect("one lost");
+        assert_eq!(p.count, 1);
+        assert!(
+            p.text.starts_with("the fragment index at the end of the file (mfra) lists 4 movie fragments where the file holds 3: the first or the last one is missing"),
+            "{}",
+            p.text
+        );
+        // Only keyframe fragments indexed: fewer listed than present is no loss.
+        assert_eq!(indexed(&tfra(0, &[100, 300]), 4).problem(), None);
+        // An index that does not parse says nothing.
+        let mut cut = tfra(0, &[100, 200, 300]);
+        cut.truncate(cut.len() - 3);
+        let f = indexed(&cut, 1);
+        assert!(f.indexed.is_none() && f.problem().is_none());
+    }
+
+    #[test]
+    fn numbers_met_later_are_out_of_order_not_missing() {
+        let f = Fragments {
+            numbered: vec![(1, 0), (3, 10), (2, 20), (4, 30)],
+            present: 4,
+            indexed: None,
+        };
+        assert_eq!(f.missing(), 0);
+        let f = Fragments {
+            numbered: vec![(1, 0), (4, 10), (2, 20), (6, 30)],
+            present: 4,
+            indexed: None,
+        };
+        // 3 is met nowhere, and 5: two lost; the first gap named is 1 to 4, where 2 is met.
+        assert_eq!(f.missing(), 2);
+        let p = f.problem().unwrap();
+        assert!(
+            p.text.starts_with("movie fragment 3 is missing: the fragments' numbers jump from 1 to 4 at byte 10 (1 more missing further on)"),
+            "{}",
+            p.text
+        );
+    }
+}
