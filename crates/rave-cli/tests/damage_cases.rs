@@ -225,10 +225,35 @@ fn b_frames_timed_in_decode_order_are_read_as_one_segment_and_counted() {
             && text.contains("every packet's presentation time equals its decode time"),
         "{text}"
     );
-    // The same video with its own times is cut into segments as before.
-    let o = upscale(&clean, &dir.path().join("clean.mkv"), &m, &segmented);
+    // Matroska stores the presentation times only (FFmpeg guesses the others): they never
+    // go back in decode order, which B-frames make them do.
+    let in_mkv = dir.path().join("pts_from_dts.mkv");
+    ffmpeg(&["-i", d, "-c", "copy", in_mkv.to_str().unwrap()]);
+    let o = upscale(
+        &in_mkv,
+        &out,
+        &m,
+        &[&segmented[..], &["--allow-corrupt", "--overwrite"]].concat(),
+    );
     assert_exit(&o, 0);
-    assert!(stdout(&o).contains("segments: 5 "), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("segments: 1 ")
+            && stdout(&o).contains("never go back in decoding order"),
+        "{}",
+        stdout(&o)
+    );
+    // The same video with its own times is cut into segments as before, in either.
+    for (name, container) in [
+        ("clean.mkv", &clean),
+        ("clean2.mkv", &dir.path().join("b.mkv")),
+    ] {
+        if !container.exists() {
+            ffmpeg(&["-i", c, "-c", "copy", container.to_str().unwrap()]);
+        }
+        let o = upscale(container, &dir.path().join(name), &m, &segmented);
+        assert_exit(&o, 0);
+        assert!(stdout(&o).contains("segments: 5 "), "{}", stdout(&o));
+    }
 }
 
 /// An AVI whose header is zeroed: FFmpeg's probe finds no AVI and reads the pictures as a

@@ -22,6 +22,11 @@ pub struct KeyframeIndex {
     pts_differs_from_dts: bool,
     /// Video packets seen with both timestamps.
     timed_twice: u64,
+    /// Video packets seen with a presentation timestamp, in decode order: how many, the
+    /// last one's, and whether one went back (as B-frames make them).
+    timed: u64,
+    last_pts: Option<i64>,
+    pts_went_back: bool,
 }
 
 impl KeyframeIndex {
@@ -37,6 +42,9 @@ impl KeyframeIndex {
             reorders: false,
             pts_differs_from_dts: false,
             timed_twice: 0,
+            timed: 0,
+            last_pts: None,
+            pts_went_back: false,
         }
     }
 
@@ -45,11 +53,17 @@ impl KeyframeIndex {
         self.reorders = reorders;
     }
 
-    /// A video packet's decode timestamp, beside the presentation one given to `add`.
+    /// A video packet's decode timestamp, beside the presentation one given to `add`
+    /// (packets come in decode order).
     pub fn add_decode_time(&mut self, pts: Option<i64>, dts: Option<i64>) {
         if let (Some(p), Some(d)) = (pts, dts) {
             self.timed_twice += 1;
             self.pts_differs_from_dts |= p != d;
+        }
+        if let Some(p) = pts {
+            self.timed += 1;
+            self.pts_went_back |= self.last_pts.is_some_and(|last| p < last);
+            self.last_pts = Some(p);
         }
     }
 
@@ -119,13 +133,17 @@ impl KeyframeIndex {
         if self.frame_pts.windows(2).any(|w| w[0] == w[1]) {
             return Some("two video frames share a timestamp".into());
         }
-        if self.reorders && self.timed_twice > 1 && !self.pts_differs_from_dts {
-            // A remux that copied decode times into presentation times: the decoder hands
-            // frames out in another order than their times say, so a part cut by time does
-            // not get the frames it was planned with.
-            return Some(
-                "its video reorders frames (B-frames) but every packet's presentation time equals its decode time".into(),
-            );
+        // A remux that copied decode times into presentation times: B-frames make the
+        // presentation times go back in decode order, and these never do. The decoder hands
+        // frames out in another order than their times say, so a part cut by time does not
+        // get the frames it was planned with. (Matroska stores one time; FFmpeg guesses the
+        // other, so only the presentation times count.)
+        if self.reorders && self.timed > 1 && !self.pts_went_back {
+            let equal = self.timed_twice > 1 && !self.pts_differs_from_dts;
+            return Some(match equal {
+                true => "its video reorders frames (B-frames) but every packet's presentation time equals its decode time".into(),
+                false => "its video reorders frames (B-frames) but its timestamps never go back in decoding order: they are decode times, not presentation times".into(),
+            });
         }
         if self.keyframe_pts.len() < 2 {
             return Some("it has fewer than two keyframes".into());
@@ -149,26 +167,36 @@ mod tests {
 
     #[test]
     fn reordered_video_timed_in_decode_order_is_not_cut() {
-        let timed = |reorders: bool, dts: &[i64]| {
+        // Packets in decode order, with their presentation and (where stored) decode times.
+        let index = |reorders: bool, pts: &[i64], dts: Option<&[i64]>| {
             let mut i = KeyframeIndex::new(Rational::new(1, 25), Rational::new(25, 1));
             i.set_reorders(reorders);
-            for (n, &d) in dts.iter().enumerate() {
-                let pts = [0, 3, 1, 2, 4, 7, 5, 6][n];
-                i.add(Some(pts), pts % 4 == 0, false);
-                i.add_decode_time(Some(pts), Some(d));
+            for (n, &p) in pts.iter().enumerate() {
+                i.add(Some(p), p % 4 == 0, false);
+                i.add_decode_time(Some(p), dts.map(|d| d[n]));
             }
             i.finish(0);
             i.why_not_cuttable()
         };
-        let decode_order = [-1, 0, 1, 2, 3, 4, 5, 6];
-        assert_eq!(timed(true, &decode_order), None, "times that differ");
-        assert_eq!(
-            timed(false, &[0, 3, 1, 2, 4, 7, 5, 6]),
-            None,
-            "no reordering"
+        let b_frames = [0, 3, 1, 2, 4, 7, 5, 6];
+        let in_order = [0, 1, 2, 3, 4, 5, 6, 7];
+        let decode_times = [-1, 0, 1, 2, 3, 4, 5, 6];
+        // Clean: B-frames with their decode times (MP4), or alone (Matroska); no reordering.
+        assert_eq!(index(true, &b_frames, Some(&decode_times)), None);
+        assert_eq!(index(true, &b_frames, None), None);
+        assert_eq!(index(false, &in_order, Some(&in_order)), None);
+        assert_eq!(index(false, &in_order, None), None);
+        // Decode times copied into presentation times.
+        let why = index(true, &in_order, Some(&in_order)).expect("pts copied from dts");
+        assert!(
+            why.contains("every packet's presentation time equals its decode time"),
+            "{why}"
         );
-        let why = timed(true, &[0, 3, 1, 2, 4, 7, 5, 6]).expect("pts copied from dts");
-        assert!(why.contains("B-frames"), "{why}");
+        let why = index(true, &in_order, None).expect("Matroska: only decode times");
+        assert!(why.contains("never go back in decoding order"), "{why}");
+        // FFmpeg's guessed decode times beside them (Matroska) change nothing.
+        let guessed = index(true, &in_order, Some(&decode_times)).expect("guessed dts");
+        assert!(why == guessed, "{guessed}");
     }
 
     #[test]
