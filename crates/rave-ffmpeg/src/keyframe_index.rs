@@ -133,6 +133,9 @@ impl KeyframeIndex {
         if self.frame_pts.windows(2).any(|w| w[0] == w[1]) {
             return Some("two video frames share a timestamp".into());
         }
+        if self.keyframe_pts.len() < 2 {
+            return Some("it has fewer than two keyframes".into());
+        }
         // A remux that copied decode times into presentation times: B-frames make the
         // presentation times go back in decode order, and these never do. The decoder hands
         // frames out in another order than their times say, so a part cut by time does not
@@ -144,9 +147,6 @@ impl KeyframeIndex {
                 true => "its video reorders frames (B-frames) but every packet's presentation time equals its decode time".into(),
                 false => "its video reorders frames (B-frames) but its timestamps never go back in decoding order: they are decode times, not presentation times".into(),
             });
-        }
-        if self.keyframe_pts.len() < 2 {
-            return Some("it has fewer than two keyframes".into());
         }
         None
     }
