@@ -265,6 +265,31 @@ fn clip_with(dir: &Path, name: &str, extra_args: &[&str]) -> PathBuf {
     out
 }
 
+/// JPEG cover art fits Matroska only as a one-frame video track (FFmpeg 5.1 writes no cover
+/// art there): kept, and said; in MP4 it stays cover art, with nothing to say.
+#[test]
+fn jpeg_cover_art_into_matroska_is_said_to_become_a_video_track() {
+    let dir = scratch();
+    let cover = dir.path().join("cover.jpg");
+    lavfi_clip(&cover, &["testsrc2=size=32x32"], &["-frames:v", "1"]);
+    let c = cover.to_str().unwrap();
+    let disposition = ["-disposition:v:1", "attached_pic"];
+    let args = [
+        &["-i", c, "-map", "0", "-map", "1", "-c", "copy"][..],
+        &disposition,
+    ]
+    .concat();
+    let input = clip_with(dir.path(), "jpeg-cover.mp4", &args);
+    let said = "stream #2 (cover art, mjpeg) goes into Matroska as a one-frame video track, not as cover art";
+    let o = nearest(&input, &dir.path().join("out.mkv"), &[]);
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("not upscaled"), "{}", stderr(&o));
+    let o = nearest(&input, &dir.path().join("out.mp4"), &[]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("cover art"), "{}", stderr(&o));
+}
+
 #[test]
 fn refusals_name_the_containers_that_can_hold_the_stream() {
     let dir = scratch();
@@ -319,12 +344,12 @@ fn refusals_name_the_containers_that_can_hold_the_stream() {
         (
             &cover_art,
             "out.mkv",
-            "stream #2 (video png) cannot be stored in Matroska by this FFmpeg; write to .mp4 instead",
+            "stream #2 (cover art, png) cannot be stored in Matroska by this FFmpeg; write to .mp4 instead",
         ),
         (
             &cover_art,
             "out.mov",
-            "stream #2 (video png) cannot be stored in QuickTime (.mov) by this FFmpeg; write to .mp4 instead",
+            "stream #2 (cover art, png) cannot be stored in QuickTime (.mov) by this FFmpeg; write to .mp4 instead",
         ),
         (
             &s302m,

@@ -21,7 +21,8 @@ pub struct StreamPlan {
     /// Streams left out, with the reason.
     pub skipped: Vec<String>,
     /// What the user should know of the copied streams: another video stream (not cover
-    /// art) is copied at its own size, not upscaled.
+    /// art) is copied at its own size, not upscaled; cover art in Matroska becomes a video
+    /// track.
     pub warnings: Vec<String>,
 }
 
@@ -141,7 +142,16 @@ pub fn plan_streams(
             continue;
         }
         let kind = ist.parameters().medium();
-        let describe = describe(index, kind, ist.parameters().id());
+        let cover_art = ist
+            .disposition()
+            .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC);
+        let describe = match cover_art {
+            true => format!(
+                "stream #{index} (cover art, {})",
+                ist.parameters().id().name()
+            ),
+            false => describe(index, kind, ist.parameters().id()),
+        };
         if matches!(kind, Type::Data | Type::Unknown) {
             plan.skipped
                 .push(format!("{describe}: data streams are not copied"));
@@ -162,9 +172,11 @@ pub fn plan_streams(
                 refusal_advice(container, stream, index, kind)
             )));
         }
-        let cover_art = ist
-            .disposition()
-            .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC);
+        if cover_art && container == Container::Matroska {
+            plan.warnings.push(format!(
+                "{describe} goes into Matroska as a one-frame video track, not as cover art (FFmpeg 5.1 writes none there); write .mp4 to keep it as cover art"
+            ));
+        }
         if kind == Type::Video && !cover_art {
             let p = sys::stream_params(input, index);
             plan.warnings.push(format!(
