@@ -1,5 +1,6 @@
 //! Human-readable summaries of a run, a batch, a benchmark and a probe, printed on stdout.
 
+use rave_core::error::ErrorFamily;
 use rave_ffmpeg::MediaInfo;
 use rave_pipeline::RunReport;
 use rave_pipeline::benchmark::BenchmarkReport;
@@ -161,7 +162,10 @@ pub fn print_batch(b: &BatchReport) {
 /// for what it is (exit 3: damaged, unreadable, not a video) fails the same way again.
 fn batch_advice(b: &BatchReport) -> Vec<String> {
     let refused = |r: &&InputResult| {
-        r.status == InputStatus::Failed && r.error.as_ref().is_some_and(|e| e.exit_code == 3)
+        r.status == InputStatus::Failed
+            && r.error
+                .as_ref()
+                .is_some_and(|e| e.family == ErrorFamily::Input)
     };
     let refused_inputs = b.results.iter().filter(refused).count();
     let resumable = b.results.iter().filter(|r| !refused(r)).any(|r| {

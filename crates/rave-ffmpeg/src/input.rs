@@ -101,20 +101,23 @@ fn not_a_regular_file(path: &Path, kind: std::fs::FileType) -> Option<&'static s
     }
 }
 
+/// Whether `stream` is cover art (an attached picture): a still image, not a video.
+pub fn is_cover_art(stream: &ffmpeg_next::format::stream::Stream) -> bool {
+    stream
+        .disposition()
+        .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC)
+}
+
 /// Index of the main video stream: the best one FFmpeg picks, never cover art.
 pub fn video_stream_index(input: &Input, path: &Path) -> Result<usize> {
-    let is_picture = |s: &ffmpeg_next::format::stream::Stream| {
-        s.disposition()
-            .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC)
-    };
     let best = input
         .streams()
         .best(Type::Video)
-        .filter(|s| !is_picture(s))
+        .filter(|s| !is_cover_art(s))
         .or_else(|| {
             input
                 .streams()
-                .find(|s| s.parameters().medium() == Type::Video && !is_picture(s))
+                .find(|s| s.parameters().medium() == Type::Video && !is_cover_art(s))
         });
     match best {
         Some(s) => Ok(s.index()),

@@ -53,9 +53,10 @@ impl KeyframeIndex {
         self.reorders = reorders;
     }
 
-    /// A video packet's decode timestamp, beside the presentation one given to `add`
-    /// (packets come in decode order).
-    pub fn add_decode_time(&mut self, pts: Option<i64>, dts: Option<i64>) {
+    /// Count one video packet (they come in decode order) with its presentation and decode
+    /// timestamps; a `discarded` one (decoded as a reference only, before an edit list's
+    /// start) yields no frame, but its times still show the order they run in.
+    pub fn add(&mut self, (pts, dts): (Option<i64>, Option<i64>), keyframe: bool, discarded: bool) {
         if let (Some(p), Some(d)) = (pts, dts) {
             self.timed_twice += 1;
             self.pts_differs_from_dts |= p != d;
@@ -65,11 +66,6 @@ impl KeyframeIndex {
             self.pts_went_back |= self.last_pts.is_some_and(|last| p < last);
             self.last_pts = Some(p);
         }
-    }
-
-    /// Count one video packet; a `discarded` one (decoded as a reference only, before an
-    /// edit list's start) yields no frame.
-    pub fn add(&mut self, pts: Option<i64>, keyframe: bool, discarded: bool) {
         if discarded {
             return;
         }
@@ -159,7 +155,7 @@ mod tests {
     fn index(packets: &[(Option<i64>, bool)]) -> KeyframeIndex {
         let mut i = KeyframeIndex::new(Rational::new(1, 25), Rational::new(25, 1));
         for &(pts, key) in packets {
-            i.add(pts, key, false);
+            i.add((pts, None), key, false);
         }
         i.finish(0);
         i
@@ -172,8 +168,7 @@ mod tests {
             let mut i = KeyframeIndex::new(Rational::new(1, 25), Rational::new(25, 1));
             i.set_reorders(reorders);
             for (n, &p) in pts.iter().enumerate() {
-                i.add(Some(p), p % 4 == 0, false);
-                i.add_decode_time(Some(p), dts.map(|d| d[n]));
+                i.add((Some(p), dts.map(|d| d[n])), p % 4 == 0, false);
             }
             i.finish(0);
             i.why_not_cuttable()
@@ -241,8 +236,8 @@ mod tests {
     #[test]
     fn discarded_packets_are_not_frames() {
         let mut i = KeyframeIndex::new(Rational::new(1, 25), Rational::new(25, 1));
-        i.add(Some(-2), true, true);
-        i.add(Some(0), true, false);
+        i.add((Some(-2), None), true, true);
+        i.add((Some(0), None), true, false);
         i.finish(0);
         assert_eq!(i.frame_pts(), &[0]);
         assert_eq!(i.keyframes(), &[0]);

@@ -143,9 +143,7 @@ pub fn probe(path: &Path) -> Result<MediaInfo> {
             kind: kind_name(s.parameters().medium()).into(),
             codec: s.parameters().id().name().into(),
             language: s.metadata().get("language").map(str::to_owned),
-            attached_picture: s
-                .disposition()
-                .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC),
+            attached_picture: crate::input::is_cover_art(&s),
         })
         .collect();
     let vs = ictx.stream(vidx).expect("index from video_stream_index");

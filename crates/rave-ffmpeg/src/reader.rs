@@ -277,11 +277,10 @@ impl VideoReader {
         self.scan_packets(keep_going, |packet| {
             if packet.stream() == video {
                 index.add(
-                    packet.pts(),
+                    (packet.pts(), packet.dts()),
                     packet.is_key(),
                     sys::packet_is_discarded(packet),
                 );
-                index.add_decode_time(packet.pts(), packet.dts());
             }
         })?;
         index.finish(self.demuxer.timestamp_resets().len());

@@ -11,6 +11,7 @@ use rave_core::error::{EngineError, Result};
 
 use crate::codec_choice::{Container, VideoCodec};
 use crate::frame_convert::working_format;
+use crate::input::is_cover_art;
 use crate::sys::{self, DryRunStream};
 
 /// The input streams the output copies, and those it leaves out with the reason.
@@ -67,10 +68,7 @@ fn holds(container: Container, stream: DryRunStream<'_>) -> bool {
     let listed = match stream {
         DryRunStream::Copied(input, index) => {
             let params = sys::stream_params(input, index);
-            let cover_art = input.stream(index).is_some_and(|s| {
-                s.disposition()
-                    .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC)
-            });
+            let cover_art = input.stream(index).is_some_and(|s| is_cover_art(&s));
             if cover_art && container == Container::Mov {
                 return false;
             }
@@ -142,16 +140,8 @@ pub fn plan_streams(
             continue;
         }
         let kind = ist.parameters().medium();
-        let cover_art = ist
-            .disposition()
-            .contains(ffmpeg_next::format::stream::Disposition::ATTACHED_PIC);
-        let describe = match cover_art {
-            true => format!(
-                "stream #{index} (cover art, {})",
-                ist.parameters().id().name()
-            ),
-            false => describe(index, kind, ist.parameters().id()),
-        };
+        let cover_art = is_cover_art(&ist);
+        let describe = describe(index, kind, ist.parameters().id(), cover_art);
         if matches!(kind, Type::Data | Type::Unknown) {
             plan.skipped
                 .push(format!("{describe}: data streams are not copied"));
@@ -203,8 +193,12 @@ fn missing_parameters(p: &ffmpeg_next::ffi::AVCodecParameters) -> Option<&'stati
 }
 
 /// "stream #2 (subtitle subrip)".
-fn describe(index: usize, kind: Type, codec: Id) -> String {
-    format!("stream #{index} ({:?} {})", kind, codec.name()).to_lowercase()
+fn describe(index: usize, kind: Type, codec: Id, cover_art: bool) -> String {
+    match cover_art {
+        true => format!("stream #{index} (cover art, {})", codec.name()),
+        false => format!("stream #{index} ({:?} {})", kind, codec.name()),
+    }
+    .to_lowercase()
 }
 
 /// What to do about a stream `container` refuses: the other containers that hold it, else

@@ -60,17 +60,17 @@ impl Fragments {
     /// order are left to the timestamps), or fragments the index lists beyond those present,
     /// whichever counts more.
     pub fn missing(&self) -> u64 {
-        let by_number = self.gaps().map(|g| g.lost).sum::<u64>();
-        by_number.max(self.missing_by_index())
+        self.missing_with(&self.gaps())
     }
 
     /// What is wrong, if a fragment is missing.
     pub fn problem(&self) -> Option<StructureProblem> {
-        let missing = self.missing();
+        let gaps = self.gaps();
+        let missing = self.missing_with(&gaps);
         if missing == 0 {
             return None;
         }
-        let text = match self.gaps().next() {
+        let text = match gaps.first() {
             Some(gap) => {
                 let whole = gap.lost == u64::from(gap.after - gap.before - 1);
                 let lost = match (gap.lost, whole) {
@@ -106,15 +106,16 @@ impl Fragments {
         Some(problem)
     }
 
-    /// Fragments the index lists that the file does not hold.
-    fn missing_by_index(&self) -> u64 {
+    /// Fragments lost, given the numbering's `gaps` (see `missing`).
+    fn missing_with(&self, gaps: &[Gap]) -> u64 {
+        let by_number = gaps.iter().map(|g| g.lost).sum::<u64>();
         let listed = self.indexed.as_ref().map_or(0, |o| o.len() as u64);
-        listed.saturating_sub(self.present)
+        by_number.max(listed.saturating_sub(self.present))
     }
 
     /// Each forward jump in the numbering over numbers met nowhere in the file, each lost
     /// number counted at its first jump only.
-    fn gaps(&self) -> impl Iterator<Item = Gap> + '_ {
+    fn gaps(&self) -> Vec<Gap> {
         /// Longest jump whose numbers are listed one by one (a longer one is a number
         /// damaged in place, counted whole).
         const LISTED: u32 = 1 << 16;
@@ -145,7 +146,7 @@ impl Fragments {
                 });
             }
         }
-        gaps.into_iter()
+        gaps
     }
 }
 

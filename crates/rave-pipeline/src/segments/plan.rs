@@ -136,7 +136,7 @@ mod tests {
     fn index(n: i64, gop: i64) -> KeyframeIndex {
         let mut i = KeyframeIndex::new(Rational::new(1, 50), Rational::new(25, 1));
         for f in 0..n {
-            i.add(Some(f * 2), f % gop == 0, false);
+            i.add((Some(f * 2), None), f % gop == 0, false);
         }
         i.finish(0);
         i
