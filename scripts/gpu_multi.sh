@@ -13,9 +13,14 @@
 #                       every core against 1 GPU held to half the cores (target 1.8x); a
 #                       failure injected on GPU 1 mid-job (RAVE_INJECT_FAILURE=60@1): the job
 #                       must finish, GPU 0 upscaling GPU 1's segments, with the frames of an
-#                       uninterrupted run. With CUDA_VISIBLE_DEVICES=0,0 on a one-GPU machine
-#                       (where the driver lists the GPU twice) this exercises the same code,
-#                       but its speeds are those of one GPU shared.
+#                       uninterrupted run.
+#   gpu_multi.sh standin the several-GPU path on a machine with one GPU: RAVE_TEST_GPU_COPIES=2
+#                       shows GPU 0 as GPUs 0 and 1 (the driver cannot: CUDA_VISIBLE_DEVICES=0,0
+#                       is refused), so `--gpus 0,1` runs two groups of real workers, all on
+#                       GPU 0. Checks what runs, not speed: a 2-"GPU" run's report and frames
+#                       (lossless, the same as one GPU's), a failure on GPU 1 retried on GPU 0,
+#                       a failure on both ending with exit 7 and the missing segments named,
+#                       then resumed, and --gpus all / 0,2 / the null-encoder benchmark.
 #   gpu_multi.sh decode which decoder each input gets (the decoders' half of item 2): the clip
 #                       as H.264 (NVDEC), AV1 (no NVDEC on the H200), HEVC 4:4:4 and H.264
 #                       4:2:2 10-bit (NVDEC's frames are 4:2:0), ProRes (no NVDEC), HEVC
@@ -166,6 +171,55 @@ PY
   echo "status: $status" | tee -a "$summary"
 }
 
+standin() {
+  export RAVE_TEST_GPU_COPIES=2
+  header
+  local n; n=$(gpu_count)
+  (( n == 2 )) || { fail "RAVE_TEST_GPU_COPIES=2: rave devices lists $n GPUs"; return 1; }
+  say "lossless (--crf 0, ultrafast, first 100 frames): --gpus 0,1 decodes to the frames of --gpus 0"
+  upscale lossless_1 --preset ultrafast --crf 0 --max-frames 100 --gpus 0 || fail lossless_1
+  upscale lossless_2 --preset ultrafast --crf 0 --max-frames 100 --gpus 0,1 || fail lossless_2
+  same_as lossless_2 lossless_1
+  rm -f "$work"/lossless_*.mp4
+  say "--gpus 0,1, libx264 veryfast: the per-GPU summary lines (without --json)"
+  rave upscale -i "$clip" -o "$work/summary.mp4" --overwrite --progress off --segment-frames 50 --preset veryfast --gpus 0,1 \
+    2>&1 | tee "$out/summary.txt" | grep -E "^ *GPU [0-9]+:|frames" | tee -a "$summary"
+  grep -qE "GPU 1: [0-9]+ frames" "$out/summary.txt" || fail "no GPU 1 line in the summary"
+  say "--gpus 0,1, libx264 veryfast (the reference for the retries)"
+  upscale both --preset veryfast --gpus 0,1 || fail both
+  python3 - "$out/both.json" "$frames" <<'PY' | tee -a "$summary" || fail "the per-GPU report"
+import json, sys
+r = json.load(open(sys.argv[1])); frames = int(sys.argv[2])
+gpus = r["gpus"]
+print(f"  report: {len(gpus)} GPUs, frames {[g['frames'] for g in gpus]} (sum {sum(g['frames'] for g in gpus)} of {r['frames_out']})")
+sys.exit(0 if len(gpus) == 2 and all(g["frames"] > 0 for g in gpus) and sum(g["frames"] for g in gpus) == r["frames_out"] == frames else 1)
+PY
+  say "a failure injected on GPU 1 after 60 frames of each of its workers: GPU 0 upscales what they held"
+  RAVE_INJECT_FAILURE=60@1 upscale retried --preset veryfast --gpus 0,1 || fail "the job with a failing GPU 1 did not finish"
+  python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["segments"].get("retried") else 1)' "$out/retried.json" || fail "no retried segment in the report"
+  same_as retried both
+  say "a failure on both GPUs (each worker after 60 frames): exit 7, the missing segments named, the rest kept"
+  RAVE_INJECT_FAILURE=60 upscale lost --preset veryfast --gpus 0,1
+  [[ $(cat "$out/lost.rc") == 7 && ! -e $work/lost.mp4 ]] || fail "a job losing segments on both GPUs did not end with exit 7 and no output"
+  tail -3 "$out/lost.err" | tee -a "$summary"
+  echo "kept: $(ls "$work/.lost.mp4.rave-work" | tr '\n' ' ')" | tee -a "$summary"
+  say "the same command without the failure: resumes to the frames of the uninterrupted run"
+  upscale lost --preset veryfast --gpus 0,1 || fail "resume after exit 7"
+  same_as lost both
+  say "--gpus all (two), --gpus 0,2 (refused), rave benchmark --gpus 0,1"
+  upscale all --preset veryfast --gpus all --max-frames 100 || fail "--gpus all"
+  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpus"]; print(f"  --gpus all: {len(g)} GPUs"); sys.exit(0 if len(g) == 2 else 1)' "$out/all.json" | tee -a "$summary" || fail "--gpus all did not use both"
+  upscale gpus02 --preset veryfast --gpus 0,2
+  [[ $(cat "$out/gpus02.rc") == 2 && ! -e $work/gpus02.mp4 ]] || fail "--gpus 0,2 not refused"
+  rave benchmark -i "$clip" --gpus 0,1 --progress off --segment-frames 50 --json >"$out/bench_standin.json" 2>"$out/bench_standin.err" || fail "benchmark --gpus 0,1"
+  python3 - "$out/bench_standin.json" <<'PY' | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"  benchmark --gpus 0,1 on one GPU: inference alone {r['inference_only']['fps']:.1f} fps, null encode {r['null_encode']['fps']:.1f} fps, full (veryfast) {r['full']['fps']:.1f} fps")
+PY
+  echo "status: $status" | tee -a "$summary"
+}
+
 # decoded NAME ARGS...: an upscale of $work/NAME.* (--json to $out/NAME*.json) under
 # --decoder auto and software; prints each report's decoder line and decode capacity.
 decoded() {
@@ -227,7 +281,8 @@ decode() {
 case "$mode" in
   one) one ;;
   two) two ;;
+  standin) standin ;;
   decode) decode ;;
-  *) echo "usage: $0 one|two|decode" >&2; exit 2 ;;
+  *) echo "usage: $0 one|two|standin|decode" >&2; exit 2 ;;
 esac
 exit "$status"

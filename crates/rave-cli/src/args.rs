@@ -50,7 +50,9 @@ Environment:
   RAVE_LOG         log filter (e.g. info, debug)
   RAVE_INJECT_FAILURE  for testing a run's failure handling: FRAMES[@GPU] makes each segment
                    worker's inference (with @GPU, only that GPU's workers', never the
-                   CPU's) fail like a broken GPU after FRAMES frames";
+                   CPU's) fail like a broken GPU after FRAMES frames
+  RAVE_TEST_GPU_COPIES  for testing --gpus on a machine with one GPU: N (2 to 8) shows
+                   GPU 0 as GPUs 0 to N-1, each running on GPU 0 (speeds are one GPU's)";
 
 /// RAVE upscales video with AI super-resolution models, keeping audio, subtitles,
 /// chapters, timestamps and colour tags.

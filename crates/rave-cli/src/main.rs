@@ -53,7 +53,7 @@ fn main() {
     let jsonl = cli.command.progress() == Some(args::ProgressArg::Jsonl);
     console::set_modes(json, jsonl);
     init_logging(cli.verbose, jsonl);
-    let result = match &cli.command {
+    let result = gpu_stand_in().and_then(|()| match &cli.command {
         Command::Upscale(a) => commands::upscale::run(&cli.global, a),
         Command::Benchmark(a) => commands::benchmark::run(&cli.global, a),
         Command::Probe(a) => commands::probe::run(a),
@@ -63,11 +63,33 @@ fn main() {
         Command::Segment(a) => commands::distributed::segment(a),
         Command::Assemble(a) => commands::distributed::assemble(a),
         Command::Status(a) => commands::distributed::status(a),
-    };
+    });
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => std::process::exit(failure::report(&e, json, jsonl)),
     }
+}
+
+/// `RAVE_TEST_GPU_COPIES=N`: show GPU 0 as N GPUs, to test `--gpus 0,1` on a machine
+/// with one GPU (see `rave_core::gpu::stand_in`); said in a warning, since the speeds are
+/// one GPU's.
+fn gpu_stand_in() -> Result<(), rave_core::error::EngineError> {
+    const VAR: &str = "RAVE_TEST_GPU_COPIES";
+    let Some(value) = std::env::var_os(VAR) else {
+        return Ok(());
+    };
+    let text = value.to_string_lossy();
+    let bad = |why: String| rave_core::error::EngineError::Config(format!("{VAR}={text}: {why}"));
+    let copies: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| bad("not a number; use 2 to 8, or unset it".into()))?;
+    rave_core::gpu::stand_in::show_gpu0_as(copies).map_err(bad)?;
+    tracing::warn!(
+        "{VAR}={copies}: GPU 0 is shown as GPUs 0 to {}, for testing; their speeds are one GPU's shared",
+        copies - 1
+    );
+    Ok(())
 }
 
 /// SVT-AV1 logs to stderr unless told otherwise; keep its chatter to errors.

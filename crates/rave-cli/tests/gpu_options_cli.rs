@@ -341,3 +341,36 @@ fn gpus_this_machine_lacks_are_refused_before_any_work() {
         assert_exit(&o, 2);
     }
 }
+
+#[test]
+fn a_bad_gpu_stand_in_count_is_one_line_before_any_work() {
+    let dir = scratch();
+    let input = clip(dir.path());
+    let out = dir.path().join("out.mp4");
+    let model = fixture("nearest_x2.onnx");
+    for (bad, why) in [
+        ("x", "not a number"),
+        ("1", "2 to 8 GPUs"),
+        ("9", "2 to 8 GPUs"),
+    ] {
+        let o = rave()
+            .env("RAVE_TEST_GPU_COPIES", bad)
+            .args(["upscale", "-i"])
+            .arg(&input)
+            .arg("-o")
+            .arg(&out)
+            .arg("-m")
+            .arg(&model)
+            .output()
+            .unwrap();
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with(&format!("rave: error: RAVE_TEST_GPU_COPIES={bad}: "))
+                && err.contains(why),
+            "{err}"
+        );
+        assert!(!out.exists());
+    }
+}

@@ -321,7 +321,7 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
         |ctx, size, arena| {
             let mut c = GpuBackendConfig::new(model.clone(), candidates.clone());
             c.policy = opts.policy;
-            c.device_id = opts.device_id as i32;
+            c.device_id = rave_core::gpu::stand_in::driver_ordinal(opts.device_id) as i32;
             c.engine_cache = opts.engine_cache.clone();
             c.precision = opts.precision.trt();
             c.workspace_bytes = opts.workspace_bytes;

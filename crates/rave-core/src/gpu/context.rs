@@ -62,7 +62,8 @@ impl GpuContext {
                 "GPU {device} requested, but only {count} visible"
             )));
         }
-        let cuda = CudaContext::new(device).map_err(cuda_err("creating the CUDA context"))?;
+        let cuda = CudaContext::new(super::stand_in::driver_ordinal(device))
+            .map_err(cuda_err("creating the CUDA context"))?;
         let stream = || cuda.new_stream().map_err(cuda_err("creating a stream"));
         let streams = StageStreams {
             decode: stream()?,

@@ -8,6 +8,7 @@ pub mod gpu_timer;
 pub mod health;
 pub mod pool;
 pub mod probe;
+pub mod stand_in;
 pub mod timeline;
 pub mod vram;
 

@@ -40,7 +40,7 @@ pub fn probe_driver() -> Result<usize> {
     if count <= 0 {
         return Err(EngineError::NoGpu("the CUDA driver sees no GPU".into()));
     }
-    Ok(count as usize)
+    Ok(super::stand_in::visible(count as usize))
 }
 
 /// Version of the CUDA driver API as "major.minor".
@@ -77,7 +77,7 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
         .map(|ordinal| {
             let cuda =
                 |e: cudarc::driver::DriverError| EngineError::Cuda(format!("GPU {ordinal}: {e}"));
-            let ctx = CudaContext::new(ordinal).map_err(cuda)?;
+            let ctx = CudaContext::new(super::stand_in::driver_ordinal(ordinal)).map_err(cuda)?;
             let (major, minor) = ctx.compute_capability().map_err(cuda)?;
             let (free, total) = ctx.mem_get_info().map_err(cuda)?;
             Ok(DeviceInfo {
