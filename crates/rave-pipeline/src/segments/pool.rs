@@ -1,5 +1,6 @@
-//! A job's segment workers on their threads: each loads its model in turn on its GPU, then
-//! takes segments from the queue until none is left for it. With several GPUs a worker whose
+//! A job's segment workers on their threads: each loads its model on its GPU (the GPUs side
+//! by side, a GPU's workers one at a time), then takes segments from the queue until none
+//! is left for it. With several GPUs a worker whose
 //! GPU fails (a device error) stops alone and puts the segments it held back for the other
 //! GPUs; any other error stops the whole job, as on one GPU or the CPU. Generic over the
 //! worker, so the scheduling runs in tests without a GPU.
@@ -100,8 +101,9 @@ pub fn run_pool<P: PoolWork>(
     let queue = &segments;
     let slots = assign(&plan.gpus, plan.jobs);
     let next_slot = AtomicUsize::new(0);
-    // Per GPU, the workers that have loaded so far.
-    let turns = Mutex::new(vec![0usize; plan.gpus.len()]);
+    // Per GPU, the workers that have loaded so far: a GPU's workers load one at a time (so
+    // that each one's VRAM fit measures its own memory), the GPUs side by side.
+    let turns: Vec<Mutex<usize>> = plan.gpus.iter().map(|_| Mutex::new(0)).collect();
     let all_loaded = Barrier::new(plan.jobs);
     let errors = FirstError::default();
     let load_failures = Mutex::new(Vec::new());
@@ -110,18 +112,17 @@ pub fn run_pool<P: PoolWork>(
         for _ in 0..plan.jobs {
             s.spawn(|| {
                 let token = cancel.child();
-                // The workers load one at a time.
                 let (mut lease, started) = {
-                    let mut loaded = turns.lock().unwrap_or_else(|e| e.into_inner());
                     let k = next_slot.fetch_add(1, Ordering::Relaxed);
                     let (gpu, sharing) = slots[k % slots.len()];
                     let on_gpu = plan.gpus.iter().position(|&g| g == gpu).unwrap_or(0);
+                    let mut loaded = turns[on_gpu].lock().unwrap_or_else(|e| e.into_inner());
                     let turn = LoadTurn {
                         gpu,
                         sharing,
-                        to_start: sharing - loaded[on_gpu],
+                        to_start: sharing - *loaded,
                     };
-                    loaded[on_gpu] += 1;
+                    *loaded += 1;
                     (queue.lease(gpu), work.load(turn, &token))
                 };
                 if plan.wait_for_all_loaded {
@@ -139,8 +140,15 @@ pub fn run_pool<P: PoolWork>(
                 };
                 loop {
                     match work.run(&mut worker, &lease, &token) {
-                        // Nothing is ever put back with one GPU: done.
-                        Ok(()) if !plan.survive_gpu_failures => break,
+                        // Nothing is ever put back with one GPU: done, unless a segment was
+                        // left for a worker then loading that has not taken it.
+                        Ok(())
+                            if !plan.survive_gpu_failures
+                                && (token.is_cancelled() || !lease.has_work()) =>
+                        {
+                            break;
+                        }
+                        Ok(()) if !plan.survive_gpu_failures => continue,
                         Ok(()) => {}
                         // A Ctrl+C meanwhile does not make it the job's error.
                         Err(e)
@@ -213,6 +221,10 @@ mod tests {
         /// Stop the job once this many segments are done.
         user_stop_after: Option<usize>,
         cancel: CancelToken,
+        /// How long a load takes on GPU 0 and on the others.
+        load_time: [Duration; 2],
+        /// Loads under way per GPU, and the most seen at once: per GPU and in all.
+        loading: Mutex<(Vec<usize>, usize, usize)>,
     }
 
     impl Fake {
@@ -235,6 +247,8 @@ mod tests {
                 ran: Mutex::new(Vec::new()),
                 user_stop_after: None,
                 cancel: CancelToken::new(),
+                load_time: [Duration::ZERO; 2],
+                loading: Mutex::new((vec![0; 2], 0, 0)),
             }
         }
 
@@ -285,6 +299,14 @@ mod tests {
         type Worker = usize;
 
         fn load(&self, turn: LoadTurn, _: &CancelToken) -> Result<usize> {
+            {
+                let mut l = self.loading.lock().unwrap();
+                l.0[turn.gpu] += 1;
+                l.1 = l.1.max(l.0[turn.gpu]);
+                l.2 = l.2.max(l.0.iter().sum());
+            }
+            std::thread::sleep(self.load_time[turn.gpu.min(1)]);
+            self.loading.lock().unwrap().0[turn.gpu] -= 1;
             match self.no_load_on == Some(turn.gpu) {
                 true => Err((self.load_error)()),
                 false => Ok(turn.gpu),
@@ -325,6 +347,45 @@ mod tests {
         }
 
         fn end(&self, _: usize) {}
+    }
+
+    #[test]
+    fn the_gpus_load_side_by_side_each_one_worker_at_a_time() {
+        let mut fake = Fake::new();
+        fake.load_time = [Duration::from_millis(300); 2];
+        let out = fake.run_on(&[0, 1], 4, true, 8);
+        assert!(out.error.is_none() && out.segments.left.is_empty());
+        let (_, per_gpu, in_all) = *fake.loading.lock().unwrap();
+        assert_eq!(per_gpu, 1, "a GPU's workers load one at a time");
+        assert_eq!(in_all, 2, "the two GPUs load at the same time");
+        // One GPU: one load at a time, as before.
+        let fake = Fake {
+            load_time: [Duration::from_millis(20); 2],
+            ..Fake::new()
+        };
+        fake.run_on(&[0], 2, false, 4);
+        assert_eq!(fake.loading.lock().unwrap().2, 1);
+    }
+
+    #[test]
+    fn a_gpu_still_loading_gets_its_share_of_a_short_job() {
+        // GPU 0 is ready first and opens a segment ahead while it runs one: not the one
+        // GPU 1 will take when it has loaded.
+        let mut fake = Fake::new();
+        fake.take_two = true;
+        fake.load_time = [Duration::ZERO, Duration::from_millis(100)];
+        fake.per_segment = [Duration::from_millis(400); 2];
+        let out = fake.run_on(&[0, 1], 2, true, 2);
+        assert!(out.error.is_none() && out.segments.left.is_empty());
+        assert_eq!(fake.ran(), vec![(0, 0), (1, 1)]);
+        // One GPU, two workers: the first one ready, refused the segment ahead, comes back
+        // for more when its own is done and ends once there is none.
+        let mut fake = Fake::new();
+        fake.take_two = true;
+        fake.per_segment = [Duration::from_millis(300); 2];
+        let out = fake.run_on(&[0], 2, false, 2);
+        assert!(out.error.is_none() && out.segments.left.is_empty());
+        assert_eq!(segments_of(&fake.ran()), vec![0, 1]);
     }
 
     fn segments_of(ran: &[(usize, usize)]) -> Vec<usize> {

@@ -3,6 +3,7 @@
 //! a busy one may still put a segment back, so no retry is left without a taker.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -47,6 +48,9 @@ struct State {
     rerun: Vec<(usize, usize)>,
     /// Workers that may still take or put back segments (not idle, not ended).
     busy: usize,
+    /// Workers that have not taken their first segment (loading their model) and may
+    /// still: segments are not opened ahead at their expense.
+    unstarted: usize,
 }
 
 impl State {
@@ -73,6 +77,7 @@ impl SegmentQueue {
             state: Mutex::new(State {
                 pending: segments.into_iter().collect(),
                 busy: workers,
+                unstarted: workers,
                 ..State::default()
             }),
             changed: Condvar::new(),
@@ -90,6 +95,7 @@ impl SegmentQueue {
             gpu,
             held: Mutex::new(Vec::new()),
             busy: true,
+            started: AtomicBool::new(false),
         }
     }
 
@@ -123,6 +129,8 @@ pub struct Lease<'q> {
     gpu: usize,
     held: Mutex<Vec<usize>>,
     busy: bool,
+    /// Whether it has taken a segment yet.
+    started: AtomicBool,
 }
 
 impl Lease<'_> {
@@ -132,16 +140,28 @@ impl Lease<'_> {
     }
 
     /// The next segment for this worker (none that failed on its GPU), without waiting.
+    /// A worker that holds one already (opening the next ahead) leaves the pending segments
+    /// to workers still loading, where there are no more than those: on a short job every
+    /// worker, and every GPU, gets its share rather than the first loaded taking two.
     pub fn take(&self) -> Option<usize> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let mut state = self.queue.lock();
         let at = state.eligible(self.gpu)?;
+        if !held.is_empty() && state.pending.len() <= state.unstarted {
+            return None;
+        }
         let index = state.pending.remove(at)?;
+        if !self.started.swap(true, Ordering::Relaxed) {
+            state.unstarted -= 1;
+        }
         drop(state);
-        self.held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(index);
+        held.push(index);
         Some(index)
+    }
+
+    /// Whether a segment is pending that this worker may take now.
+    pub fn has_work(&self) -> bool {
+        self.queue.lock().eligible(self.gpu).is_some()
     }
 
     /// Segment `index` is done: it leaves the worker's hands for good.
@@ -228,6 +248,9 @@ impl Drop for Lease<'_> {
         state.given_up.extend(held);
         if self.busy {
             state.busy -= 1;
+        }
+        if !self.started.swap(true, Ordering::Relaxed) {
+            state.unstarted -= 1;
         }
         drop(state);
         self.queue.changed.notify_all();
@@ -364,6 +387,33 @@ mod tests {
         assert!(!b.wait_for_work(&|| false), "no worker on another GPU");
         drop(b);
         assert_eq!(queue.outcome().left, vec![0]);
+    }
+
+    #[test]
+    fn a_worker_does_not_open_ahead_what_a_worker_still_loading_would_take() {
+        let queue = SegmentQueue::new(0..3, 3);
+        let (a, b, c) = (queue.lease(0), queue.lease(1), queue.lease(1));
+        assert_eq!(a.take(), Some(0));
+        assert_eq!(a.take(), None, "two left for the two still loading");
+        assert!(
+            a.has_work(),
+            "a pending segment it may take once its hands are free"
+        );
+        a.finished(0);
+        assert_eq!(a.take(), Some(1), "nothing held: it takes the next");
+        assert_eq!(b.take(), Some(2));
+        assert_eq!(c.take(), None);
+        assert!(!c.has_work());
+        drop((a, b, c));
+        assert_eq!(queue.outcome().left, vec![1, 2]);
+        // A worker that ends without a segment (its model did not load) no longer counts.
+        let queue = SegmentQueue::new(0..3, 2);
+        let (a, b) = (queue.lease(0), queue.lease(1));
+        assert_eq!(a.take(), Some(0));
+        assert_eq!(a.take(), Some(1), "one left for the one loading");
+        assert_eq!(a.take(), None);
+        drop(b);
+        assert_eq!(a.take(), Some(2));
     }
 
     #[test]
