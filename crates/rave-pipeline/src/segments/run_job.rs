@@ -32,11 +32,11 @@ use crate::report::{
 };
 use crate::stages::PipelineMetrics;
 
-/// Segments processed at once when `--jobs` is not given: two where a GPU can run the model
+/// Segment workers the job plans for: `--jobs`, or two where a GPU can run the model
 /// (inference is faster than one software encoder, so a second segment keeps it busy), one
-/// on the CPU (inference already uses every core); never more than there are segments.
-/// With several GPUs (`--gpus`), that many on each.
-pub fn default_jobs(config: &UpscaleConfig, pending: usize) -> usize {
+/// on the CPU (inference already uses every core); with several GPUs (`--gpus`), that many
+/// on each.
+pub fn planned_workers(config: &UpscaleConfig) -> usize {
     let gpu_possible =
         config.device != Device::Cpu && std::path::Path::new("/dev/nvidiactl").exists();
     let wanted = config
@@ -48,7 +48,12 @@ pub fn default_jobs(config: &UpscaleConfig, pending: usize) -> usize {
     } else {
         config.gpu.gpus.len().max(1)
     };
-    (wanted * gpus).clamp(1, pending.max(1))
+    (wanted * gpus).max(1)
+}
+
+/// Segments processed at once: the planned workers, never more than there are segments.
+pub fn default_jobs(config: &UpscaleConfig, pending: usize) -> usize {
+    planned_workers(config).clamp(1, pending.max(1))
 }
 
 /// Run `job` to its end into `target` (`None` for a null sink); `clock` has the run's start
@@ -77,7 +82,8 @@ pub fn run_job(
         .map(|s| s.plan.index)
         .collect();
     let jobs = default_jobs(&spec.config, pending.len());
-    let spec = per_worker(spec, jobs);
+    let planned = planned_workers(&spec.config);
+    let spec = per_worker(spec, jobs, planned);
     let config = &spec.config;
     let discard = || {
         if let Some(t) = target {
@@ -389,8 +395,10 @@ pub fn run_job(
 
 /// The spec each of `jobs` workers runs with: the CPU's inference threads shared out
 /// between them unless `--threads` says otherwise, and with several GPUs the software
-/// encoders' and decoders' threads too.
-fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
+/// encoders' and decoders' threads too, over the `planned` workers of the whole job, so
+/// that a resumed job with fewer segments left encodes each one as the first run would
+/// have (libx264's output depends on its thread count).
+fn per_worker(mut spec: JobSpec, jobs: usize, planned: usize) -> JobSpec {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if jobs > 1 && spec.config.threads == 0 {
         spec.config.threads = (cores / jobs).max(1);
@@ -399,7 +407,7 @@ fn per_worker(mut spec: JobSpec, jobs: usize) -> JobSpec {
         Device::Cpu => 1,
         _ => spec.config.gpu.gpus.len(),
     };
-    let share = shared_threads(cores, jobs, gpus);
+    let share = shared_threads(cores, planned, gpus);
     if spec.config.encoder.threads.is_none() {
         spec.config.encoder.threads = share;
     }
@@ -427,5 +435,57 @@ mod tests {
         assert_eq!(shared_threads(16, 2, 1), None, "one GPU: as before");
         assert_eq!(shared_threads(4, 8, 2), Some(1));
         assert_eq!(shared_threads(32, 1, 2), None, "one worker");
+    }
+
+    fn two_gpus_two_jobs_each() -> UpscaleConfig {
+        use crate::config::{ChannelCapacities, GpuOptions, SegmentOptions};
+        use rave_ffmpeg::{EncoderSettings, VideoCodec};
+        UpscaleConfig {
+            input: "in.mp4".into(),
+            output: "out.mp4".into(),
+            model: "model.onnx".into(),
+            encoder: EncoderSettings::new(VideoCodec::H264, None, None).unwrap(),
+            device: Device::Gpu,
+            gpu: GpuOptions {
+                gpus: vec![0, 1],
+                ..GpuOptions::default()
+            },
+            overwrite: false,
+            allow_corrupt: false,
+            threads: 0,
+            decoder_threads: None,
+            channels: ChannelCapacities::default(),
+            runtime_candidates: Vec::new(),
+            max_frames: None,
+            null_output: false,
+            segments: SegmentOptions {
+                jobs: Some(2),
+                ..SegmentOptions::default()
+            },
+            tiling: Default::default(),
+            inject_failure: None,
+        }
+    }
+
+    #[test]
+    fn the_threads_come_from_the_workers_planned_not_the_segments_left() {
+        let mut config = two_gpus_two_jobs_each();
+        assert_eq!(planned_workers(&config), 4);
+        // A resume with one segment left runs one worker, and it encodes with the threads
+        // of the first run's four.
+        assert_eq!(default_jobs(&config, 1), 1);
+        let spec = JobSpec {
+            config: config.clone(),
+            container: rave_ffmpeg::Container::Mp4,
+            in_size: (64, 48),
+            bit_depth: 8,
+            structure: None,
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let resumed = per_worker(spec, 1, 4);
+        assert_eq!(resumed.config.encoder.threads, Some((cores / 4).max(1)));
+        assert_eq!(resumed.config.decoder_threads, Some((cores / 4).max(1)));
+        config.device = Device::Cpu;
+        assert_eq!(planned_workers(&config), 2, "the CPU is one device");
     }
 }
