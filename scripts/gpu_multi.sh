@@ -194,6 +194,30 @@ gpus = r["gpus"]
 print(f"  report: {len(gpus)} GPUs, frames {[g['frames'] for g in gpus]} (sum {sum(g['frames'] for g in gpus)} of {r['frames_out']})")
 sys.exit(0 if len(gpus) == 2 and all(g["frames"] > 0 for g in gpus) and sum(g["frames"] for g in gpus) == r["frames_out"] == frames else 1)
 PY
+  # Two copies of one GPU run at one speed: neither may take two thirds of the segments
+  # (at 539338f GPU 1 loaded after GPU 0 and got 100 of 300 frames).
+  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpus"]; f=[x["frames"] for x in g]; sys.exit(0 if min(f) * 2 >= max(f) else 1)' "$out/both.json" \
+    || fail "the segments were not shared between the GPUs"
+  say "--gpus 0,1 at the default segment length (no --segment-frames): several segments, both GPUs"
+  rave upscale -i "$clip" -o "$work/default_len.mp4" --overwrite --progress off --json --preset veryfast --gpus 0,1 \
+    >"$out/default_len.json" 2>"$out/default_len.err" || fail "default segment length"
+  python3 - "$out/default_len.json" <<'PY' | tee -a "$summary" || fail "a short clip on two GPUs is not shared"
+import json, sys
+r = json.load(open(sys.argv[1])); s = r["segments"]
+print(f"  {s['total']} segments of {s['segment_frames']} frames, frames per GPU {[g['frames'] for g in r['gpus']]}, {r['fps']:.1f} fps wall")
+sys.exit(0 if s["total"] > 1 and all(g["frames"] > 0 for g in r["gpus"]) else 1)
+PY
+  say "one GPU, --jobs 2 (the default): default segment length against one segment"
+  for len in default 1000000; do
+    local seg=(); [[ $len == default ]] || seg=(--segment-frames "$len")
+    env -u RAVE_TEST_GPU_COPIES rave upscale -i "$clip" -o "$work/len_$len.mp4" --overwrite --progress off --json --preset veryfast "${seg[@]}" \
+      >"$out/len_$len.json" 2>"$out/len_$len.err" || fail "one GPU, segment length $len"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); s=r["segments"]; print(f"  {sys.argv[2]:>8}: {s[\"total\"]} segments of {s[\"segment_frames\"]} frames, {r[\"fps\"]:.1f} fps wall")' "$out/len_$len.json" "$len" | tee -a "$summary"
+  done
+  say "--encoder nvenc --gpus 0,1 (no NVENC here): refused before any work, naming the GPU"
+  rave upscale -i "$clip" -o "$work/nvenc.mp4" --overwrite --progress off --encoder nvenc --gpus 0,1 >"$out/nvenc.out" 2>&1
+  echo "exit $?: $(grep -v WARN "$out/nvenc.out")" | tee -a "$summary"
+  grep -q "GPU 0 of --gpus" "$out/nvenc.out" && [[ ! -e $work/nvenc.mp4 ]] || fail "--encoder nvenc --gpus 0,1 not refused per GPU"
   say "a failure injected on GPU 1 after 60 frames of each of its workers: GPU 0 upscales what they held"
   RAVE_INJECT_FAILURE=60@1 upscale retried --preset veryfast --gpus 0,1 || fail "the job with a failing GPU 1 did not finish"
   python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["segments"].get("retried") else 1)' "$out/retried.json" || fail "no retried segment in the report"

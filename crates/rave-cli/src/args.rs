@@ -472,8 +472,10 @@ pub struct UpscaleArgs {
 /// How a job is cut into segments, run and resumed.
 #[derive(Debug, Args, Clone)]
 pub struct SegmentArgs {
-    /// Target segment length in frames, 1 to 1000000000 (default: about a minute of video);
-    /// each segment ends at the next keyframe after it. A shorter clip is one segment.
+    /// Target segment length in frames, 1 to 1000000000 (default: about a minute of video,
+    /// shorter with several workers (--jobs, --gpus) so that each gets about four segments,
+    /// down to 2 s); each segment ends at the next keyframe after it. A shorter clip is one
+    /// segment.
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub segment_frames: Option<u64>,
@@ -511,8 +513,8 @@ pub struct BenchmarkArgs {
     /// Encoder preset used for the encode stage.
     #[arg(long, default_value = "veryfast")]
     pub preset: String,
-    /// Segment length for the two pipeline runs, as `rave upscale --segment-frames` (default:
-    /// about a minute of video); compare with a large value to see what segmenting costs.
+    /// Segment length for the two pipeline runs, as `rave upscale --segment-frames` (default
+    /// as there); compare with a large value to see what segmenting costs.
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub segment_frames: Option<u64>,

@@ -313,6 +313,25 @@ fn encoder_nvenc_without_nvenc_says_why_and_the_way_out() {
 }
 
 #[test]
+fn encoder_nvenc_checks_the_gpus_of_the_list_not_gpu_0() {
+    // Each GPU of --gpus runs its own encoders, so the list is resolved before any NVENC
+    // session is tried: a GPU that does not exist is the error, exit 2.
+    let dir = scratch();
+    let input = clip(dir.path());
+    let out = dir.path().join("out.mp4");
+    let o = upscale(
+        &input,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--encoder", "nvenc", "--gpus", "0,63"],
+    );
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.starts_with("rave: error: --gpus 0,63: "), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
 fn gpus_this_machine_lacks_are_refused_before_any_work() {
     let dir = scratch();
     let input = clip(dir.path());

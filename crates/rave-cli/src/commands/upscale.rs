@@ -90,8 +90,17 @@ pub fn config_for(
 /// no session opens (FFmpeg's answer), and takes NVENC's presets (p1..p7) besides the usual
 /// names.
 fn encoder_settings(args: &UpscaleArgs) -> Result<EncoderSettings> {
-    let gpu = args.run.gpu.gpu_index.unwrap_or(0);
-    let codec = choose_codec(args.codec, args.encoder, args.run.device, gpu)?;
+    let gpu = &args.run.gpu;
+    // Every GPU of --gpus runs its own encoders: each must open an NVENC session.
+    let gpus = match (args.encoder, args.run.device) {
+        (EncoderArg::Nvenc, DeviceArg::Auto | DeviceArg::Gpu) => rave_pipeline::gpu_list::resolve(
+            gpu.gpus.as_ref(),
+            gpu.gpu_index.unwrap_or(0),
+            rave_core::gpu::probe_driver,
+        )?,
+        _ => vec![gpu.gpu_index.unwrap_or(0)],
+    };
+    let codec = choose_codec(args.codec, args.encoder, args.run.device, &gpus)?;
     let (crf, preset) = (args.crf, args.preset.as_deref());
     Ok(match args.encoder {
         EncoderArg::Nvenc => EncoderSettings::for_nvenc(codec, crf, preset)?,
@@ -104,12 +113,13 @@ fn encoder_settings(args: &UpscaleArgs) -> Result<EncoderSettings> {
 }
 
 /// The codec from `--codec` and `--encoder` (which must agree); `nvenc` is refused with the
-/// reason where no session opens on GPU `gpu` (FFmpeg's own answer).
+/// reason where no session opens on one of `gpus` (FFmpeg's own answer, naming the GPU
+/// where there are several).
 fn choose_codec(
     codec: Option<CodecArg>,
     encoder: EncoderArg,
     device: DeviceArg,
-    gpu: usize,
+    gpus: &[usize],
 ) -> Result<VideoCodec> {
     let implied = match encoder {
         EncoderArg::X264 => Some(CodecArg::H264),
@@ -137,16 +147,24 @@ fn choose_codec(
         // Before the input is read: a small 8-bit test session (frames are on the GPU unless
         // --device cpu); the session at the output's size is asked once the input is read.
         let on_gpu = device != DeviceArg::Cpu;
-        let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, on_gpu, |ask| {
-            nvenc_session_on_gpu(ask, gpu)
-        });
-        return match pick {
-            Ok(EncoderPick::Nvenc { .. }) => Ok(codec),
-            Ok(EncoderPick::Software { reason }) => Err(EngineError::Config(reason)),
-            // --device cpu with --encoder nvenc: the options disagree (exit 2).
-            Err(refusal) if !on_gpu => Err(EngineError::Config(refusal)),
-            Err(refusal) => Err(EngineError::NoGpu(refusal)),
-        };
+        for &gpu in gpus {
+            let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, on_gpu, |ask| {
+                nvenc_session_on_gpu(ask, gpu)
+            });
+            let on = |why: String| match gpus.len() {
+                1 => why,
+                _ => format!("GPU {gpu} of --gpus: {why}"),
+            };
+            match pick {
+                Ok(EncoderPick::Nvenc { .. }) => {}
+                Ok(EncoderPick::Software { reason }) => {
+                    return Err(EngineError::Config(on(reason)));
+                }
+                // --device cpu with --encoder nvenc: the options disagree (exit 2).
+                Err(refusal) if !on_gpu => return Err(EngineError::Config(refusal)),
+                Err(refusal) => return Err(EngineError::NoGpu(on(refusal))),
+            }
+        }
     }
     Ok(codec)
 }

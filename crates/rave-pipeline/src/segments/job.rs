@@ -181,9 +181,12 @@ pub fn prepare(
     }
     let input_damage = reader.damage();
     let fps = f64::from(index.frame_rate());
-    let segment_frames = opts
-        .segment_frames
-        .unwrap_or_else(|| default_segment_frames(fps));
+    let job_frames = config
+        .max_frames
+        .map_or(index.frames(), |m| m.min(index.frames()));
+    let segment_frames = opts.segment_frames.unwrap_or_else(|| {
+        default_segment_frames(fps, job_frames, super::run_job::planned_workers(config))
+    });
     let one_segment_because = match input_damage.is_clean() {
         false => Some("the input is damaged; it is read as one segment"),
         true if reader.clock_wraps() => Some(

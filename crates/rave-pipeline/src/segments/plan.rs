@@ -5,8 +5,16 @@
 use rave_ffmpeg::KeyframeIndex;
 use serde::{Deserialize, Serialize};
 
-/// Default segment length: about this many seconds of video.
+/// Default segment length: about this many seconds of video at most.
 pub const DEFAULT_SEGMENT_SECONDS: f64 = 60.0;
+
+/// With several workers, the default gives each about this many segments (so that the last
+/// round leaves few workers idle), down to [`MIN_DEFAULT_SEGMENT_SECONDS`].
+pub const SEGMENTS_PER_WORKER: u64 = 4;
+
+/// The shortest default segment with several workers: a seam costs a new decoder and
+/// encoder (measured 45 ms with no encoder on the H200), so segments stay a few seconds.
+pub const MIN_DEFAULT_SEGMENT_SECONDS: f64 = 2.0;
 
 /// One planned segment: frames `first_frame..first_frame + frames` of the video, those whose
 /// timestamps fall in `[start_pts, end_pts)`.
@@ -41,14 +49,23 @@ pub struct SegmentPlan {
     pub ends_early: bool,
 }
 
-/// The target segment length in frames for a video at `fps` (about a minute).
-pub fn default_segment_frames(fps: f64) -> u64 {
+/// The target segment length in frames of a job of `frames` frames at `fps` run by
+/// `workers` workers at once: about a minute with one worker; with several, short enough
+/// that each gets about [`SEGMENTS_PER_WORKER`] segments (a short clip on two GPUs is not
+/// one segment with one GPU idle), but no shorter than [`MIN_DEFAULT_SEGMENT_SECONDS`].
+pub fn default_segment_frames(fps: f64, frames: u64, workers: usize) -> u64 {
     let fps = if fps.is_finite() && fps > 0.0 {
         fps
     } else {
         25.0
     };
-    (fps * DEFAULT_SEGMENT_SECONDS).round().max(1.0) as u64
+    let longest = (fps * DEFAULT_SEGMENT_SECONDS).round().max(1.0) as u64;
+    if workers <= 1 {
+        return longest;
+    }
+    let shortest = (fps * MIN_DEFAULT_SEGMENT_SECONDS).round().max(1.0) as u64;
+    let shared = frames.div_ceil(workers as u64 * SEGMENTS_PER_WORKER);
+    shared.clamp(shortest, longest)
 }
 
 /// Plan `index` as segments of about `target` frames each, cut at the next keyframe; only the
@@ -140,6 +157,21 @@ mod tests {
         }
         i.finish(0);
         i
+    }
+
+    #[test]
+    fn the_default_length_gives_several_workers_several_segments_each() {
+        // One worker: about a minute, whatever the length.
+        assert_eq!(default_segment_frames(25.0, 300, 1), 1500);
+        assert_eq!(default_segment_frames(f64::NAN, 10, 1), 1500);
+        // Four workers on 10 minutes at 25 fps: 16 segments of 15000 / 16 frames.
+        assert_eq!(default_segment_frames(25.0, 15_000, 4), 938);
+        // A long film: a minute at most.
+        assert_eq!(default_segment_frames(24.0, 24 * 7200, 4), 1440);
+        // 300 frames on two workers: 2 s segments, not 37 frames.
+        assert_eq!(default_segment_frames(25.0, 300, 2), 50);
+        let plan = plan_segments(&index(300, 25), default_segment_frames(25.0, 300, 2), None);
+        assert_eq!(plan.segments.len(), 6);
     }
 
     #[test]
