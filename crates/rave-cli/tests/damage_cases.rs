@@ -373,11 +373,8 @@ fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
     );
 }
 
-/// `clean` with the header of its middle video PES zeroed: the demuxer drops that frame
-/// without a word and the transport packets stay whole.
-fn lose_a_pes(clean: &std::path::Path, damaged: &std::path::Path) {
-    let mut data = std::fs::read(clean).unwrap();
-    // Transport packets that start a video PES (payload 00 00 01 E0).
+/// Where each video PES of a transport stream starts (payload 00 00 01 E0).
+fn video_pes_starts(data: &[u8]) -> Vec<usize> {
     let starts: Vec<usize> = (0..data.len() / 188)
         .map(|k| k * 188)
         .filter(|&at| data[at] == 0x47 && data[at + 1] & 0x40 != 0)
@@ -391,9 +388,26 @@ fn lose_a_pes(clean: &std::path::Path, damaged: &std::path::Path) {
         })
         .collect();
     assert!(starts.len() >= 10, "{} PES starts", starts.len());
+    starts
+}
+
+/// `clean` with the header of its middle video PES zeroed: the demuxer drops that frame
+/// without a word and the transport packets stay whole.
+fn lose_a_pes(clean: &std::path::Path, damaged: &std::path::Path) {
+    let mut data = std::fs::read(clean).unwrap();
+    let starts = video_pes_starts(&data);
     let middle = starts[starts.len() / 2];
     data[middle..middle + 9].fill(0);
     std::fs::write(damaged, data).unwrap();
+}
+
+/// `file` with the timestamps of its `nth` video PES taken away (the PTS/DTS flags
+/// cleared; the header keeps its length): the frame is there, with no time of its own.
+fn untime_a_pes(file: &std::path::Path, nth: usize) {
+    let mut data = std::fs::read(file).unwrap();
+    let at = video_pes_starts(&data)[nth];
+    data[at + 7] &= 0x3F;
+    std::fs::write(file, data).unwrap();
 }
 
 /// A video frame lost from an MPEG-TS without a demuxer error. With B-frames the decoder
@@ -448,6 +462,25 @@ fn a_ts_frame_lost_without_a_demuxer_error_is_refused_or_said() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["input_damage"]["timeline_gaps"], 0, "{v}");
     assert!(!stderr(&o).contains("frame slot"), "{}", stderr(&o));
+
+    // A frame whose PES lost its timestamps is decoded and kept: no slot is missing (it
+    // was said to be), and with a frame lost besides, one is.
+    let untimed = d.join("untimed.ts");
+    std::fs::copy(&clean, &untimed).unwrap();
+    untime_a_pes(&untimed, 5);
+    let out = d.join("untimed.mkv");
+    let o = upscale(&untimed, &out, &m, &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["timeline_gaps"], 0, "{v}");
+    assert!(!stderr(&o).contains("frame slot"), "{}", stderr(&o));
+    assert_eq!(frame_times(&out).len(), frames);
+    let both = d.join("both.ts");
+    lose_a_pes(&untimed, &both);
+    let o = upscale(&both, &d.join("both.mkv"), &m, &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["timeline_gaps"], 1, "{v}");
 }
 
 /// Two B-frame recordings joined (`cat a.ts b.ts`) whose AAC audio starts a little before

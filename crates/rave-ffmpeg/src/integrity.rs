@@ -118,6 +118,8 @@ pub struct IntegrityLedger {
     scanned: bool,
     /// Presentation timestamps of every video packet (for gaps in the timeline).
     video_pts: Vec<i64>,
+    /// Video packets without one: each fills a slot that looks like a gap.
+    untimed_video: u64,
     /// Where the timestamps restarted (seconds of the spliced timeline): the splice leaves
     /// a hole in the video where another stream of the first part ran longer, which is no
     /// frame lost.
@@ -181,6 +183,7 @@ impl IntegrityLedger {
             interlaced: false,
             scanned: false,
             video_pts: Vec::new(),
+            untimed_video: 0,
             resets_s: Vec::new(),
             note: None,
         }
@@ -254,10 +257,11 @@ impl IntegrityLedger {
             }
         }
         let (role, unit_s) = (t.role, t.unit_s);
-        if role == Role::Video
-            && let Some(pts) = packet.pts()
-        {
-            self.video_pts.push(pts);
+        if role == Role::Video {
+            match packet.pts() {
+                Some(pts) => self.video_pts.push(pts),
+                None => self.untimed_video += 1,
+            }
         }
         let corrupt = packet.is_corrupt();
         let mut admitted = true;
@@ -443,9 +447,10 @@ impl IntegrityLedger {
                         from * video.unit_s - frame_s <= r && r <= to * video.unit_s + frame_s
                     })
                 };
-                let gaps: Vec<_> = timeline::gaps(&pts, step)
-                    .filter(|g| !at_a_splice(g))
-                    .collect();
+                let gaps = timeline::less_untimed(
+                    timeline::gaps(&pts, step).filter(|g| !at_a_splice(g)),
+                    self.untimed_video,
+                );
                 (gaps.iter().map(|g| g.1).sum(), gaps.first().map(|g| g.0))
             }
             false => (0, None),

@@ -104,9 +104,31 @@ pub fn gaps(sorted: &[i64], step: i64) -> impl Iterator<Item = (i64, u64)> + '_ 
         .map(move |(at, delta)| (at, ((delta + step / 2) / step - 1) as u64))
 }
 
+/// `gaps` less the slots that `untimed` video packets (no timestamp: their frames are
+/// decoded and placed, but are not in the sorted timestamps) fill, taken from the first
+/// gaps on; the gaps left keep their order.
+pub fn less_untimed(gaps: impl Iterator<Item = (i64, u64)>, mut untimed: u64) -> Vec<(i64, u64)> {
+    gaps.filter_map(|(at, frames)| {
+        let filled = frames.min(untimed);
+        untimed -= filled;
+        (frames > filled).then_some((at, frames - filled))
+    })
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_untimed_packet_fills_a_slot_not_a_gap() {
+        let pts = [0, 40, 120, 160, 280];
+        assert_eq!(gaps(&pts, 40).collect::<Vec<_>>(), [(40, 1), (160, 2)]);
+        assert_eq!(less_untimed(gaps(&pts, 40), 0), [(40, 1), (160, 2)]);
+        assert_eq!(less_untimed(gaps(&pts, 40), 1), [(160, 2)]);
+        assert_eq!(less_untimed(gaps(&pts, 40), 2), [(160, 1)]);
+        assert!(less_untimed(gaps(&pts, 40), 5).is_empty());
+    }
 
     #[test]
     fn gaps_duplicates_and_discontinuities() {
