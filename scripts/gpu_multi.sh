@@ -212,7 +212,11 @@ PY
     local seg=(); [[ $len == default ]] || seg=(--segment-frames "$len")
     env -u RAVE_TEST_GPU_COPIES rave upscale -i "$clip" -o "$work/len_$len.mp4" --overwrite --progress off --json --preset veryfast "${seg[@]}" \
       >"$out/len_$len.json" 2>"$out/len_$len.err" || fail "one GPU, segment length $len"
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); s=r["segments"]; print(f"  {sys.argv[2]:>8}: {s[\"total\"]} segments of {s[\"segment_frames\"]} frames, {r[\"fps\"]:.1f} fps wall")' "$out/len_$len.json" "$len" | tee -a "$summary"
+    python3 - "$out/len_$len.json" "$len" <<'PY' | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1])); s = r["segments"]
+print(f"  {sys.argv[2]:>8}: {s['total']} segments of {s['segment_frames']} frames, {r['fps']:.1f} fps wall, {r['pipeline_fps']:.1f} stages")
+PY
   done
   say "--encoder nvenc --gpus 0,1 (no NVENC here): refused before any work, naming the GPU"
   rave upscale -i "$clip" -o "$work/nvenc.mp4" --overwrite --progress off --encoder nvenc --gpus 0,1 >"$out/nvenc.out" 2>&1
