@@ -184,7 +184,7 @@ standin() {
   say "--gpus 0,1, libx264 veryfast: the per-GPU summary lines (without --json)"
   rave upscale -i "$clip" -o "$work/summary.mp4" --overwrite --progress off --segment-frames 50 --preset veryfast --gpus 0,1 \
     2>&1 | tee "$out/summary.txt" | grep -E "^ *GPU [0-9]+:|frames" | tee -a "$summary"
-  grep -qE "GPU 1: [0-9]+ frames" "$out/summary.txt" || fail "no GPU 1 line in the summary"
+  grep -qE "GPU 1: [0-9]+ frames.*GPU 0 standing in" "$out/summary.txt" || fail "no GPU 1 line (GPU 0 standing in) in the summary"
   say "--gpus 0,1, libx264 veryfast (the reference for the retries)"
   upscale both --preset veryfast --gpus 0,1 || fail both
   python3 - "$out/both.json" "$frames" <<'PY' | tee -a "$summary" || fail "the per-GPU report"
@@ -192,7 +192,8 @@ import json, sys
 r = json.load(open(sys.argv[1])); frames = int(sys.argv[2])
 gpus = r["gpus"]
 print(f"  report: {len(gpus)} GPUs, frames {[g['frames'] for g in gpus]} (sum {sum(g['frames'] for g in gpus)} of {r['frames_out']})")
-sys.exit(0 if len(gpus) == 2 and all(g["frames"] > 0 for g in gpus) and sum(g["frames"] for g in gpus) == r["frames_out"] == frames else 1)
+print(f"  stand-ins: {[g.get('stand_in_for') for g in gpus]} (each line names GPU 0 as the one that ran it)")
+sys.exit(0 if len(gpus) == 2 and all(g["frames"] > 0 and g.get("stand_in_for") == 0 for g in gpus) and sum(g["frames"] for g in gpus) == r["frames_out"] == frames else 1)
 PY
   # Two copies of one GPU run at one speed: neither may take two thirds of the segments
   # (at 539338f GPU 1 loaded after GPU 0 and got 100 of 300 frames).

@@ -61,7 +61,7 @@ pub fn print_run(r: &RunReport) {
     if r.gpus.len() > 1 {
         for g in &r.gpus {
             outln!(
-                "  GPU {}: {} frames at {:.1} fps, {} worker{}, VRAM peak {:.0} MiB{}{}",
+                "  GPU {}: {} frames at {:.1} fps, {} worker{}, VRAM peak {:.0} MiB{}{}{}",
                 g.gpu,
                 g.frames,
                 g.fps,
@@ -74,7 +74,10 @@ pub fn print_run(r: &RunReport) {
                 )),
                 g.failed
                     .as_ref()
-                    .map_or(String::new(), |why| format!("; failed: {why}"))
+                    .map_or(String::new(), |why| format!("; failed: {why}")),
+                g.stand_in_for.map_or(String::new(), |d| format!(
+                    " [GPU {d} standing in: RAVE_TEST_GPU_COPIES]"
+                ))
             );
         }
     }

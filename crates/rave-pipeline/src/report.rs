@@ -127,6 +127,10 @@ pub struct GpuLine {
     /// (its segments went to the other GPUs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// The driver's GPU that ran this one's work where `RAVE_TEST_GPU_COPIES` shows GPU 0
+    /// as several (a test: the speeds are that one GPU's, shared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stand_in_for: Option<usize>,
 }
 
 /// One GPU worker's share of the run: its GPU, the frames of the segments it finished, its
@@ -144,6 +148,8 @@ impl GpuLine {
             vram_peak: 0,
             device_peak: None,
             failed: None,
+            stand_in_for: rave_core::gpu::stand_in::active()
+                .map(|_| rave_core::gpu::stand_in::driver_ordinal(gpu)),
         }
     }
 
