@@ -13,6 +13,7 @@ pub mod job;
 pub mod job_progress;
 pub mod job_work;
 pub mod manifest;
+pub mod nvenc_everywhere;
 pub mod plan;
 pub mod pool;
 pub mod queue;

@@ -15,6 +15,7 @@ use rave_ffmpeg::structure_check::StructureProblem;
 use rave_ffmpeg::writer::NvencOutput;
 use rave_ffmpeg::{Container, FrameBounds, MediaWriter, VideoReader};
 
+use super::nvenc_everywhere;
 use super::plan::PlannedSegment;
 use crate::backend_choice::{ChosenBackend, Engine, choose_backend};
 use crate::cancel::CancelToken;
@@ -147,8 +148,13 @@ impl Worker {
             _ => None,
         };
         let surfaces = (config.channels.inferred + 4) as u32;
-        let (nvenc, software_reason) =
-            choose_nvenc(job, &engine, (w * scale, h * scale), surfaces)?;
+        let (nvenc, software_reason) = choose_nvenc(
+            job,
+            config.gpu.device_id,
+            &engine,
+            (w * scale, h * scale),
+            surfaces,
+        )?;
         Ok(Self {
             engine,
             nvdec,
@@ -315,9 +321,12 @@ const NVENC_GOP: u32 = 250;
 
 /// Whether the run encodes with NVENC (`--encoder auto|nvenc`): a session must open for the
 /// codec at `out_size` and the output's bits, and the frames must be on the GPU; with `auto`
-/// otherwise the software encoder and why, with `nvenc` otherwise an error (exit 6).
+/// otherwise the software encoder and why, with `nvenc` otherwise an error (exit 6). With
+/// `auto` on several GPUs, NVENC only where every GPU of the job (`own` is the worker's)
+/// opens a session, so that every segment comes from one encoder.
 fn choose_nvenc(
     job: &JobSpec,
+    own: usize,
     engine: &Engine,
     out_size: (u32, u32),
     surfaces: u32,
@@ -357,7 +366,15 @@ fn choose_nvenc(
         Some(out_size),
         nvenc.output_bits,
         gpu.is_some(),
-        |ask| nvenc_session_on(ask, device.as_ref()),
+        |ask| match settings.request {
+            EncoderRequest::Auto if gpu.is_some() => nvenc_everywhere::open_on_every_gpu(
+                own,
+                &config.gpu.gpus,
+                || nvenc_session_on(ask, device.as_ref()),
+                |other| nvenc_everywhere::session_on_gpu(ask, other),
+            ),
+            _ => nvenc_session_on(ask, device.as_ref()),
+        },
     );
     match (pick, device) {
         (Err(refusal), _) => Err(EngineError::NoGpu(refusal)),

@@ -1,0 +1,82 @@
+//! With `--encoder auto` on several GPUs, a job encodes with NVENC only where a session
+//! opens on every GPU of `--gpus`: the segments are joined without re-encoding, so one job's
+//! segments must all come from one encoder. Each worker asks the same question, so they all
+//! get the same answer; each GPU is asked once per process.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use rave_ffmpeg::encoder_choice::SessionAsk;
+use rave_ffmpeg::hw_caps::nvenc_session_on;
+
+use crate::gpu_stages;
+
+/// Whether a session opens for `ask`: first on the worker's own GPU (`open_own`), then on
+/// each other GPU of `gpus` (`open_on`). The first refusal, naming the other GPU it came
+/// from and why that stops NVENC on every GPU.
+pub fn open_on_every_gpu(
+    own: usize,
+    gpus: &[usize],
+    open_own: impl FnOnce() -> Result<(), String>,
+    mut open_on: impl FnMut(usize) -> Result<(), String>,
+) -> Result<(), String> {
+    open_own()?;
+    for &gpu in gpus.iter().filter(|&&g| g != own) {
+        open_on(gpu).map_err(|why| {
+            format!(
+                "GPU {gpu} of --gpus cannot ({why}), and the segments of one job must come from one encoder to be joined"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// A session for `ask` on GPU `gpu` (its primary context), remembered for the process.
+pub fn session_on_gpu(ask: SessionAsk, gpu: usize) -> Result<(), String> {
+    type Answers =
+        Mutex<HashMap<(usize, &'static str, Option<(u32, u32)>, u8), Result<(), String>>>;
+    static ANSWERS: OnceLock<Answers> = OnceLock::new();
+    let key = (gpu, ask.encoder, ask.size, ask.bits);
+    let answers = ANSWERS.get_or_init(Default::default);
+    if let Some(known) = answers.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return known.clone();
+    }
+    let answer = rave_core::gpu::GpuContext::new(gpu)
+        .and_then(|ctx| gpu_stages::nvenc_device(&ctx))
+        .map_err(|e| e.to_string())
+        .and_then(|device| nvenc_session_on(ask, Some(&device)));
+    answers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, answer.clone());
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvenc_needs_every_gpu_of_the_job() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let open_on = |gpu: usize| {
+            asked.borrow_mut().push(gpu);
+            match gpu {
+                2 => Err("no NVENC on this GPU".to_string()),
+                _ => Ok(()),
+            }
+        };
+        assert_eq!(open_on_every_gpu(0, &[0, 1], || Ok(()), open_on), Ok(()));
+        assert_eq!(*asked.borrow(), [1], "its own GPU is not asked twice");
+        let refused = open_on_every_gpu(1, &[0, 1, 2, 3], || Ok(()), open_on).unwrap_err();
+        assert!(
+            refused.starts_with("GPU 2 of --gpus cannot (no NVENC on this GPU)"),
+            "{refused}"
+        );
+        assert_eq!(*asked.borrow(), [1, 0, 2], "stops at the first refusal");
+        // Its own GPU's refusal is passed on as it is, and no other is asked.
+        let own = open_on_every_gpu(0, &[0, 1], || Err("busy".into()), open_on);
+        assert_eq!(own, Err("busy".into()));
+        assert_eq!(asked.borrow().len(), 3);
+    }
+}
