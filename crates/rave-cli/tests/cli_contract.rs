@@ -293,105 +293,8 @@ fn output_problems_exit_4_and_leave_nothing_behind() {
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
 
-#[test]
-fn missing_runtime_library_exits_6_and_lists_candidates() {
-    let dir = scratch();
-    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
-    let o = rave()
-        .args([
-            "upscale",
-            "-i",
-            clip.to_str().unwrap(),
-            "-o",
-            dir.path().join("o.mp4").to_str().unwrap(),
-        ])
-        .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
-        .env("RAVE_HOME", dir.path())
-        .env_remove("ORT_DYLIB_PATH")
-        .output()
-        .unwrap();
-    assert_exit(&o, 6);
-    let err = stderr(&o);
-    assert!(err.contains("Checked, in order:"), "{err}");
-    assert!(
-        err.contains(&format!(
-            "{}/lib/libonnxruntime.so (RAVE install folder): not found",
-            dir.path().display()
-        )),
-        "{err}"
-    );
-}
-
 /// ONNX Runtime is loaded only where it runs the model (the native engine needs none): asked
 /// for the GPU on a machine without one, the run fails on the GPU, not on the runtime.
-#[test]
-fn the_gpu_path_does_not_look_for_onnx_runtime_before_the_gpu() {
-    if Path::new("/dev/nvidiactl").exists() {
-        eprintln!("skipped: this machine has an NVIDIA GPU");
-        return;
-    }
-    let dir = scratch();
-    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
-    let o = rave()
-        .args(upscale_args(
-            &clip,
-            &dir.path().join("o.mp4"),
-            &fixture("nearest_x2.onnx"),
-            &["--device", "gpu"],
-        ))
-        .env("RAVE_HOME", dir.path())
-        .env_remove("ORT_DYLIB_PATH")
-        .output()
-        .unwrap();
-    assert_exit(&o, 6);
-    let err = stderr(&o);
-    assert!(err.contains("--device cpu runs on the CPU"), "{err}");
-    assert!(!err.contains("ONNX Runtime library"), "{err}");
-}
-
-#[test]
-fn an_ort_library_named_by_the_user_must_load() {
-    let dir = scratch();
-    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
-    let out = dir.path().join("o.mp4");
-    let upscale_with = |flag: Option<&str>, env: Option<&str>| {
-        let mut c = rave();
-        c.args(["upscale", "-i", clip.to_str().unwrap(), "-o"])
-            .arg(&out)
-            .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
-            .env_remove("ORT_DYLIB_PATH");
-        if let Some(f) = flag {
-            c.args(["--ort-lib", f]);
-        }
-        if let Some(e) = env {
-            c.env("ORT_DYLIB_PATH", e);
-        }
-        c.output().unwrap()
-    };
-    for (flag, env, needle) in [
-        (Some("/nope.so"), None, "/nope.so (from --ort-lib)"),
-        (Some("/etc/passwd"), None, "/etc/passwd (from --ort-lib)"),
-        (None, Some("/nope.so"), "/nope.so (from ORT_DYLIB_PATH)"),
-        (
-            Some("/nope.so"),
-            Some("/also-nope.so"),
-            "/nope.so (from --ort-lib)",
-        ),
-    ] {
-        let o = upscale_with(flag, env);
-        assert_exit(&o, 6);
-        let err = stderr(&o);
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(needle), "{flag:?} {env:?}: {err}");
-        assert!(!err.contains("RAVE install folder"), "no fallback: {err}");
-        assert!(!out.exists());
-    }
-    let err = stderr(&upscale_with(Some("/nope.so"), None));
-    assert!(err.contains("no such file"), "{err}");
-    let err = stderr(&upscale_with(Some("/etc/passwd"), None));
-    assert!(err.contains("invalid ELF header"), "{err}");
-}
-
 #[test]
 fn a_models_dir_that_is_not_a_folder_is_a_usage_error() {
     let dir = scratch();
@@ -507,31 +410,6 @@ fn pipes_stdin_and_devices_are_named_with_what_to_do() {
         err.contains("/dev/stdin: is stdin, a pipe") && err.contains(hint),
         "{err}"
     );
-}
-
-#[test]
-fn onnx_runtime_log_lines_stay_out_of_the_error() {
-    // A model that parses but fails while ONNX Runtime initializes it (an unknown Resize
-    // mode): the runtime logs an error of its own, which must not reach the user.
-    let dir = scratch();
-    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
-    let mut bytes = std::fs::read(fixture("nearest_x2.onnx")).unwrap();
-    let at = bytes
-        .windows(5)
-        .position(|w| w == b"floor")
-        .expect("nearest_mode attribute");
-    bytes[at..at + 5].copy_from_slice(b"flxor");
-    let bad = dir.path().join("bad_mode.onnx");
-    std::fs::write(&bad, bytes).unwrap();
-    let o = upscale(&clip, &dir.path().join("o.mp4"), &bad, &[]);
-    assert_exit(&o, 5);
-    let err = stderr(&o);
-    assert_eq!(err.lines().count(), 1, "only RAVE's line: {err}");
-    assert!(
-        err.starts_with("rave: error: ") && err.contains("flxor"),
-        "{err}"
-    );
-    assert!(!err.contains('\u{1b}'), "no colour codes: {err:?}");
 }
 
 #[test]

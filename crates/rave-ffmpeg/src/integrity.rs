@@ -8,19 +8,12 @@ use ffmpeg_next::media::Type;
 use ffmpeg_next::{Packet, Rational};
 use rave_core::damage::InputDamage;
 
+pub use crate::declared::Declared;
+use crate::declared::declared_of;
 use crate::log_watch::LogWatch;
 use crate::structure_check::{self, StructureProblem};
 use crate::sys;
 use crate::timeline::{self, Placement, VideoTimeline};
-
-/// What the container declares about one stream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Declared {
-    /// Packets the stream holds.
-    pub packets: Option<u64>,
-    /// Where the stream's timeline ends, in its time base.
-    pub end: Option<i64>,
-}
 
 /// The role of a stream in the checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -518,78 +511,9 @@ impl IntegrityLedger {
     }
 }
 
-/// What the container declares about stream `index`. Sample counts are trusted only from
-/// MP4/MOV (the demuxer's index after edit lists) and Matroska frame-count tags; durations
-/// only when FFmpeg took them from the headers, or from Matroska duration tags.
-fn declared_of(input: &Input, index: usize, format: &str, declared_times: bool) -> Declared {
-    let Some(stream) = input.stream(index) else {
-        return Declared::default();
-    };
-    let is_mov = format.split(',').any(|f| f == "mov" || f == "mp4");
-    let tags = stream.metadata();
-    let tag = |name: &str| {
-        tags.iter()
-            .find(|(k, _)| {
-                k.eq_ignore_ascii_case(name)
-                    || k.to_ascii_uppercase().starts_with(&format!("{name}-"))
-            })
-            .map(|(_, v)| v.to_owned())
-    };
-    let packets = if is_mov && stream.frames() > 0 {
-        // The index after edit lists; an empty one means the demuxer could not build it.
-        match sys::index_entries(input, index) {
-            0 => Some(stream.frames() as u64),
-            n => Some(n),
-        }
-    } else {
-        tag("NUMBER_OF_FRAMES").and_then(|v| v.trim().parse().ok())
-    };
-    let tb = stream.time_base();
-    let units = |seconds: f64| {
-        (tb.numerator() > 0).then(|| {
-            (seconds * f64::from(tb.denominator()) / f64::from(tb.numerator())).round() as i64
-        })
-    };
-    // A stream's duration reads as the end of its timeline in some files and as the span
-    // from its first timestamp in others (MP4: `-ss 0.3 -t 1 -c copy` gives AAC starting at
-    // 0.02 s whose duration is where it ends; `-output_ts_offset 1.5`, the span). As for the
-    // whole file, the earlier reading is held: it refuses no complete stream.
-    let end = if declared_times && stream.duration() > 0 && !is_matroska(format) {
-        Some(stream.duration())
-    } else {
-        tag("DURATION")
-            .and_then(|v| parse_clock(&v))
-            .and_then(units)
-    };
-    Declared { packets, end }
-}
-
-fn is_matroska(format: &str) -> bool {
-    format.split(',').any(|f| f == "matroska" || f == "webm")
-}
-
-/// Seconds of a Matroska duration tag: "HH:MM:SS.nnnnnnnnn".
-fn parse_clock(text: &str) -> Option<f64> {
-    let mut parts = text.trim().split(':');
-    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    let (h, m, s): (f64, f64, f64) = (h.parse().ok()?, m.parse().ok()?, s.parse().ok()?);
-    (h >= 0.0 && m >= 0.0 && s >= 0.0).then_some(h * 3600.0 + m * 60.0 + s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn matroska_clock_tags_parse() {
-        assert_eq!(parse_clock("00:00:01.221000000"), Some(1.221));
-        assert_eq!(parse_clock("01:02:03.5"), Some(3723.5));
-        assert_eq!(parse_clock("garbage"), None);
-        assert_eq!(parse_clock("1:2"), None);
-    }
 
     #[test]
     fn a_stream_is_short_only_beyond_one_and_a_half_packets() {

@@ -1,6 +1,7 @@
 //! Media IO on the system FFmpeg libraries: probe, demux and software decode into host
 //! frames, software encode, and muxing with every other stream copied untouched.
 
+mod declared;
 mod log_capture;
 mod log_watch;
 mod stderr_capture;

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod batch;
 mod clips;
 mod ffprobe;
 mod segments;
