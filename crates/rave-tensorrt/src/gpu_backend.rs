@@ -127,6 +127,9 @@ struct State {
     staging: Option<Staging>,
 }
 
+/// Held while a TensorRT session is made (see `build_session`).
+static TENSORRT_BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The GPU inference backend.
 pub struct TensorRtBackend {
     config: GpuBackendConfig,
@@ -274,6 +277,16 @@ impl TensorRtBackend {
         };
         let failed = |e: String| {
             EngineError::RuntimeLibrary(format!("{}: {}", kind.label(), first_line(&e)))
+        };
+        // TensorRT sessions are made one at a time in the process: the GPUs of `--gpus`
+        // load side by side, and two builds writing one engine cache (or ONNX Runtime's
+        // TensorRT provider initialising twice at once) is not safe; the second finds the
+        // engine the first cached.
+        let _one_build = match kind {
+            ProviderKind::TensorRt => {
+                Some(TENSORRT_BUILDS.lock().unwrap_or_else(|e| e.into_inner()))
+            }
+            ProviderKind::Cuda => None,
         };
         let builder =
             Session::builder(self.runtime.environment()).map_err(|e| failed(e.to_string()))?;

@@ -76,7 +76,10 @@ pub fn ptx(
     }
     let text = compile()?;
     if let (Some(d), Some(f)) = (dir, &file) {
-        let temp = d.join(format!(".{key}.{}.tmp", std::process::id()));
+        // One temporary file per writer: workers on several GPUs may store a key at once.
+        static WRITERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = d.join(format!(".{key}.{}.{n}.tmp", std::process::id()));
         let stored = std::fs::create_dir_all(d)
             .and_then(|_| std::fs::write(&temp, &text))
             .and_then(|_| std::fs::rename(&temp, f));

@@ -112,6 +112,7 @@ pub fn run_segment(
         in_size: probe(&config.input)?.frame_size()?,
         bit_depth,
         structure: None,
+        nvenc_everywhere: Default::default(),
     };
     let mut worker = Worker::start(&spec, cancel)?;
     mark_running(&work, index)?;

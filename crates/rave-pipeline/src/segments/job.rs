@@ -130,6 +130,7 @@ pub fn prepare(
         in_size,
         bit_depth,
         structure: reader.structure_verdict(),
+        nvenc_everywhere: Default::default(),
     };
     clock.step("probe", began);
     let began = std::time::Instant::now();

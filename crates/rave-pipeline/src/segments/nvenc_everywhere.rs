@@ -1,10 +1,7 @@
 //! With `--encoder auto` on several GPUs, a job encodes with NVENC only where a session
 //! opens on every GPU of `--gpus`: the segments are joined without re-encoding, so one job's
-//! segments must all come from one encoder. Each worker asks the same question, so they all
-//! get the same answer; each GPU is asked once per process.
-
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+//! segments must all come from one encoder. The first worker to ask decides for the job
+//! (`JobSpec::nvenc_everywhere`).
 
 use rave_ffmpeg::encoder_choice::SessionAsk;
 use rave_ffmpeg::hw_caps::nvenc_session_on;
@@ -31,25 +28,12 @@ pub fn open_on_every_gpu(
     Ok(())
 }
 
-/// A session for `ask` on GPU `gpu` (its primary context), remembered for the process.
+/// A session for `ask` on GPU `gpu` (its primary context).
 pub fn session_on_gpu(ask: SessionAsk, gpu: usize) -> Result<(), String> {
-    type Answers =
-        Mutex<HashMap<(usize, &'static str, Option<(u32, u32)>, u8), Result<(), String>>>;
-    static ANSWERS: OnceLock<Answers> = OnceLock::new();
-    let key = (gpu, ask.encoder, ask.size, ask.bits);
-    let answers = ANSWERS.get_or_init(Default::default);
-    if let Some(known) = answers.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return known.clone();
-    }
-    let answer = rave_core::gpu::GpuContext::new(gpu)
+    rave_core::gpu::GpuContext::new(gpu)
         .and_then(|ctx| gpu_stages::nvenc_device(&ctx))
         .map_err(|e| e.to_string())
-        .and_then(|device| nvenc_session_on(ask, Some(&device)));
-    answers
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, answer.clone());
-    answer
+        .and_then(|device| nvenc_session_on(ask, Some(&device)))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};
 
 use rave_core::error::{EngineError, ErrorFamily, Result};
+use rave_core::gpu::stand_in::driver_ordinal;
 
 use super::queue::{GivenBack, Lease, QueueOutcome, SegmentQueue};
 use super::worker::LoadTurn;
@@ -102,8 +103,11 @@ pub fn run_pool<P: PoolWork>(
     let slots = assign(&plan.gpus, plan.jobs);
     let next_slot = AtomicUsize::new(0);
     // Per GPU, the workers that have loaded so far: a GPU's workers load one at a time (so
-    // that each one's VRAM fit measures its own memory), the GPUs side by side.
+    // that each one's VRAM fit measures its own memory), the GPUs side by side; GPUs that
+    // are one device (RAVE_TEST_GPU_COPIES) one at a time, under that device's lock.
     let turns: Vec<Mutex<usize>> = plan.gpus.iter().map(|_| Mutex::new(0)).collect();
+    let devices: Vec<usize> = plan.gpus.iter().map(|&g| driver_ordinal(g)).collect();
+    let device_locks: Vec<Mutex<()>> = plan.gpus.iter().map(|_| Mutex::new(())).collect();
     let all_loaded = Barrier::new(plan.jobs);
     let errors = FirstError::default();
     let load_failures = Mutex::new(Vec::new());
@@ -116,6 +120,10 @@ pub fn run_pool<P: PoolWork>(
                     let k = next_slot.fetch_add(1, Ordering::Relaxed);
                     let (gpu, sharing) = slots[k % slots.len()];
                     let on_gpu = plan.gpus.iter().position(|&g| g == gpu).unwrap_or(0);
+                    let device = devices.iter().position(|&d| d == devices[on_gpu]);
+                    let _device = device_locks[device.unwrap_or(0)]
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
                     let mut loaded = turns[on_gpu].lock().unwrap_or_else(|e| e.into_inner());
                     let turn = LoadTurn {
                         gpu,
@@ -374,7 +382,7 @@ mod tests {
         let mut fake = Fake::new();
         fake.take_two = true;
         fake.load_time = [Duration::ZERO, Duration::from_millis(100)];
-        fake.per_segment = [Duration::from_millis(400); 2];
+        fake.per_segment = [Duration::from_millis(1000); 2];
         let out = fake.run_on(&[0, 1], 2, true, 2);
         assert!(out.error.is_none() && out.segments.left.is_empty());
         assert_eq!(fake.ran(), vec![(0, 0), (1, 1)]);

@@ -101,8 +101,8 @@ pub fn run_job(
     } else {
         config.gpu.gpus.clone()
     };
-    // The workers load their models one at a time, so that each one's VRAM fit measures
-    // its own memory (the device's use is read device-wide); under `--vram-limit` none
+    // A GPU's workers load their models one at a time (the GPUs side by side), so that
+    // each one's VRAM fit measures its own memory (the device's use is read device-wide); under `--vram-limit` none
     // starts on frames before all have loaded, for the same reason. With several GPUs, a
     // GPU that fails leaves its segments to the others.
     let plan = PoolPlan {
@@ -480,6 +480,7 @@ mod tests {
             in_size: (64, 48),
             bit_depth: 8,
             structure: None,
+            nvenc_everywhere: Default::default(),
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let resumed = per_worker(spec, 1, 4);

@@ -2,8 +2,8 @@
 //! runs one set of the five stages over the segments it is given, each into its own file.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
 
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::cuda_surfaces::CudaSurfacePool;
@@ -51,6 +51,9 @@ pub struct JobSpec {
     pub bit_depth: u8,
     /// The verdict of the input's structure check (not repeated per segment).
     pub structure: Option<StructureProblem>,
+    /// With `--encoder auto` on several GPUs: whether an NVENC session opens on every GPU
+    /// of the job, decided by the first worker to ask, so that every worker encodes alike.
+    pub nvenc_everywhere: OnceLock<std::result::Result<(), String>>,
 }
 
 /// What the workers of one run share.
@@ -360,6 +363,19 @@ fn choose_nvenc(
         Some(gpu) => Some(gpu_stages::nvenc_device(&gpu.ctx)?),
         None => None,
     };
+    let several_gpus = settings.request == EncoderRequest::Auto && config.gpu.gpus.len() > 1;
+    if several_gpus && gpu.is_none() {
+        // Frames on the CPU (the model fell back there) are encoded in software: the
+        // other workers must be too, or this one cannot join them.
+        let decided = job
+            .nvenc_everywhere
+            .get_or_init(|| Err(format!("GPU {own} runs the model on the CPU")));
+        if decided.is_ok() {
+            return Err(EngineError::NoGpu(format!(
+                "GPU {own} runs the model on the CPU, so its frames cannot go to NVENC, and the other GPUs of --gpus encode with NVENC: the segments of one job must come from one encoder; drop GPU {own} from --gpus or use --encoder x264, x265 or svtav1"
+            )));
+        }
+    }
     let pick = choose_encoder(
         settings.request,
         settings.codec,
@@ -367,12 +383,17 @@ fn choose_nvenc(
         nvenc.output_bits,
         gpu.is_some(),
         |ask| match settings.request {
-            EncoderRequest::Auto if gpu.is_some() => nvenc_everywhere::open_on_every_gpu(
-                own,
-                &config.gpu.gpus,
-                || nvenc_session_on(ask, device.as_ref()),
-                |other| nvenc_everywhere::session_on_gpu(ask, other),
-            ),
+            EncoderRequest::Auto if several_gpus => job
+                .nvenc_everywhere
+                .get_or_init(|| {
+                    nvenc_everywhere::open_on_every_gpu(
+                        own,
+                        &config.gpu.gpus,
+                        || nvenc_session_on(ask, device.as_ref()),
+                        |other| nvenc_everywhere::session_on_gpu(ask, other),
+                    )
+                })
+                .clone(),
             _ => nvenc_session_on(ask, device.as_ref()),
         },
     );
