@@ -279,25 +279,28 @@ fn encoder_names_the_codec_and_must_agree_with_codec() {
     assert_eq!(video_field(&out, "codec_name"), "hevc");
 }
 
-#[test]
-fn encoder_nvenc_with_device_cpu_is_a_conflict_of_options() {
-    // Refused before any session is tried, with or without a GPU: the frames are on the CPU.
+/// `rave upscale --encoder nvenc ARGS` of a clip, refused with exit 2 and no output: its
+/// error.
+fn nvenc_options_refused(args: &[&str]) -> String {
     let dir = scratch();
     let input = clip(dir.path());
     let out = dir.path().join("out.mp4");
-    let o = upscale(
-        &input,
-        &out,
-        &fixture("nearest_x2.onnx"),
-        &["--encoder", "nvenc", "--device", "cpu"],
-    );
+    let mut all = vec!["--encoder", "nvenc"];
+    all.extend_from_slice(args);
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &all);
     assert_exit(&o, 2);
-    let err = stderr(&o);
+    assert!(!out.exists());
+    stderr(&o)
+}
+
+#[test]
+fn encoder_nvenc_with_device_cpu_is_a_conflict_of_options() {
+    // Refused before any session is tried, with or without a GPU: the frames are on the CPU.
+    let err = nvenc_options_refused(&["--device", "cpu"]);
     assert!(
         err.contains("--device gpu") && err.contains("--encoder auto"),
         "{err}"
     );
-    assert!(!out.exists());
 }
 
 #[test]
@@ -316,19 +319,8 @@ fn encoder_nvenc_without_nvenc_says_why_and_the_way_out() {
 fn encoder_nvenc_checks_the_gpus_of_the_list_not_gpu_0() {
     // Each GPU of --gpus runs its own encoders, so the list is resolved before any NVENC
     // session is tried: a GPU that does not exist is the error, exit 2.
-    let dir = scratch();
-    let input = clip(dir.path());
-    let out = dir.path().join("out.mp4");
-    let o = upscale(
-        &input,
-        &out,
-        &fixture("nearest_x2.onnx"),
-        &["--encoder", "nvenc", "--gpus", "0,63"],
-    );
-    assert_exit(&o, 2);
-    let err = stderr(&o);
+    let err = nvenc_options_refused(&["--gpus", "0,63"]);
     assert!(err.starts_with("rave: error: --gpus 0,63: "), "{err}");
-    assert!(!out.exists());
 }
 
 #[test]

@@ -8,23 +8,28 @@ use std::path::Path;
 
 use common::*;
 
-#[test]
-fn missing_runtime_library_exits_6_and_lists_candidates() {
+/// `rave upscale ARGS` of a 2-frame clip with an install folder (`RAVE_HOME`) that has no
+/// ONNX Runtime and no `ORT_DYLIB_PATH`; the folder is kept while the result is read.
+fn upscale_without_ort(args: &[&str]) -> (tempfile::TempDir, std::process::Output) {
     let dir = scratch();
     let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
     let o = rave()
-        .args([
-            "upscale",
-            "-i",
-            clip.to_str().unwrap(),
-            "-o",
-            dir.path().join("o.mp4").to_str().unwrap(),
-        ])
-        .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
+        .args(upscale_args(
+            &clip,
+            &dir.path().join("o.mp4"),
+            &fixture("nearest_x2.onnx"),
+            args,
+        ))
         .env("RAVE_HOME", dir.path())
         .env_remove("ORT_DYLIB_PATH")
         .output()
         .unwrap();
+    (dir, o)
+}
+
+#[test]
+fn missing_runtime_library_exits_6_and_lists_candidates() {
+    let (dir, o) = upscale_without_ort(&[]);
     assert_exit(&o, 6);
     let err = stderr(&o);
     assert!(err.contains("Checked, in order:"), "{err}");
@@ -43,19 +48,7 @@ fn the_gpu_path_does_not_look_for_onnx_runtime_before_the_gpu() {
         eprintln!("skipped: this machine has an NVIDIA GPU");
         return;
     }
-    let dir = scratch();
-    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
-    let o = rave()
-        .args(upscale_args(
-            &clip,
-            &dir.path().join("o.mp4"),
-            &fixture("nearest_x2.onnx"),
-            &["--device", "gpu"],
-        ))
-        .env("RAVE_HOME", dir.path())
-        .env_remove("ORT_DYLIB_PATH")
-        .output()
-        .unwrap();
+    let (_dir, o) = upscale_without_ort(&["--device", "gpu"]);
     assert_exit(&o, 6);
     let err = stderr(&o);
     assert!(err.contains("--device cpu runs on the CPU"), "{err}");

@@ -231,3 +231,30 @@ pub struct UpscaleConfig {
     /// A failure to inject into the workers' inference, for testing (`None` in real runs).
     pub inject_failure: Option<crate::injected_failure::InjectedFailure>,
 }
+
+#[cfg(test)]
+impl UpscaleConfig {
+    /// A CPU run of `input` into `output` with `model`, H.264 at the default settings, for
+    /// tests to change what they test.
+    pub(crate) fn for_test(input: PathBuf, output: PathBuf, model: PathBuf) -> Self {
+        UpscaleConfig {
+            input,
+            output,
+            model,
+            encoder: EncoderSettings::new(rave_ffmpeg::VideoCodec::H264, None, None).unwrap(),
+            device: Device::Cpu,
+            gpu: GpuOptions::default(),
+            overwrite: false,
+            allow_corrupt: false,
+            threads: 0,
+            decoder_threads: None,
+            channels: ChannelCapacities::default(),
+            runtime_candidates: Vec::new(),
+            max_frames: None,
+            null_output: false,
+            segments: SegmentOptions::default(),
+            tiling: Default::default(),
+            inject_failure: None,
+        }
+    }
+}

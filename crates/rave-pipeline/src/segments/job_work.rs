@@ -286,13 +286,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ChannelCapacities, Device, GpuOptions, SegmentOptions, UpscaleConfig};
+    use crate::config::{SegmentOptions, UpscaleConfig};
     use crate::progress::{NoProgress, Progress};
     use crate::segments::job::{PreparedJob, prepare};
     use crate::segments::manifest::SegmentState;
     use crate::segments::queue::SegmentQueue;
     use rave_core::damage::InputDamage;
-    use rave_ffmpeg::{DecodeStats, EncoderSettings, VideoCodec};
+    use rave_ffmpeg::DecodeStats;
 
     /// A job of two 10-frame segments of a clip made by the ffmpeg command, planned for
     /// real (no model is loaded: `settle` is what is tested).
@@ -318,26 +318,12 @@ mod tests {
         let model = dir.join("model.onnx");
         std::fs::write(&model, b"not loaded by this test").unwrap();
         let config = UpscaleConfig {
-            input,
-            output: dir.join("out.mp4"),
-            model,
-            encoder: EncoderSettings::new(VideoCodec::H264, None, None).unwrap(),
-            device: Device::Cpu,
-            gpu: GpuOptions::default(),
-            overwrite: false,
-            allow_corrupt: false,
             threads: 1,
-            decoder_threads: None,
-            channels: ChannelCapacities::default(),
-            runtime_candidates: Vec::new(),
-            max_frames: None,
-            null_output: false,
             segments: SegmentOptions {
                 segment_frames: Some(10),
                 ..SegmentOptions::default()
             },
-            tiling: Default::default(),
-            inject_failure: None,
+            ..UpscaleConfig::for_test(input, dir.join("out.mp4"), model)
         };
         let clock = StartupClock::new(Instant::now());
         let job = prepare(

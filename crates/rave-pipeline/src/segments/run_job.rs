@@ -438,32 +438,18 @@ mod tests {
     }
 
     fn two_gpus_two_jobs_each() -> UpscaleConfig {
-        use crate::config::{ChannelCapacities, GpuOptions, SegmentOptions};
-        use rave_ffmpeg::{EncoderSettings, VideoCodec};
+        use crate::config::{GpuOptions, SegmentOptions};
         UpscaleConfig {
-            input: "in.mp4".into(),
-            output: "out.mp4".into(),
-            model: "model.onnx".into(),
-            encoder: EncoderSettings::new(VideoCodec::H264, None, None).unwrap(),
             device: Device::Gpu,
             gpu: GpuOptions {
                 gpus: vec![0, 1],
                 ..GpuOptions::default()
             },
-            overwrite: false,
-            allow_corrupt: false,
-            threads: 0,
-            decoder_threads: None,
-            channels: ChannelCapacities::default(),
-            runtime_candidates: Vec::new(),
-            max_frames: None,
-            null_output: false,
             segments: SegmentOptions {
                 jobs: Some(2),
                 ..SegmentOptions::default()
             },
-            tiling: Default::default(),
-            inject_failure: None,
+            ..UpscaleConfig::for_test("in.mp4".into(), "out.mp4".into(), "model.onnx".into())
         }
     }
 
