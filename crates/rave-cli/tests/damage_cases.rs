@@ -394,10 +394,15 @@ fn video_pes_starts(data: &[u8]) -> Vec<usize> {
 /// `clean` with the header of its middle video PES zeroed: the demuxer drops that frame
 /// without a word and the transport packets stay whole.
 fn lose_a_pes(clean: &std::path::Path, damaged: &std::path::Path) {
+    let middle = video_pes_starts(&std::fs::read(clean).unwrap()).len() / 2;
+    lose_pes(clean, damaged, middle);
+}
+
+/// `clean` with the header of its `nth` video PES zeroed.
+fn lose_pes(clean: &std::path::Path, damaged: &std::path::Path, nth: usize) {
     let mut data = std::fs::read(clean).unwrap();
-    let starts = video_pes_starts(&data);
-    let middle = starts[starts.len() / 2];
-    data[middle..middle + 9].fill(0);
+    let at = video_pes_starts(&data)[nth];
+    data[at..at + 9].fill(0);
     std::fs::write(damaged, data).unwrap();
 }
 
@@ -498,4 +503,59 @@ fn the_hole_a_splice_leaves_is_no_missing_frame() {
     let (out, v) = upscale_joined(d, &[&a, &b]);
     assert_eq!(v["input_damage"]["frames_missing"], 0, "{v}");
     assert_eq!(frame_times(&out).len(), 100);
+}
+
+/// A keyframe lost from a P-frame MPEG-TS cut into segments: the decoder drops the frames
+/// that refer to it without logging an error, so the segment decodes fewer frames than its
+/// packets. That is damage of the input (exit 3 with the way to read it as one segment, no
+/// work folder kept), not an internal error (it was exit 1).
+#[test]
+fn a_lost_keyframe_in_a_segment_is_input_damage_not_an_internal_error() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    let clean = d.join("g10.ts");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=128x72:rate=25:duration=10",
+            "sine=duration=10",
+        ],
+        &["-c:v", "libx264", "-g", "10", "-bf", "0", "-c:a", "aac"],
+    );
+    let lost = d.join("lost_key.ts");
+    lose_pes(&clean, &lost, 10);
+    let out = d.join("out.mkv");
+    let o = upscale(&lost, &out, &m, &["--json", "--jobs", "2"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        v["error"]["damage"]["frames_missing"].as_u64() > Some(0),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .to_string()
+            .contains("--segment-frames 1000000000"),
+        "{v}"
+    );
+    assert!(!out.exists());
+    assert!(!d.join(".out.mkv.rave-work").exists(), "no work to resume");
+    // As advised: read as one segment, what is missing counted.
+    let o = upscale(
+        &lost,
+        &out,
+        &m,
+        &[
+            "--json",
+            "--allow-corrupt",
+            "--segment-frames",
+            "1000000000",
+        ],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let missing = v["input_damage"]["frames_missing"].as_u64().unwrap();
+    assert!(missing > 0, "{v}");
+    assert_eq!(frame_times(&out).len() as u64, 250 - missing);
 }

@@ -451,7 +451,9 @@ impl IntegrityLedger {
         // In a damaged file a gap is frames lost; in one that shows no other damage it may
         // be the recorder's, and is said rather than refused.
         match damaged {
-            true => damage.frames_missing = (unread + undecoded).max(gaps).max(by_end),
+            // Slots with no packet (never read: in the gaps, or past the end) and packets
+            // that gave no picture are different frames.
+            true => damage.frames_missing = unread.max(gaps + by_end) + undecoded,
             false => {
                 damage.timeline_gaps = gaps;
                 damage.first_gap_s = first_gap.map(|p| p as f64 * video.unit_s - video_start);

@@ -37,6 +37,9 @@ pub struct CopiedPacket {
 pub struct DecodeStats {
     /// Video packets read.
     pub packets: u64,
+    /// Of them, those sent to the decoder whose presentation time falls within the bounds
+    /// (a segment's frames, each of which should come out).
+    pub packets_in_bounds: u64,
     /// Frames decoded and passed on.
     pub frames: u64,
     /// Frames whose timestamp was missing or went backwards and was repaired.
@@ -365,6 +368,12 @@ impl VideoReader {
             return Ok(());
         }
         self.stats.packets += 1;
+        if let Some(pts) = packet.pts()
+            && self.bounds.start.is_none_or(|start| pts >= start)
+            && self.bounds.end.is_none_or(|end| pts < end)
+        {
+            self.stats.packets_in_bounds += 1;
+        }
         self.ledger.on_sent(sys::packet_is_discarded(&packet));
         match self.decoder.send(&packet) {
             Ok(()) => {}

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 
 use super::fingerprint::file_sha256;
@@ -68,10 +69,32 @@ pub fn commit_segment(
 ) -> Result<bool> {
     if strict && outcome.frames != plan.frames {
         let _ = std::fs::remove_file(temp);
-        if !outcome.damage.is_clean() {
+        let damage = match outcome.damage.is_clean() {
+            false => Some(outcome.damage.clone()),
+            // Every planned frame's packet reached the decoder, and fewer frames came out:
+            // the decoder dropped some without a word (a lost reference picture), damage
+            // of the input, not a seam of RAVE's.
+            true if outcome.frames < plan.frames
+                && outcome.stats.packets_in_bounds >= plan.frames =>
+            {
+                let missing = plan.frames - outcome.frames;
+                Some(InputDamage {
+                    frames_missing: missing,
+                    first_problem: Some(format!(
+                        "the decoder gave no picture for {missing} of the {} packets of frames {}-{}",
+                        plan.frames,
+                        plan.first_frame,
+                        plan.first_frame + plan.frames.saturating_sub(1)
+                    )),
+                    ..outcome.damage.clone()
+                })
+            }
+            true => None,
+        };
+        if let Some(damage) = damage {
             return Err(EngineError::CorruptStream {
                 path: input.to_path_buf(),
-                damage: Box::new(outcome.damage.clone()),
+                damage: Box::new(damage),
                 hint: CUT_DAMAGE_HINT.into(),
             });
         }
