@@ -152,8 +152,9 @@ impl OutputSettings {
             frames_limit(self.max_frames),
             frames_limit(now.max_frames),
         );
+        // The first run may not have named it: its default depends on the workers.
         cmp(
-            "--segment-frames",
+            "the segment length (--segment-frames, or its default for the first run's workers)",
             self.segment_frames.to_string(),
             now.segment_frames.to_string(),
         );
