@@ -160,12 +160,15 @@ pub fn nvenc_session_on(ask: SessionAsk, device: Option<&CudaDevice>) -> Result<
             Some(line) => format!("{line} ({e})"),
             None => e,
         };
-        // The answer of a GPU that has no NVENC at all (NV_ENC_ERR_NO_ENCODE_DEVICE, or
-        // NV_ENC_ERR_UNSUPPORTED_DEVICE on a context of RAVE's), or of a machine with no GPU,
-        // as against one that refuses this size or bit depth.
-        match says_no_encoder(&why) || why.contains("libcuda") {
-            true => format!("{why}; GPUs without NVENC (A100, H100, H200) answer this way"),
-            false => why,
+        // The answer of a machine with no NVIDIA driver, or of a GPU that has no NVENC at
+        // all (NV_ENC_ERR_NO_ENCODE_DEVICE, or NV_ENC_ERR_UNSUPPORTED_DEVICE on a context of
+        // RAVE's), as against one that refuses this size or bit depth.
+        if why.contains("libcuda") {
+            format!("{why}; this machine has no NVIDIA driver, which NVENC needs")
+        } else if says_no_encoder(&why) {
+            format!("{why}; GPUs without NVENC (A100, H100, H200) answer this way")
+        } else {
+            why
         }
     })
 }
