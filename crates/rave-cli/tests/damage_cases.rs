@@ -559,3 +559,41 @@ fn a_lost_keyframe_in_a_segment_is_input_damage_not_an_internal_error() {
     assert!(missing > 0, "{v}");
     assert_eq!(frame_times(&out).len() as u64, 250 - missing);
 }
+
+/// The first video PES (or the first three) of an MPEG-TS without timestamps: those frames
+/// go one frame apart before the first timed one, and the output's frames have the clean
+/// file's times (the first frame was put 1.5 s early, and the rest 63 ms early against the
+/// audio, in MP4; in Matroska it had none).
+#[test]
+fn untimed_first_frames_go_before_the_first_timed_one() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    for (name, bf) in [("p", "0"), ("b", "2")] {
+        let clean = d.join(format!("{name}.ts"));
+        lavfi_clip(
+            &clean,
+            &["testsrc2=size=128x72:rate=25:duration=2", "sine=duration=2"],
+            &["-c:v", "libx264", "-g", "25", "-bf", bf, "-c:a", "aac"],
+        );
+        let reference = d.join(format!("{name}_clean.mp4"));
+        assert_exit(&upscale(&clean, &reference, &m, &[]), 0);
+        for firsts in [1, 3] {
+            let untimed = d.join(format!("{name}_{firsts}.ts"));
+            std::fs::copy(&clean, &untimed).unwrap();
+            for nth in 0..firsts {
+                untime_a_pes(&untimed, nth);
+            }
+            for ext in ["mp4", "mkv"] {
+                let out = d.join(format!("{name}_{firsts}.{ext}"));
+                let o = upscale(&untimed, &out, &m, &["--json"]);
+                assert_exit(&o, 0);
+                assert_eq!(
+                    frame_times(&out),
+                    frame_times(&reference),
+                    "{name}, {firsts} untimed, {ext}"
+                );
+            }
+        }
+    }
+}

@@ -339,6 +339,17 @@ impl IntegrityLedger {
         placed
     }
 
+    /// Frames placed [`Placement::Leading`] were given timestamps up to `last` (no timed
+    /// frame came after them soon enough).
+    pub fn settle_leading(&mut self, last: i64) {
+        self.timeline.settle_leading(last);
+    }
+
+    /// Duration of one frame in the video's time base.
+    pub fn frame_step(&self) -> i64 {
+        self.timeline.step()
+    }
+
     /// Whether a decoded frame was interlaced.
     pub fn saw_interlaced(&self) -> bool {
         self.interlaced

@@ -2,6 +2,7 @@
 //! frames, software encode, and muxing with every other stream copied untouched.
 
 mod declared;
+mod decoded;
 mod log_capture;
 mod log_watch;
 mod stderr_capture;

@@ -14,78 +14,15 @@ use rave_core::color::ColorInfo;
 use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
-use serde::Serialize;
 
+pub use crate::decoded::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds};
 use crate::demuxer::Demuxer;
 use crate::integrity::IntegrityLedger;
 pub use crate::keyframe_index::KeyframeIndex;
-use crate::nvdec::{CudaDevice, CudaFrame};
+use crate::nvdec::CudaDevice;
 use crate::sys;
 use crate::timeline::{Placement, VideoTimeline};
 use crate::video_decoder::{Received, VideoDecoder};
-
-/// A packet of a non-video stream, on its way to the assembled output unchanged.
-pub struct CopiedPacket {
-    /// Index of the stream in the input.
-    pub input_stream: usize,
-    /// The packet as demuxed.
-    pub packet: Packet,
-}
-
-/// What decoding saw (damage is counted in `InputDamage`).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct DecodeStats {
-    /// Video packets read.
-    pub packets: u64,
-    /// Of them, those sent to the decoder whose presentation time falls within the bounds
-    /// (a segment's frames, each of which should come out).
-    pub packets_in_bounds: u64,
-    /// Frames decoded and passed on.
-    pub frames: u64,
-    /// Frames whose timestamp was missing or went backwards and was repaired.
-    pub timestamp_fixes: u64,
-    /// Packets of other streams passed on to be copied.
-    pub copied_packets: u64,
-    /// Frames NVDEC decoded into device memory (the rest came from the software decoder).
-    pub nvdec_frames: u64,
-    /// Why the stream was decoded in software although NVDEC was offered (a codec, depth,
-    /// chroma layout or size NVDEC does not take on this GPU).
-    pub nvdec_refused: Option<String>,
-    /// Where (seconds into the output) the input's timestamps restarted and the timeline
-    /// was continued across them (joined or spliced MPEG-TS/PS).
-    pub timestamp_resets: Vec<f64>,
-}
-
-/// A decoded picture: in host memory (software decoder) or on the GPU (NVDEC).
-pub enum DecodedImage {
-    /// Planar 4:2:0 samples in host memory.
-    Host(rave_core::frame::YuvFrame),
-    /// An NVDEC surface in device memory.
-    Cuda(CudaFrame),
-}
-
-/// A decoded frame with its identity.
-pub struct DecodedFrame {
-    /// Identity of the frame.
-    pub meta: FrameMeta,
-    /// Its pixels.
-    pub image: DecodedImage,
-}
-
-/// Which frames of the video a reader passes on: those whose timestamps fall in
-/// `[start, end)`, decoding from the keyframe at or before `seek_to` (frames before `start`
-/// are decoded as references only). All `None`: the whole file from its start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FrameBounds {
-    /// Seek to the keyframe at or before this timestamp before reading.
-    pub seek_to: Option<i64>,
-    /// The first frame passed on has this timestamp.
-    pub start: Option<i64>,
-    /// Frames from this timestamp on are not passed on (reading stops there).
-    pub end: Option<i64>,
-    /// Index (in the whole video) of the first frame passed on.
-    pub first_index: u64,
-}
 
 /// Demuxer plus decoder for the main video stream of one file, with the ledger of what was
 /// read.
@@ -97,6 +34,9 @@ pub struct VideoReader {
     /// A frame inside the bounds was passed on.
     in_bounds: bool,
     pending: VecDeque<DecodedFrame>,
+    /// The first frames of `pending` had no timestamp and none before them had one: held
+    /// until a timed frame says where they go (at most [`MAX_LEADING`]).
+    leading: usize,
     next_index: u64,
     finished: bool,
     stats: DecodeStats,
@@ -175,6 +115,7 @@ impl VideoReader {
             bounds,
             in_bounds: false,
             pending: VecDeque::new(),
+            leading: 0,
             next_index: bounds.first_index,
             finished: false,
             stats: DecodeStats {
@@ -300,6 +241,7 @@ impl VideoReader {
         while !self.finished && keep_going() {
             self.receive_frames()?;
             self.pending.clear();
+            self.leading = 0;
         }
         self.finished = true;
         while keep_going() {
@@ -419,6 +361,7 @@ impl VideoReader {
                 self.decoder.flush();
                 self.bounds.seek_to = None;
                 self.pending.clear();
+                self.leading = 0;
                 Ok(true)
             }
             Some(t) if t > start => Err(EngineError::SeekMissed {
@@ -446,8 +389,17 @@ impl VideoReader {
                         self.decoder.frame_is_damaged(),
                         self.decoder.frame().is_interlaced(),
                     );
-                    let Placement::At(pts) = placed else {
-                        continue; // a duplicated frame: counted, not passed on
+                    let pts = match placed {
+                        Placement::At(pts) => {
+                            self.place_leading(Some(pts));
+                            pts
+                        }
+                        // A duplicated frame: counted, not passed on.
+                        Placement::Duplicate => continue,
+                        Placement::Leading => {
+                            self.leading += 1;
+                            0
+                        }
                     };
                     if raw_pts != Some(pts) {
                         self.stats.timestamp_fixes += 1;
@@ -483,6 +435,28 @@ impl VideoReader {
     }
 }
 
+/// Untimed first frames held for a timed one at most; beyond, they start the timeline at 0.
+const MAX_LEADING: usize = 4;
+
+impl VideoReader {
+    /// Give the held leading frames their timestamps: one frame apart, ending a frame
+    /// before `next` (the first timed frame's), or from 0 where none came.
+    fn place_leading(&mut self, next: Option<i64>) {
+        let n = std::mem::take(&mut self.leading);
+        if n == 0 {
+            return;
+        }
+        let step = self.ledger.frame_step();
+        let first = next.map_or(0, |p| p - n as i64 * step);
+        for (i, frame) in self.pending.iter_mut().take(n).enumerate() {
+            frame.meta.pts = first + i as i64 * step;
+        }
+        if next.is_none() {
+            self.ledger.settle_leading(first + (n as i64 - 1) * step);
+        }
+    }
+}
+
 /// Duration of one frame in time-base units (at least 1).
 fn frame_step(time_base: Rational, rate: Rational) -> i64 {
     if rate.numerator() <= 0 || time_base.numerator() <= 0 {
@@ -512,7 +486,12 @@ impl VideoReader {
     /// The next decoded frame, wherever it lives; `None` at the end.
     pub fn next_decoded(&mut self) -> Result<Option<DecodedFrame>> {
         loop {
-            if let Some(frame) = self.pending.pop_front() {
+            if self.leading > 0 && (self.finished || self.leading >= MAX_LEADING) {
+                self.place_leading(None);
+            }
+            if self.leading == 0
+                && let Some(frame) = self.pending.pop_front()
+            {
                 return Ok(Some(frame));
             }
             if self.finished {

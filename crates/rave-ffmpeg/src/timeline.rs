@@ -15,6 +15,9 @@ pub enum Placement {
     At(i64),
     /// Drop it: its timestamp was already used by an earlier frame.
     Duplicate,
+    /// No timestamp, and no frame before it had one: it goes before the first frame that
+    /// has one (see [`VideoTimeline::settle_leading`] where none comes).
+    Leading,
 }
 
 /// The timeline of one video stream, in its time base.
@@ -57,6 +60,12 @@ impl VideoTimeline {
         self.constant_rate
     }
 
+    /// The leading frames (placed [`Placement::Leading`]) were given the timestamps up to
+    /// `last` without a timed frame after them: the timeline goes on from there.
+    pub fn settle_leading(&mut self, last: i64) {
+        self.last = Some(last);
+    }
+
     /// Place the next frame in presentation order, whose decoder timestamp is `pts`.
     pub fn place(&mut self, pts: Option<i64>) -> Placement {
         let at = match (pts, self.last) {
@@ -70,9 +79,13 @@ impl VideoTimeline {
                 self.discontinuities += 1;
                 last + self.step
             }
-            (None, last) => {
+            (None, None) => {
                 self.filled += 1;
-                last.map_or(0, |l| l + self.step)
+                return Placement::Leading;
+            }
+            (None, Some(last)) => {
+                self.filled += 1;
+                last + self.step
             }
         };
         if let Some(p) = pts {
@@ -119,6 +132,20 @@ pub fn less_untimed(gaps: impl Iterator<Item = (i64, u64)>, mut untimed: u64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn untimed_frames_before_any_timed_one_wait_for_it() {
+        let mut t = VideoTimeline::new(40, true);
+        assert_eq!(t.place(None), Placement::Leading);
+        assert_eq!(t.place(None), Placement::Leading);
+        assert_eq!(t.place(Some(1000)), Placement::At(1000));
+        assert_eq!(t.place(None), Placement::At(1040));
+        assert_eq!(t.filled, 3);
+        let mut t = VideoTimeline::new(40, true);
+        assert_eq!(t.place(None), Placement::Leading);
+        t.settle_leading(0);
+        assert_eq!(t.place(None), Placement::At(40));
+    }
 
     #[test]
     fn an_untimed_packet_fills_a_slot_not_a_gap() {
