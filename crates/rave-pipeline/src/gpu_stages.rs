@@ -39,6 +39,24 @@ pub fn nvenc_device(ctx: &GpuContext) -> Result<CudaDevice> {
     }
 }
 
+/// An NVENC session probe for `ask` on GPU `gpu`, on its primary context as a run would
+/// use it (the context is held until the probe is over); where no context or device can be
+/// made there, `without_context` answers from why.
+pub fn nvenc_session_on_gpu(
+    ask: rave_ffmpeg::encoder_choice::SessionAsk,
+    gpu: usize,
+    without_context: impl FnOnce(String) -> std::result::Result<(), String>,
+) -> std::result::Result<(), String> {
+    let ctx = match GpuContext::new(gpu) {
+        Ok(ctx) => ctx,
+        Err(e) => return without_context(e.to_string()),
+    };
+    match nvenc_device(&ctx) {
+        Ok(device) => rave_ffmpeg::hw_caps::nvenc_session_on(ask, Some(&device)),
+        Err(e) => without_context(e.to_string()),
+    }
+}
+
 /// The next decoded frame. An NVDEC frame's copy into its surface is queued on the decode
 /// stream when returned; the preprocess orders itself after that stream (no host wait).
 pub fn next_decoded(reader: &mut VideoReader) -> Result<Option<DecodedFrame>> {

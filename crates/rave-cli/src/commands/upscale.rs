@@ -6,7 +6,7 @@ use std::path::Path;
 use rave_core::batch::Batching;
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::encoder_choice::{EncoderPick, EncoderRequest, choose_encoder};
-use rave_ffmpeg::hw_caps::{nvenc_session, nvenc_session_on};
+use rave_ffmpeg::hw_caps::nvenc_session;
 use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::injected_failure::InjectedFailure;
 use rave_pipeline::{
@@ -149,7 +149,8 @@ fn choose_codec(
         let on_gpu = device != DeviceArg::Cpu;
         for &gpu in gpus {
             let pick = choose_encoder(EncoderRequest::Nvenc, codec, None, 8, on_gpu, |ask| {
-                nvenc_session_on_gpu(ask, gpu)
+                // Where no context can be made there, FFmpeg's own probe says why.
+                rave_pipeline::gpu_stages::nvenc_session_on_gpu(ask, gpu, |_| nvenc_session(ask))
             });
             let on = |why: String| match gpus.len() {
                 1 => why,
@@ -167,22 +168,6 @@ fn choose_codec(
         }
     }
     Ok(codec)
-}
-
-/// A session probe on GPU `gpu` (its primary context, as the run will use it); where no
-/// context can be made there, FFmpeg's own probe, whose answer then says why.
-fn nvenc_session_on_gpu(
-    ask: rave_ffmpeg::encoder_choice::SessionAsk,
-    gpu: usize,
-) -> std::result::Result<(), String> {
-    let ctx = match rave_core::gpu::GpuContext::new(gpu) {
-        Ok(ctx) => ctx,
-        Err(_) => return nvenc_session(ask),
-    };
-    match rave_pipeline::gpu_stages::nvenc_device(&ctx) {
-        Ok(device) => nvenc_session_on(ask, Some(&device)),
-        Err(_) => nvenc_session(ask),
-    }
 }
 
 /// The run configuration for `rave upscale` of `input` into `output` (also used by

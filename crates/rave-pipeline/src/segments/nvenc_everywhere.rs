@@ -3,12 +3,7 @@
 //! segments must all come from one encoder. The first worker to ask decides for the job
 //! (`JobSpec::nvenc_everywhere`).
 
-use rave_ffmpeg::encoder_choice::SessionAsk;
-use rave_ffmpeg::hw_caps::nvenc_session_on;
-
-use crate::gpu_stages;
-
-/// Whether a session opens for `ask`: first on the worker's own GPU (`open_own`), then on
+/// Whether an NVENC session opens: first on the worker's own GPU (`open_own`), then on
 /// each other GPU of `gpus` (`open_on`). The first refusal, naming the other GPU it came
 /// from and why that stops NVENC on every GPU.
 pub fn open_on_every_gpu(
@@ -26,14 +21,6 @@ pub fn open_on_every_gpu(
         })?;
     }
     Ok(())
-}
-
-/// A session for `ask` on GPU `gpu` (its primary context).
-pub fn session_on_gpu(ask: SessionAsk, gpu: usize) -> Result<(), String> {
-    rave_core::gpu::GpuContext::new(gpu)
-        .and_then(|ctx| gpu_stages::nvenc_device(&ctx))
-        .map_err(|e| e.to_string())
-        .and_then(|device| nvenc_session_on(ask, Some(&device)))
 }
 
 #[cfg(test)]

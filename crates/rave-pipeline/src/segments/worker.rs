@@ -382,19 +382,19 @@ fn choose_nvenc(
         Some(out_size),
         nvenc.output_bits,
         gpu.is_some(),
-        |ask| match settings.request {
-            EncoderRequest::Auto if several_gpus => job
+        |ask| match several_gpus {
+            true => job
                 .nvenc_everywhere
                 .get_or_init(|| {
                     nvenc_everywhere::open_on_every_gpu(
                         own,
                         &config.gpu.gpus,
                         || nvenc_session_on(ask, device.as_ref()),
-                        |other| nvenc_everywhere::session_on_gpu(ask, other),
+                        |other| gpu_stages::nvenc_session_on_gpu(ask, other, Err),
                     )
                 })
                 .clone(),
-            _ => nvenc_session_on(ask, device.as_ref()),
+            false => nvenc_session_on(ask, device.as_ref()),
         },
     );
     match (pick, device) {
