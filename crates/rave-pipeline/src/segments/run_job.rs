@@ -274,6 +274,18 @@ pub fn run_job(
         }
         _ => PathBuf::from("(null sink)"),
     };
+    // A partial an interrupted run kept for this output is superseded: said, not deleted.
+    if let (RunStatus::Complete, Some(target)) = (status, target) {
+        for old in target.leftover_partials() {
+            let w = format!(
+                "{} is the partial output of an earlier, interrupted run: {} now holds every frame, so it can be deleted",
+                old.display(),
+                output.display()
+            );
+            progress.warning(&w);
+            warnings.push(w);
+        }
+    }
     // Said while the run ends (a `warning` event with --progress jsonl), as well as in the
     // report's input_damage and the summary.
     if !damage.is_clean() {
