@@ -445,14 +445,26 @@ impl IntegrityLedger {
                 pts.dedup();
                 let step = self.timeline.step();
                 let frame_s = step as f64 * video.unit_s;
-                let at_a_splice = |&(at, frames): &(i64, u64)| {
-                    let (from, to) = (at as f64, (at + (frames as i64 + 1) * step) as f64);
+                let between_a_splice = |from: i64, to: i64| {
                     self.resets_s.iter().any(|&r| {
-                        from * video.unit_s - frame_s <= r && r <= to * video.unit_s + frame_s
+                        from as f64 * video.unit_s - frame_s <= r
+                            && r <= to as f64 * video.unit_s + frame_s
                     })
                 };
+                let exact = self.timeline.exact_step();
+                // Spacings off the frame grid are a variable frame rate, whatever the
+                // container claims: with no other damage one is enough; in a damaged file a
+                // mangled timestamp puts two off it, so a tenth of them must be.
+                let (off, spacings) =
+                    timeline::off_grid(&pts, exact, |from, to| between_a_splice(from, to));
+                let variable = match damaged {
+                    false => off > 0,
+                    true => off >= 3 && off * 10 >= spacings,
+                };
                 let gaps = timeline::less_untimed(
-                    timeline::gaps(&pts, step).filter(|g| !at_a_splice(g)),
+                    timeline::gaps(&pts, step).filter(|&(at, frames)| {
+                        !variable && !between_a_splice(at, at + (frames as i64 + 1) * step)
+                    }),
                     self.untimed_video,
                 );
                 (gaps.iter().map(|g| g.1).sum(), gaps.first().map(|g| g.0))

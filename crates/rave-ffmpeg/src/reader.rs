@@ -457,14 +457,14 @@ impl VideoReader {
     }
 }
 
-/// Duration of one frame in time-base units (at least 1).
-fn frame_step(time_base: Rational, rate: Rational) -> i64 {
+/// Duration of one frame in time-base units, with its fraction (at least 1).
+fn frame_step(time_base: Rational, rate: Rational) -> f64 {
     if rate.numerator() <= 0 || time_base.numerator() <= 0 {
-        return 1;
+        return 1.0;
     }
-    let step = (i64::from(time_base.denominator()) * i64::from(rate.denominator()))
-        / (i64::from(time_base.numerator()) * i64::from(rate.numerator()));
-    step.max(1)
+    let step = (f64::from(time_base.denominator()) * f64::from(rate.denominator()))
+        / (f64::from(time_base.numerator()) * f64::from(rate.numerator()));
+    step.max(1.0)
 }
 
 impl FrameSource for VideoReader {
@@ -515,13 +515,18 @@ mod tests {
 
     #[test]
     fn frame_step_in_time_base_units() {
-        assert_eq!(frame_step(Rational::new(1, 1000), Rational::new(25, 1)), 40);
+        assert_eq!(
+            frame_step(Rational::new(1, 1000), Rational::new(25, 1)),
+            40.0
+        );
         assert_eq!(
             frame_step(Rational::new(1, 90000), Rational::new(30000, 1001)),
-            3003
+            3003.0
         );
-        assert_eq!(frame_step(Rational::new(1, 25), Rational::new(25, 1)), 1);
-        assert_eq!(frame_step(Rational::new(1, 25), Rational::new(0, 1)), 1);
+        let ms_at_30 = frame_step(Rational::new(1, 1000), Rational::new(30, 1));
+        assert!((ms_at_30 - 1000.0 / 30.0).abs() < 1e-9, "{ms_at_30}");
+        assert_eq!(frame_step(Rational::new(1, 25), Rational::new(25, 1)), 1.0);
+        assert_eq!(frame_step(Rational::new(1, 25), Rational::new(0, 1)), 1.0);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub enum Placement {
 #[derive(Debug, Clone)]
 pub struct VideoTimeline {
     step: i64,
+    exact_step: f64,
     constant_rate: bool,
     last: Option<i64>,
     recent: VecDeque<i64>,
@@ -36,11 +37,17 @@ pub struct VideoTimeline {
 }
 
 impl VideoTimeline {
-    /// A timeline with frames `step` units apart, of a stream that claims a
-    /// `constant_rate` (or not).
-    pub fn new(step: i64, constant_rate: bool) -> Self {
+    /// A timeline with frames `exact_step` units apart (a fraction where the time base does
+    /// not divide the frame rate), of a stream that claims a `constant_rate` (or not).
+    pub fn new(exact_step: f64, constant_rate: bool) -> Self {
+        let exact_step = if exact_step.is_finite() && exact_step >= 1.0 {
+            exact_step
+        } else {
+            1.0
+        };
         Self {
-            step: step.max(1),
+            step: exact_step as i64,
+            exact_step,
             constant_rate,
             last: None,
             recent: VecDeque::with_capacity(RECENT),
@@ -53,6 +60,11 @@ impl VideoTimeline {
     /// Duration of one frame in time-base units.
     pub fn step(&self) -> i64 {
         self.step
+    }
+
+    /// Duration of one frame in time-base units, with its fraction.
+    pub fn exact_step(&self) -> f64 {
+        self.exact_step
     }
 
     /// Whether the stream claims a constant frame rate.
@@ -117,6 +129,31 @@ pub fn gaps(sorted: &[i64], step: i64) -> impl Iterator<Item = (i64, u64)> + '_ 
         .map(move |(at, delta)| (at, ((delta + step / 2) / step - 1) as u64))
 }
 
+/// Whether two frames `delta` units apart are a whole number of frames (one or more) of
+/// `exact_step` units apart, give or take a fifth of a frame or the time base's rounding:
+/// a stream with spacings off that grid has a variable frame rate, whatever its container
+/// claims, and its longer spacings are not missing frames.
+pub fn on_grid(delta: i64, exact_step: f64) -> bool {
+    let frames = delta as f64 / exact_step;
+    let off = (frames - frames.round()).abs() * exact_step;
+    frames.round() >= 1.0 && off <= (0.2 * exact_step).max(1.5)
+}
+
+/// The spacings of `sorted` (distinct timestamps, ascending) off the grid of frames
+/// `exact_step` units apart ([`on_grid`]), those `ignored` (a splice's) aside, and how many
+/// spacings there are.
+pub fn off_grid(
+    sorted: &[i64],
+    exact_step: f64,
+    ignored: impl Fn(i64, i64) -> bool,
+) -> (usize, usize) {
+    let off = sorted
+        .windows(2)
+        .filter(|w| !on_grid(w[1] - w[0], exact_step) && !ignored(w[0], w[1]))
+        .count();
+    (off, sorted.len().saturating_sub(1))
+}
+
 /// `gaps` less the slots that `untimed` video packets (no timestamp: their frames are
 /// decoded and placed, but are not in the sorted timestamps) fill, taken from the first
 /// gaps on; the gaps left keep their order.
@@ -135,16 +172,47 @@ mod tests {
 
     #[test]
     fn untimed_frames_before_any_timed_one_wait_for_it() {
-        let mut t = VideoTimeline::new(40, true);
+        let mut t = VideoTimeline::new(40.0, true);
         assert_eq!(t.place(None), Placement::Leading);
         assert_eq!(t.place(None), Placement::Leading);
         assert_eq!(t.place(Some(1000)), Placement::At(1000));
         assert_eq!(t.place(None), Placement::At(1040));
         assert_eq!(t.filled, 3);
-        let mut t = VideoTimeline::new(40, true);
+        let mut t = VideoTimeline::new(40.0, true);
         assert_eq!(t.place(None), Placement::Leading);
         t.settle_leading(0);
         assert_eq!(t.place(None), Placement::At(40));
+    }
+
+    #[test]
+    fn spacings_off_the_frame_grid_are_a_variable_rate() {
+        // 30 fps in milliseconds: 33, 34 and 67 ms are one and two frames; 1 s is thirty.
+        let step = 1000.0 / 30.0;
+        for delta in [33, 34, 67, 100, 1000, 3333] {
+            assert!(on_grid(delta, step), "{delta}");
+        }
+        // 42, 45 and 83 ms are a frame and a quarter, a third, two and a half: no whole
+        // number of frames.
+        for delta in [42, 45, 83, 15, 0] {
+            assert!(!on_grid(delta, step), "{delta}");
+        }
+        // A time base as coarse as the frames (1/30 s) cannot show a variable rate.
+        for delta in [1, 2, 7] {
+            assert!(on_grid(delta, 1.0), "{delta}");
+        }
+        // Frames 24 to a second on a 30 fps grid, then pauses: 25 spacings, 24 off it.
+        // Two damaged timestamps in a constant-rate run put four off; a splice's none.
+        let mixed: Vec<i64> = (0..24).map(|i| i * 1000 / 24).chain([1100, 1500]).collect();
+        assert_eq!(off_grid(&mixed, step, |_, _| false), (24, 25));
+        let mut damaged: Vec<i64> = (0..300).map(|i| i * 1000 / 30).collect();
+        damaged[100] += 12;
+        damaged[200] += 12;
+        assert_eq!(off_grid(&damaged, step, |_, _| false), (4, 299));
+        assert_eq!(off_grid(&mixed, step, |_, _| true), (0, 25));
+        let t = VideoTimeline::new(3003.0, true);
+        assert_eq!((t.step(), t.exact_step()), (3003, 3003.0));
+        let t = VideoTimeline::new(0.0, true);
+        assert_eq!((t.step(), t.exact_step()), (1, 1.0));
     }
 
     #[test]
@@ -159,7 +227,7 @@ mod tests {
 
     #[test]
     fn gaps_duplicates_and_discontinuities() {
-        let mut t = VideoTimeline::new(40, true);
+        let mut t = VideoTimeline::new(40.0, true);
         assert_eq!(t.place(Some(0)), Placement::At(0));
         assert_eq!(t.place(Some(40)), Placement::At(40));
         assert_eq!(t.place(Some(160)), Placement::At(160));
