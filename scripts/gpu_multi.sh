@@ -238,6 +238,9 @@ PY
   say "--gpus all (two), --gpus 0,2 (refused), rave benchmark --gpus 0,1"
   upscale all --preset veryfast --gpus all --max-frames 100 || fail "--gpus all"
   python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpus"]; print(f"  --gpus all: {len(g)} GPUs"); sys.exit(0 if len(g) == 2 else 1)' "$out/all.json" | tee -a "$summary" || fail "--gpus all did not use both"
+  say "--encoder x264 --gpus 1: the report's encoder line asks NVENC on the GPU the job ran on"
+  upscale on1 --encoder x264 --preset ultrafast --gpus 1 --max-frames 50 || fail "--gpus 1"
+  python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["gpu"]["encoder"]; print(f"  {e}"); sys.exit(0 if "h264_nvenc on GPU 1:" in e else 1)' "$out/on1.json" | tee -a "$summary" || fail "the encoder line does not name GPU 1"
   upscale gpus02 --preset veryfast --gpus 0,2
   [[ $(cat "$out/gpus02.rc") == 2 && ! -e $work/gpus02.mp4 ]] || fail "--gpus 0,2 not refused"
   rave benchmark -i "$clip" --gpus 0,1 --progress off --segment-frames 50 --json >"$out/bench_standin.json" 2>"$out/bench_standin.err" || fail "benchmark --gpus 0,1"

@@ -80,17 +80,21 @@ pub fn describe_decoder(stats: &DecodeStats, nvdec_wanted: bool) -> String {
     }
 }
 
-/// Which encoder ran and why not NVENC, for the report.
-pub fn describe_encoder(codec: VideoCodec) -> String {
+/// Which encoder ran (the software one, asked for by name) and whether NVENC would have
+/// taken the output on `gpu`, the job's first GPU, for the report.
+pub fn describe_encoder(codec: VideoCodec, gpu: usize) -> String {
     let software = codec.encoder_name();
     let nvenc = codec.nvenc_encoder();
-    let status = rave_ffmpeg::hw_caps::nvenc_status_of(nvenc);
-    let why = match (status.available, status.reason) {
-        (true, _) => {
-            format!("{nvenc} is available on this GPU (--encoder auto or nvenc would take it)")
+    let ask = rave_ffmpeg::encoder_choice::SessionAsk {
+        encoder: nvenc,
+        size: None,
+        bits: 8,
+    };
+    let why = match nvenc_session_on_gpu(ask, gpu, Err) {
+        Ok(()) => {
+            format!("{nvenc} is available on GPU {gpu} (--encoder auto or nvenc would take it)")
         }
-        (false, Some(reason)) => format!("{nvenc}: {reason}"),
-        (false, None) => format!("{nvenc} is unavailable"),
+        Err(reason) => format!("{nvenc} on GPU {gpu}: {reason}"),
     };
     format!("{software} (software) from one page-locked device-to-host copy per frame; {why}")
 }

@@ -359,7 +359,13 @@ pub fn run_job(
                 "{} (software) from one page-locked device-to-host copy per frame; {why}",
                 config.encoder.codec.encoder_name()
             ),
-            (false, (None, None)) => gpu_stages::describe_encoder(config.encoder.codec),
+            (false, (None, None)) => {
+                let gpu = config.gpu.gpus.first().copied();
+                gpu_stages::describe_encoder(
+                    config.encoder.codec,
+                    gpu.unwrap_or(config.gpu.device_id),
+                )
+            }
         },
         host_copies: copies.report(metrics.encode.frames()),
         health,
