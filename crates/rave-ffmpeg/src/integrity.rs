@@ -455,8 +455,7 @@ impl IntegrityLedger {
                 // Spacings off the frame grid are a variable frame rate, whatever the
                 // container claims: with no other damage one is enough; in a damaged file a
                 // mangled timestamp puts two off it, so a tenth of them must be.
-                let (off, spacings) =
-                    timeline::off_grid(&pts, exact, |from, to| between_a_splice(from, to));
+                let (off, spacings) = timeline::off_grid(&pts, exact, between_a_splice);
                 let variable = match damaged {
                     false => off > 0,
                     true => off >= 3 && off * 10 >= spacings,
