@@ -147,7 +147,14 @@ impl IntegrityLedger {
                     _ => Role::Ignored,
                 };
                 let declared = declared_of(input, s.index(), &format, declared_times);
-                StreamTally::new(role, s.time_base(), declared)
+                let mut tally = StreamTally::new(role, s.time_base(), declared);
+                // Video packets without durations (an MP4 with B-frames and a variable
+                // rate, say) last a frame: the stream's end is its last frame's, not its
+                // start, and its shortfall is held to a frame and a half, not to 2 ms.
+                if role == Role::Video {
+                    tally.typical = timeline.step();
+                }
+                tally
             })
             .collect();
         // A header's duration is the end of the timeline for some muxers (FFmpeg's Matroska,
