@@ -1,14 +1,18 @@
-//! Matroska claims a constant frame rate for any video (FFmpeg reads its default duration
-//! as the rate): a variable-rate recording is told apart by spacings off the frame grid,
-//! and its long spacings are not said to be missing frames. Its frames keep their times.
+//! Variable frame rates. Matroska claims a constant frame rate for any video (FFmpeg reads
+//! its default duration as the rate): a variable-rate recording is told apart by spacings
+//! off the frame grid, and its long spacings are not said to be missing frames. An MP4 or
+//! MOV with B-frames and a variable rate has packets without durations: its last frame
+//! still lasts a frame, and the file is not short of one. An MPEG-TS paused for a second
+//! or more has B-frames shown that long before the frame decoded just before them: that is
+//! no restart of its timestamps. Frames and audio keep their times.
 
 mod common;
 
 use common::*;
 
-/// A 30 fps Matroska clip, timestamps in milliseconds, whose frames are placed by the
-/// setpts expression `times` (in seconds, of the frame number N).
-fn timed_mkv(path: &std::path::Path, times: &str) {
+/// A 30 fps clip (H.264 with B-frames, AAC), timestamps in milliseconds, whose frames are
+/// placed by the setpts expression `times` (in seconds, of the frame number N).
+fn timed_clip(path: &std::path::Path, times: &str) {
     lavfi_clip(
         path,
         &[
@@ -40,7 +44,7 @@ fn a_variable_rate_matroska_is_not_said_to_miss_frames() {
     let m = fixture("nearest_x2.onnx");
     // A second at 24 fps, then 30 fps with a 0.4 s pause: the container says 30 fps.
     let vfr = d.join("vfr.mkv");
-    timed_mkv(&vfr, "if(lt(N,24),N/24,1+(N-24)/30+0.4*gte(N,50))");
+    timed_clip(&vfr, "if(lt(N,24),N/24,1+(N-24)/30+0.4*gte(N,50))");
     assert_eq!(video_field(&vfr, "r_frame_rate"), "30/1");
     let out = d.join("vfr_out.mkv");
     let o = upscale(&vfr, &out, &m, &["--json"]);
@@ -53,7 +57,7 @@ fn a_variable_rate_matroska_is_not_said_to_miss_frames() {
     // The same pause in a clip that is 30 fps throughout is twelve frames the recorder
     // dropped (or lost): said, as before.
     let paused = d.join("paused.mkv");
-    timed_mkv(&paused, "N/30+0.4*gte(N,50)");
+    timed_clip(&paused, "N/30+0.4*gte(N,50)");
     let o = upscale(&paused, &d.join("paused_out.mkv"), &m, &["--json"]);
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -63,4 +67,94 @@ fn a_variable_rate_matroska_is_not_said_to_miss_frames() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn a_variable_rate_mp4_or_mov_with_b_frames_is_whole() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    for (name, times) in [
+        ("jitter.mp4", "N/30+0.012*mod(N,3)"),
+        ("retimed.mov", "N*0.05"),
+        ("two_rates.mp4", "if(lt(N,24),N/24,1+(N-24)/30)"),
+    ] {
+        let input = d.join(name);
+        timed_clip(&input, times);
+        let out = d.join(format!("out_{name}.mkv"));
+        let o = upscale(&input, &out, &m, &["--json"]);
+        assert_exit(&o, 0);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["input_damage"]["frames_missing"], 0, "{name}: {v}");
+        assert_eq!(frame_times(&out), frame_times(&input), "{name}");
+        assert_eq!(
+            v["frames_out"].as_u64(),
+            Some(frame_times(&input).len() as u64)
+        );
+    }
+}
+
+/// Presentation times (seconds) of the packets of `select` ("v", "a"), in order.
+fn packet_times(path: &std::path::Path, select: &str) -> Vec<f64> {
+    let mut t: Vec<f64> = ffprobe(
+        path,
+        &[
+            "-select_streams",
+            select,
+            "-show_entries",
+            "packet=pts_time",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .lines()
+    .filter_map(|l| l.trim_end_matches(',').parse().ok())
+    .collect();
+    t.sort_by(f64::total_cmp);
+    t
+}
+
+#[test]
+fn a_transport_stream_paused_with_b_frames_keeps_its_timeline_and_audio() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("paused.ts");
+    // 25 fps with B-frames, a 1.04 s pause after frame 24, continuous sound.
+    lavfi_clip(
+        &input,
+        &[
+            "testsrc2=size=96x64:rate=25:duration=2",
+            "sine=frequency=440:duration=3",
+        ],
+        &[
+            "-vf",
+            "settb=1/1000,setpts=(N*0.04+if(gt(N\\,24)\\,1\\,0))/TB",
+            "-fps_mode",
+            "passthrough",
+            "-enc_time_base",
+            "1:1000",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "veryfast",
+            "-c:a",
+            "aac",
+        ],
+    );
+    let out = d.join("paused.mkv");
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("restart"), "{}", stderr(&o));
+    let start = |p: &std::path::Path| packet_times(p, "v")[0].min(packet_times(p, "a")[0]);
+    let (t_in, t_out) = (start(&input), start(&out));
+    for select in ["v", "a"] {
+        let (a, b) = (packet_times(&input, select), packet_times(&out, select));
+        assert_eq!(a.len(), b.len(), "{select}");
+        for (x, y) in a.iter().zip(&b) {
+            assert!(
+                ((x - t_in) - (y - t_out)).abs() < 0.002,
+                "{select}: {x} in the input is {y} in the output"
+            );
+        }
+    }
 }

@@ -16,6 +16,9 @@ const FORWARDS_US: i64 = 10_000_000;
 struct StreamPlace {
     /// Where its last packet ended, on the spliced timeline (microseconds).
     end_us: Option<i64>,
+    /// Its last packet's decode time (its presentation time where it has none), on the
+    /// spliced timeline (microseconds).
+    last_decode_us: Option<i64>,
     /// Extra shift of this stream after a reset, so its first packet does not overlap its
     /// last one (microseconds).
     extra_us: i64,
@@ -81,16 +84,21 @@ impl TimestampSplicer {
         // Presentation times: where one part ends and the next begins on screen (decode
         // times of B-frame video run ahead of them).
         let at = packet.pts().or(packet.dts())?;
+        // Decode times show a restart: they only go forward within one part, where
+        // presentation times go back by as much as a B-frame waits for its later reference
+        // (a second or more across a pause in a variable-rate recording).
+        let decoded = packet.dts().unwrap_or(at);
         let index = packet.stream();
         let place = *self.streams.get(index)?;
         let mut reset = None;
         let mut shift = self.offset_us + place.extra_us;
         let at_us = to_us(at, tb) + shift;
+        let decoded_us = to_us(decoded, tb) + shift;
         if self.watched[index]
             && let Some(file_end) = self.file_end_us()
         {
-            let stream_end = place.end_us.unwrap_or(file_end);
-            if at_us < stream_end - BACKWARDS_US || at_us > file_end + FORWARDS_US {
+            let stream_last = place.last_decode_us.unwrap_or(file_end);
+            if decoded_us < stream_last - BACKWARDS_US || decoded_us > file_end + FORWARDS_US {
                 // The timestamps restart: continue from where the whole file had got to.
                 reset = Some(file_end as f64 / 1e6);
                 self.offset_us += file_end - at_us;
@@ -120,6 +128,7 @@ impl TimestampSplicer {
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
         let end_us = to_us(start + packet.duration().max(0), tb);
         place.end_us = Some(place.end_us.map_or(end_us, |e| e.max(end_us)));
+        place.last_decode_us = Some(to_us(packet.dts().unwrap_or(start), tb));
         reset
     }
 }
@@ -193,6 +202,27 @@ mod tests {
         s.place(&mut first, tb);
         assert_eq!(first.pts(), Some(2680), "shown right after the last frame");
         assert_eq!(first.dts(), Some(2600));
+    }
+
+    #[test]
+    fn a_b_frame_shown_long_before_its_reference_is_no_restart() {
+        // A pause of 1.04 s in a variable-rate recording: the frame after it (shown at
+        // 3480 ms) is decoded before the three B-frames shown before the pause.
+        let mut s = TimestampSplicer::new(vec![true], true);
+        let tb = Rational::new(1, 1000);
+        let order = [
+            (2280, 2320),
+            (2320, 3480),
+            (2360, 2400),
+            (2400, 2360),
+            (2440, 2440),
+        ];
+        for (dts, pts) in order {
+            let mut p = packet(0, dts, 40);
+            p.set_pts(Some(pts));
+            assert_eq!(s.place(&mut p, tb), None, "{dts}/{pts}");
+            assert_eq!((p.dts(), p.pts()), (Some(dts), Some(pts)));
+        }
     }
 
     #[test]
