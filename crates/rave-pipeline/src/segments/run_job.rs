@@ -260,9 +260,16 @@ pub fn run_job(
                 } else if let Some(rerun) = config.segments.resume_advice()
                     && e.family() != ErrorFamily::Cancelled
                 {
-                    // Writing the output failed (a full disk, say): every segment is done.
+                    // Every segment is done: the input was refused as damaged when the
+                    // whole of it was known (which --allow-corrupt accepts), or writing the
+                    // output failed (a full disk, say).
+                    let how = match e {
+                        EngineError::CorruptStream { .. } => format!("add --allow-corrupt and {rerun}"),
+                        _ if e.family() == ErrorFamily::Input => format!("once the input is dealt with, {rerun}"),
+                        _ => format!("once the output can be written, {rerun}"),
+                    };
                     progress.warning(&format!(
-                        "the work folder {} keeps the {done} finished segment(s); once the output can be written, {rerun} to put them together without upscaling again",
+                        "the work folder {} keeps the {done} finished segment(s); {how} to put them together without upscaling again",
                         w.path().display(),
                     ));
                 }
