@@ -334,9 +334,11 @@ pub struct GpuArgs {
     pub gpu_index: Option<usize>,
     /// GPUs to spread the segments over: indices like 0,1, or all (see `rave devices`);
     /// each runs its own segment workers (--jobs of them, default 2), with its own model,
-    /// streams and memory budget. A list of several is checked before any work: GPUs this
-    /// machine does not have are refused (exit 2), also where --device auto would otherwise
-    /// run on the CPU. One GPU is the same as --gpu [default: the one of --gpu].
+    /// streams and memory budget. The list is checked before any work: GPUs this machine
+    /// does not have are refused (exit 2), also where --device auto would otherwise run on
+    /// the CPU. `--gpus 0` is the default run, as without --gpus (on a machine without a
+    /// GPU, --device auto runs it on the CPU); `all` of no GPU likewise
+    /// [default: the one of --gpu].
     #[arg(long, value_name = "LIST|all", value_parser = rave_pipeline::gpu_list::parse_gpus,
           allow_hyphen_values = true,
           conflicts_with = "gpu_index")]

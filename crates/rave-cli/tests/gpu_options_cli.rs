@@ -344,9 +344,19 @@ fn gpus_this_machine_lacks_are_refused_before_any_work() {
         .filter(|n| n.contains("rave-work") || n.contains("partial"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
-    // One GPU listed is --gpu, as before: on this machine the CPU runs it under auto.
+    // --gpus 0 is today's run: on this machine the CPU runs it under auto. Any other GPU
+    // alone is one this machine lacks (the CI machine has none; this test runs there).
     let o = upscale(&input, &out, &model, &["--gpus", "0"]);
     assert_exit(&o, 0);
+    if !std::path::Path::new("/dev/nvidiactl").exists() {
+        let o = upscale(&input, &out, &model, &["--gpus", "1", "--overwrite"]);
+        assert_exit(&o, 2);
+        assert!(
+            stderr(&o).starts_with("rave: error: --gpus 1: "),
+            "{}",
+            stderr(&o)
+        );
+    }
     for bad in ["0,0", "x", "64"] {
         let o = upscale(&input, &out, &model, &["--gpus", bad, "--overwrite"]);
         assert_exit(&o, 2);

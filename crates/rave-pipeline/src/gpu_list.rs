@@ -26,7 +26,7 @@ pub fn parse_gpus(text: &str) -> std::result::Result<GpuSelection, String> {
     let mut list = Vec::new();
     for part in t.split(',') {
         let i: usize = part.trim().parse().map_err(|_| {
-            format!("'{part}' is not a GPU index; use all, or indices like 0,1 (see rave devices)")
+            format!("'{part}' is not a GPU index; use all, or indices like 0,1 as rave devices lists them")
         })?;
         if i > MAX_GPU_INDEX {
             return Err(format!("GPU {i} is out of range; use 0 to {MAX_GPU_INDEX}"));
@@ -40,8 +40,9 @@ pub fn parse_gpus(text: &str) -> std::result::Result<GpuSelection, String> {
 }
 
 /// The GPUs to run on for `selection` (`None`: `--gpu`'s `single`), where `visible` asks
-/// the driver how many GPUs it sees (only where several GPUs, or all, are asked for).
-/// `all` without a usable GPU is `single`, so `--device auto` still falls back to the CPU.
+/// the driver how many GPUs it sees (not for `--gpus 0`, which is today's default run).
+/// `all` without a usable GPU is `single`, so `--device auto` still falls back to the CPU;
+/// a list naming a GPU the driver does not show (any GPU where it shows none) is refused.
 pub fn resolve(
     selection: Option<&GpuSelection>,
     single: usize,
@@ -49,7 +50,7 @@ pub fn resolve(
 ) -> Result<Vec<usize>> {
     match selection {
         None => Ok(vec![single]),
-        Some(GpuSelection::List(list)) if list.len() == 1 => Ok(list.clone()),
+        Some(GpuSelection::List(list)) if list == &[0] => Ok(list.clone()),
         Some(GpuSelection::All) => Ok(match visible() {
             Ok(n) if n > 0 => (0..n).collect(),
             _ => vec![single],
@@ -113,11 +114,22 @@ mod tests {
     #[test]
     fn several_gpus_are_checked_before_any_work_and_one_is_as_before() {
         let one_gpu = || Ok(1);
-        // One GPU listed is --gpu: not even the driver is asked.
+        // --gpus 0 is today's run: not even the driver is asked.
         let r = resolve(Some(&GpuSelection::List(vec![0])), 0, || {
             panic!("not asked")
         });
         assert_eq!(r.unwrap(), vec![0]);
+        // Another GPU alone is checked like a list.
+        let e = resolve(Some(&GpuSelection::List(vec![1])), 0, one_gpu).unwrap_err();
+        assert_eq!(e.family().exit_code(), 2);
+        assert!(e.to_string().contains("GPU 1 does not exist"), "{e}");
+        let no_driver = || Err(EngineError::NoGpu("no driver".into()));
+        let e = resolve(Some(&GpuSelection::List(vec![1])), 0, no_driver).unwrap_err();
+        assert_eq!(e.family().exit_code(), 2);
+        assert_eq!(
+            resolve(Some(&GpuSelection::List(vec![1])), 0, || Ok(2)).unwrap(),
+            vec![1]
+        );
         assert_eq!(resolve(None, 2, || panic!("not asked")).unwrap(), vec![2]);
         let e = resolve(Some(&GpuSelection::List(vec![0, 1])), 0, one_gpu).unwrap_err();
         assert_eq!(e.family().exit_code(), 2);
