@@ -177,7 +177,9 @@ pub fn prepare(
     if cancel.reason() == Some(StopReason::User) {
         return Err(EngineError::CancelledBeforeOutput);
     }
-    if !config.allow_corrupt && reader.damage_seen() {
+    // What the end of the file reveals too (frames or audio short of what the container
+    // declares): refused now, not after every segment was upscaled.
+    if !config.allow_corrupt && (reader.damage_seen() || !reader.damage().is_clean()) {
         return Err(stages::refuse_damaged(&mut reader, cancel));
     }
     let input_damage = reader.damage();
