@@ -67,6 +67,28 @@ fn a_variable_rate_matroska_is_not_said_to_miss_frames() {
         "{}",
         stderr(&o)
     );
+
+    // At 29.97 fps a 10.01 s pause is 300 missing frames of 33.37 ms (303 were counted in
+    // frames of 33 ms, the step truncated to the millisecond).
+    let long = d.join("long_pause.mkv");
+    lavfi_clip(
+        &long,
+        &["testsrc2=size=96x64:rate=30000/1001:duration=2"],
+        &[
+            "-vf",
+            "settb=1/1000,setpts='(N*1001/30000+10.01*gte(N,30))/TB'",
+            "-fps_mode",
+            "passthrough",
+            "-enc_time_base",
+            "1:1000",
+            "-c:v",
+            "libx264",
+        ],
+    );
+    let o = upscale(&long, &d.join("long_out.mkv"), &m, &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["timeline_gaps"], 300, "{v}");
 }
 
 #[test]

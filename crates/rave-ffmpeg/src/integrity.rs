@@ -388,7 +388,7 @@ impl IntegrityLedger {
     /// timelines compared with what the container declares.
     pub fn damage(&self, read_to_end: bool) -> InputDamage {
         let video = &self.streams[self.video];
-        let step_s = self.timeline.step() as f64 * video.unit_s;
+        let step_s = self.timeline.exact_step() * video.unit_s;
         let frames_of = |s: f64| {
             if step_s > 0.0 {
                 (s / step_s).round() as u64
@@ -468,7 +468,7 @@ impl IntegrityLedger {
                     true => off >= 3 && off * 10 >= spacings,
                 };
                 let gaps = timeline::less_untimed(
-                    timeline::gaps(&pts, step).filter(|&(at, frames)| {
+                    timeline::gaps(&pts, exact).filter(|&(at, frames)| {
                         !variable && !between_a_splice(at, at + (frames as i64 + 1) * step)
                     }),
                     self.untimed_video,

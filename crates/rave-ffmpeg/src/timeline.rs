@@ -111,22 +111,24 @@ impl VideoTimeline {
     }
 }
 
-/// Frames missing from the timeline of a constant-rate stream whose frames are `step` units
-/// apart, given every frame's timestamp in ascending order: each jump of more than one and a
-/// half frames counts the frames that would fill it.
-pub fn gap_frames(sorted: &[i64], step: i64) -> u64 {
-    gaps(sorted, step).map(|(_, frames)| frames).sum()
+/// Frames missing from the timeline of a constant-rate stream whose frames are
+/// `exact_step` units apart, given every frame's timestamp in ascending order: each jump of
+/// more than one and a half frames counts the frames that would fill it.
+pub fn gap_frames(sorted: &[i64], exact_step: f64) -> u64 {
+    gaps(sorted, exact_step).map(|(_, frames)| frames).sum()
 }
 
 /// The gaps of `sorted` (distinct presentation timestamps, ascending) on a timeline of frames
-/// `step` units apart: the timestamp each follows and the frames missing there.
-pub fn gaps(sorted: &[i64], step: i64) -> impl Iterator<Item = (i64, u64)> + '_ {
+/// `exact_step` units apart (with its fraction: a 29.97 fps frame is 33.37 ms, and a pause
+/// of 300 frames is 300 of them, not 303 of 33 ms): the timestamp each follows and the
+/// frames missing there. A step of one unit or less says nothing.
+pub fn gaps(sorted: &[i64], exact_step: f64) -> impl Iterator<Item = (i64, u64)> + '_ {
     sorted
         .windows(2)
-        .filter(move |_| step > 1)
+        .filter(move |_| exact_step > 1.0)
         .map(|w| (w[0], w[1] - w[0]))
-        .filter(move |&(_, delta)| delta > step + step / 2)
-        .map(move |(at, delta)| (at, ((delta + step / 2) / step - 1) as u64))
+        .filter(move |&(_, delta)| delta as f64 > 1.5 * exact_step)
+        .map(move |(at, delta)| (at, (delta as f64 / exact_step).round() as u64 - 1))
 }
 
 /// Whether two frames `delta` units apart are a whole number of frames (one or more) of
@@ -218,11 +220,11 @@ mod tests {
     #[test]
     fn an_untimed_packet_fills_a_slot_not_a_gap() {
         let pts = [0, 40, 120, 160, 280];
-        assert_eq!(gaps(&pts, 40).collect::<Vec<_>>(), [(40, 1), (160, 2)]);
-        assert_eq!(less_untimed(gaps(&pts, 40), 0), [(40, 1), (160, 2)]);
-        assert_eq!(less_untimed(gaps(&pts, 40), 1), [(160, 2)]);
-        assert_eq!(less_untimed(gaps(&pts, 40), 2), [(160, 1)]);
-        assert!(less_untimed(gaps(&pts, 40), 5).is_empty());
+        assert_eq!(gaps(&pts, 40.0).collect::<Vec<_>>(), [(40, 1), (160, 2)]);
+        assert_eq!(less_untimed(gaps(&pts, 40.0), 0), [(40, 1), (160, 2)]);
+        assert_eq!(less_untimed(gaps(&pts, 40.0), 1), [(160, 2)]);
+        assert_eq!(less_untimed(gaps(&pts, 40.0), 2), [(160, 1)]);
+        assert!(less_untimed(gaps(&pts, 40.0), 5).is_empty());
     }
 
     #[test]
@@ -245,13 +247,17 @@ mod tests {
 
     #[test]
     fn gaps_count_the_frames_that_would_fill_them() {
-        assert_eq!(gap_frames(&[0, 40, 160, 200, 240], 40), 2);
-        assert_eq!(gap_frames(&[0, 40, 80], 40), 0);
+        assert_eq!(gap_frames(&[0, 40, 160, 200, 240], 40.0), 2);
+        assert_eq!(gap_frames(&[0, 40, 80], 40.0), 0);
         assert_eq!(
-            gap_frames(&[0, 50, 100], 40),
+            gap_frames(&[0, 50, 100], 40.0),
             0,
             "within one and a half frames"
         );
-        assert_eq!(gap_frames(&[0, 5, 10], 1), 0, "no usable step");
+        assert_eq!(gap_frames(&[0, 5, 10], 1.0), 0, "no usable step");
+        // 29.97 fps in milliseconds: a pause of 300 frames (10.01 s) is 299 missing, not
+        // 302 as frames of a truncated 33 ms would make it.
+        let step = 1001.0 / 30.0;
+        assert_eq!(gap_frames(&[0, 10010, 10043], step), 299);
     }
 }
