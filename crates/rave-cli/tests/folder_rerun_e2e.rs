@@ -105,6 +105,22 @@ fn ctrl_c_stops_the_batch_and_lists_the_inputs_not_started() {
     let reused = v["results"][0]["report"]["segments"]["reused"].as_u64();
     assert!(reused.is_some_and(|n| n >= 1), "{v}");
     assert_eq!(frame_times(&out.join("a_slow.mp4")).len(), 150);
+    // The partial the interrupted run of this job kept is said to be superseded, and left.
+    let said = v["results"][0]["report"]["mux"]["warnings"].to_string();
+    assert!(
+        said.contains(&format!(
+            "{} is the partial output of an earlier, interrupted run",
+            s(&partial)
+        )) && said.contains("now holds every frame"),
+        "{said}"
+    );
+    assert!(partial.exists());
+    assert!(
+        !v["results"][1]["report"]["mux"]["warnings"]
+            .to_string()
+            .contains("partial output"),
+        "{v}"
+    );
     assert_eq!(v["results"][1]["status"], "done", "{v}");
 }
 

@@ -256,6 +256,7 @@ fn new_manifest(
             .cloned()
             .map(SegmentEntry::pending)
             .collect(),
+        partial_outputs: Vec::new(),
     })
 }
 

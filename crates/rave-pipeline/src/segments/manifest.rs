@@ -151,6 +151,10 @@ pub struct Manifest {
     pub input_damage: InputDamage,
     /// The segments in order.
     pub segments: Vec<SegmentEntry>,
+    /// The partial outputs (`NAME.partial.EXT`, absolute) that interrupted runs of this job
+    /// kept: superseded once it completes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial_outputs: Vec<PathBuf>,
 }
 
 /// Why a folder holding someone else's manifest.json is not taken as a work folder.

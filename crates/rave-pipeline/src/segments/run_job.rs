@@ -13,7 +13,7 @@ use super::finish::{
     OutputJob, damage_of, decode_stats_of, done_prefix, held_decodes, job_damage, job_decode_stats,
     saw_interlaced, write_output,
 };
-use super::job::PreparedJob;
+use super::job::{PreparedJob, absolute, same_path};
 use super::job_progress::JobProgress;
 use super::job_work::{JobResults, JobWork, LocalJob, worker_shares};
 use super::manifest::SegmentState;
@@ -281,9 +281,10 @@ pub fn run_job(
         }
         _ => PathBuf::from("(null sink)"),
     };
-    // A partial an interrupted run kept for this output is superseded: said, not deleted.
+    // A partial an interrupted run of this job kept is superseded: said, not deleted.
     if let (RunStatus::Complete, Some(target)) = (status, target) {
-        for old in target.leftover_partials() {
+        let ours = |p: &PathBuf| manifest.partial_outputs.iter().any(|k| same_path(k, p));
+        for old in target.leftover_partials().into_iter().filter(ours) {
             let w = format!(
                 "{} is the partial output of an earlier, interrupted run: {} now holds every frame, so it can be deleted",
                 old.display(),
@@ -321,6 +322,17 @@ pub fn run_job(
         Some(_) => true,
         None => false,
     };
+    // The partial is this job's: the run that completes it will say it is superseded.
+    if let Some(w) = &work
+        && work_kept
+        && status == RunStatus::Partial
+        && let Ok(mut locked) = w.lock()
+    {
+        locked.manifest.partial_outputs.push(absolute(&output));
+        if let Err(e) = locked.save() {
+            tracing::debug!("the partial output was not recorded in the manifest: {e}");
+        }
+    }
     if let Some(w) = &work
         && let Some(rerun) = config.segments.resume_advice()
         && work_kept
