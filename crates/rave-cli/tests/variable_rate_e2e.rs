@@ -4,7 +4,8 @@
 //! MOV with B-frames and a variable rate has packets without durations: its last frame
 //! still lasts a frame, and the file is not short of one. An MPEG-TS paused for a second
 //! or more has B-frames shown that long before the frame decoded just before them: that is
-//! no restart of its timestamps. Frames and audio keep their times.
+//! no restart of its timestamps. Frames and audio keep their times; two frames closer than
+//! the output's time base tells apart are both kept, the second a tick later.
 
 mod common;
 
@@ -159,4 +160,46 @@ fn a_transport_stream_paused_with_b_frames_keeps_its_timeline_and_audio() {
             );
         }
     }
+}
+
+#[test]
+fn frames_closer_than_matroska_tells_apart_are_all_kept() {
+    let dir = scratch();
+    let d = dir.path();
+    // A jittered 29.97 fps transport stream: ffmpeg's rounding leaves pairs of frames
+    // 11 µs apart (one 90 kHz tick), which Matroska's milliseconds cannot tell apart.
+    let input = d.join("jitter.ts");
+    lavfi_clip(
+        &input,
+        &[
+            "testsrc2=size=96x64:rate=30000/1001:duration=3",
+            "sine=sample_rate=48000:duration=3",
+        ],
+        &[
+            "-vf",
+            "settb=1/90000,setpts='(N*1001/30000+0.011*mod(N,3))/TB'",
+            "-fps_mode",
+            "passthrough",
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-shortest",
+        ],
+    );
+    let out = d.join("jitter.mkv");
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let frames = frame_times(&input).len();
+    assert_eq!(v["frames_out"].as_u64(), Some(frames as u64), "{v}");
+    assert_eq!(frame_times(&out).len(), frames);
+    assert!(
+        v["mux"]["warnings"]
+            .to_string()
+            .contains("went one tick later, so every frame is kept"),
+        "{v}"
+    );
 }

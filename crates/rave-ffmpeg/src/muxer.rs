@@ -98,6 +98,8 @@ pub struct Muxer {
     cut_at_s: Option<f64>,
     summary: WriterSummary,
     finished: bool,
+    /// Frames moved one tick later: they fell on the tick of the frame before them.
+    moved_frames: u64,
 }
 
 impl Muxer {
@@ -262,13 +264,17 @@ impl Muxer {
             cut_at_s: source.and_then(|s| s.cut_at_s),
             summary,
             finished: false,
+            moved_frames: 0,
         })
     }
 
     /// Write a video packet whose timestamps are in `time_base`. Decode timestamps are kept
     /// increasing across the joins of segments (a later segment's first decode timestamp,
     /// moved back by its B-frame delay, may not pass the last one written); presentation
-    /// timestamps are never changed.
+    /// timestamps are changed only where a frame shown as it is decoded falls on the tick
+    /// of the frame before it (input frames closer than the output's time base resolves:
+    /// 11 µs apart in a transport stream, one millisecond in Matroska): it goes one tick
+    /// later, and the summary says so.
     pub fn write_video(&mut self, mut packet: Packet, time_base: Rational) -> Result<()> {
         let end = packet
             .pts()
@@ -284,7 +290,10 @@ impl Muxer {
             && dts <= last
         {
             let moved = last + 1;
-            if packet.pts().is_some_and(|p| p < moved) {
+            if packet.pts() == Some(dts) && dts == last {
+                packet.set_pts(Some(moved));
+                self.moved_frames += 1;
+            } else if packet.pts().is_some_and(|p| p < moved) {
                 return Err(EngineError::Mux(format!(
                     "{}: a video packet's decode time cannot follow the one before it (pts {:?}, dts {dts}, previous dts {last}); the segments do not join",
                     self.shown_as.display(),
@@ -405,6 +414,12 @@ impl Muxer {
             return Ok(());
         }
         self.finished = true;
+        if self.moved_frames > 0 {
+            self.summary.warnings.push(format!(
+                "{} video frame(s) fell on the same tick of the output's time base ({}) as the frame before them (input frames closer together than it can tell apart): each went one tick later, so every frame is kept",
+                self.moved_frames, self.video_tb
+            ));
+        }
         self.output.write_trailer().map_err(|e| self.mux_error(e))
     }
 
