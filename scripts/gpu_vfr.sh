@@ -2,7 +2,7 @@
 # Variable-rate and paused inputs through NVDEC (--device gpu) and the CPU, on the GPU
 # machine after scripts/gpu_tests.sh staged /opt/rave-dev (run with /opt/rave-dev/env.sh
 # sourced): a transport stream paused 1.04 s, a Matroska at 24 then 30 fps, a jittered MP4
-# and an MP4 paused 1.5 s (H.264 with B-frames, AAC). Prints a line per input and device:
+# an MP4 paused 1.5 s (H.264 with B-frames, AAC) and a jittered TS with frames 11 µs apart. Prints a line per input and device:
 # the exit code, the decoder, and how far each packet's time (from the file's start) moved;
 # the output's packet times must be the input's, every frame and packet kept.
 set -u
@@ -14,8 +14,11 @@ mk paused.ts 'N/30+1.04*gte(N\,25)'
 mk two_rates.mkv 'if(lt(N\,24)\,N/24\,1+(N-24)/30)'
 mk jitter.mp4 'N/30+0.012*mod(N\,3)'
 mk paused.mp4 'N/30+1.5*gte(N\,40)'
+# A jittered 29.97 fps TS whose rounding leaves frame pairs one 90 kHz tick apart: in
+# Matroska's milliseconds the second of each pair goes a tick later, every frame kept.
+ffmpeg -y -v error -f lavfi -i testsrc2=size=320x240:rate=30000/1001:duration=3 -f lavfi -i sine=sample_rate=48000:duration=3 -vf "settb=1/90000,setpts='(N*1001/30000+0.011*mod(N,3))/TB'" -fps_mode passthrough -c:v libx264 -pix_fmt yuv420p -c:a aac -shortest jitter.ts
 times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | sort -g; }
-for f in paused.ts two_rates.mkv jitter.mp4 paused.mp4; do
+for f in paused.ts two_rates.mkv jitter.mp4 paused.mp4 jitter.ts; do
   for dev in gpu cpu; do
     o="out_${dev}_${f%.*}.mkv"
     rave upscale -i "$f" -o "$o" -m "$m" --device $dev --overwrite --progress off --json > "$o.json" 2> "$o.err"
