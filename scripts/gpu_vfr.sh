@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Variable-rate and paused inputs through NVDEC (--device gpu) and the CPU, on the GPU
 # machine after scripts/gpu_tests.sh staged /opt/rave-dev (run with /opt/rave-dev/env.sh
-# sourced): a transport stream paused 1.04 s, a Matroska at 24 then 30 fps, a jittered MP4
-# an MP4 paused 1.5 s (H.264 with B-frames, AAC) and a jittered TS with frames 11 µs apart. Prints a line per input and device:
+# sourced): a transport stream paused 1.04 s, a Matroska at 24 then 30 fps, a jittered MP4,
+# an MP4 paused 1.5 s (H.264 with B-frames, AAC) and a jittered TS with frames 11 µs apart.
+# Prints a line per input and device:
 # the exit code, the decoder, and how far each packet's time (from the file's start) moved;
 # the output's packet times must be the input's, every frame and packet kept.
 set -u
@@ -20,7 +21,7 @@ ffmpeg -y -v error -f lavfi -i testsrc2=size=320x240:rate=30000/1001:duration=3 
 times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | sort -g; }
 for f in paused.ts two_rates.mkv jitter.mp4 paused.mp4 jitter.ts; do
   for dev in gpu cpu; do
-    o="out_${dev}_${f%.*}.mkv"
+    o="out_${dev}_${f/./_}.mkv"
     rave upscale -i "$f" -o "$o" -m "$m" --device $dev --overwrite --progress off --json > "$o.json" 2> "$o.err"
     rc=$?
     python3 - "$f" "$o" "$rc" "$dev" "$o.json" <<'PY'
