@@ -203,31 +203,11 @@ impl OutputTarget {
         self.place_numbered(".partial", 1)
     }
 
-    /// The `NAME.partial.EXT` and `NAME.partial-N.EXT` files beside the target (what earlier
-    /// interrupted runs kept), the input aside, by name: once this run has committed, they
-    /// hold frames the target holds too.
-    pub fn leftover_partials(&self) -> Vec<PathBuf> {
-        let Some(dir) = self.target.parent() else {
-            return Vec::new();
-        };
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        let mut found: Vec<(u32, PathBuf)> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let n = partial_number(&self.target, &e.file_name().to_string_lossy())?;
-                let path = self.target.with_file_name(e.file_name());
-                (path.is_file() && !self.is_input(&path)).then_some((n, path))
-            })
-            .collect();
-        found.sort();
-        found.into_iter().map(|(_, p)| p).collect()
+    /// Whether `partial`, a file an earlier interrupted run of this job kept beside the
+    /// target, is still there (a file, not the input): once this run has committed, it
+    /// holds frames the target holds too.
+    pub fn is_leftover(&self, partial: &Path) -> bool {
+        partial.is_file() && !self.is_input(partial)
     }
 
     /// Move the temporary file to the first free `STEM{tag}[-N].EXT` from `from` on.
@@ -283,25 +263,6 @@ fn numbered(target: &Path, tag: &str, n: u32) -> PathBuf {
         None => format!("{stem}{tag}{count}"),
     };
     target.with_file_name(name)
-}
-
-/// Which `NAME.partial[-N].EXT` of `target` the file name `name` is (1 for none), if any.
-fn partial_number(target: &Path, name: &str) -> Option<u32> {
-    let stem = target.file_stem()?.to_string_lossy();
-    let rest = name.strip_prefix(stem.as_ref())?.strip_prefix(".partial")?;
-    let count = match target.extension() {
-        Some(ext) => rest.strip_suffix(&format!(".{}", ext.to_string_lossy()))?,
-        None => rest,
-    };
-    match count {
-        "" => Some(1),
-        n => n
-            .strip_prefix('-')
-            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?
-            .parse()
-            .ok()
-            .filter(|&n| n >= 2),
-    }
 }
 
 #[cfg(test)]
@@ -410,46 +371,19 @@ mod tests {
     }
 
     #[test]
-    fn the_partials_left_beside_a_target_are_found_by_name_the_input_aside() {
+    fn a_leftover_partial_is_a_file_still_there_and_not_the_input() {
         let (dir, _) = setup();
         let d = dir.path();
         let input = d.join("clip.partial-3.mp4");
-        for name in [
-            "clip.partial.mp4",
-            "clip.partial-2.mp4",
-            "clip.partial-10.mp4",
-            "clip.partial-3.mp4",
-            "clip.partial-.mp4",
-            "clip.partial-1.mp4",
-            "clip.partial.mkv",
-            "clip.partially.mp4",
-            "clip2.partial.mp4",
-        ] {
+        for name in ["clip.partial.mp4", "clip.partial-3.mp4"] {
             std::fs::write(d.join(name), b"x").unwrap();
         }
         std::fs::create_dir(d.join("clip.partial-4.mp4")).unwrap();
         let t = OutputTarget::prepare(&d.join("clip.mp4"), &input, false).unwrap();
-        let names: Vec<String> = t
-            .leftover_partials()
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "clip.partial.mp4",
-                "clip.partial-2.mp4",
-                "clip.partial-10.mp4"
-            ]
-        );
-        assert_eq!(
-            partial_number(Path::new("noext"), "noext.partial-7"),
-            Some(7)
-        );
-        assert_eq!(
-            partial_number(Path::new("noext"), "noext.partial.mp4"),
-            None
-        );
+        assert!(t.is_leftover(&d.join("clip.partial.mp4")));
+        assert!(!t.is_leftover(&input), "the input");
+        assert!(!t.is_leftover(&d.join("clip.partial-4.mp4")), "a folder");
+        assert!(!t.is_leftover(&d.join("clip.partial-2.mp4")), "gone");
     }
 
     #[test]

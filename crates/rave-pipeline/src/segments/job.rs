@@ -179,10 +179,10 @@ pub fn prepare(
     }
     // What the end of the file reveals too (frames or audio short of what the container
     // declares): refused now, not after every segment was upscaled.
-    if !config.allow_corrupt && (reader.damage_seen() || !reader.damage().is_clean()) {
+    let input_damage = reader.damage();
+    if !config.allow_corrupt && (reader.damage_seen() || !input_damage.is_clean()) {
         return Err(stages::refuse_damaged(&mut reader, cancel));
     }
-    let input_damage = reader.damage();
     let fps = f64::from(index.frame_rate());
     let job_frames = config
         .max_frames

@@ -13,7 +13,7 @@ use super::finish::{
     OutputJob, damage_of, decode_stats_of, done_prefix, held_decodes, job_damage, job_decode_stats,
     saw_interlaced, write_output,
 };
-use super::job::{PreparedJob, absolute, same_path};
+use super::job::{PreparedJob, absolute};
 use super::job_progress::JobProgress;
 use super::job_work::{JobResults, JobWork, LocalJob, worker_shares};
 use super::manifest::SegmentState;
@@ -283,8 +283,13 @@ pub fn run_job(
     };
     // A partial an interrupted run of this job kept is superseded: said, not deleted.
     if let (RunStatus::Complete, Some(target)) = (status, target) {
-        let ours = |p: &PathBuf| manifest.partial_outputs.iter().any(|k| same_path(k, p));
-        for old in target.leftover_partials().into_iter().filter(ours) {
+        let kept = manifest.partial_outputs.iter();
+        for old in kept.filter(|p| target.is_leftover(p)) {
+            // Named as the target is spelled (the run that kept it may have spelled it
+            // otherwise).
+            let old = old
+                .file_name()
+                .map_or(old.clone(), |n| target.target().with_file_name(n));
             let w = format!(
                 "{} is the partial output of an earlier, interrupted run: {} now holds every frame, so it can be deleted",
                 old.display(),
@@ -328,7 +333,10 @@ pub fn run_job(
         && status == RunStatus::Partial
         && let Ok(mut locked) = w.lock()
     {
-        locked.manifest.partial_outputs.push(absolute(&output));
+        let kept = absolute(&output);
+        if !locked.manifest.partial_outputs.contains(&kept) {
+            locked.manifest.partial_outputs.push(kept);
+        }
         if let Err(e) = locked.save() {
             tracing::debug!("the partial output was not recorded in the manifest: {e}");
         }
