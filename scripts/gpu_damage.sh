@@ -15,7 +15,9 @@ model=tests/fixtures/nearest_x2.onnx   # tiny: the runs measure the reader, not 
 status=0
 verdict() { # FILE DEVICE -> "exit kind frames"
   local json rc
-  json=$(timeout 120 rave upscale -i "$1" -o "$work/out.mkv" --overwrite -m "$model" --device "$2" \
+  # One output per input and device: a refused run keeps its work folder (a resumable job),
+  # which another input or device must not meet.
+  json=$(timeout 120 rave upscale -i "$1" -o "$work/$(basename "$1").$2.mkv" --overwrite -m "$model" --device "$2" \
     --json --progress off 2>"$work/err")
   rc=$?
   python3 - "$rc" "$json" <<'PY'

@@ -358,6 +358,11 @@ fn build_cases(dir: &Path) -> Vec<Case> {
                     corpus::with_shifted_chunks(&data, 1, 10 << 20),
                     true,
                 );
+                add(
+                    "audiomap".into(),
+                    corpus::with_fewer_samples_per_chunk(&data, 1),
+                    true,
+                );
             }
             "fragmented" => {
                 add("initonly".into(), corpus::init_segment_only(&data), true);

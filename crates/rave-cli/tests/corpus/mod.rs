@@ -292,6 +292,22 @@ pub fn with_shifted_chunks(data: &[u8], track: usize, shift: u32) -> Vec<u8> {
     out
 }
 
+/// The MP4 `data` with the first run of track `track`'s `stsc` box that puts several
+/// samples in each chunk putting one fewer: the chunk map then places fewer samples than the
+/// size table lists, and FFmpeg reads the rest of the chunk as lost.
+pub fn with_fewer_samples_per_chunk(data: &[u8], track: usize) -> Vec<u8> {
+    let at = find_boxes(data, b"stsc")[track];
+    let mut out = data.to_vec();
+    let entries = u32::from_be_bytes(out[at + 12..at + 16].try_into().unwrap()) as usize;
+    let p = (0..entries)
+        .map(|i| at + 16 + 12 * i + 4)
+        .find(|&p| u32::from_be_bytes(out[p..p + 4].try_into().unwrap()) > 1)
+        .expect("a chunk of several samples");
+    let n = u32::from_be_bytes(out[p..p + 4].try_into().unwrap());
+    out[p..p + 4].copy_from_slice(&(n - 1).to_be_bytes());
+    out
+}
+
 /// The fragmented MP4 `data` cut right after its `moov`: an init segment with no fragments.
 pub fn init_segment_only(data: &[u8]) -> Vec<u8> {
     let at = find_boxes(data, b"moov")[0];

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 
+use super::mp4_box::{be_u32, be_uint, child};
 use super::{StructureProblem, read_up_to};
 
 /// Largest fragment index read (a larger `mfra` is left unchecked).
@@ -183,15 +184,6 @@ fn sequence_number(r: &mut (impl Read + Seek), (start, end): (u64, u64)) -> Opti
     None
 }
 
-/// The child box at `at` in `bytes`: its type, its body and where the next one starts.
-fn child(bytes: &[u8], at: usize) -> Option<(&[u8], &[u8], usize)> {
-    let size = be_u32(bytes.get(at..at + 4)?)? as usize;
-    let end = at
-        .checked_add(size)
-        .filter(|&e| size >= 8 && e <= bytes.len())?;
-    Some((&bytes[at + 4..at + 8], &bytes[at + 8..end], end))
-}
-
 /// Add the fragment offsets a `tfra` body lists to `offsets`; false if it does not parse.
 fn fragment_offsets(body: &[u8], offsets: &mut BTreeSet<u64>) -> bool {
     let parse = || -> Option<Vec<u64>> {
@@ -220,15 +212,6 @@ fn fragment_offsets(body: &[u8], offsets: &mut BTreeSet<u64>) -> bool {
         }
         None => false,
     }
-}
-
-fn be_u32(b: &[u8]) -> Option<u32> {
-    Some(u32::from_be_bytes(b.try_into().ok()?))
-}
-
-/// A big-endian unsigned number of 4 or 8 bytes.
-fn be_uint(b: &[u8]) -> u64 {
-    b.iter().fold(0, |n, &x| (n << 8) | u64::from(x))
 }
 
 #[cfg(test)]

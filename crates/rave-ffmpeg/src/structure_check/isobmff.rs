@@ -1,10 +1,15 @@
-//! MP4/MOV (ISO base media): the top-level boxes must chain to the end of the file, and in
-//! a fragmented MP4 every movie fragment must be there (see `fragments`).
+//! MP4/MOV (ISO base media): the top-level boxes must chain to the end of the file, in a
+//! fragmented MP4 every movie fragment must be there (see `fragments`), and each track's
+//! sample tables must place every sample inside the file (see `sample_tables`).
 
 use std::io::{Read, Seek, SeekFrom};
 
 use super::fragments::Fragments;
+use super::sample_tables::check_sample_tables;
 use super::{StructureProblem, read_up_to, zeros_to_end};
+
+/// Largest `moov` whose sample tables are read (a larger one is left unchecked).
+const MAX_MOVIE_BYTES: u64 = 256 << 20;
 
 /// MP4/MOV: every top-level box must fit in the file and the boxes must end exactly at its
 /// end (zero padding after the last box is accepted). A fragmented file's movie fragments
@@ -12,22 +17,42 @@ use super::{StructureProblem, read_up_to, zeros_to_end};
 /// boxes chained, and FFmpeg reads across the hole without a word.
 pub fn check_boxes(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProblem> {
     let mut fragments = Fragments::default();
-    match chain_boxes(r, len, &mut fragments) {
+    let mut movie = None;
+    match chain_boxes(r, len, &mut fragments, &mut movie) {
         // The chain's own problem is the one named (a file cut inside a box is reported as
         // such); fragments lost before it are counted with it.
         Some(mut problem) => {
             problem.count += fragments.missing();
             Some(problem)
         }
-        None => fragments.problem(),
+        None => fragments
+            .problem()
+            .or_else(|| movie.and_then(|m| movie_tables(r, m, len))),
     }
 }
 
-/// Walk the top-level boxes, noting the movie fragments and their index in `fragments`.
+/// The sample tables of the `moov` whose body lies between `start` and `end`.
+fn movie_tables(
+    r: &mut (impl Read + Seek),
+    (start, end): (u64, u64),
+    len: u64,
+) -> Option<StructureProblem> {
+    if end - start > MAX_MOVIE_BYTES {
+        return None;
+    }
+    r.seek(SeekFrom::Start(start)).ok()?;
+    let mut body = vec![0u8; (end - start) as usize];
+    (read_up_to(r, &mut body)? == body.len()).then_some(())?;
+    check_sample_tables(&body, len)
+}
+
+/// Walk the top-level boxes, noting the movie fragments and their index in `fragments`,
+/// and where the body of the first `moov` lies in `movie`.
 fn chain_boxes(
     r: &mut (impl Read + Seek),
     len: u64,
     fragments: &mut Fragments,
+    movie: &mut Option<(u64, u64)>,
 ) -> Option<StructureProblem> {
     let mut pos = 0u64;
     while pos < len {
@@ -79,6 +104,7 @@ fn chain_boxes(
         match kind {
             b"moof" => fragments.moof(r, pos, (pos + header, pos + size)),
             b"mfra" => fragments.index(r, (pos + header, pos + size)),
+            b"moov" if movie.is_none() => *movie = Some((pos + header, pos + size)),
             _ => {}
         }
         pos += size;

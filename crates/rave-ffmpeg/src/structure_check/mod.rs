@@ -14,7 +14,9 @@ mod flv;
 mod fragments;
 mod isobmff;
 mod matroska;
+mod mp4_box;
 mod riff;
+mod sample_tables;
 mod transport;
 
 pub use flv::check_flv;
