@@ -34,6 +34,9 @@ pub struct InputDamage {
     pub demux_errors: u64,
     /// Errors the video decoder reported (e.g. missing reference pictures).
     pub decoder_errors: u64,
+    /// Audio packets that do not decode (their bytes are damaged): read and copied, but a
+    /// player meets an error or a dropout there.
+    pub audio_packets_damaged: u64,
     /// Packets of copied streams (audio, subtitles) left out because no muxer can store
     /// them: their timestamps go backwards or repeat, or their data is broken.
     pub packets_dropped: u64,
@@ -48,6 +51,10 @@ pub struct InputDamage {
     pub timeline_gaps: u64,
     /// Where the first such gap starts, in seconds of the input's timeline.
     pub first_gap_s: Option<f64>,
+    /// Video packets before the first keyframe: the input starts mid-GOP (a broadcast
+    /// capture, a byte-level cut), so they refer to pictures before the file and no decoder
+    /// can show them. Not damage: they are skipped, and said.
+    pub frames_before_first_keyframe: u64,
 }
 
 impl InputDamage {
@@ -59,6 +66,7 @@ impl InputDamage {
             && self.audio_missing_s <= 0.0
             && self.demux_errors == 0
             && self.decoder_errors == 0
+            && self.audio_packets_damaged == 0
             && self.packets_dropped == 0
             && !self.truncated
             && self.first_problem.is_none()
@@ -86,6 +94,16 @@ impl InputDamage {
             format!(
                 "the input's video timeline has {}{at} with no other sign of damage: frames the recorder dropped or a stream-copy cut left out, or frames lost without the container noticing; the output has the same gaps",
                 counted(self.timeline_gaps, "missing frame slot")
+            )
+        })
+    }
+
+    /// The warning for [`InputDamage::frames_before_first_keyframe`], when there are any.
+    pub fn leading_warning(&self) -> Option<String> {
+        (self.frames_before_first_keyframe > 0).then(|| {
+            format!(
+                "the input starts mid-GOP (a capture or a cut that does not begin on a keyframe): {} before its first keyframe cannot be decoded (they refer to pictures the file does not hold) and are skipped; the output's video starts at that keyframe, its audio where the input's does",
+                counted(self.frames_before_first_keyframe, "video frame")
             )
         })
     }
@@ -136,6 +154,12 @@ impl InputDamage {
         if self.audio_missing_s > 0.0 {
             parts.push(format!("{:.2} s of audio missing", self.audio_missing_s));
         }
+        if self.audio_packets_damaged > 0 {
+            parts.push(format!(
+                "{} damaged (they do not decode)",
+                counted(self.audio_packets_damaged, "audio packet")
+            ));
+        }
         if self.packets_dropped > 0 {
             parts.push(format!(
                 "{} unstorable (broken timestamps or data)",
@@ -182,6 +206,9 @@ mod tests {
         assert!(d.is_clean());
         d.audio_missing_s = 0.5;
         assert!(!d.is_clean());
+        d.audio_missing_s = 0.0;
+        d.audio_packets_damaged = 1;
+        assert!(!d.is_clean());
         let d = InputDamage {
             truncated: true,
             ..Default::default()
@@ -199,6 +226,7 @@ mod tests {
             frames_damaged: 1,
             audio_missing_s: 1.25,
             demux_errors: 3,
+            audio_packets_damaged: 2,
             ..Default::default()
         };
         d.note("stream 1, offset 0x22cb: partial file");
@@ -207,6 +235,10 @@ mod tests {
         assert!(text.starts_with("4 of 30 video frames missing"), "{text}");
         assert!(text.contains("1 of 26 decoded frames damaged"), "{text}");
         assert!(text.contains("1.25 s of audio missing"), "{text}");
+        assert!(
+            text.contains("2 audio packets damaged (they do not decode)"),
+            "{text}"
+        );
         assert!(
             text.contains("3 read/decode errors (3 demuxer, 0 decoder)"),
             "{text}"

@@ -27,10 +27,21 @@ pub struct Demuxer {
 
 impl Demuxer {
     /// Open `path` and pick its main video stream; also returns the errors FFmpeg logged
-    /// while opening (a track it could not parse: damage the caller counts).
+    /// while opening (a track it could not parse: damage the caller counts). In an MPEG-TS
+    /// or MPEG-PS file, what the decoders probing its first packets log is left out: such a
+    /// file may start anywhere in its streams (a capture starts mid-GOP), its first packets
+    /// then referring to pictures before it, and RAVE decodes every packet again itself
+    /// (the video in the segments, the audio in the plan's `AudioCheck`), counting what is
+    /// really damaged.
     pub fn open(path: &Path) -> Result<(Self, Vec<String>)> {
-        let (input, open_errors) = crate::capture_errors(|| input::open(path));
+        let (input, logged) = crate::log_capture::capture_logged_errors(|| input::open(path));
         let input = input?;
+        let mid_stream_start = sys::timestamps_may_restart(&input);
+        let open_errors = logged
+            .into_iter()
+            .filter(|e| !(e.by_decoder && mid_stream_start))
+            .map(|e| e.text)
+            .collect();
         let video_index = input::video_stream_index(&input, path)?;
         let time_bases = input.streams().map(|s| s.time_base()).collect();
         let watched = input

@@ -8,6 +8,7 @@ use ffmpeg_next::media::Type;
 use ffmpeg_next::{Packet, Rational};
 use rave_core::damage::InputDamage;
 
+use crate::audio_check::AudioVerdict;
 pub use crate::declared::Declared;
 use crate::declared::declared_of;
 use crate::log_watch::LogWatch;
@@ -118,6 +119,22 @@ pub struct IntegrityLedger {
     /// frame lost.
     resets_s: Vec<f64>,
     note: Option<String>,
+    /// What decoding the audio found (only a read of the whole file decodes it).
+    audio: AudioVerdict,
+    /// Video packets read before the first keyframe, and sent to the decoder before the
+    /// first keyframe was, where the reading started on a packet that is not one (a
+    /// capture that starts mid-GOP): no decoder can make pictures of them.
+    leading: LeadingPackets,
+}
+
+/// Video packets before the first keyframe (see `IntegrityLedger::leading`).
+#[derive(Debug, Clone, Copy, Default)]
+struct LeadingPackets {
+    read: u64,
+    sent: u64,
+    /// Whether a keyframe was read, and sent, yet.
+    key_read: bool,
+    key_sent: bool,
 }
 
 impl IntegrityLedger {
@@ -186,6 +203,8 @@ impl IntegrityLedger {
             untimed_video: 0,
             resets_s: Vec::new(),
             note: None,
+            audio: AudioVerdict::default(),
+            leading: LeadingPackets::default(),
         }
     }
 
@@ -258,6 +277,11 @@ impl IntegrityLedger {
         }
         let (role, unit_s) = (t.role, t.unit_s);
         if role == Role::Video {
+            let l = &mut self.leading;
+            l.key_read |= packet.is_key();
+            if !l.key_read {
+                l.read += 1;
+            }
             match packet.pts() {
                 Some(pts) => self.video_pts.push(pts),
                 None => self.untimed_video += 1,
@@ -294,6 +318,12 @@ impl IntegrityLedger {
         admitted
     }
 
+    /// What decoding the audio of the whole file found. Kept apart from `damage_seen`: it
+    /// says nothing about the video, whose decoding goes on.
+    pub fn on_audio_check(&mut self, verdict: AudioVerdict) {
+        self.audio = verdict;
+    }
+
     /// Decoding stopped; the rest of the file is only read.
     pub fn on_scan(&mut self) {
         self.scanned = true;
@@ -309,10 +339,19 @@ impl IntegrityLedger {
 
     /// A video packet went to the decoder; a `discarded` one (FFmpeg's discard flag: decoded
     /// only as a reference, before an edit list's start) is expected to yield no frame.
-    pub fn on_sent(&mut self, discarded: bool) {
+    /// Whether it is the first keyframe after packets that came before any (the decoder
+    /// is then flushed: what those left in it refers to pictures the file does not hold).
+    pub fn on_sent(&mut self, discarded: bool, key: bool) -> bool {
+        let l = &mut self.leading;
+        let first_key_after_leading = key && !l.key_sent && l.sent > 0;
+        l.key_sent |= key;
         if !discarded {
             self.packets_sent += 1;
+            if !l.key_sent {
+                l.sent += 1;
+            }
         }
+        first_key_after_leading
     }
 
     /// Errors the decoder logged or reported so far are not counted (they were about
@@ -416,10 +455,11 @@ impl IntegrityLedger {
                 .or(self.file_end_s.filter(|_| truncated))
                 .filter(|_| read_to_end)
         };
+        // Packets before the first keyframe are skipped, not missing (said apart).
         let undecoded = if self.interlaced || !read_to_end {
             0
         } else {
-            self.packets_sent.saturating_sub(self.frames_out)
+            (self.packets_sent - self.leading.sent).saturating_sub(self.frames_out)
         };
         let unread = match video.declared.packets {
             Some(d) if read_to_end => d.saturating_sub(video.packets),
@@ -441,6 +481,8 @@ impl IntegrityLedger {
             demux_errors: self.demux_errors(),
             decoder_errors: self.decoder_errors(),
             packets_dropped: self.packets_dropped,
+            audio_packets_damaged: self.audio.damaged_packets,
+            frames_before_first_keyframe: self.leading.read,
             truncated,
             ..Default::default()
         };
@@ -537,6 +579,9 @@ impl IntegrityLedger {
                 unread + video.packets,
                 video.packets
             ));
+        }
+        if let Some(first) = &self.audio.first_problem {
+            damage.note(first.clone());
         }
         damage
     }

@@ -8,6 +8,7 @@ mod log_watch;
 mod stderr_capture;
 mod sys;
 
+pub mod audio_check;
 pub mod carried_metadata;
 pub mod codec_choice;
 pub mod color;

@@ -8,11 +8,21 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 
 use ffmpeg_next::ffi;
 
+/// An error message FFmpeg logged, and whether a decoder logged it (a codec context: when
+/// a file opens, the decoders that probe its first packets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedError {
+    /// The message, as FFmpeg worded it.
+    pub text: String,
+    /// Whether a codec context logged it.
+    pub by_decoder: bool,
+}
+
 thread_local! {
     /// The error messages logged on this thread while it captures. Per thread: other
     /// threads' decoders and muxers keep logging while one opens a file or an encoder, and
     /// their messages are not about it.
-    static CAPTURED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+    static CAPTURED: RefCell<Option<Vec<LoggedError>>> = const { RefCell::new(None) };
 }
 
 fn capturing() -> bool {
@@ -61,11 +71,15 @@ unsafe extern "C" fn on_log(
         crate::log_watch::record(t, text.as_deref());
     }
     if capture && let Some(text) = text {
+        // SAFETY: FFmpeg logs with null or a pointer to a struct whose first field is its
+        // AVClass pointer.
+        let by_decoder = !class.is_null()
+            && unsafe { *(class as *const *const ffi::AVClass) == ffi::avcodec_get_class() };
         let _ = CAPTURED.try_with(|c| {
             if let Ok(mut c) = c.try_borrow_mut()
                 && let Some(lines) = c.as_mut()
             {
-                lines.push(text);
+                lines.push(LoggedError { text, by_decoder });
             }
         });
     }
@@ -84,6 +98,13 @@ pub(crate) fn install() {
 /// Run `f`, returning its result and the error messages FFmpeg logged meanwhile on this
 /// thread.
 pub fn capture_errors<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+    let (result, logged) = capture_logged_errors(f);
+    (result, logged.into_iter().map(|e| e.text).collect())
+}
+
+/// Run `f`, returning its result and the error messages FFmpeg logged meanwhile on this
+/// thread, each with whether a decoder logged it.
+pub fn capture_logged_errors<R>(f: impl FnOnce() -> R) -> (R, Vec<LoggedError>) {
     crate::init();
     CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
     let result = f();

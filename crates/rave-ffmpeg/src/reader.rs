@@ -8,6 +8,8 @@ use std::path::Path;
 
 use ffmpeg_next::format::context::Input;
 use ffmpeg_next::util::error::EAGAIN;
+
+use crate::audio_check::AudioCheck;
 use ffmpeg_next::{Packet, Rational};
 use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
@@ -212,21 +214,30 @@ impl VideoReader {
         self.scan_packets(keep_going, |_| {})
     }
 
-    /// Read every packet of the file without decoding (the reader must be fresh), counting
-    /// them like `scan_to_end`, and return the index of its video frames and keyframes.
+    /// Read every packet of the file without decoding the video (the reader must be fresh),
+    /// counting them like `scan_to_end`, and return the index of its video frames and
+    /// keyframes. The audio streams are decoded on the way (`AudioCheck`): damage inside the
+    /// audio RAVE copies is counted too.
     pub fn index_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<KeyframeIndex> {
         let mut index = KeyframeIndex::new(self.time_base(), self.frame_rate());
         let video = self.video_index();
         index.set_reorders(sys::stream_params(self.input(), video).video_delay > 0);
-        self.scan_packets(keep_going, |packet| {
+        let audio = AudioCheck::start(self.input());
+        self.scan_packets(&keep_going, |packet| {
             if packet.stream() == video {
                 index.add(
                     (packet.pts(), packet.dts()),
                     packet.is_key(),
                     sys::packet_is_discarded(packet),
                 );
+            } else {
+                audio.feed(packet);
             }
         })?;
+        let verdict = audio.finish();
+        if keep_going() {
+            self.ledger.on_audio_check(verdict);
+        }
         index.finish(self.demuxer.timestamp_resets().len());
         Ok(index)
     }
@@ -316,7 +327,14 @@ impl VideoReader {
         {
             self.stats.packets_in_bounds += 1;
         }
-        self.ledger.on_sent(sys::packet_is_discarded(&packet));
+        if self
+            .ledger
+            .on_sent(sys::packet_is_discarded(&packet), packet.is_key())
+        {
+            // Frames of the packets before are dropped with them: they come before the
+            // first keyframe, outside every segment.
+            self.decoder.flush();
+        }
         match self.decoder.send(&packet) {
             Ok(()) => {}
             Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {

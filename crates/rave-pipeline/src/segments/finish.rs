@@ -119,13 +119,21 @@ pub fn write_output(
 }
 
 /// The damage of the whole input: a segment that was the whole file has its reader's full
-/// account; otherwise the plan's reading of every packet, with the decoding counts of the
-/// segments done added.
+/// account (with the audio the plan decoded: only the plan decodes it); otherwise the
+/// plan's reading of every packet, with the decoding counts of the segments done added.
 pub fn job_damage(manifest: &Manifest) -> InputDamage {
     if let [only] = manifest.segments.as_slice()
         && let Some(d) = &only.whole_file_damage
     {
-        return d.clone();
+        let mut d = d.clone();
+        let plan = &manifest.input_damage;
+        d.audio_packets_damaged = plan.audio_packets_damaged;
+        if plan.audio_packets_damaged > 0
+            && let Some(p) = &plan.first_problem
+        {
+            d.note(p.clone());
+        }
+        return d;
     }
     damage_of(
         manifest,

@@ -308,7 +308,10 @@ pub fn run_job(
         };
         progress.warning(&format!("damaged input{kept}: {}", damage.describe()));
     }
-    if let Some(w) = damage.gap_warning() {
+    for w in [damage.leading_warning(), damage.gap_warning()]
+        .into_iter()
+        .flatten()
+    {
         progress.warning(&w);
         warnings.push(w);
     }
