@@ -6,28 +6,13 @@ mod common;
 
 use common::*;
 
-#[test]
-fn a_transport_stream_cut_mid_gop_is_upscaled_from_its_first_keyframe() {
-    let dir = scratch();
-    let d = dir.path();
-    let whole = d.join("whole.ts");
-    // One keyframe a second, no B-frames (x264 on one thread: the same stream everywhere).
-    lavfi_clip(
-        &whole,
-        &[
-            "testsrc2=size=64x48:rate=25:duration=4",
-            "sine=frequency=300:sample_rate=48000:duration=4",
-        ],
-        &[
-            "-c:v", "libx264", "-threads", "1", "-g", "25", "-bf", "0", "-c:a", "aac",
-        ],
-    );
-    // Cut at a transport packet a third of the way in, as a capture starts.
-    let data = std::fs::read(&whole).unwrap();
-    let cut = d.join("capture.ts");
-    std::fs::write(&cut, &data[188 * (data.len() / 188 / 3)..]).unwrap();
+/// `whole` cut at a transport packet a third of the way in, as a capture starts: the cut
+/// file, the video packets before its first keyframe, and the frames FFmpeg decodes of it.
+fn cut_a_third_in(whole: &std::path::Path, cut: &std::path::Path) -> (u64, usize) {
+    let data = std::fs::read(whole).unwrap();
+    std::fs::write(cut, &data[188 * (data.len() / 188 / 3)..]).unwrap();
     let flags = ffprobe(
-        &cut,
+        cut,
         &[
             "-select_streams",
             "v:0",
@@ -43,46 +28,63 @@ fn a_transport_stream_cut_mid_gop_is_upscaled_from_its_first_keyframe() {
         .take_while(|l| !l.starts_with('K'))
         .count() as u64;
     assert!(leading > 0, "the cut starts mid-GOP: {flags}");
-    let decodable: usize = ffprobe(
-        &cut,
-        &[
-            "-count_frames",
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "stream=nb_read_frames",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    // Listed under the program and under the streams.
-    .split_whitespace()
-    .next()
-    .unwrap()
-    .parse()
-    .unwrap();
+    (leading, counted_frames(cut) as usize)
+}
 
-    let out = d.join("out.mkv");
-    let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &["--json"]);
-    assert_exit(&o, 0);
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(
-        v["input_damage"]["frames_before_first_keyframe"], leading,
-        "{v}"
-    );
-    assert_eq!(v["input_damage"]["frames_missing"], 0, "{v}");
-    assert_eq!(v["input_damage"]["demux_errors"], 0, "{v}");
-    assert!(
-        stderr(&o).contains(&format!(
-            "the input starts mid-GOP (a capture or a cut that does not begin on a keyframe): {leading} video frames before its first keyframe cannot be decoded"
-        )),
-        "{}",
-        stderr(&o)
-    );
-    assert_eq!(frame_times(&out).len(), decodable, "every decodable frame");
-    assert_eq!(
-        packet_count(&out, "a:0"),
-        packet_count(&cut, "a:0"),
-        "every audio packet"
-    );
+#[test]
+fn a_transport_stream_cut_mid_gop_is_upscaled_from_its_first_keyframe() {
+    let dir = scratch();
+    let d = dir.path();
+    // One keyframe a second, without and with B-frames (x264 on one thread: the same
+    // stream everywhere). Fed to a decoder, the packets before the first keyframe leave it
+    // complaining about whole B-frames after it ("co located POCs unavailable").
+    for (name, b_frames) in [("p", "0"), ("b", "3")] {
+        let whole = d.join(format!("whole_{name}.ts"));
+        lavfi_clip(
+            &whole,
+            &[
+                "testsrc2=size=64x48:rate=25:duration=4",
+                "sine=frequency=300:sample_rate=48000:duration=4",
+            ],
+            &[
+                "-c:v", "libx264", "-threads", "1", "-g", "25", "-bf", b_frames, "-c:a", "aac",
+            ],
+        );
+        let cut = d.join(format!("capture_{name}.ts"));
+        let (leading, decodable) = cut_a_third_in(&whole, &cut);
+        // One segment, and several (the first read from the start of the file).
+        for extra in [&[][..], &["--segment-frames", "20"][..]] {
+            let out = d.join(format!("out_{name}.mkv"));
+            let mut args = vec!["--json", "--overwrite"];
+            args.extend_from_slice(extra);
+            let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &args);
+            assert_exit(&o, 0);
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            let damage = &v["input_damage"];
+            assert_eq!(
+                damage["frames_before_first_keyframe"], leading,
+                "{name} {extra:?}: {v}"
+            );
+            for count in ["frames_missing", "demux_errors", "decoder_errors"] {
+                assert_eq!(damage[count], 0, "{name} {extra:?} {count}: {v}");
+            }
+            assert!(
+                stderr(&o).contains(&format!(
+                    "the input starts mid-GOP (a capture or a cut that does not begin on a keyframe): {leading} video frames before its first keyframe cannot be decoded"
+                )),
+                "{}",
+                stderr(&o)
+            );
+            assert_eq!(
+                frame_times(&out).len(),
+                decodable,
+                "{name} {extra:?}: every decodable frame"
+            );
+            assert_eq!(
+                packet_count(&out, "a:0"),
+                packet_count(&cut, "a:0"),
+                "{name} {extra:?}: every audio packet"
+            );
+        }
+    }
 }

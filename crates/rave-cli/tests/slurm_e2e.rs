@@ -91,25 +91,6 @@ fn segmented_clip(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-/// Frames of the first video stream, counted by decoding.
-fn counted_frames(path: &Path) -> u64 {
-    ffprobe(
-        path,
-        &[
-            "-count_frames",
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "stream=nb_read_frames",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .trim()
-    .parse()
-    .expect("a frame count")
-}
-
 /// The job ids submit.sh printed ("segments job N", "assemble job M").
 fn job_ids(submit_stdout: &str) -> Vec<String> {
     submit_stdout

@@ -68,4 +68,8 @@ pub struct FrameBounds {
     pub end: Option<i64>,
     /// Index (in the whole video) of the first frame passed on.
     pub first_index: u64,
+    /// Skip the video packets before the first keyframe read (the file starts mid-GOP:
+    /// they cannot be decoded, and decoding them leaves the decoder complaining about
+    /// whole pictures after it). Only where the file is known to have a keyframe.
+    pub skip_before_keyframe: bool,
 }

@@ -324,6 +324,14 @@ impl IntegrityLedger {
         self.audio = verdict;
     }
 
+    /// Packets sent to the decoder before the first keyframe sent, where one was.
+    fn leading_sent(&self) -> u64 {
+        match self.leading.key_sent {
+            true => self.leading.sent,
+            false => 0,
+        }
+    }
+
     /// Decoding stopped; the rest of the file is only read.
     pub fn on_scan(&mut self) {
         self.scanned = true;
@@ -339,11 +347,8 @@ impl IntegrityLedger {
 
     /// A video packet went to the decoder; a `discarded` one (FFmpeg's discard flag: decoded
     /// only as a reference, before an edit list's start) is expected to yield no frame.
-    /// Whether it is the first keyframe after packets that came before any (the decoder
-    /// is then flushed: what those left in it refers to pictures the file does not hold).
-    pub fn on_sent(&mut self, discarded: bool, key: bool) -> bool {
+    pub fn on_sent(&mut self, discarded: bool, key: bool) {
         let l = &mut self.leading;
-        let first_key_after_leading = key && !l.key_sent && l.sent > 0;
         l.key_sent |= key;
         if !discarded {
             self.packets_sent += 1;
@@ -351,7 +356,12 @@ impl IntegrityLedger {
                 l.sent += 1;
             }
         }
-        first_key_after_leading
+    }
+
+    /// Whether a video packet comes before the first keyframe this reading meets (the
+    /// caller then skips it, uncounted as sent).
+    pub fn before_first_keyframe(&self, key: bool) -> bool {
+        !key && !self.leading.key_sent
     }
 
     /// Errors the decoder logged or reported so far are not counted (they were about
@@ -459,7 +469,7 @@ impl IntegrityLedger {
         let undecoded = if self.interlaced || !read_to_end {
             0
         } else {
-            (self.packets_sent - self.leading.sent).saturating_sub(self.frames_out)
+            (self.packets_sent - self.leading_sent()).saturating_sub(self.frames_out)
         };
         let unread = match video.declared.packets {
             Some(d) if read_to_end => d.saturating_sub(video.packets),
@@ -482,7 +492,11 @@ impl IntegrityLedger {
             decoder_errors: self.decoder_errors(),
             packets_dropped: self.packets_dropped,
             audio_packets_damaged: self.audio.damaged_packets,
-            frames_before_first_keyframe: self.leading.read,
+            // A stream without any keyframe flag has no packet "before the first".
+            frames_before_first_keyframe: match self.leading.key_read {
+                true => self.leading.read,
+                false => 0,
+            },
             truncated,
             ..Default::default()
         };

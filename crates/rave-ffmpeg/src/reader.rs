@@ -223,17 +223,32 @@ impl VideoReader {
         let video = self.video_index();
         index.set_reorders(sys::stream_params(self.input(), video).video_delay > 0);
         let audio = AudioCheck::start(self.input());
+        // Packets before the first keyframe (a file that starts mid-GOP) are no frames of
+        // the job: no segment decodes them. Held until a keyframe shows they are; a stream
+        // without any keyframe flag keeps them all.
+        let mut before_key = Vec::new();
+        let mut key_seen = false;
         self.scan_packets(&keep_going, |packet| {
-            if packet.stream() == video {
-                index.add(
-                    (packet.pts(), packet.dts()),
-                    packet.is_key(),
-                    sys::packet_is_discarded(packet),
-                );
-            } else {
+            if packet.stream() != video {
                 audio.feed(packet);
+                return;
+            }
+            let entry = (
+                (packet.pts(), packet.dts()),
+                packet.is_key(),
+                sys::packet_is_discarded(packet),
+            );
+            key_seen |= packet.is_key();
+            match key_seen {
+                true => index.add(entry.0, entry.1, entry.2),
+                false => before_key.push(entry),
             }
         })?;
+        if !key_seen {
+            for (times, key, discarded) in before_key {
+                index.add(times, key, discarded);
+            }
+        }
         let verdict = audio.finish();
         if keep_going() {
             self.ledger.on_audio_check(verdict);
@@ -327,14 +342,11 @@ impl VideoReader {
         {
             self.stats.packets_in_bounds += 1;
         }
-        if self
-            .ledger
-            .on_sent(sys::packet_is_discarded(&packet), packet.is_key())
-        {
-            // Frames of the packets before are dropped with them: they come before the
-            // first keyframe, outside every segment.
-            self.decoder.flush();
+        if self.bounds.skip_before_keyframe && self.ledger.before_first_keyframe(packet.is_key()) {
+            return Ok(());
         }
+        self.ledger
+            .on_sent(sys::packet_is_discarded(&packet), packet.is_key());
         match self.decoder.send(&packet) {
             Ok(()) => {}
             Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {

@@ -140,3 +140,24 @@ pub fn rotation(path: &Path) -> String {
     .trim()
     .to_string()
 }
+
+/// Frames of the first video stream, counted by decoding (an MPEG-TS lists the stream under
+/// its program too: the first count is taken).
+pub fn counted_frames(path: &Path) -> u64 {
+    ffprobe(
+        path,
+        &[
+            "-count_frames",
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream=nb_read_frames",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .split_whitespace()
+    .next()
+    .and_then(|n| n.parse().ok())
+    .expect("a frame count")
+}

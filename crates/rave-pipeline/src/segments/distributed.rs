@@ -113,6 +113,7 @@ pub fn run_segment(
         bit_depth,
         structure: None,
         nvenc_everywhere: Default::default(),
+        skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
     };
     let mut worker = Worker::start(&spec, cancel)?;
     mark_running(&work, index)?;

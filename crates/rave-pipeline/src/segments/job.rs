@@ -131,6 +131,7 @@ pub fn prepare(
         bit_depth,
         structure: reader.structure_verdict(),
         nvenc_everywhere: Default::default(),
+        skip_before_keyframe: false,
     };
     clock.step("probe", began);
     let began = std::time::Instant::now();
@@ -159,6 +160,10 @@ pub fn prepare(
             let manifest = verify_done(work)?;
             let reused = manifest.segments.len() - manifest.missing().len();
             clock.step("resume", began);
+            let spec = JobSpec {
+                skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
+                ..spec
+            };
             return Ok(PreparedJob {
                 spec,
                 manifest,
@@ -215,6 +220,10 @@ pub fn prepare(
         manifest.write(&work.manifest_path())?;
     }
     clock.step("index", began);
+    let spec = JobSpec {
+        skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
+        ..spec
+    };
     Ok(PreparedJob {
         spec,
         manifest,

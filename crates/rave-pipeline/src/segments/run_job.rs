@@ -515,6 +515,7 @@ mod tests {
             bit_depth: 8,
             structure: None,
             nvenc_everywhere: Default::default(),
+            skip_before_keyframe: false,
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let resumed = per_worker(spec, 1, 4);

@@ -54,6 +54,11 @@ pub struct JobSpec {
     /// With `--encoder auto` on several GPUs: whether an NVENC session opens on every GPU
     /// of the job, decided by the first worker to ask, so that every worker encodes alike.
     pub nvenc_everywhere: OnceLock<std::result::Result<(), String>>,
+    /// The input starts mid-GOP and has a keyframe later (the plan's read saw both): a
+    /// segment read from the start of the file skips the video packets before that
+    /// keyframe instead of decoding them (a decoder fed them complains about pictures
+    /// after it that are whole).
+    pub skip_before_keyframe: bool,
 }
 
 /// What the workers of one run share.
@@ -273,6 +278,7 @@ fn open_segment(
         start: seg.start_pts,
         end: seg.end_pts,
         first_index: seg.first_frame,
+        skip_before_keyframe: job.skip_before_keyframe && seg.seek_pts.is_none(),
     };
     let reader = VideoReader::open_within(
         &config.input,
