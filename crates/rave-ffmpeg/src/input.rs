@@ -46,7 +46,7 @@ pub fn open(path: &Path) -> Result<Input> {
             reason: "file is empty".into(),
         });
     }
-    ffmpeg_next::format::input(&path).map_err(|e| EngineError::NotAVideo {
+    let input = ffmpeg_next::format::input(&path).map_err(|e| EngineError::NotAVideo {
         path: path.to_path_buf(),
         reason: match structure_by_signature(path) {
             // An MP4 cut before its index (at the end) cannot be opened at all: say why.
@@ -56,6 +56,33 @@ pub fn open(path: &Path) -> Result<Input> {
             ),
             None => format!("not a media file FFmpeg can read ({e})"),
         },
+    })?;
+    if !lacks_parameters(&input) {
+        return Ok(input);
+    }
+    // A stream whose first packet comes after FFmpeg's default probe (5 s): a second audio
+    // track or subtitles that start later in a broadcast capture. Read further for it, so
+    // that it is copied, not dropped as empty.
+    let mut deeper = ffmpeg_next::Dictionary::new();
+    deeper.set(
+        "analyzeduration",
+        &(DEEP_PROBE_SECONDS * 1_000_000).to_string(),
+    );
+    deeper.set("probesize", &DEEP_PROBE_BYTES.to_string());
+    Ok(ffmpeg_next::format::input_with_dictionary(&path, deeper).unwrap_or(input))
+}
+
+/// How far into a file FFmpeg reads for the parameters of a stream whose first packets come
+/// late, in seconds of its streams and in bytes (whichever ends first).
+pub const DEEP_PROBE_SECONDS: u64 = 120;
+/// See [`DEEP_PROBE_SECONDS`].
+pub const DEEP_PROBE_BYTES: u64 = 256 << 20;
+
+/// Whether a stream of `input` other than data has no parameters FFmpeg could read.
+fn lacks_parameters(input: &Input) -> bool {
+    input.streams().any(|s| {
+        crate::stream_plan::missing_parameters(crate::sys::stream_params(input, s.index()))
+            .is_some()
     })
 }
 

@@ -94,10 +94,12 @@ impl TimestampSplicer {
         let mut shift = self.offset_us + place.extra_us;
         let at_us = to_us(at, tb) + shift;
         let decoded_us = to_us(decoded, tb) + shift;
+        // A stream's first packet shows nothing: the muxer may have written another stream a
+        // second or more ahead of it (an encoder's lookahead), or it may start later.
         if self.watched[index]
             && let Some(file_end) = self.file_end_us()
+            && let Some(stream_last) = place.last_decode_us
         {
-            let stream_last = place.last_decode_us.unwrap_or(file_end);
             if decoded_us < stream_last - BACKWARDS_US || decoded_us > file_end + FORWARDS_US {
                 // The timestamps restart: continue from where the whole file had got to.
                 reset = Some(file_end as f64 / 1e6);
@@ -257,5 +259,26 @@ mod tests {
         );
         assert_eq!(got, [0, 40, 80, 120]);
         assert_eq!(resets.len(), 1);
+    }
+
+    #[test]
+    fn a_streams_first_packet_is_no_restart() {
+        let mut s = TimestampSplicer::new(vec![true, true, true], true);
+        // Audio (1) written 1.6 s ahead of the video (0), whose encoder looked ahead; a
+        // second audio track (2) that starts 15 s in.
+        let (got, resets) = run(
+            &mut s,
+            &[
+                (1, 1400, 20),
+                (1, 3000, 20),
+                (0, 1340, 40),
+                (0, 1380, 40),
+                (1, 3020, 20),
+                (2, 16_400, 20),
+                (0, 1420, 40),
+            ],
+        );
+        assert!(resets.is_empty(), "{resets:?}");
+        assert_eq!(got, [1400, 3000, 1340, 1380, 3020, 16_400, 1420]);
     }
 }

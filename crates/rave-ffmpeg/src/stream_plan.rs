@@ -149,7 +149,9 @@ pub fn plan_streams(
         }
         if let Some(missing) = missing_parameters(sys::stream_params(input, index)) {
             plan.skipped.push(format!(
-                "{describe}: FFmpeg could not read its {missing} (the file holds no data for it)"
+                "{describe}: FFmpeg could not read its {missing} in the first {} s or {} MB of the file (where it has none, the stream holds no data)",
+                crate::input::DEEP_PROBE_SECONDS,
+                crate::input::DEEP_PROBE_BYTES >> 20
             ));
             continue;
         }
@@ -181,7 +183,7 @@ pub fn plan_streams(
 
 /// What a copied stream lacks for any muxer to take it (a stream declared in the container
 /// but with no data to learn its parameters from), if anything.
-fn missing_parameters(p: &ffmpeg_next::ffi::AVCodecParameters) -> Option<&'static str> {
+pub(crate) fn missing_parameters(p: &ffmpeg_next::ffi::AVCodecParameters) -> Option<&'static str> {
     use ffmpeg_next::ffi::AVMediaType;
     match p.codec_type {
         AVMediaType::AVMEDIA_TYPE_AUDIO if p.sample_rate <= 0 || p.ch_layout.nb_channels <= 0 => {
