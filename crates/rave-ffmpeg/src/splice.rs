@@ -99,17 +99,16 @@ impl TimestampSplicer {
         if self.watched[index]
             && let Some(file_end) = self.file_end_us()
             && let Some(stream_last) = place.last_decode_us
+            && (decoded_us < stream_last - BACKWARDS_US || decoded_us > file_end + FORWARDS_US)
         {
-            if decoded_us < stream_last - BACKWARDS_US || decoded_us > file_end + FORWARDS_US {
-                // The timestamps restart: continue from where the whole file had got to.
-                reset = Some(file_end as f64 / 1e6);
-                self.offset_us += file_end - at_us;
-                for s in &mut self.streams {
-                    s.extra_us = 0;
-                    s.after_reset = true;
-                }
-                shift = self.offset_us;
+            // The timestamps restart: continue from where the whole file had got to.
+            reset = Some(file_end as f64 / 1e6);
+            self.offset_us += file_end - at_us;
+            for s in &mut self.streams {
+                s.extra_us = 0;
+                s.after_reset = true;
             }
+            shift = self.offset_us;
         }
         let place = &mut self.streams[index];
         if place.after_reset {
