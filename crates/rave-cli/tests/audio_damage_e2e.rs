@@ -219,7 +219,11 @@ fn a_stream_copy_cut_and_several_audio_streams_are_clean() {
             "flac",
         ],
     );
-    for input in [&whole, &cut, &two] {
+    // ALAC in Matroska: no packet carries a duration; the audio ends a packet after the
+    // last one starts, not at its start (it was refused as 0.03 s short).
+    let alac = d.join("alac.mkv");
+    clip(&alac, &["-c:a", "alac"]);
+    for input in [&whole, &cut, &two, &alac] {
         let out = d.join("out.mkv");
         let o = upscale(input, &out, &m, &["--overwrite"]);
         assert_exit(&o, 0);

@@ -47,6 +47,9 @@ struct StreamTally {
     last_end: Option<i64>,
     /// Time-base units of gaps between consecutive packets wider than 1.5 packets.
     gaps: i64,
+    /// Where the previous packet started: the spacing stands for a duration where no
+    /// packet carries one (ALAC in Matroska).
+    last_start: Option<i64>,
 }
 
 impl StreamTally {
@@ -66,6 +69,7 @@ impl StreamTally {
             typical: 0,
             last_end: None,
             gaps: 0,
+            last_start: None,
         }
     }
 
@@ -128,8 +132,10 @@ pub struct IntegrityLedger {
 }
 
 /// Video packets before the first keyframe (see `IntegrityLedger::leading`).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct LeadingPackets {
+    /// Their presentation times.
+    pts: Vec<i64>,
     read: u64,
     sent: u64,
     /// Whether a keyframe was read, and sent, yet.
@@ -259,6 +265,16 @@ impl IntegrityLedger {
             t.typical = packet.duration();
         }
         let start = packet.pts().or(packet.dts());
+        if t.role == Role::Audio
+            && t.typical == 0
+            && let (Some(s), Some(previous)) = (start, t.last_start)
+            && s > previous
+        {
+            t.typical = s - previous;
+        }
+        if t.role == Role::Audio {
+            t.last_start = start.or(t.last_start);
+        }
         if let Some(s) = start {
             let dur = if packet.duration() > 0 {
                 packet.duration()
@@ -283,6 +299,9 @@ impl IntegrityLedger {
                 l.read += 1;
             }
             match packet.pts() {
+                // Frames before the first keyframe are no slots of the timeline (unless no
+                // keyframe ever comes: `timeline_pts`).
+                Some(pts) if !l.key_read => l.pts.push(pts),
                 Some(pts) => self.video_pts.push(pts),
                 None => self.untimed_video += 1,
             }
@@ -322,6 +341,15 @@ impl IntegrityLedger {
     /// says nothing about the video, whose decoding goes on.
     pub fn on_audio_check(&mut self, verdict: AudioVerdict) {
         self.audio = verdict;
+    }
+
+    /// The presentation times of the video timeline: those of the packets before the
+    /// first keyframe are left out, unless no keyframe came.
+    fn timeline_pts(&self) -> Vec<i64> {
+        match self.leading.key_read {
+            true => self.video_pts.clone(),
+            false => [self.leading.pts.as_slice(), &self.video_pts].concat(),
+        }
     }
 
     /// Packets sent to the decoder before the first keyframe sent, where one was.
@@ -476,7 +504,7 @@ impl IntegrityLedger {
             _ => 0,
         };
         let video_start = self
-            .video_pts
+            .timeline_pts()
             .iter()
             .min()
             .map_or(0.0, |&p| p as f64 * video.unit_s);
@@ -503,7 +531,7 @@ impl IntegrityLedger {
         let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
         let (gaps, first_gap) = match self.timeline.constant_rate() {
             true => {
-                let mut pts = self.video_pts.clone();
+                let mut pts = self.timeline_pts();
                 pts.sort_unstable();
                 pts.dedup();
                 let step = self.timeline.step();
