@@ -13,26 +13,11 @@ use common::*;
 /// Every packet time of stream `select`, sorted, in seconds (ffprobe reading as far as
 /// RAVE does for a late stream: by default it misses its first packets).
 fn times(path: &Path, select: &str) -> Vec<f64> {
-    let mut t: Vec<f64> = ffprobe(
+    sorted_packet_times(
         path,
-        &[
-            "-analyzeduration",
-            "120M",
-            "-probesize",
-            "256M",
-            "-select_streams",
-            select,
-            "-show_entries",
-            "packet=pts_time",
-            "-of",
-            "csv=p=0",
-        ],
+        select,
+        &["-analyzeduration", "120M", "-probesize", "256M"],
     )
-    .split_whitespace()
-    .filter_map(|x| x.trim_end_matches(',').parse().ok())
-    .collect();
-    t.sort_by(f64::total_cmp);
-    t
 }
 
 /// Whether every packet of `streams` keeps its time from the start of the file, to 1 ms.

@@ -119,22 +119,7 @@ fn a_variable_rate_mp4_or_mov_with_b_frames_is_whole() {
 
 /// Presentation times (seconds) of the packets of `select` ("v", "a"), in order.
 fn packet_times(path: &std::path::Path, select: &str) -> Vec<f64> {
-    let mut t: Vec<f64> = ffprobe(
-        path,
-        &[
-            "-select_streams",
-            select,
-            "-show_entries",
-            "packet=pts_time",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .filter_map(|l| l.trim_end_matches(',').parse().ok())
-    .collect();
-    t.sort_by(f64::total_cmp);
-    t
+    sorted_packet_times(path, select, &[])
 }
 
 #[test]

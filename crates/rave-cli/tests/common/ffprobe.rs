@@ -161,3 +161,23 @@ pub fn counted_frames(path: &Path) -> u64 {
     .and_then(|n| n.parse().ok())
     .expect("a frame count")
 }
+
+/// Presentation times (seconds) of the packets of `select` ("v", "a:1"), sorted; `probe`
+/// adds ffprobe options (how far it reads for a stream's parameters, say).
+pub fn sorted_packet_times(path: &Path, select: &str, probe: &[&str]) -> Vec<f64> {
+    let mut args = probe.to_vec();
+    args.extend([
+        "-select_streams",
+        select,
+        "-show_entries",
+        "packet=pts_time",
+        "-of",
+        "csv=p=0",
+    ]);
+    let mut t: Vec<f64> = ffprobe(path, &args)
+        .split_whitespace()
+        .filter_map(|x| x.trim_end_matches(',').parse().ok())
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t
+}
