@@ -265,14 +265,13 @@ impl IntegrityLedger {
             t.typical = packet.duration();
         }
         let start = packet.pts().or(packet.dts());
-        if t.role == Role::Audio
-            && t.typical == 0
-            && let (Some(s), Some(previous)) = (start, t.last_start)
-            && s > previous
-        {
-            t.typical = s - previous;
-        }
         if t.role == Role::Audio {
+            if t.typical == 0
+                && let (Some(s), Some(previous)) = (start, t.last_start)
+                && s > previous
+            {
+                t.typical = s - previous;
+            }
             t.last_start = start.or(t.last_start);
         }
         if let Some(s) = start {
@@ -384,6 +383,11 @@ impl IntegrityLedger {
                 l.sent += 1;
             }
         }
+    }
+
+    /// Whether a video keyframe was read yet.
+    pub fn keyframe_read(&self) -> bool {
+        self.leading.key_read
     }
 
     /// Whether a video packet comes before the first keyframe this reading meets (the

@@ -8,8 +8,6 @@ use std::path::Path;
 
 use ffmpeg_next::format::context::Input;
 use ffmpeg_next::util::error::EAGAIN;
-
-use crate::audio_check::AudioCheck;
 use ffmpeg_next::{Packet, Rational};
 use rave_core::codec::FrameSource;
 use rave_core::color::ColorInfo;
@@ -17,6 +15,7 @@ use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
 
+use crate::audio_check::AudioCheck;
 pub use crate::decoded::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds};
 use crate::demuxer::Demuxer;
 use crate::integrity::IntegrityLedger;
@@ -211,7 +210,7 @@ impl VideoReader {
     /// the damage report covers the whole file; stops early when `keep_going` says so.
     /// Frames already in the decoder are drained and counted, not passed on.
     pub fn scan_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<()> {
-        self.scan_packets(keep_going, |_| {})
+        self.scan_packets(keep_going, |_, _| {})
     }
 
     /// Read every packet of the file without decoding the video (the reader must be fresh),
@@ -224,11 +223,10 @@ impl VideoReader {
         index.set_reorders(sys::stream_params(self.input(), video).video_delay > 0);
         let audio = AudioCheck::start(self.input());
         // Packets before the first keyframe (a file that starts mid-GOP) are no frames of
-        // the job: no segment decodes them. Held until a keyframe shows they are; a stream
-        // without any keyframe flag keeps them all.
+        // the job: no segment decodes them. Held until a keyframe shows they are (as the
+        // ledger counts them); a stream without any keyframe flag keeps them all.
         let mut before_key = Vec::new();
-        let mut key_seen = false;
-        self.scan_packets(&keep_going, |packet| {
+        self.scan_packets(&keep_going, |packet, keyframe_read| {
             if packet.stream() != video {
                 audio.feed(packet);
                 return;
@@ -238,13 +236,12 @@ impl VideoReader {
                 packet.is_key(),
                 sys::packet_is_discarded(packet),
             );
-            key_seen |= packet.is_key();
-            match key_seen {
+            match keyframe_read {
                 true => index.add(entry.0, entry.1, entry.2),
                 false => before_key.push(entry),
             }
         })?;
-        if !key_seen {
+        if !self.ledger.keyframe_read() {
             for (times, key, discarded) in before_key {
                 index.add(times, key, discarded);
             }
@@ -260,7 +257,7 @@ impl VideoReader {
     fn scan_packets(
         &mut self,
         keep_going: impl Fn() -> bool,
-        mut on_packet: impl FnMut(&Packet),
+        mut on_packet: impl FnMut(&Packet, bool),
     ) -> Result<()> {
         self.ledger.on_scan();
         self.decoder.send_eof();
@@ -278,7 +275,7 @@ impl VideoReader {
                 self.stats.packets += 1;
             }
             self.ledger.admit(&packet);
-            on_packet(&packet);
+            on_packet(&packet, self.ledger.keyframe_read());
         }
         Ok(())
     }

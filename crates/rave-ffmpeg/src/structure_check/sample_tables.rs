@@ -100,7 +100,8 @@ impl<'a> Track<'a> {
             ));
         };
         let listed = sizes.count();
-        let placed: u64 = per_chunk.iter().sum();
+        // Saturating: a damaged map may claim billions of samples in each chunk.
+        let placed = per_chunk.iter().fold(0u64, |sum, &n| sum.saturating_add(n));
         if placed < listed {
             return Some((
                 format!(
@@ -213,11 +214,13 @@ fn chunk_outside(
     for (i, (&start, &n)) in chunks.iter().zip(per_chunk).enumerate() {
         let bytes: u64 = match sizes {
             Sizes::Constant(_) => 0,
-            Sizes::Listed(v) => v
-                .get(sample..)
-                .map_or(0, |rest| rest.iter().take(n as usize).sum()),
+            Sizes::Listed(v) => v.get(sample..).map_or(0, |rest| {
+                rest.iter()
+                    .take(n as usize)
+                    .fold(0u64, |sum, &b| sum.saturating_add(b))
+            }),
         };
-        sample += n as usize;
+        sample = sample.saturating_add(n as usize);
         if n == 0 {
             continue;
         }
