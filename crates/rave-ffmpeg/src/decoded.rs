@@ -68,8 +68,21 @@ pub struct FrameBounds {
     pub end: Option<i64>,
     /// Index (in the whole video) of the first frame passed on.
     pub first_index: u64,
-    /// Skip the video packets before the first keyframe read (the file starts mid-GOP:
-    /// they cannot be decoded, and decoding them leaves the decoder complaining about
-    /// whole pictures after it). Only where the file is known to have a keyframe.
+    /// Skip the leading video packets: those before the first keyframe read and the
+    /// leading pictures of its open GOP (the file starts mid-GOP: they cannot be decoded,
+    /// and decoding them leaves the decoder complaining about whole pictures after it, or
+    /// dropping them without a word). Only where the file is known to have a keyframe.
     pub skip_before_keyframe: bool,
+}
+
+impl FrameBounds {
+    /// Whether every frame of the file is passed on, from its start (the leading packets
+    /// of a file that starts mid-GOP may be skipped: they are no frames).
+    pub fn whole_file(&self) -> bool {
+        *self
+            == Self {
+                skip_before_keyframe: self.skip_before_keyframe,
+                ..Self::default()
+            }
+    }
 }

@@ -11,6 +11,8 @@ use rave_core::damage::InputDamage;
 use crate::audio_check::AudioVerdict;
 pub use crate::declared::Declared;
 use crate::declared::declared_of;
+use crate::decoder_log::DecoderLog;
+use crate::leading_packets::LeadingPackets;
 use crate::log_watch::LogWatch;
 use crate::structure_check::{self, StructureProblem};
 use crate::sys;
@@ -104,7 +106,7 @@ pub struct IntegrityLedger {
     /// The declared end of the whole file in seconds (from its header), if declared.
     file_end_s: Option<f64>,
     demux_log: LogWatch,
-    decoder_log: Option<LogWatch>,
+    decoder_log: Option<DecoderLog>,
     read_errors: u64,
     corrupt_packets: u64,
     rejected_packets: u64,
@@ -125,22 +127,9 @@ pub struct IntegrityLedger {
     note: Option<String>,
     /// What decoding the audio found (only a read of the whole file decodes it).
     audio: AudioVerdict,
-    /// Video packets read before the first keyframe, and sent to the decoder before the
-    /// first keyframe was, where the reading started on a packet that is not one (a
-    /// capture that starts mid-GOP): no decoder can make pictures of them.
+    /// Video packets before the first decodable picture (a capture that starts mid-GOP,
+    /// or on an open GOP): no decoder can make pictures of them.
     leading: LeadingPackets,
-}
-
-/// Video packets before the first keyframe (see `IntegrityLedger::leading`).
-#[derive(Debug, Clone, Default)]
-struct LeadingPackets {
-    /// Their presentation times.
-    pts: Vec<i64>,
-    read: u64,
-    sent: u64,
-    /// Whether a keyframe was read, and sent, yet.
-    key_read: bool,
-    key_sent: bool,
 }
 
 impl IntegrityLedger {
@@ -226,7 +215,7 @@ impl IntegrityLedger {
 
     /// Count what the video decoder logs from now on.
     pub fn watch_decoder(&mut self, watch: LogWatch) {
-        self.decoder_log = Some(watch);
+        self.decoder_log = Some(DecoderLog::new(watch));
     }
 
     fn note(&mut self, text: impl FnOnce() -> String) {
@@ -292,16 +281,12 @@ impl IntegrityLedger {
         }
         let (role, unit_s) = (t.role, t.unit_s);
         if role == Role::Video {
-            let l = &mut self.leading;
-            l.key_read |= packet.is_key();
-            if !l.key_read {
-                l.read += 1;
-            }
+            // Leading frames are no slots of the timeline (unless no keyframe ever comes:
+            // `timeline_pts`).
+            let leading = self.leading.on_read(packet.is_key(), packet.pts());
             match packet.pts() {
-                // Frames before the first keyframe are no slots of the timeline (unless no
-                // keyframe ever comes: `timeline_pts`).
-                Some(pts) if !l.key_read => l.pts.push(pts),
-                Some(pts) => self.video_pts.push(pts),
+                Some(pts) if !leading => self.video_pts.push(pts),
+                Some(_) => {}
                 None => self.untimed_video += 1,
             }
         }
@@ -342,21 +327,10 @@ impl IntegrityLedger {
         self.audio = verdict;
     }
 
-    /// The presentation times of the video timeline: those of the packets before the
-    /// first keyframe are left out, unless no keyframe came.
+    /// The presentation times of the video timeline: those of the leading packets are
+    /// left out, unless no keyframe came.
     fn timeline_pts(&self) -> Vec<i64> {
-        match self.leading.key_read {
-            true => self.video_pts.clone(),
-            false => [self.leading.pts.as_slice(), &self.video_pts].concat(),
-        }
-    }
-
-    /// Packets sent to the decoder before the first keyframe sent, where one was.
-    fn leading_sent(&self) -> u64 {
-        match self.leading.key_sent {
-            true => self.leading.sent,
-            false => 0,
-        }
+        [self.leading.unkeyed_pts(), &self.video_pts].concat()
     }
 
     /// Decoding stopped; the rest of the file is only read.
@@ -374,34 +348,32 @@ impl IntegrityLedger {
 
     /// A video packet went to the decoder; a `discarded` one (FFmpeg's discard flag: decoded
     /// only as a reference, before an edit list's start) is expected to yield no frame.
-    pub fn on_sent(&mut self, discarded: bool, key: bool) {
-        let l = &mut self.leading;
-        l.key_sent |= key;
+    /// It must follow the packet's `admit`.
+    pub fn on_sent(&mut self, discarded: bool) {
+        self.leading.on_sent(discarded);
         if !discarded {
             self.packets_sent += 1;
-            if !l.key_sent {
-                l.sent += 1;
-            }
         }
     }
 
     /// Whether a video keyframe was read yet.
     pub fn keyframe_read(&self) -> bool {
-        self.leading.key_read
+        self.leading.keyframe_read()
     }
 
-    /// Whether a video packet comes before the first keyframe this reading meets (the
-    /// caller then skips it, uncounted as sent).
-    pub fn before_first_keyframe(&self, key: bool) -> bool {
-        !key && !self.leading.key_sent
+    /// Whether the video packet admitted last comes before the first decodable picture of
+    /// this reading: before its first keyframe, or a leading picture of that keyframe's
+    /// open GOP (the caller may skip it, uncounted as sent).
+    pub fn leading_packet(&self) -> bool {
+        self.leading.last_is_leading()
     }
 
     /// Errors the decoder logged or reported so far are not counted (they were about
     /// references decoded before a segment's first frame).
     pub fn forget_decoder_errors(&mut self) {
         self.rejected_packets = 0;
-        if let Some(watch) = &self.decoder_log {
-            watch.tally().reset();
+        if let Some(log) = &mut self.decoder_log {
+            log.forget();
         }
     }
 
@@ -409,6 +381,14 @@ impl IntegrityLedger {
     pub fn on_rejected(&mut self, error: &ffmpeg_next::Error) {
         self.rejected_packets += 1;
         self.note(|| format!("the decoder refused a packet: {error}"));
+    }
+
+    /// A frame came out of the decoder (`key`: a keyframe), inside the reading's bounds or
+    /// not.
+    pub fn on_decoded(&mut self, key: bool) {
+        if let Some(log) = &mut self.decoder_log {
+            log.on_frame_out(key);
+        }
     }
 
     /// Place a decoded frame whose timestamp is `pts` on the timeline.
@@ -451,7 +431,7 @@ impl IntegrityLedger {
     }
 
     fn decoder_errors(&self) -> u64 {
-        self.rejected_packets + self.decoder_log.as_ref().map_or(0, |w| w.tally().count())
+        self.rejected_packets + self.decoder_log.as_ref().map_or(0, DecoderLog::errors)
     }
 
     /// Whether any damage has been seen so far (what the end of the file may still reveal,
@@ -501,7 +481,7 @@ impl IntegrityLedger {
         let undecoded = if self.interlaced || !read_to_end {
             0
         } else {
-            (self.packets_sent - self.leading_sent()).saturating_sub(self.frames_out)
+            (self.packets_sent - self.leading.sent()).saturating_sub(self.frames_out)
         };
         let unread = match video.declared.packets {
             Some(d) if read_to_end => d.saturating_sub(video.packets),
@@ -524,11 +504,7 @@ impl IntegrityLedger {
             decoder_errors: self.decoder_errors(),
             packets_dropped: self.packets_dropped,
             audio_packets_damaged: self.audio.damaged_packets,
-            // A stream without any keyframe flag has no packet "before the first".
-            frames_before_first_keyframe: match self.leading.key_read {
-                true => self.leading.read,
-                false => 0,
-            },
+            frames_before_first_keyframe: self.leading.read(),
             truncated,
             ..Default::default()
         };
@@ -616,7 +592,7 @@ impl IntegrityLedger {
         if let Some(n) = &self.note {
             damage.note(n.clone());
         }
-        if let Some(first) = self.decoder_log.as_ref().and_then(|w| w.tally().first()) {
+        if let Some(first) = self.decoder_log.as_ref().and_then(DecoderLog::first) {
             damage.note(first);
         }
         if unread > 0 {

@@ -3,6 +3,8 @@
 
 mod declared;
 mod decoded;
+mod decoder_log;
+mod leading_packets;
 mod log_capture;
 mod log_watch;
 mod stderr_capture;

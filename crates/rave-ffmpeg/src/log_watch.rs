@@ -27,30 +27,19 @@ const NOT_DAMAGE: [&[u8]; 9] = [
     b"Error initializing internal frames context",
 ];
 
-/// What a watched context logged.
+/// The H.264 decoder's word for a reference-marking command (MMCO) that drops a picture it
+/// does not hold. Harmless in itself, and expected where decoding starts after the picture
+/// (a capture cut inside an open GOP): counted apart, see [`LogTally::stale_drops`].
+const STALE_DROP: &str = "mmco: unref short failure";
+
+/// Messages of one kind: how many, and the first as FFmpeg worded it.
 #[derive(Debug, Default)]
-pub struct LogTally {
+struct Counted {
     count: AtomicU64,
     first: Mutex<Option<String>>,
 }
 
-impl LogTally {
-    /// Damage messages seen.
-    pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
-    }
-
-    /// The first one, as FFmpeg worded it.
-    pub fn first(&self) -> Option<String> {
-        self.first.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Forget what was counted so far.
-    pub fn reset(&self) {
-        self.count.store(0, Ordering::Relaxed);
-        *self.first.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-
+impl Counted {
     fn record(&self, text: Option<&str>) {
         self.count.fetch_add(1, Ordering::Relaxed);
         let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
@@ -58,6 +47,62 @@ impl LogTally {
             && let Some(t) = text
         {
             *first = Some(t.to_owned());
+        }
+    }
+
+    fn reset(&self) {
+        self.count.store(0, Ordering::Relaxed);
+        *self.first.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    fn first(&self) -> Option<String> {
+        self.first.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// What a watched context logged.
+#[derive(Debug, Default)]
+pub struct LogTally {
+    damage: Counted,
+    stale_drops: Counted,
+}
+
+impl LogTally {
+    /// Damage messages seen, except the stale reference drops.
+    pub fn count(&self) -> u64 {
+        self.damage.count()
+    }
+
+    /// The first of them, as FFmpeg worded it.
+    pub fn first(&self) -> Option<String> {
+        self.damage.first()
+    }
+
+    /// Reference-marking commands that dropped a picture the decoder does not hold ("mmco:
+    /// unref short failure"): damage, unless decoding started after that picture.
+    pub fn stale_drops(&self) -> u64 {
+        self.stale_drops.count()
+    }
+
+    /// The first of them, as FFmpeg worded it.
+    pub fn first_stale_drop(&self) -> Option<String> {
+        self.stale_drops.first()
+    }
+
+    /// Forget what was counted so far.
+    pub fn reset(&self) {
+        self.damage.reset();
+        self.stale_drops.reset();
+    }
+
+    fn record(&self, text: Option<&str>) {
+        match text.is_some_and(|t| t.starts_with(STALE_DROP)) {
+            true => self.stale_drops.record(text),
+            false => self.damage.record(text),
         }
     }
 }
@@ -242,6 +287,11 @@ mod tests {
             watch.tally().first().as_deref(),
             Some("File ended prematurely")
         );
+        record(&watch.tally, Some("mmco: unref short failure"));
+        assert_eq!(watch.tally().count(), 1, "a stale drop is counted apart");
+        assert_eq!(watch.tally().stale_drops(), 1);
+        watch.tally().reset();
+        assert_eq!((watch.tally().count(), watch.tally().stale_drops()), (0, 0));
         drop(watch);
         // SAFETY: as above.
         let gone =

@@ -188,7 +188,7 @@ impl VideoReader {
     /// by `scan_to_end`), this includes what its container declares but was not there.
     pub fn damage(&self) -> InputDamage {
         self.ledger
-            .damage(self.finished && self.bounds == FrameBounds::default())
+            .damage(self.finished && self.bounds.whole_file())
     }
 
     /// Count `n` packets the writer refused as invalid (damaged data); `first` says why.
@@ -222,11 +222,12 @@ impl VideoReader {
         let video = self.video_index();
         index.set_reorders(sys::stream_params(self.input(), video).video_delay > 0);
         let audio = AudioCheck::start(self.input());
-        // Packets before the first keyframe (a file that starts mid-GOP) are no frames of
-        // the job: no segment decodes them. Held until a keyframe shows they are (as the
-        // ledger counts them); a stream without any keyframe flag keeps them all.
+        // Leading packets (before the first keyframe of a file that starts mid-GOP, or the
+        // leading pictures of its open GOP) are no frames of the job: no segment decodes
+        // them. Held until a keyframe shows they are (as the ledger counts them); a stream
+        // without any keyframe flag keeps them all.
         let mut before_key = Vec::new();
-        self.scan_packets(&keep_going, |packet, keyframe_read| {
+        self.scan_packets(&keep_going, |packet, leading| {
             if packet.stream() != video {
                 audio.feed(packet);
                 return;
@@ -236,9 +237,9 @@ impl VideoReader {
                 packet.is_key(),
                 sys::packet_is_discarded(packet),
             );
-            match keyframe_read {
-                true => index.add(entry.0, entry.1, entry.2),
-                false => before_key.push(entry),
+            match leading {
+                false => index.add(entry.0, entry.1, entry.2),
+                true => before_key.push(entry),
             }
         })?;
         if !self.ledger.keyframe_read() {
@@ -275,7 +276,7 @@ impl VideoReader {
                 self.stats.packets += 1;
             }
             self.ledger.admit(&packet);
-            on_packet(&packet, self.ledger.keyframe_read());
+            on_packet(&packet, self.ledger.leading_packet());
         }
         Ok(())
     }
@@ -339,11 +340,10 @@ impl VideoReader {
         {
             self.stats.packets_in_bounds += 1;
         }
-        if self.bounds.skip_before_keyframe && self.ledger.before_first_keyframe(packet.is_key()) {
+        if self.bounds.skip_before_keyframe && self.ledger.leading_packet() {
             return Ok(());
         }
-        self.ledger
-            .on_sent(sys::packet_is_discarded(&packet), packet.is_key());
+        self.ledger.on_sent(sys::packet_is_discarded(&packet));
         match self.decoder.send(&packet) {
             Ok(()) => {}
             Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {
@@ -408,6 +408,7 @@ impl VideoReader {
             match self.decoder.receive(self.next_index)? {
                 Received::Frame => {
                     let raw_pts = self.decoder.frame().timestamp();
+                    self.ledger.on_decoded(self.decoder.frame().is_key());
                     if self.outside_bounds(raw_pts)? {
                         continue;
                     }

@@ -1,0 +1,164 @@
+//! A capture cut inside an open GOP (H.264 open-gop, HEVC CRA pictures, MPEG-2 GOPs without
+//! closed_gop): the pictures coded right after its first keyframe but shown before it refer
+//! back to the GOP the cut removed. They are skipped with the packets before the keyframe
+//! and said; every frame from the keyframe on is upscaled, right, and every audio packet
+//! kept. (Before, the H.264 cut was refused as damaged, and the HEVC and MPEG-2 decoders
+//! dropped the pictures without a word: a job with --max-frames 5 wrote 4 or 3 frames and
+//! said it was complete.)
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// (pts, keyframe) of every video packet, in decoding order.
+fn video_packets(path: &Path) -> Vec<(i64, bool)> {
+    ffprobe(
+        path,
+        &[
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "packet=pts,flags",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .lines()
+    .filter_map(|l| {
+        let (pts, flags) = l.trim().split_once(',')?;
+        Some((pts.parse().ok()?, flags.starts_with('K')))
+    })
+    .collect()
+}
+
+/// Cut `whole` at a transport packet a third of the way in; the first keyframe's pts and
+/// the number of the cut's video packets shown from it on.
+fn cut_a_third_in(whole: &Path, cut: &Path) -> (i64, usize) {
+    let data = std::fs::read(whole).unwrap();
+    std::fs::write(cut, &data[188 * (data.len() / 188 / 3)..]).unwrap();
+    let packets = video_packets(cut);
+    let first_key = packets.iter().position(|p| p.1).expect("a keyframe");
+    let key_pts = packets[first_key].0;
+    let leading_pictures = packets[first_key + 1..]
+        .iter()
+        .take_while(|p| p.0 < key_pts)
+        .count();
+    assert!(
+        leading_pictures > 0,
+        "the keyframe opens an open GOP: {packets:?}"
+    );
+    (key_pts, packets.iter().filter(|p| p.0 >= key_pts).count())
+}
+
+/// `frames` frames of `yuv` (planar 4:2:0 of `w`x`h`) from frame `from`.
+fn frames_from(yuv: &[u8], (w, h): (usize, usize), from: usize, frames: usize) -> &[u8] {
+    let size = w * h * 3 / 2;
+    &yuv[from * size..(from + frames) * size]
+}
+
+#[test]
+fn a_capture_cut_inside_an_open_gop_is_upscaled_from_its_first_keyframe() {
+    let dir = scratch();
+    let d = dir.path();
+    let codecs: [(&str, &[&str]); 3] = [
+        (
+            "h264",
+            &[
+                "-c:v",
+                "libx264",
+                "-threads",
+                "1",
+                "-g",
+                "25",
+                "-bf",
+                "3",
+                "-x264-params",
+                "open-gop=1",
+            ],
+        ),
+        (
+            "hevc",
+            &[
+                "-c:v",
+                "libx265",
+                "-x265-params",
+                "log-level=error:keyint=25:open-gop=1:bframes=3:frame-threads=1:pools=none",
+            ],
+        ),
+        (
+            "mpeg2",
+            &["-c:v", "mpeg2video", "-g", "25", "-bf", "2", "-q:v", "4"],
+        ),
+    ];
+    for (name, video) in codecs {
+        let whole = d.join(format!("whole_{name}.ts"));
+        let mut args = video.to_vec();
+        args.extend(["-c:a", "aac"]);
+        lavfi_clip(
+            &whole,
+            &[
+                "testsrc2=size=64x48:rate=25:duration=4",
+                "sine=frequency=300:sample_rate=48000:duration=4",
+            ],
+            &args,
+        );
+        let cut = d.join(format!("capture_{name}.ts"));
+        let (key_pts, shown) = cut_a_third_in(&whole, &cut);
+        let leading = video_packets(&cut).len() - shown;
+        // Where the keyframe's picture is in the whole file, and the whole file upscaled
+        // the same way (losslessly encoded: the same bytes wherever a frame is right).
+        let mut whole_pts: Vec<i64> = video_packets(&whole).iter().map(|p| p.0).collect();
+        whole_pts.sort_unstable();
+        let key_at = whole_pts.partition_point(|&p| p < key_pts);
+        let lossless = ["--json", "--overwrite", "--encoder", "x264", "--crf", "0"];
+        let whole_out = d.join(format!("whole_{name}.mkv"));
+        let o = upscale(&whole, &whole_out, &fixture("nearest_x2.onnx"), &lossless);
+        assert_exit(&o, 0);
+        let reference = decode_yuv420(&whole_out);
+        // One segment, several, and the first five frames only.
+        for extra in [&[][..], &["--segment-frames", "10"], &["--max-frames", "5"]] {
+            let out = d.join(format!("out_{name}.mkv"));
+            let mut args = lossless.to_vec();
+            args.extend_from_slice(extra);
+            let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &args);
+            assert_exit(&o, 0);
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            let damage = &v["input_damage"];
+            assert_eq!(
+                damage["frames_before_first_keyframe"], leading,
+                "{name} {extra:?}: {v}"
+            );
+            for count in ["frames_missing", "demux_errors", "decoder_errors"] {
+                assert_eq!(damage[count], 0, "{name} {extra:?} {count}: {v}");
+            }
+            assert!(
+                stderr(&o).contains("the input starts mid-GOP"),
+                "{}",
+                stderr(&o)
+            );
+            let frames = match extra.first() == Some(&"--max-frames") {
+                true => 5,
+                false => shown,
+            };
+            assert_eq!(v["frames_out"], frames as u64, "{name} {extra:?}: {v}");
+            // Each frame is the picture the whole file shows at its place: none lost or
+            // shifted, none concealed from missing references.
+            let got = decode_yuv420(&out);
+            let want = frames_from(&reference, (128, 96), key_at, frames);
+            assert_eq!(got.len(), want.len(), "{name} {extra:?}");
+            assert!(
+                got == want,
+                "{name} {extra:?}: not the whole file's frames from the keyframe on ({:.1} dB)",
+                psnr(&got, want)
+            );
+            if extra.is_empty() {
+                assert_eq!(
+                    packet_count(&out, "a:0"),
+                    packet_count(&cut, "a:0"),
+                    "{name}: every audio packet"
+                );
+            }
+        }
+    }
+}

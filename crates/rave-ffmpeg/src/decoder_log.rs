@@ -1,0 +1,114 @@
+//! `DecoderLog`: the damage the video decoder of one reading logged. A reading that starts
+//! at a keyframe inside an open GOP (a capture cut mid-GOP, whose leading packets were
+//! skipped) makes the H.264 decoder log a stale reference drop ("mmco: unref short
+//! failure") for every command of its first GOP that drops a picture from before the cut:
+//! nothing is damaged by it, so those are forgiven, and only those.
+
+use crate::log_watch::LogWatch;
+
+/// The decoder's log of one reading, with the stale drops of its first GOP forgiven.
+#[derive(Debug)]
+pub struct DecoderLog {
+    watch: LogWatch,
+    keyframes_out: u32,
+    /// Stale drops forgiven: those logged before the second keyframe came out of the
+    /// decoder (every picture coded before it was decoded by then). `None` while it has
+    /// not come.
+    forgiven: Option<u64>,
+}
+
+impl DecoderLog {
+    /// Count what `watch` sees.
+    pub fn new(watch: LogWatch) -> Self {
+        Self {
+            watch,
+            keyframes_out: 0,
+            forgiven: None,
+        }
+    }
+
+    /// A frame came out of the decoder (`key`: a keyframe).
+    pub fn on_frame_out(&mut self, key: bool) {
+        if !key {
+            return;
+        }
+        self.keyframes_out += 1;
+        if self.keyframes_out == 2 && self.forgiven.is_none() {
+            self.forgiven = Some(self.watch.tally().stale_drops());
+        }
+    }
+
+    fn unforgiven_stale_drops(&self) -> u64 {
+        self.forgiven
+            .map_or(0, |f| self.watch.tally().stale_drops().saturating_sub(f))
+    }
+
+    /// Damage messages logged and not forgiven.
+    pub fn errors(&self) -> u64 {
+        self.watch.tally().count() + self.unforgiven_stale_drops()
+    }
+
+    /// The first of them, as FFmpeg worded it.
+    pub fn first(&self) -> Option<String> {
+        let tally = self.watch.tally();
+        tally.first().or_else(|| {
+            (self.unforgiven_stale_drops() > 0)
+                .then(|| tally.first_stale_drop())
+                .flatten()
+        })
+    }
+
+    /// Forget what was logged so far (it was about references decoded before a
+    /// segment's first frame).
+    pub fn forget(&mut self) {
+        self.watch.tally().reset();
+        if let Some(f) = &mut self.forgiven {
+            *f = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log_watch::record;
+
+    fn log() -> (DecoderLog, Box<[u8; 64]>) {
+        let fake = Box::new([0u8; 64]);
+        let watch = LogWatch::demuxer(fake.as_ptr() as *const _);
+        (DecoderLog::new(watch), fake)
+    }
+
+    const STALE: Option<&str> = Some("mmco: unref short failure");
+
+    #[test]
+    fn stale_drops_before_the_second_keyframe_out_are_forgiven_and_only_those() {
+        let (mut log, _fake) = log();
+        log.on_frame_out(true);
+        record(log.watch.tally(), STALE);
+        record(log.watch.tally(), STALE);
+        log.on_frame_out(false);
+        assert_eq!((log.errors(), log.first()), (0, None));
+        log.on_frame_out(true);
+        assert_eq!(log.errors(), 0);
+        record(log.watch.tally(), STALE);
+        assert_eq!(log.errors(), 1);
+        assert_eq!(log.first().as_deref(), STALE);
+        record(log.watch.tally(), Some("Frame num gap 3 1"));
+        assert_eq!(log.errors(), 2);
+        assert_eq!(log.first().as_deref(), Some("Frame num gap 3 1"));
+        // A segment's first frame: what came before is forgotten, nothing after forgiven.
+        log.forget();
+        assert_eq!(log.errors(), 0);
+        record(log.watch.tally(), STALE);
+        assert_eq!(log.errors(), 1);
+    }
+
+    #[test]
+    fn other_damage_of_the_first_gop_counts() {
+        let (mut log, _fake) = log();
+        log.on_frame_out(true);
+        record(log.watch.tally(), Some("co located POCs unavailable"));
+        assert_eq!(log.errors(), 1);
+    }
+}
