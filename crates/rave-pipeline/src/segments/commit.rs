@@ -50,54 +50,96 @@ pub fn mark_unfinished(work: &WorkFolder, index: usize) -> Result<()> {
 /// What to do when a segment of a damaged input decoded other frames than planned.
 const CUT_DAMAGE_HINT: &str = "; its frames do not match the plan made from its timestamps, so it cannot be cut into segments: pass --allow-corrupt --segment-frames 1000000000 to upscale what can be read as one segment (the report counts what is missing)";
 
+/// What to do when the one segment of an input decoded fewer frames than it has.
+const ONE_SEGMENT_DAMAGE_HINT: &str =
+    "; pass --allow-corrupt to upscale what can be read (the report counts what is missing)";
+
 /// Whether `err` refuses an input whose damage changed a segment's frames, so that no
 /// plan of several segments can be kept.
 pub fn cannot_be_cut(err: &EngineError) -> bool {
     matches!(err, EngineError::CorruptStream { hint, .. } if hint == CUT_DAMAGE_HINT)
 }
 
-/// Put a finished segment file `temp` of `input` in place. `strict`: the frames written
-/// must be the planned ones (on clean input a seam that lost or repeated a frame is a bug;
-/// where the segment's decode saw damage, the input is refused as damaged). Returns
-/// whether this worker's file is the one kept.
+/// How a finished segment's frames are held against its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameCheck {
+    /// One of several segments: its frames must be the planned ones (on clean input a seam
+    /// that lost or repeated a frame is a bug; where the segment's decode saw damage, the
+    /// input is refused as damaged and cannot be cut).
+    Segments,
+    /// The input read as one segment without --allow-corrupt: a frame the decoder dropped
+    /// without a word (the report of a read that stops early cannot see it) is damage.
+    OneSegment,
+    /// The input read as one segment with --allow-corrupt: what is missing is counted.
+    Counted,
+}
+
+impl FrameCheck {
+    /// The check for a plan of `segments` segments.
+    pub fn for_plan(segments: usize, allow_corrupt: bool) -> Self {
+        match (segments > 1, allow_corrupt) {
+            (true, _) => Self::Segments,
+            (false, false) => Self::OneSegment,
+            (false, true) => Self::Counted,
+        }
+    }
+}
+
+/// Frames of `plan` the decoder gave no picture for although every one of their packets
+/// reached it, where the decode saw no damage: a lost reference picture, damage of the
+/// input, not a seam of RAVE's. (Interlaced video may code a frame as two field packets.)
+fn silently_dropped(plan: &PlannedSegment, outcome: &SegmentOutcome) -> Option<u64> {
+    (outcome.damage.is_clean()
+        && !outcome.decode.interlaced
+        && outcome.frames < plan.frames
+        && outcome.stats.packets_in_bounds >= plan.frames)
+        .then(|| plan.frames - outcome.frames)
+}
+
+/// `damage` with `missing` frames of `plan` the decoder gave no picture for.
+fn with_dropped(damage: &InputDamage, plan: &PlannedSegment, missing: u64) -> InputDamage {
+    InputDamage {
+        frames_missing: damage.frames_missing.max(missing),
+        first_problem: damage.first_problem.clone().or_else(|| {
+            Some(format!(
+                "the decoder gave no picture for {missing} of the {} packets of frames {}-{}",
+                plan.frames,
+                plan.first_frame,
+                plan.first_frame + plan.frames.saturating_sub(1)
+            ))
+        }),
+        ..damage.clone()
+    }
+}
+
+/// Put a finished segment file `temp` of `input` in place, once its frames pass `check`.
+/// Returns whether this worker's file is the one kept.
 pub fn commit_segment(
     work: &WorkFolder,
     (input, plan): (&Path, &PlannedSegment),
     temp: &Path,
     outcome: &SegmentOutcome,
-    strict: bool,
+    check: FrameCheck,
 ) -> Result<bool> {
-    if strict && outcome.frames != plan.frames {
+    let refused = |damage: InputDamage, hint: &str| {
         let _ = std::fs::remove_file(temp);
-        let damage = match outcome.damage.is_clean() {
-            false => Some(outcome.damage.clone()),
-            // Every planned frame's packet reached the decoder, and fewer frames came out:
-            // the decoder dropped some without a word (a lost reference picture), damage
-            // of the input, not a seam of RAVE's.
-            true if outcome.frames < plan.frames
-                && outcome.stats.packets_in_bounds >= plan.frames =>
-            {
-                let missing = plan.frames - outcome.frames;
-                Some(InputDamage {
-                    frames_missing: missing,
-                    first_problem: Some(format!(
-                        "the decoder gave no picture for {missing} of the {} packets of frames {}-{}",
-                        plan.frames,
-                        plan.first_frame,
-                        plan.first_frame + plan.frames.saturating_sub(1)
-                    )),
-                    ..outcome.damage.clone()
-                })
-            }
-            true => None,
+        Err(EngineError::CorruptStream {
+            path: input.to_path_buf(),
+            damage: Box::new(damage),
+            hint: hint.into(),
+        })
+    };
+    let dropped = silently_dropped(plan, outcome);
+    if check == FrameCheck::Segments && outcome.frames != plan.frames {
+        let damage = match (outcome.damage.is_clean(), dropped) {
+            (false, _) => Some(outcome.damage.clone()),
+            (true, Some(missing)) => Some(with_dropped(&outcome.damage, plan, missing)),
+            (true, None) => None,
         };
         if let Some(damage) = damage {
-            return Err(EngineError::CorruptStream {
-                path: input.to_path_buf(),
-                damage: Box::new(damage),
-                hint: CUT_DAMAGE_HINT.into(),
-            });
+            return refused(damage, CUT_DAMAGE_HINT);
         }
+        let _ = std::fs::remove_file(temp);
         return Err(EngineError::InvariantViolation(format!(
             "segment {} (frames {}-{}) decoded {} frames where the plan has {}",
             plan.index,
@@ -106,6 +148,14 @@ pub fn commit_segment(
             outcome.frames,
             plan.frames
         )));
+    }
+    if check == FrameCheck::OneSegment
+        && let Some(missing) = dropped
+    {
+        return refused(
+            with_dropped(&outcome.damage, plan, missing),
+            ONE_SEGMENT_DAMAGE_HINT,
+        );
     }
     let bytes = std::fs::metadata(temp)?.len();
     let sha256 = file_sha256(temp)?;
@@ -126,7 +176,10 @@ pub fn commit_segment(
     seg.first_pts = outcome.first_pts;
     seg.decode = Some(outcome.decode.clone());
     let whole = plan.start_pts.is_none() && plan.end_pts.is_none();
-    seg.whole_file_damage = whole.then(|| outcome.damage.clone());
+    seg.whole_file_damage = whole.then(|| match dropped {
+        Some(missing) => with_dropped(&outcome.damage, plan, missing),
+        None => outcome.damage.clone(),
+    });
     locked.save()?;
     Ok(true)
 }
@@ -190,7 +243,7 @@ mod tests {
             (input, &plan),
             &temp,
             &outcome(8, InputDamage::default()),
-            true,
+            FrameCheck::Segments,
         );
         assert!(
             matches!(clean, Err(EngineError::InvariantViolation(_))),
@@ -203,8 +256,14 @@ mod tests {
             frames_dropped: 2,
             ..Default::default()
         };
-        let err =
-            commit_segment(&work, (input, &plan), &temp, &outcome(8, damage), true).unwrap_err();
+        let err = commit_segment(
+            &work,
+            (input, &plan),
+            &temp,
+            &outcome(8, damage),
+            FrameCheck::Segments,
+        )
+        .unwrap_err();
         assert_eq!(err.family().exit_code(), 3, "{err}");
         let text = err.to_string();
         assert!(
@@ -213,5 +272,65 @@ mod tests {
         );
         assert!(!temp.exists(), "the segment's file is removed");
         assert!(cannot_be_cut(&err));
+    }
+
+    /// One segment whose decoder dropped a picture without a word (every packet reached
+    /// it): refused as damaged without --allow-corrupt, counted missing with it.
+    #[test]
+    fn a_whole_input_short_of_its_plan_is_damage_said_or_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = WorkFolder::at(&dir.path().join("work"));
+        let plan = PlannedSegment {
+            index: 0,
+            first_frame: 0,
+            frames: 5,
+            start_pts: None,
+            end_pts: None,
+            seek_pts: None,
+        };
+        let input = Path::new("/videos/capture.ts");
+        let temp = dir.path().join("seg.tmp");
+        let read = InputDamage {
+            frames_read: 67,
+            frames_decoded: 4,
+            ..Default::default()
+        };
+        let mut short = outcome(4, read);
+        short.stats.packets_in_bounds = 67;
+        std::fs::write(&temp, b"x").unwrap();
+        let err = commit_segment(
+            &work,
+            (input, &plan),
+            &temp,
+            &short,
+            FrameCheck::for_plan(1, false),
+        )
+        .unwrap_err();
+        assert_eq!(err.family().exit_code(), 3, "{err}");
+        assert_eq!(
+            err.to_string(),
+            "/videos/capture.ts: damaged input: at least 1 video frame missing; first problem: the decoder gave no picture for 1 of the 5 packets of frames 0-4; pass --allow-corrupt to upscale what can be read (the report counts what is missing)"
+        );
+        assert!(!cannot_be_cut(&err));
+        assert!(!temp.exists(), "the file is removed");
+        // With --allow-corrupt the frame is counted missing in the report.
+        assert_eq!(FrameCheck::for_plan(1, true), FrameCheck::Counted);
+        let counted = with_dropped(
+            &short.damage,
+            &plan,
+            silently_dropped(&plan, &short).unwrap(),
+        );
+        assert_eq!(counted.frames_missing, 1);
+        // Fewer packets than planned frames reached the decoder, damage was seen, or the
+        // video is interlaced (two field packets a frame): not this check's to say.
+        let mut unread = short.clone();
+        unread.stats.packets_in_bounds = 4;
+        let mut damaged = short.clone();
+        damaged.damage.decoder_errors = 1;
+        let mut fields = short.clone();
+        fields.decode.interlaced = true;
+        for other in [unread, damaged, fields] {
+            assert_eq!(silently_dropped(&plan, &other), None, "{other:?}");
+        }
     }
 }

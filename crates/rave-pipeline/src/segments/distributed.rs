@@ -12,7 +12,7 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{Container, WriterSummary, probe};
 use serde::Serialize;
 
-use super::commit::{commit_segment, mark_running, mark_unfinished};
+use super::commit::{FrameCheck, commit_segment, mark_running, mark_unfinished};
 use super::finish::{OutputJob, done_prefix, job_damage, write_output};
 use super::job::{self, check_same_job, verify_done};
 use super::manifest::Manifest;
@@ -154,7 +154,13 @@ pub fn run_segment(
         }
     };
     let segment = (spec.config.input.as_path(), &entry.plan);
-    report.kept = commit_segment(&work, segment, &temp, &outcome, total > 1)?;
+    report.kept = commit_segment(
+        &work,
+        segment,
+        &temp,
+        &outcome,
+        FrameCheck::for_plan(total, spec.config.allow_corrupt),
+    )?;
     report.frames = outcome.frames;
     report.elapsed_s = started.elapsed().as_secs_f64();
     report.fps = ratio(outcome.frames as f64, report.elapsed_s);

@@ -11,7 +11,7 @@ use rave_core::error::Result;
 use rave_core::gpu::HealthSnapshot;
 use rave_tensorrt::backend_report::GpuBackendReport;
 
-use super::commit::{commit_segment, mark_running, mark_unfinished};
+use super::commit::{FrameCheck, commit_segment, mark_running, mark_unfinished};
 use super::job_progress::JobProgress;
 use super::manifest::{SegmentDecode, SegmentEntry};
 use super::plan::PlannedSegment;
@@ -63,8 +63,8 @@ pub struct JobWork<'a> {
     pub work: Option<&'a WorkFolder>,
     /// The manifest's segments.
     pub segments: &'a [SegmentEntry],
-    /// Segments must have exactly their planned frames (a job of several).
-    pub strict: bool,
+    /// How each segment's frames are held against its plan.
+    pub check: FrameCheck,
     /// The job's progress (frames written).
     pub progress: &'a JobProgress<'a>,
     /// The job's cancellation (each worker runs on a child of it).
@@ -128,7 +128,7 @@ impl LocalJob<'_> {
         match (job.work, &o.file) {
             (Some(w), Some(t)) if o.complete => {
                 let segment = (job.spec.config.input.as_path(), &job.segments[i].plan);
-                commit_segment(w, segment, t, &o, job.strict)?;
+                commit_segment(w, segment, t, &o, job.check)?;
                 self.results.processed.fetch_add(1, Ordering::Relaxed);
             }
             (None, _) if o.complete => {
@@ -371,7 +371,7 @@ mod tests {
                 spec: &job.spec,
                 work: Some(work),
                 segments: &job.manifest.segments,
-                strict: true,
+                check: FrameCheck::Segments,
                 progress: &progress,
                 cancel: &job_cancel,
                 clock: &clock,

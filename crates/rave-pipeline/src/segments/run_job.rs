@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use rave_core::error::{EngineError, ErrorFamily, Result};
 
+use super::commit::FrameCheck;
 use super::failures;
 use super::finish::{
     OutputJob, damage_of, decode_stats_of, done_prefix, held_decodes, job_damage, job_decode_stats,
@@ -116,7 +117,7 @@ pub fn run_job(
             spec: &spec,
             work: work.as_ref(),
             segments: &manifest.segments,
-            strict: manifest.segments.len() > 1,
+            check: FrameCheck::for_plan(manifest.segments.len(), config.allow_corrupt),
             progress: &job_progress,
             cancel,
             clock,
