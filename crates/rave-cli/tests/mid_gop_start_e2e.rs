@@ -94,3 +94,29 @@ fn a_transport_stream_cut_mid_gop_is_upscaled_from_its_first_keyframe() {
         }
     }
 }
+
+#[test]
+fn a_cut_after_the_last_keyframe_is_refused_in_one_line_that_says_so() {
+    let dir = scratch();
+    let d = dir.path();
+    let whole = d.join("whole.ts");
+    lavfi_clip(
+        &whole,
+        &["testsrc2=size=64x48:rate=25:duration=4"],
+        &["-c:v", "libx264", "-threads", "1", "-g", "50"],
+    );
+    // The last tenth: no keyframe, so no parameter sets either.
+    let data = std::fs::read(&whole).unwrap();
+    let cut = d.join("tail.ts");
+    std::fs::write(&cut, &data[188 * (data.len() / 188 * 9 / 10)..]).unwrap();
+    let out = d.join("out.mkv");
+    let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("tail.ts") && err.contains("a cut or capture that holds no keyframe"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
