@@ -322,9 +322,9 @@ fn a_truncated_flv_starting_after_zero_is_refused() {
     }
 }
 
-/// `parts` joined into one MPEG-TS (`cat`), upscaled with --allow-corrupt (the seam breaks
-/// the continuity counters: damage the user accepts): the output, and the report, which
-/// must show the one timestamp reset.
+/// `parts` joined into one MPEG-TS (`cat`), upscaled as they are: the seam restarts every
+/// PID's continuity counter, which belongs to the join and is no damage. The output, and
+/// the report, which must show the one timestamp reset and no damage.
 fn upscale_joined(
     dir: &std::path::Path,
     parts: &[&std::path::Path],
@@ -336,12 +336,7 @@ fn upscale_joined(
     let input = dir.join("joined.ts");
     std::fs::write(&input, joined).unwrap();
     let out = dir.join("out.mkv");
-    let o = upscale(
-        &input,
-        &out,
-        &fixture("nearest_x2.onnx"),
-        &["--json", "--allow-corrupt"],
-    );
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &["--json"]);
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(
@@ -349,7 +344,60 @@ fn upscale_joined(
         1,
         "{v}"
     );
+    assert_eq!(v["input_damage"]["demux_errors"], 0, "{v}");
     (out, v)
+}
+
+/// A transport packet lost near the seam of a join (its PID's counter breaks twice there)
+/// or away from it is damage still: only each PID's one break at the join is forgiven.
+#[test]
+fn a_packet_lost_at_or_away_from_a_join_is_still_damage() {
+    let dir = scratch();
+    let d = dir.path();
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let part = corpus::make_clean(d, ts);
+    let data = std::fs::read(&part).unwrap();
+    let video_pid = |at: usize| {
+        data[at] == 0x47 && (u16::from(data[at + 1] & 0x1f) << 8 | u16::from(data[at + 2])) == 0x100
+    };
+    // Without the video PID's third transport packet after the seam, or one in the middle
+    // of the first part.
+    let packets = data.len() / 188;
+    let second_part: Vec<usize> = (0..packets)
+        .map(|k| k * 188)
+        .filter(|&at| video_pid(at))
+        .collect();
+    for (name, lost_at_seam) in [("seam", true), ("middle", false)] {
+        let mut joined = data.clone();
+        let mut second = data.clone();
+        let lost = match lost_at_seam {
+            true => second_part[2],
+            false => second_part[second_part.len() / 2],
+        };
+        match lost_at_seam {
+            true => drop(second.drain(lost..lost + 188)),
+            false => drop(joined.drain(lost..lost + 188)),
+        }
+        joined.extend_from_slice(&second);
+        let input = d.join(format!("joined_{name}.ts"));
+        std::fs::write(&input, joined).unwrap();
+        let o = upscale(
+            &input,
+            &d.join("out.mkv"),
+            &fixture("nearest_x2.onnx"),
+            &["--json"],
+        );
+        assert_exit(&o, 3);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let damage = &v["error"]["damage"];
+        assert!(damage["demux_errors"].as_u64().unwrap() >= 1, "{name}: {v}");
+        assert!(
+            damage["first_problem"]
+                .to_string()
+                .contains("Continuity check failed for pid 256"),
+            "{name}: {v}"
+        );
+    }
 }
 
 #[test]
@@ -500,9 +548,8 @@ fn a_ts_frame_lost_without_a_demuxer_error_is_refused_or_said() {
 
 /// Two B-frame recordings joined (`cat a.ts b.ts`) whose AAC audio starts a little before
 /// the video: the splice continues every stream from where the longest ended, which leaves a
-/// hole in the video timeline at the seam. That hole is no lost frame: with
-/// --allow-corrupt (the seam's continuity counters are damage) every frame is there and
-/// none is counted missing.
+/// hole in the video timeline at the seam. That hole is no lost frame: every frame is there
+/// and none is counted missing.
 #[test]
 fn the_hole_a_splice_leaves_is_no_missing_frame() {
     let dir = scratch();

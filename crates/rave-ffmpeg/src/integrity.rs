@@ -9,6 +9,7 @@ use ffmpeg_next::{Packet, Rational};
 use rave_core::damage::InputDamage;
 
 use crate::audio_check::AudioVerdict;
+use crate::continuity::SeamForgiveness;
 pub use crate::declared::Declared;
 use crate::declared::declared_of;
 use crate::decoder_log::DecoderLog;
@@ -130,6 +131,11 @@ pub struct IntegrityLedger {
     /// Video packets before the first decodable picture (a capture that starts mid-GOP,
     /// or on an open GOP): no decoder can make pictures of them.
     leading: LeadingPackets,
+    /// The demuxer's continuity errors and corrupt packets, those at the seams of joined
+    /// streams forgiven.
+    continuity: SeamForgiveness,
+    /// In MPEG-TS, each stream's PID (empty in other containers).
+    transport_pids: Vec<Option<u32>>,
 }
 
 impl IntegrityLedger {
@@ -200,11 +206,29 @@ impl IntegrityLedger {
             note: None,
             audio: AudioVerdict::default(),
             leading: LeadingPackets::default(),
+            continuity: SeamForgiveness::default(),
+            transport_pids: match format.split(',').any(|f| f == "mpegts") {
+                true => input
+                    .streams()
+                    .map(|s| u32::try_from(s.id()).ok())
+                    .collect(),
+                false => Vec::new(),
+            },
         }
     }
 
-    /// The timestamps restarted at `at_s` (seconds of the spliced timeline, each).
+    /// A packet was read (before it is admitted): what the demuxer logged reading it.
+    pub fn on_read(&mut self) {
+        let logged = self.demux_log.tally().take_continuity();
+        self.continuity.on_read(logged);
+    }
+
+    /// The timestamps restarted at `at_s` (seconds of the spliced timeline, each); the
+    /// latest restart showed at the packet read last.
     pub fn on_resets(&mut self, at_s: &[f64]) {
+        if at_s.len() > self.resets_s.len() {
+            self.continuity.on_restart();
+        }
         self.resets_s = at_s.to_vec();
     }
 
@@ -309,9 +333,16 @@ impl IntegrityLedger {
             }
         }
         if corrupt {
-            self.corrupt_packets += 1;
             let at = start.unwrap_or(0) as f64 * unit_s;
-            self.note(|| format!("corrupt packet in stream #{index} at {at:.3} s"));
+            let text = format!("corrupt packet in stream #{index} at {at:.3} s");
+            match self.transport_pids.get(index) {
+                // In MPEG-TS the flag may come from the seam of a join (see `continuity`).
+                Some(&pid) => self.continuity.on_corrupt(pid, text),
+                None => {
+                    self.corrupt_packets += 1;
+                    self.note(|| text);
+                }
+            }
         }
         if !admitted {
             self.packets_dropped += 1;
@@ -423,10 +454,13 @@ impl IntegrityLedger {
         self.interlaced
     }
 
-    fn demux_errors(&self) -> u64 {
+    /// Demuxer errors counted as damage (`at_end`: the reading is over, no continuity error
+    /// is held any more for a join that may show).
+    fn demux_errors(&self, at_end: bool) -> u64 {
         self.read_errors
             + self.corrupt_packets
             + self.demux_log.tally().count()
+            + self.continuity.errors(at_end)
             + self.structure.as_ref().map_or(0, |p| p.count)
     }
 
@@ -437,7 +471,7 @@ impl IntegrityLedger {
     /// Whether any damage has been seen so far (what the end of the file may still reveal,
     /// such as a timeline shorter than declared, is not included).
     pub fn damage_seen(&self) -> bool {
-        self.demux_errors() > 0
+        self.demux_errors(false) > 0
             || self.decoder_errors() > 0
             || self.frames_damaged > 0
             || self.packets_dropped > 0
@@ -500,7 +534,7 @@ impl IntegrityLedger {
             decoding_stopped: self.scanned,
             frames_damaged: self.frames_damaged,
             frames_dropped: self.timeline.duplicates,
-            demux_errors: self.demux_errors(),
+            demux_errors: self.demux_errors(true),
             decoder_errors: self.decoder_errors(),
             packets_dropped: self.packets_dropped,
             audio_packets_damaged: self.audio.damaged_packets,
@@ -587,6 +621,9 @@ impl IntegrityLedger {
         }
         // FFmpeg's own wording of the first demuxer error, then RAVE's, then the decoder's.
         if let Some(first) = self.demux_log.tally().first() {
+            damage.note(first);
+        }
+        if let Some(first) = self.continuity.first(true) {
             damage.note(first);
         }
         if let Some(n) = &self.note {

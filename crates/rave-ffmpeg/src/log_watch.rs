@@ -64,11 +64,16 @@ impl Counted {
     }
 }
 
+/// How FFmpeg's MPEG-TS demuxer words a transport packet counter that skipped: damage, unless
+/// at the seam of joined streams (see `continuity`).
+const CONTINUITY: &str = "Continuity check failed";
+
 /// What a watched context logged.
 #[derive(Debug, Default)]
 pub struct LogTally {
     damage: Counted,
     stale_drops: Counted,
+    continuity: Mutex<Vec<String>>,
 }
 
 impl LogTally {
@@ -93,16 +98,28 @@ impl LogTally {
         self.stale_drops.first()
     }
 
+    /// The continuity errors logged since the last call, as FFmpeg worded them (not in
+    /// `count`: the reader decides which are damage).
+    pub fn take_continuity(&self) -> Vec<String> {
+        std::mem::take(&mut *self.continuity.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// Forget what was counted so far.
     pub fn reset(&self) {
         self.damage.reset();
         self.stale_drops.reset();
+        self.take_continuity();
     }
 
     fn record(&self, text: Option<&str>) {
-        match text.is_some_and(|t| t.starts_with(STALE_DROP)) {
-            true => self.stale_drops.record(text),
-            false => self.damage.record(text),
+        match text {
+            Some(t) if t.starts_with(STALE_DROP) => self.stale_drops.record(text),
+            Some(t) if t.starts_with(CONTINUITY) => self
+                .continuity
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(t.to_owned()),
+            _ => self.damage.record(text),
         }
     }
 }

@@ -305,6 +305,7 @@ impl VideoReader {
     fn next_packet(&mut self) -> Option<Packet> {
         let ledger = &mut self.ledger;
         let packet = self.demuxer.next_packet(|e| ledger.on_read_error(e));
+        self.ledger.on_read();
         if self.demuxer.timestamp_resets().len() != self.stats.timestamp_resets.len() {
             self.note_resets();
         }
