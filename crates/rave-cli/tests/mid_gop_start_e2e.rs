@@ -120,3 +120,89 @@ fn a_cut_after_the_last_keyframe_is_refused_in_one_line_that_says_so() {
     );
     assert!(!out.exists());
 }
+
+/// A stream-copy cut that keeps the frames before its first keyframe (`ffmpeg -ss T -c copy
+/// -copyinkf`, or a capture remuxed to Matroska or MP4): FFmpeg's decoder probing the first
+/// packets when the file opens complains about them ("co located POCs unavailable", "Not
+/// all references are available"); that is no damage of a file that starts mid-GOP. Before,
+/// such cuts were refused in every container but MPEG-TS.
+#[test]
+fn a_stream_copy_cut_mid_gop_in_matroska_mp4_or_webm_is_upscaled_from_its_first_keyframe() {
+    let dir = scratch();
+    let d = dir.path();
+    let sources: [(&str, &[&str]); 2] = [
+        (
+            "h264.mkv",
+            &[
+                "-c:v", "libx264", "-threads", "1", "-g", "12", "-bf", "3", "-c:a", "aac",
+            ],
+        ),
+        (
+            "vp9.webm",
+            &[
+                "-c:v",
+                "libvpx-vp9",
+                "-g",
+                "12",
+                "-b:v",
+                "300k",
+                "-c:a",
+                "libopus",
+            ],
+        ),
+    ];
+    for (name, codec) in sources {
+        let whole = d.join(format!("whole_{name}"));
+        lavfi_clip(
+            &whole,
+            &[
+                "testsrc2=size=128x96:rate=25:duration=4",
+                "sine=frequency=440:duration=4",
+            ],
+            codec,
+        );
+        let outputs: &[&str] = match name.ends_with(".webm") {
+            true => &["webm", "mkv"],
+            false => &["mkv", "mp4", "mov"],
+        };
+        for ext in outputs {
+            let cut = d.join(format!("cut_{name}.{ext}"));
+            ffmpeg(&[
+                "-i",
+                whole.to_str().unwrap(),
+                "-ss",
+                "0.5",
+                "-c",
+                "copy",
+                "-copyinkf",
+                cut.to_str().unwrap(),
+            ]);
+            let out = d.join("out.mkv");
+            let o = upscale(
+                &cut,
+                &out,
+                &fixture("nearest_x2.onnx"),
+                &["--json", "--overwrite"],
+            );
+            assert_exit(&o, 0);
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            let damage = &v["input_damage"];
+            assert!(
+                damage["frames_before_first_keyframe"].as_u64().unwrap() > 0,
+                "{name} {ext}: {v}"
+            );
+            assert_eq!(damage["demux_errors"], 0, "{name} {ext}: {v}");
+            assert_eq!(damage["decoder_errors"], 0, "{name} {ext}: {v}");
+            assert_eq!(
+                frame_times(&out).len() as u64,
+                counted_frames(&cut),
+                "{name} {ext}: every frame FFmpeg decodes of the cut"
+            );
+            assert_eq!(
+                packet_count(&out, "a:0"),
+                packet_count(&cut, "a:0"),
+                "{name} {ext}: every audio packet"
+            );
+        }
+    }
+}

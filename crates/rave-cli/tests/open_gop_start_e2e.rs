@@ -162,3 +162,72 @@ fn a_capture_cut_inside_an_open_gop_is_upscaled_from_its_first_keyframe() {
         }
     }
 }
+
+/// Leading pictures predicted from the keyframe alone (HEVC RADL pictures) decode in a cut:
+/// they are kept, and only the packets before the keyframe are skipped. (FFmpeg's MPEG-2
+/// encoder starts its closed GOPs without leading B-frames, so that case has only its unit
+/// test, `decodable_leading`.)
+#[test]
+fn leading_pictures_that_decode_from_the_keyframe_are_kept() {
+    let dir = scratch();
+    let d = dir.path();
+    let codecs: [(&str, &[&str]); 1] = [(
+        "hevc_radl",
+        &[
+            "-c:v",
+            "libx265",
+            "-x265-params",
+            "log-level=error:keyint=12:min-keyint=12:open-gop=0:radl=2:bframes=4:frame-threads=1:pools=none",
+        ],
+    )];
+    for (name, video) in codecs {
+        let whole = d.join(format!("whole_{name}.ts"));
+        let mut args = video.to_vec();
+        args.extend(["-c:a", "aac"]);
+        lavfi_clip(
+            &whole,
+            &[
+                "testsrc2=size=64x48:rate=25:duration=4",
+                "sine=frequency=300:sample_rate=48000:duration=4",
+            ],
+            &args,
+        );
+        let cut = d.join(format!("capture_{name}.ts"));
+        let data = std::fs::read(&whole).unwrap();
+        std::fs::write(&cut, &data[188 * (data.len() / 188 / 2)..]).unwrap();
+        let packets = video_packets(&cut);
+        let first_key = packets.iter().position(|p| p.1).expect("a keyframe");
+        let key_pts = packets[first_key].0;
+        let kept = &packets[first_key..];
+        assert!(
+            kept.iter().any(|p| p.0 < key_pts),
+            "{name}: the keyframe has leading pictures: {packets:?}"
+        );
+        let first_shown = kept.iter().map(|p| p.0).min().unwrap();
+        let mut whole_pts: Vec<i64> = video_packets(&whole).iter().map(|p| p.0).collect();
+        whole_pts.sort_unstable();
+        let at = whole_pts.partition_point(|&p| p < first_shown);
+        let lossless = ["--json", "--overwrite", "--encoder", "x264", "--crf", "0"];
+        let whole_out = d.join(format!("whole_{name}.mkv"));
+        assert_exit(
+            &upscale(&whole, &whole_out, &fixture("nearest_x2.onnx"), &lossless),
+            0,
+        );
+        let out = d.join(format!("out_{name}.mkv"));
+        let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &lossless);
+        assert_exit(&o, 0);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(
+            v["input_damage"]["frames_before_first_keyframe"], first_key,
+            "{name}: {v}"
+        );
+        assert_eq!(v["frames_out"], kept.len(), "{name}: {v}");
+        let got = decode_yuv420(&out);
+        let reference = decode_yuv420(&whole_out);
+        let want = frames_from(&reference, (128, 96), at, kept.len());
+        assert!(
+            got == want,
+            "{name}: the uncut file's frames from the first shown on"
+        );
+    }
+}

@@ -13,6 +13,19 @@ use crate::{input, sys};
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
 
+/// How much earlier than a keyframe's presentation time a seek in MPEG-TS/PS aims, in
+/// seconds: more than any decode-to-presentation delay of its frames.
+pub const UNINDEXED_SEEK_MARGIN_S: f64 = 2.0;
+
+/// The errors FFmpeg logged while opening an input.
+#[derive(Debug, Default)]
+pub struct OpenErrors {
+    /// By the demuxer (and, outside MPEG-TS/PS, the other streams' probing decoders).
+    pub demuxer: Vec<String>,
+    /// By the video decoder probing the first packets.
+    pub video_probe: Vec<String>,
+}
+
 /// The container of one input, with its main video stream chosen.
 pub struct Demuxer {
     path: PathBuf,
@@ -27,21 +40,26 @@ pub struct Demuxer {
 
 impl Demuxer {
     /// Open `path` and pick its main video stream; also returns the errors FFmpeg logged
-    /// while opening (a track it could not parse: damage the caller counts). In an MPEG-TS
-    /// or MPEG-PS file, what the decoders probing its first packets log is left out: such a
-    /// file may start anywhere in its streams (a capture starts mid-GOP), its first packets
-    /// then referring to pictures before it, and RAVE decodes every packet again itself
-    /// (the video in the segments, the audio in the plan's `AudioCheck`), counting what is
-    /// really damaged.
-    pub fn open(path: &Path) -> Result<(Self, Vec<String>)> {
+    /// while opening (a track it could not parse: damage the caller counts). What the
+    /// decoders probing the first packets log is set apart: a file may start mid-GOP (a
+    /// capture, a stream-copy cut), its first packets then referring to pictures before it,
+    /// which RAVE skips; the video decoder's words count only where the file starts on a
+    /// clean keyframe (the caller decides). In an MPEG-TS or MPEG-PS file, which may start
+    /// anywhere in its streams, the other decoders' words are left out too: RAVE decodes
+    /// every audio packet again itself in the plan's `AudioCheck`, counting what is really
+    /// damaged.
+    pub fn open(path: &Path) -> Result<(Self, OpenErrors)> {
         let (input, logged) = crate::log_capture::capture_logged_errors(|| input::open(path));
         let input = input?;
         let mid_stream_start = sys::timestamps_may_restart(&input);
-        let open_errors = logged
-            .into_iter()
-            .filter(|e| !(e.by_decoder && mid_stream_start))
-            .map(|e| e.text)
-            .collect();
+        let mut open_errors = OpenErrors::default();
+        for e in logged {
+            match (e.by_video_decoder, e.by_decoder && mid_stream_start) {
+                (true, _) => open_errors.video_probe.push(e.text),
+                (false, true) => {}
+                (false, false) => open_errors.demuxer.push(e.text),
+            }
+        }
         let video_index = input::video_stream_index(&input, path)?;
         let time_bases = input.streams().map(|s| s.time_base()).collect();
         let watched = input
@@ -118,9 +136,13 @@ impl Demuxer {
         }
     }
 
-    /// Move to the video keyframe at or before `pts` (video time base); the next packets
-    /// start there. Only for inputs whose timestamps do not restart (a splice would make
-    /// the timestamp ambiguous).
+    /// Move to the video keyframe at or before `pts` (video time base), or before it: the
+    /// next packets start there, or earlier. MPEG-TS/PS have no index: FFmpeg searches their
+    /// bytes for a packet whose decode time is at or before the target, which may be a
+    /// packet after the keyframe (its decode time is earlier than its presentation time),
+    /// so there the target is [`UNINDEXED_SEEK_MARGIN_S`] earlier (the reader skips what
+    /// comes before the first keyframe it meets). Only for inputs whose timestamps do not
+    /// restart (a splice would make the timestamp ambiguous).
     pub fn seek_video(&mut self, pts: i64) -> Result<()> {
         if !self.resets.is_empty() {
             return Err(EngineError::InvariantViolation(format!(
@@ -128,6 +150,14 @@ impl Demuxer {
                 self.path.display()
             )));
         }
+        let pts = match sys::timestamps_may_restart(&self.input) {
+            true => self.time_bases.get(self.video_index).map_or(pts, |tb| {
+                let margin = UNINDEXED_SEEK_MARGIN_S * f64::from(tb.denominator())
+                    / f64::from(tb.numerator().max(1));
+                pts.saturating_sub(margin as i64)
+            }),
+            false => pts,
+        };
         sys::seek_to_keyframe(&mut self.input, self.video_index, pts).map_err(|e| {
             EngineError::Decode(format!(
                 "{}: cannot seek to the keyframe before timestamp {pts}: {e}",

@@ -12,7 +12,9 @@ use crate::audio_check::AudioVerdict;
 use crate::continuity::SeamForgiveness;
 pub use crate::declared::Declared;
 use crate::declared::declared_of;
+use crate::decodable_leading::LeadingCheck;
 use crate::decoder_log::DecoderLog;
+use crate::demuxer::OpenErrors;
 use crate::leading_packets::LeadingPackets;
 use crate::log_watch::LogWatch;
 use crate::structure_check::{self, StructureProblem};
@@ -136,6 +138,9 @@ pub struct IntegrityLedger {
     continuity: SeamForgiveness,
     /// In MPEG-TS, each stream's PID (empty in other containers).
     transport_pids: Vec<Option<u32>>,
+    /// What the video decoder probing the first packets logged, when the reading starts at
+    /// the file's start (see `on_open_errors`).
+    video_probe_errors: Vec<String>,
 }
 
 impl IntegrityLedger {
@@ -205,8 +210,11 @@ impl IntegrityLedger {
             resets_s: Vec::new(),
             note: None,
             audio: AudioVerdict::default(),
-            leading: LeadingPackets::default(),
+            leading: LeadingPackets::new(LeadingCheck::for_codec(
+                sys::stream_params(input, video).codec_id.into(),
+            )),
             continuity: SeamForgiveness::default(),
+            video_probe_errors: Vec::new(),
             transport_pids: match format.split(',').any(|f| f == "mpegts") {
                 true => input
                     .streams()
@@ -248,11 +256,27 @@ impl IntegrityLedger {
         }
     }
 
-    /// FFmpeg logged `errors` while opening the input (headers it could not parse).
-    pub fn on_open_errors(&mut self, errors: Vec<String>) {
-        self.read_errors += errors.len() as u64;
-        if let Some(first) = errors.into_iter().next() {
+    /// FFmpeg logged `errors` while opening the input (headers it could not parse, first
+    /// packets its video decoder could not decode). `from_start`: this reading starts at
+    /// the file's start (no seek), so its leading packets are the file's: the video
+    /// decoder's words count where there are none, and are about them where there are.
+    pub fn on_open_errors(&mut self, errors: OpenErrors, from_start: bool) {
+        self.read_errors += errors.demuxer.len() as u64;
+        if let Some(first) = errors.demuxer.into_iter().next() {
             self.note(|| first);
+        }
+        if from_start {
+            self.video_probe_errors = errors.video_probe;
+        }
+    }
+
+    /// The video probe's errors counted (`at_end`: the reading is over): once the leading
+    /// packets are known to be none.
+    fn video_probe_errors(&self, at_end: bool) -> u64 {
+        let known = at_end || self.leading.settled();
+        match known && self.leading.read() == 0 {
+            true => self.video_probe_errors.len() as u64,
+            false => 0,
         }
     }
 
@@ -307,7 +331,8 @@ impl IntegrityLedger {
         if role == Role::Video {
             // Leading frames are no slots of the timeline (unless no keyframe ever comes:
             // `timeline_pts`).
-            let leading = self.leading.on_read(packet.is_key(), packet.pts());
+            let data = packet.data().unwrap_or_default();
+            let leading = self.leading.on_read(packet.is_key(), packet.pts(), data);
             match packet.pts() {
                 Some(pts) if !leading => self.video_pts.push(pts),
                 Some(_) => {}
@@ -387,6 +412,12 @@ impl IntegrityLedger {
         }
     }
 
+    /// Reading starts again from the file's start (a seek that missed): its leading packets
+    /// are told anew.
+    pub fn restart_leading(&mut self) {
+        self.leading = LeadingPackets::new(self.leading.check());
+    }
+
     /// Whether a video keyframe was read yet.
     pub fn keyframe_read(&self) -> bool {
         self.leading.keyframe_read()
@@ -461,6 +492,7 @@ impl IntegrityLedger {
             + self.corrupt_packets
             + self.demux_log.tally().count()
             + self.continuity.errors(at_end)
+            + self.video_probe_errors(at_end)
             + self.structure.as_ref().map_or(0, |p| p.count)
     }
 
@@ -625,6 +657,11 @@ impl IntegrityLedger {
         }
         if let Some(first) = self.continuity.first(true) {
             damage.note(first);
+        }
+        if self.video_probe_errors(true) > 0
+            && let Some(first) = self.video_probe_errors.first()
+        {
+            damage.note(first.clone());
         }
         if let Some(n) = &self.note {
             damage.note(n.clone());

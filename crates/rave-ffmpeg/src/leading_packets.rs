@@ -4,6 +4,10 @@
 //! in an open GOP (H.264 open-gop, HEVC CRA, MPEG-2 without closed_gop) the pictures coded
 //! right after it but shown before it refer back to the GOP before, which the cut removed.
 //! Both are leading packets: no frames of the job, skipped and said, never counted as damage.
+//! (Leading pictures predicted from the keyframe alone decode, and are kept:
+//! `decodable_leading`.)
+
+use crate::decodable_leading::LeadingCheck;
 
 /// The first keyframe of a reading, once read.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +22,7 @@ struct FirstKeyframe {
 /// The video packets of one reading before its first decodable picture (see the module).
 #[derive(Debug, Clone, Default)]
 pub struct LeadingPackets {
+    check: LeadingCheck,
     first_key: Option<FirstKeyframe>,
     /// Presentation times of the leading packets read.
     pts: Vec<i64>,
@@ -28,20 +33,29 @@ pub struct LeadingPackets {
 }
 
 impl LeadingPackets {
-    /// A video packet was read (`key`: flagged a keyframe; `pts`: its presentation time);
-    /// whether it is a leading one.
-    pub fn on_read(&mut self, key: bool, pts: Option<i64>) -> bool {
+    /// The leading packets of a stream whose decodable leading pictures `check` tells.
+    pub fn new(check: LeadingCheck) -> Self {
+        Self {
+            check,
+            ..Self::default()
+        }
+    }
+
+    /// A video packet was read (`key`: flagged a keyframe; `pts`: its presentation time;
+    /// `data`: its bytes); whether it is a leading one.
+    pub fn on_read(&mut self, key: bool, pts: Option<i64>, data: &[u8]) -> bool {
+        let check = self.check;
         let leading = match &mut self.first_key {
             None if key => {
                 self.first_key = Some(FirstKeyframe {
                     pts,
-                    leading_pictures: pts.is_some(),
+                    leading_pictures: pts.is_some() && !check.closed_gop(data),
                 });
                 false
             }
             None => true,
             Some(first) => match (first.leading_pictures, pts, first.pts) {
-                (true, Some(p), Some(key_pts)) if !key && p < key_pts => true,
+                (true, Some(p), Some(key_pts)) if !key && p < key_pts => !check.decodable(data),
                 _ => {
                     first.leading_pictures = false;
                     false
@@ -70,9 +84,20 @@ impl LeadingPackets {
         self.last_leading
     }
 
+    /// How this stream's decodable leading pictures are told.
+    pub fn check(&self) -> LeadingCheck {
+        self.check
+    }
+
     /// Whether a keyframe was read.
     pub fn keyframe_read(&self) -> bool {
         self.first_key.is_some()
+    }
+
+    /// Whether the leading packets are all read: a keyframe came, and a packet shown after
+    /// it (its leading pictures, if any, came before).
+    pub fn settled(&self) -> bool {
+        self.first_key.is_some_and(|k| !k.leading_pictures)
     }
 
     /// Leading packets read, where a keyframe came (a stream without any keyframe flag has
@@ -110,7 +135,7 @@ mod tests {
     /// Reads `(key, pts)` packets; which were leading.
     fn leading_of(packets: &[(bool, Option<i64>)]) -> (Vec<bool>, LeadingPackets) {
         let mut l = LeadingPackets::default();
-        let flags = packets.iter().map(|&(k, p)| l.on_read(k, p)).collect();
+        let flags = packets.iter().map(|&(k, p)| l.on_read(k, p, &[])).collect();
         (flags, l)
     }
 
@@ -142,6 +167,9 @@ mod tests {
         ]);
         assert_eq!(flags, [true, false, true, true, true, false, false, false]);
         assert_eq!(l.read(), 4);
+        assert!(l.settled());
+        let (_, open) = leading_of(&[(true, Some(10)), (false, Some(7))]);
+        assert!(open.keyframe_read() && !open.settled());
         // Timestamps that restart lower later on (a splice) are no leading pictures.
         let (flags, _) = leading_of(&[(true, Some(10)), (false, Some(11)), (false, Some(2))]);
         assert_eq!(flags, [false, false, false]);
@@ -169,11 +197,11 @@ mod tests {
     #[test]
     fn only_leading_packets_sent_undiscarded_count_as_sent() {
         let mut l = LeadingPackets::default();
-        l.on_read(false, Some(1));
+        l.on_read(false, Some(1), &[]);
         l.on_sent(false);
-        l.on_read(false, Some(2));
+        l.on_read(false, Some(2), &[]);
         l.on_sent(true);
-        l.on_read(true, Some(5));
+        l.on_read(true, Some(5), &[]);
         l.on_sent(false);
         assert_eq!(l.sent(), 1);
     }

@@ -3,6 +3,7 @@
 
 mod continuity;
 mod declared;
+mod decodable_leading;
 mod decoded;
 mod decoder_log;
 mod leading_packets;

@@ -16,6 +16,8 @@ pub struct LoggedError {
     pub text: String,
     /// Whether a codec context logged it.
     pub by_decoder: bool,
+    /// Whether a video codec context logged it.
+    pub by_video_decoder: bool,
 }
 
 thread_local! {
@@ -75,11 +77,21 @@ unsafe extern "C" fn on_log(
         // AVClass pointer.
         let by_decoder = !class.is_null()
             && unsafe { *(class as *const *const ffi::AVClass) == ffi::avcodec_get_class() };
+        // SAFETY: a struct whose class is the codec-context class is an AVCodecContext.
+        let by_video_decoder = by_decoder
+            && unsafe {
+                (*(class as *const ffi::AVCodecContext)).codec_type
+                    == ffi::AVMediaType::AVMEDIA_TYPE_VIDEO
+            };
         let _ = CAPTURED.try_with(|c| {
             if let Ok(mut c) = c.try_borrow_mut()
                 && let Some(lines) = c.as_mut()
             {
-                lines.push(LoggedError { text, by_decoder });
+                lines.push(LoggedError {
+                    text,
+                    by_decoder,
+                    by_video_decoder,
+                });
             }
         });
     }

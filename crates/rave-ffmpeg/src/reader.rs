@@ -106,7 +106,7 @@ impl VideoReader {
         let mut ledger =
             IntegrityLedger::new(demuxer.input(), path, video_index, timeline, structure);
         ledger.watch_decoder(decoder_log);
-        ledger.on_open_errors(open_errors);
+        ledger.on_open_errors(open_errors, bounds.seek_to.is_none());
         if let Some(at) = bounds.seek_to {
             demuxer.seek_video(at)?;
         }
@@ -187,8 +187,15 @@ impl VideoReader {
     /// What was lost or damaged. Once the input was read to its end (decoded, or scanned
     /// by `scan_to_end`), this includes what its container declares but was not there.
     pub fn damage(&self) -> InputDamage {
-        self.ledger
-            .damage(self.finished && self.bounds.whole_file())
+        let mut damage = self
+            .ledger
+            .damage(self.finished && self.bounds.whole_file());
+        if self.bounds.seek_to.is_some() {
+            // What came before the first keyframe after a seek is where the seek landed,
+            // not where the file starts.
+            damage.frames_before_first_keyframe = 0;
+        }
+        damage
     }
 
     /// Count `n` packets the writer refused as invalid (damaged data); `first` says why.
@@ -330,10 +337,16 @@ impl VideoReader {
     /// Decode a video packet; a packet of another stream is only counted (the other streams
     /// are copied when the segments are assembled, by `next_copied_packet`).
     fn route(&mut self, packet: Packet) -> Result<()> {
-        self.ledger.admit(&packet);
         if packet.stream() != self.video_index() {
+            // After a seek the other streams' first packets are wherever the seek landed
+            // (an MPEG-PS audio packet may start before the one read last): no measure of
+            // them. The plan's reading of the whole file checked them.
+            if self.bounds.seek_to.is_none() {
+                self.ledger.admit(&packet);
+            }
             return Ok(());
         }
+        self.ledger.admit(&packet);
         self.stats.packets += 1;
         if let Some(pts) = packet.pts()
             && self.bounds.start.is_none_or(|start| pts >= start)
@@ -341,7 +354,11 @@ impl VideoReader {
         {
             self.stats.packets_in_bounds += 1;
         }
-        if self.bounds.skip_before_keyframe && self.ledger.leading_packet() {
+        // After a seek too: a demuxer without an index lands where it can, maybe mid-GOP, and
+        // the pictures before the first keyframe (and its leading ones) come before the
+        // segment's start anyway.
+        let skip = self.bounds.skip_before_keyframe || self.bounds.seek_to.is_some();
+        if skip && self.ledger.leading_packet() {
             return Ok(());
         }
         self.ledger.on_sent(sys::packet_is_discarded(&packet));
@@ -387,6 +404,7 @@ impl VideoReader {
                 // from the start of the file instead (slower, never wrong).
                 self.demuxer.seek_video(i64::MIN)?;
                 self.decoder.flush();
+                self.ledger.restart_leading();
                 self.bounds.seek_to = None;
                 self.pending.clear();
                 self.leading = 0;
