@@ -51,6 +51,35 @@ fn cut_a_third_in(whole: &Path, cut: &Path) -> (i64, usize) {
     (key_pts, packets.iter().filter(|p| p.0 >= key_pts).count())
 }
 
+/// A 4 s MPEG-TS of `video` with AAC audio at `d/whole_NAME.ts`.
+fn whole_ts(d: &Path, name: &str, video: &[&str]) -> std::path::PathBuf {
+    let whole = d.join(format!("whole_{name}.ts"));
+    let mut args = video.to_vec();
+    args.extend(["-c:a", "aac"]);
+    lavfi_clip(
+        &whole,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=4",
+            "sine=frequency=300:sample_rate=48000:duration=4",
+        ],
+        &args,
+    );
+    whole
+}
+
+/// The options of a lossless upscale (the same bytes wherever a frame is right).
+const LOSSLESS: [&str; 6] = ["--json", "--overwrite", "--encoder", "x264", "--crf", "0"];
+
+/// `whole` upscaled losslessly to `d/whole_NAME.mkv`, decoded.
+fn upscaled_reference(d: &Path, name: &str, whole: &Path) -> Vec<u8> {
+    let out = d.join(format!("whole_{name}.mkv"));
+    assert_exit(
+        &upscale(whole, &out, &fixture("nearest_x2.onnx"), &LOSSLESS),
+        0,
+    );
+    decode_yuv420(&out)
+}
+
 /// `frames` frames of `yuv` (planar 4:2:0 of `w`x`h`) from frame `from`.
 fn frames_from(yuv: &[u8], (w, h): (usize, usize), from: usize, frames: usize) -> &[u8] {
     let size = w * h * 3 / 2;
@@ -92,17 +121,7 @@ fn a_capture_cut_inside_an_open_gop_is_upscaled_from_its_first_keyframe() {
         ),
     ];
     for (name, video) in codecs {
-        let whole = d.join(format!("whole_{name}.ts"));
-        let mut args = video.to_vec();
-        args.extend(["-c:a", "aac"]);
-        lavfi_clip(
-            &whole,
-            &[
-                "testsrc2=size=64x48:rate=25:duration=4",
-                "sine=frequency=300:sample_rate=48000:duration=4",
-            ],
-            &args,
-        );
+        let whole = whole_ts(d, name, video);
         let cut = d.join(format!("capture_{name}.ts"));
         let (key_pts, shown) = cut_a_third_in(&whole, &cut);
         let leading = video_packets(&cut).len() - shown;
@@ -111,15 +130,11 @@ fn a_capture_cut_inside_an_open_gop_is_upscaled_from_its_first_keyframe() {
         let mut whole_pts: Vec<i64> = video_packets(&whole).iter().map(|p| p.0).collect();
         whole_pts.sort_unstable();
         let key_at = whole_pts.partition_point(|&p| p < key_pts);
-        let lossless = ["--json", "--overwrite", "--encoder", "x264", "--crf", "0"];
-        let whole_out = d.join(format!("whole_{name}.mkv"));
-        let o = upscale(&whole, &whole_out, &fixture("nearest_x2.onnx"), &lossless);
-        assert_exit(&o, 0);
-        let reference = decode_yuv420(&whole_out);
+        let reference = upscaled_reference(d, name, &whole);
         // One segment, several, and the first five frames only.
         for extra in [&[][..], &["--segment-frames", "10"], &["--max-frames", "5"]] {
             let out = d.join(format!("out_{name}.mkv"));
-            let mut args = lossless.to_vec();
+            let mut args = LOSSLESS.to_vec();
             args.extend_from_slice(extra);
             let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &args);
             assert_exit(&o, 0);
@@ -171,63 +186,46 @@ fn a_capture_cut_inside_an_open_gop_is_upscaled_from_its_first_keyframe() {
 fn leading_pictures_that_decode_from_the_keyframe_are_kept() {
     let dir = scratch();
     let d = dir.path();
-    let codecs: [(&str, &[&str]); 1] = [(
-        "hevc_radl",
+    let name = "hevc_radl";
+    let whole = whole_ts(
+        d,
+        name,
         &[
             "-c:v",
             "libx265",
             "-x265-params",
             "log-level=error:keyint=12:min-keyint=12:open-gop=0:radl=2:bframes=4:frame-threads=1:pools=none",
         ],
-    )];
-    for (name, video) in codecs {
-        let whole = d.join(format!("whole_{name}.ts"));
-        let mut args = video.to_vec();
-        args.extend(["-c:a", "aac"]);
-        lavfi_clip(
-            &whole,
-            &[
-                "testsrc2=size=64x48:rate=25:duration=4",
-                "sine=frequency=300:sample_rate=48000:duration=4",
-            ],
-            &args,
-        );
-        let cut = d.join(format!("capture_{name}.ts"));
-        let data = std::fs::read(&whole).unwrap();
-        std::fs::write(&cut, &data[188 * (data.len() / 188 / 2)..]).unwrap();
-        let packets = video_packets(&cut);
-        let first_key = packets.iter().position(|p| p.1).expect("a keyframe");
-        let key_pts = packets[first_key].0;
-        let kept = &packets[first_key..];
-        assert!(
-            kept.iter().any(|p| p.0 < key_pts),
-            "{name}: the keyframe has leading pictures: {packets:?}"
-        );
-        let first_shown = kept.iter().map(|p| p.0).min().unwrap();
-        let mut whole_pts: Vec<i64> = video_packets(&whole).iter().map(|p| p.0).collect();
-        whole_pts.sort_unstable();
-        let at = whole_pts.partition_point(|&p| p < first_shown);
-        let lossless = ["--json", "--overwrite", "--encoder", "x264", "--crf", "0"];
-        let whole_out = d.join(format!("whole_{name}.mkv"));
-        assert_exit(
-            &upscale(&whole, &whole_out, &fixture("nearest_x2.onnx"), &lossless),
-            0,
-        );
-        let out = d.join(format!("out_{name}.mkv"));
-        let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &lossless);
-        assert_exit(&o, 0);
-        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        assert_eq!(
-            v["input_damage"]["frames_before_first_keyframe"], first_key,
-            "{name}: {v}"
-        );
-        assert_eq!(v["frames_out"], kept.len(), "{name}: {v}");
-        let got = decode_yuv420(&out);
-        let reference = decode_yuv420(&whole_out);
-        let want = frames_from(&reference, (128, 96), at, kept.len());
-        assert!(
-            got == want,
-            "{name}: the uncut file's frames from the first shown on"
-        );
-    }
+    );
+    let cut = d.join(format!("capture_{name}.ts"));
+    let data = std::fs::read(&whole).unwrap();
+    std::fs::write(&cut, &data[188 * (data.len() / 188 / 2)..]).unwrap();
+    let packets = video_packets(&cut);
+    let first_key = packets.iter().position(|p| p.1).expect("a keyframe");
+    let key_pts = packets[first_key].0;
+    let kept = &packets[first_key..];
+    assert!(
+        kept.iter().any(|p| p.0 < key_pts),
+        "{name}: the keyframe has leading pictures: {packets:?}"
+    );
+    let first_shown = kept.iter().map(|p| p.0).min().unwrap();
+    let mut whole_pts: Vec<i64> = video_packets(&whole).iter().map(|p| p.0).collect();
+    whole_pts.sort_unstable();
+    let at = whole_pts.partition_point(|&p| p < first_shown);
+    let reference = upscaled_reference(d, name, &whole);
+    let out = d.join(format!("out_{name}.mkv"));
+    let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &LOSSLESS);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["input_damage"]["frames_before_first_keyframe"], first_key,
+        "{name}: {v}"
+    );
+    assert_eq!(v["frames_out"], kept.len(), "{name}: {v}");
+    let got = decode_yuv420(&out);
+    let want = frames_from(&reference, (128, 96), at, kept.len());
+    assert!(
+        got == want,
+        "{name}: the uncut file's frames from the first shown on"
+    );
 }
