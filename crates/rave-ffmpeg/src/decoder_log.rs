@@ -1,8 +1,11 @@
 //! `DecoderLog`: the damage the video decoder of one reading logged. A reading that starts
 //! at a keyframe inside an open GOP (a capture cut mid-GOP, whose leading packets were
-//! skipped) makes the H.264 decoder log a stale reference drop ("mmco: unref short
-//! failure") for every command of its first GOP that drops a picture from before the cut:
-//! nothing is damaged by it, so those are forgiven, and only those.
+//! skipped) makes the H.264 decoder log a stale reference ("mmco: unref short failure" for
+//! a command of its first GOP that drops a picture from before the cut, "Frame num gap"
+//! where a skipped leading picture was a reference): nothing shown is damaged by them, so
+//! those of the first GOP of a reading that skipped leading packets are forgiven, and only
+//! those. Anywhere else a frame number gap means a reference picture was lost and the
+//! pictures using it concealed: damage.
 
 use crate::log_watch::LogWatch;
 
@@ -11,9 +14,9 @@ use crate::log_watch::LogWatch;
 pub struct DecoderLog {
     watch: LogWatch,
     keyframes_out: u32,
-    /// Stale drops forgiven: those logged before the second keyframe came out of the
-    /// decoder (every picture coded before it was decoded by then). `None` while it has
-    /// not come.
+    /// Stale references forgiven: where the reading skipped leading packets, those logged
+    /// before the second keyframe came out of the decoder (every picture coded before it
+    /// was decoded by then). `None` while that window is open.
     forgiven: Option<u64>,
 }
 
@@ -23,7 +26,16 @@ impl DecoderLog {
         Self {
             watch,
             keyframes_out: 0,
-            forgiven: None,
+            forgiven: Some(0),
+        }
+    }
+
+    /// The reading skipped a leading packet (before the first keyframe, or a leading
+    /// picture of its open GOP): what the decoder says of references it does not hold is
+    /// forgiven up to the second keyframe out.
+    pub fn on_leading_skipped(&mut self) {
+        if self.keyframes_out < 2 {
+            self.forgiven = None;
         }
     }
 
@@ -33,7 +45,7 @@ impl DecoderLog {
             return;
         }
         self.keyframes_out += 1;
-        if self.keyframes_out == 2 && self.forgiven.is_none() {
+        if self.keyframes_out >= 2 && self.forgiven.is_none() {
             self.forgiven = Some(self.watch.tally().stale_drops());
         }
     }
@@ -84,6 +96,7 @@ mod tests {
     #[test]
     fn stale_drops_before_the_second_keyframe_out_are_forgiven_and_only_those() {
         let (mut log, _fake) = log();
+        log.on_leading_skipped();
         log.on_frame_out(true);
         record(log.watch.tally(), STALE);
         record(log.watch.tally(), STALE);
@@ -94,9 +107,9 @@ mod tests {
         record(log.watch.tally(), STALE);
         assert_eq!(log.errors(), 1);
         assert_eq!(log.first().as_deref(), STALE);
-        record(log.watch.tally(), Some("Frame num gap 3 1"));
+        record(log.watch.tally(), Some("co located POCs unavailable"));
         assert_eq!(log.errors(), 2);
-        assert_eq!(log.first().as_deref(), Some("Frame num gap 3 1"));
+        assert_eq!(log.first().as_deref(), Some("co located POCs unavailable"));
         // A segment's first frame: what came before is forgotten, nothing after forgiven.
         log.forget();
         assert_eq!(log.errors(), 0);
@@ -107,8 +120,23 @@ mod tests {
     #[test]
     fn other_damage_of_the_first_gop_counts() {
         let (mut log, _fake) = log();
+        log.on_leading_skipped();
         log.on_frame_out(true);
         record(log.watch.tally(), Some("co located POCs unavailable"));
         assert_eq!(log.errors(), 1);
+    }
+
+    /// A reading from a clean keyframe (nothing skipped): a frame number gap is a lost
+    /// reference, even in a file with one keyframe.
+    #[test]
+    fn without_skipped_leading_packets_nothing_is_forgiven() {
+        let (mut log, _fake) = log();
+        log.on_frame_out(true);
+        record(log.watch.tally(), Some("Frame num gap 3 1"));
+        assert_eq!(log.errors(), 1);
+        log.on_frame_out(true);
+        log.on_leading_skipped();
+        record(log.watch.tally(), STALE);
+        assert_eq!(log.errors(), 2, "too late to open the window");
     }
 }

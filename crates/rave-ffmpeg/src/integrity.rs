@@ -445,6 +445,13 @@ impl IntegrityLedger {
         self.note(|| format!("the decoder refused a packet: {error}"));
     }
 
+    /// The video packet admitted last was a leading one and was not sent to the decoder.
+    pub fn on_leading_skipped(&mut self) {
+        if let Some(log) = &mut self.decoder_log {
+            log.on_leading_skipped();
+        }
+    }
+
     /// A frame came out of the decoder (`key`: a keyframe), inside the reading's bounds or
     /// not.
     pub fn on_decoded(&mut self, key: bool) {

@@ -9,8 +9,14 @@ use std::sync::{Arc, Mutex};
 use ffmpeg_next::ffi;
 
 /// Messages below error level that still mean the input is damaged (the start of FFmpeg's
-/// format string).
-const DAMAGE_WARNINGS: [&[u8]; 2] = [b"Continuity check failed", b"PES packet size mismatch"];
+/// format string): MPEG-TS continuity and PES size errors, and the H.264 decoder's
+/// "Frame num gap" (a reference picture is missing: it conceals the pictures that use it
+/// without an error).
+const DAMAGE_WARNINGS: [&[u8]; 3] = [
+    b"Continuity check failed",
+    b"PES packet size mismatch",
+    b"Frame num gap",
+];
 
 /// Error-level decoder messages about hardware acceleration setup, not about the data: NVDEC
 /// refuses a codec, profile or size (VP9 below 128 pixels, say) and the decoder falls back to
@@ -27,10 +33,12 @@ const NOT_DAMAGE: [&[u8]; 9] = [
     b"Error initializing internal frames context",
 ];
 
-/// The H.264 decoder's word for a reference-marking command (MMCO) that drops a picture it
-/// does not hold. Harmless in itself, and expected where decoding starts after the picture
-/// (a capture cut inside an open GOP): counted apart, see [`LogTally::stale_drops`].
-const STALE_DROP: &str = "mmco: unref short failure";
+/// The H.264 decoder's words for references it does not hold: a reference-marking command
+/// (MMCO) that drops a picture it never had, and a gap in the frame numbers (a reference
+/// picture missing). Expected where decoding starts after those pictures (a capture cut
+/// inside an open GOP, whose leading reference pictures are skipped): counted apart, see
+/// [`LogTally::stale_drops`].
+const STALE_REFERENCES: [&str; 2] = ["mmco: unref short failure", "Frame num gap"];
 
 /// Messages of one kind: how many, and the first as FFmpeg worded it.
 #[derive(Debug, Default)]
@@ -87,8 +95,8 @@ impl LogTally {
         self.damage.first()
     }
 
-    /// Reference-marking commands that dropped a picture the decoder does not hold ("mmco:
-    /// unref short failure"): damage, unless decoding started after that picture.
+    /// Messages about references the decoder does not hold ("mmco: unref short failure",
+    /// "Frame num gap"): damage, unless decoding started after those pictures.
     pub fn stale_drops(&self) -> u64 {
         self.stale_drops.count()
     }
@@ -113,7 +121,9 @@ impl LogTally {
 
     fn record(&self, text: Option<&str>) {
         match text {
-            Some(t) if t.starts_with(STALE_DROP) => self.stale_drops.record(text),
+            Some(t) if STALE_REFERENCES.iter().any(|s| t.starts_with(s)) => {
+                self.stale_drops.record(text)
+            }
             Some(t) if t.starts_with(CONTINUITY) => self
                 .continuity
                 .lock()
@@ -275,6 +285,7 @@ mod tests {
             b"Continuity check failed for pid %d expected %d got %d\n"
         ));
         assert!(is_damage(warning, b"PES packet size mismatch\n"));
+        assert!(is_damage(debug, b"Frame num gap %d %d\n"));
         assert!(!is_damage(warning, b"Estimating duration from bitrate\n"));
     }
 
@@ -307,6 +318,8 @@ mod tests {
         record(&watch.tally, Some("mmco: unref short failure"));
         assert_eq!(watch.tally().count(), 1, "a stale drop is counted apart");
         assert_eq!(watch.tally().stale_drops(), 1);
+        record(&watch.tally, Some("Frame num gap 3 1"));
+        assert_eq!(watch.tally().stale_drops(), 2);
         watch.tally().reset();
         assert_eq!((watch.tally().count(), watch.tally().stale_drops()), (0, 0));
         drop(watch);

@@ -359,6 +359,7 @@ impl VideoReader {
         // segment's start anyway.
         let skip = self.bounds.skip_before_keyframe || self.bounds.seek_to.is_some();
         if skip && self.ledger.leading_packet() {
+            self.ledger.on_leading_skipped();
             return Ok(());
         }
         self.ledger.on_sent(sys::packet_is_discarded(&packet));
