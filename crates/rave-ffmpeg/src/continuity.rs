@@ -7,6 +7,7 @@
 //! PID within [`SEAM_READS`] packet reads of a restart belongs to the join and is forgiven;
 //! any other counts.
 
+use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 
 /// Packet reads either side of a timestamp restart within which a PID's first continuity
@@ -107,25 +108,23 @@ impl SeamForgiveness {
     /// Continuity errors counted as damage so far (`at_end`: the reading is over, nothing
     /// is held any more).
     pub fn errors(&self, at_end: bool) -> u64 {
-        match at_end {
-            true => {
-                let mut settled = self.clone();
-                settled.settle(true);
-                settled.counted
-            }
-            false => self.counted,
-        }
+        self.settled(at_end).counted
     }
 
     /// The first of them, as FFmpeg worded it.
     pub fn first(&self, at_end: bool) -> Option<String> {
+        self.settled(at_end).first.clone()
+    }
+
+    /// This tally, or (`at_end`) a copy with nothing held any more.
+    fn settled(&self, at_end: bool) -> Cow<'_, Self> {
         match at_end {
             true => {
                 let mut settled = self.clone();
                 settled.settle(true);
-                settled.first
+                Cow::Owned(settled)
             }
-            false => self.first.clone(),
+            false => Cow::Borrowed(self),
         }
     }
 }

@@ -50,10 +50,6 @@ pub fn mark_unfinished(work: &WorkFolder, index: usize) -> Result<()> {
 /// What to do when a segment of a damaged input decoded other frames than planned.
 const CUT_DAMAGE_HINT: &str = "; its frames do not match the plan made from its timestamps, so it cannot be cut into segments: pass --allow-corrupt --segment-frames 1000000000 to upscale what can be read as one segment (the report counts what is missing)";
 
-/// What to do when the one segment of an input decoded fewer frames than it has.
-const ONE_SEGMENT_DAMAGE_HINT: &str =
-    "; pass --allow-corrupt to upscale what can be read (the report counts what is missing)";
-
 /// Whether `err` refuses an input whose damage changed a segment's frames, so that no
 /// plan of several segments can be kept.
 pub fn cannot_be_cut(err: &EngineError) -> bool {
@@ -154,7 +150,7 @@ pub fn commit_segment(
     {
         return refused(
             with_dropped(&outcome.damage, plan, missing),
-            ONE_SEGMENT_DAMAGE_HINT,
+            crate::stages::CORRUPT_HINT,
         );
     }
     let bytes = std::fs::metadata(temp)?.len();
