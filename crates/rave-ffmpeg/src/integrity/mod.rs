@@ -1,12 +1,11 @@
 //! `IntegrityLedger`: everything reading one input saw, stream by stream, held against what
 //! its container declares (sample counts, frame-count and duration tags, durations, its own
 //! structure), plus every error the demuxer and the video decoder reported. It decides what
-//! was lost: `InputDamage`.
+//! was lost: `InputDamage` (`verdict`); each stream's own counts are a `StreamTally`.
 
+use ffmpeg_next::Packet;
 use ffmpeg_next::format::context::Input;
 use ffmpeg_next::media::Type;
-use ffmpeg_next::{Packet, Rational};
-use rave_core::damage::InputDamage;
 
 use crate::audio_check::AudioVerdict;
 use crate::continuity::SeamForgiveness;
@@ -19,85 +18,12 @@ use crate::leading_packets::LeadingPackets;
 use crate::log_watch::LogWatch;
 use crate::structure_check::{self, StructureProblem};
 use crate::sys;
-use crate::timeline::{self, Placement, VideoTimeline};
+use crate::timeline::{Placement, VideoTimeline};
 
-/// The role of a stream in the checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    Video,
-    Audio,
-    /// Copied but not audio (subtitles): equal timestamps are allowed.
-    Other,
-    /// Not read (data streams, attachments).
-    Ignored,
-}
+mod stream_tally;
+mod verdict;
 
-/// One stream's tally.
-#[derive(Debug, Clone)]
-struct StreamTally {
-    role: Role,
-    /// Seconds per time-base unit.
-    unit_s: f64,
-    declared: Declared,
-    packets: u64,
-    /// The latest `pts + duration` seen.
-    end: Option<i64>,
-    last_dts: Option<i64>,
-    /// CRC-32 of the last admitted packet's data (to tell a repeated packet from one that
-    /// only shares its timestamp).
-    last_data: u32,
-    /// The last nonzero packet duration.
-    typical: i64,
-    /// Where the previous packet ended (`pts + duration`), for gaps between packets.
-    last_end: Option<i64>,
-    /// Time-base units of gaps between consecutive packets wider than 1.5 packets.
-    gaps: i64,
-    /// Where the previous packet started: the spacing stands for a duration where no
-    /// packet carries one (ALAC in Matroska).
-    last_start: Option<i64>,
-}
-
-impl StreamTally {
-    fn new(role: Role, tb: Rational, declared: Declared) -> Self {
-        let unit_s = match tb.denominator() {
-            0 => 0.0,
-            d => f64::from(tb.numerator()) / f64::from(d),
-        };
-        Self {
-            role,
-            unit_s,
-            declared,
-            packets: 0,
-            end: None,
-            last_dts: None,
-            last_data: 0,
-            typical: 0,
-            last_end: None,
-            gaps: 0,
-            last_start: None,
-        }
-    }
-
-    fn end_s(&self) -> Option<f64> {
-        self.end.map(|e| e as f64 * self.unit_s)
-    }
-
-    fn typical_s(&self) -> f64 {
-        self.typical as f64 * self.unit_s
-    }
-
-    /// Seconds the stream falls short of `declared_end_s` by, beyond 1.5 packets; a stream
-    /// with no packet at all is short from `start_s`.
-    fn shortfall_s(&self, declared_end_s: f64, start_s: f64) -> f64 {
-        let tolerance = 1.5 * self.typical_s() + 0.002;
-        let short = declared_end_s - self.end_s().unwrap_or(start_s);
-        if short > tolerance { short } else { 0.0 }
-    }
-
-    fn declared_end_s(&self) -> Option<f64> {
-        self.declared.end.map(|e| e as f64 * self.unit_s)
-    }
-}
+use stream_tally::{Role, StreamTally};
 
 /// The counts of one input, kept while it is read.
 #[derive(Debug)]
@@ -297,36 +223,7 @@ impl IntegrityLedger {
             // Not copied (data streams): their packets' flags and timestamps lose nothing.
             return false;
         }
-        t.packets += 1;
-        if packet.duration() > 0 {
-            t.typical = packet.duration();
-        }
-        let start = packet.pts().or(packet.dts());
-        if t.role == Role::Audio {
-            if t.typical == 0
-                && let (Some(s), Some(previous)) = (start, t.last_start)
-                && s > previous
-            {
-                t.typical = s - previous;
-            }
-            t.last_start = start.or(t.last_start);
-        }
-        if let Some(s) = start {
-            let dur = if packet.duration() > 0 {
-                packet.duration()
-            } else {
-                t.typical
-            };
-            t.end = Some(t.end.map_or(s + dur, |e| e.max(s + dur)));
-            if t.role == Role::Audio {
-                if let Some(last) = t.last_end
-                    && s - last > t.typical + t.typical / 2
-                {
-                    t.gaps += s - last;
-                }
-                t.last_end = Some(s + dur);
-            }
-        }
+        let start = t.count(packet);
         let (role, unit_s) = (t.role, t.unit_s);
         if role == Role::Video {
             // Leading frames are no slots of the timeline (unless no keyframe ever comes:
@@ -340,23 +237,7 @@ impl IntegrityLedger {
             }
         }
         let corrupt = packet.is_corrupt();
-        let mut admitted = true;
-        if role != Role::Video
-            && let Some(dts) = packet.dts()
-        {
-            // Two audio packets may share a rounded timestamp (a join in millisecond
-            // Matroska); the same packet twice is duplicated data.
-            let data = packet.data().map_or(0, crc32fast::hash);
-            let repeated = t.last_dts == Some(dts) && role == Role::Audio && t.last_data == data;
-            let backwards = t.last_dts.is_some_and(|last| dts < last) || repeated;
-            let inverted = packet.pts().is_some_and(|pts| pts < dts);
-            if backwards || inverted {
-                admitted = false;
-            } else {
-                t.last_dts = Some(dts);
-                t.last_data = data;
-            }
-        }
+        let admitted = role == Role::Video || t.in_order(packet);
         if corrupt {
             let at = start.unwrap_or(0) as f64 * unit_s;
             let text = format!("corrupt packet in stream #{index} at {at:.3} s");
@@ -516,195 +397,5 @@ impl IntegrityLedger {
             || self.packets_dropped > 0
             || self.timeline.duplicates > 0
             || self.timeline.discontinuities > 0
-    }
-
-    /// What was lost or damaged. Only when the input was `read_to_end` are the counts and
-    /// timelines compared with what the container declares.
-    pub fn damage(&self, read_to_end: bool) -> InputDamage {
-        let video = &self.streams[self.video];
-        let step_s = self.timeline.exact_step() * video.unit_s;
-        let frames_of = |s: f64| {
-            if step_s > 0.0 {
-                (s / step_s).round() as u64
-            } else {
-                0
-            }
-        };
-        let file_short = self.file_end_s.filter(|_| read_to_end).map(|end| {
-            let longest = self
-                .streams
-                .iter()
-                .filter_map(StreamTally::end_s)
-                .fold(0.0, f64::max);
-            let tolerance = 1.5 * step_s.max(video.typical_s()) + 0.002;
-            end - longest > tolerance
-        });
-        let truncated =
-            self.structure.as_ref().is_some_and(|p| p.truncated) || file_short == Some(true);
-        // Where each stream's timeline should end: its own declared end. The file's duration
-        // is where its longest stream ends, so it is held against a stream that declares
-        // nothing only when the file is cut short: audio that legitimately ends (or starts)
-        // before the video in an FLV, say, is not missing.
-        let decl_end = |t: &StreamTally| {
-            t.declared_end_s()
-                .or(self.file_end_s.filter(|_| truncated))
-                .filter(|_| read_to_end)
-        };
-        // Packets before the first keyframe are skipped, not missing (said apart).
-        let undecoded = if self.interlaced || !read_to_end {
-            0
-        } else {
-            (self.packets_sent - self.leading.sent()).saturating_sub(self.frames_out)
-        };
-        let unread = match video.declared.packets {
-            Some(d) if read_to_end => d.saturating_sub(video.packets),
-            _ => 0,
-        };
-        let video_start = self
-            .timeline_pts()
-            .iter()
-            .min()
-            .map_or(0.0, |&p| p as f64 * video.unit_s);
-        let by_end = decl_end(video).map_or(0, |e| frames_of(video.shortfall_s(e, video_start)));
-        let mut damage = InputDamage {
-            frames_declared: video.declared.packets,
-            frames_read: video.packets,
-            frames_decoded: self.frames_out - self.timeline.duplicates,
-            decoding_stopped: self.scanned,
-            frames_damaged: self.frames_damaged,
-            frames_dropped: self.timeline.duplicates,
-            demux_errors: self.demux_errors(true),
-            decoder_errors: self.decoder_errors(),
-            packets_dropped: self.packets_dropped,
-            audio_packets_damaged: self.audio.damaged_packets,
-            frames_before_first_keyframe: self.leading.read(),
-            truncated,
-            ..Default::default()
-        };
-        let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
-        let (gaps, first_gap) = match self.timeline.constant_rate() {
-            true => {
-                let mut pts = self.timeline_pts();
-                pts.sort_unstable();
-                pts.dedup();
-                let step = self.timeline.step();
-                let frame_s = step as f64 * video.unit_s;
-                let between_a_splice = |from: i64, to: i64| {
-                    self.resets_s.iter().any(|&r| {
-                        from as f64 * video.unit_s - frame_s <= r
-                            && r <= to as f64 * video.unit_s + frame_s
-                    })
-                };
-                let exact = self.timeline.exact_step();
-                // Spacings off the frame grid are a variable frame rate, whatever the
-                // container claims: with no other damage one is enough; in a damaged file a
-                // mangled timestamp puts two off it, so a tenth of them must be.
-                let (off, spacings) = timeline::off_grid(&pts, exact, between_a_splice);
-                let variable = match damaged {
-                    false => off > 0,
-                    true => off >= 3 && off * 10 >= spacings,
-                };
-                let gaps = timeline::less_untimed(
-                    timeline::gaps(&pts, exact).filter(|&(at, frames)| {
-                        !variable && !between_a_splice(at, at + (frames as i64 + 1) * step)
-                    }),
-                    self.untimed_video,
-                );
-                (gaps.iter().map(|g| g.1).sum(), gaps.first().map(|g| g.0))
-            }
-            false => (0, None),
-        };
-        // In a damaged file a gap is frames lost; in one that shows no other damage it may
-        // be the recorder's, and is said rather than refused.
-        match damaged {
-            // Slots with no packet (never read: in the gaps, or past the end) and packets
-            // that gave no picture are different frames.
-            true => damage.frames_missing = unread.max(gaps + by_end) + undecoded,
-            false => {
-                damage.timeline_gaps = gaps;
-                damage.first_gap_s = first_gap.map(|p| p as f64 * video.unit_s - video_start);
-            }
-        }
-
-        let video_end = video.end_s();
-        for t in self.streams.iter().filter(|t| t.role == Role::Audio) {
-            let by_count = match t.declared.packets {
-                Some(d) if read_to_end => d.saturating_sub(t.packets) as f64 * t.typical_s(),
-                _ => 0.0,
-            };
-            let by_end = match decl_end(t) {
-                Some(e) => t.shortfall_s(e, video_start),
-                // Nothing declared: in a truncated file, audio ending before the video is lost.
-                None if truncated && read_to_end => {
-                    video_end.map_or(0.0, |v| t.shortfall_s(v, video_start))
-                }
-                None => 0.0,
-            };
-            let by_gaps = if damaged {
-                t.gaps as f64 * t.unit_s
-            } else {
-                0.0
-            };
-            damage.audio_missing_s = damage.audio_missing_s.max(by_count.max(by_end) + by_gaps);
-        }
-
-        if let Some(p) = &self.structure {
-            damage.note(p.text.clone());
-        }
-        if file_short == Some(true)
-            && let Some(end) = self.file_end_s
-        {
-            damage.note(format!(
-                "the container declares {end:.3} s, the streams end earlier"
-            ));
-        }
-        // FFmpeg's own wording of the first demuxer error, then RAVE's, then the decoder's.
-        if let Some(first) = self.demux_log.tally().first() {
-            damage.note(first);
-        }
-        if let Some(first) = self.continuity.first(true) {
-            damage.note(first);
-        }
-        if self.video_probe_errors(true) > 0
-            && let Some(first) = self.video_probe_errors.first()
-        {
-            damage.note(first.clone());
-        }
-        if let Some(n) = &self.note {
-            damage.note(n.clone());
-        }
-        if let Some(first) = self.decoder_log.as_ref().and_then(DecoderLog::first) {
-            damage.note(first);
-        }
-        if unread > 0 {
-            damage.note(format!(
-                "the container lists {} video frames, {} could be read",
-                unread + video.packets,
-                video.packets
-            ));
-        }
-        if let Some(first) = &self.audio.first_problem {
-            damage.note(first.clone());
-        }
-        damage
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stream_is_short_only_beyond_one_and_a_half_packets() {
-        let mut t = StreamTally::new(Role::Audio, Rational::new(1, 1000), Declared::default());
-        t.typical = 20;
-        t.end = Some(1000);
-        assert_eq!(t.shortfall_s(1.02, 0.0), 0.0);
-        assert!((t.shortfall_s(1.5, 0.0) - 0.5).abs() < 1e-9);
-        let empty = StreamTally::new(Role::Audio, Rational::new(1, 1000), Declared::default());
-        assert!(
-            (empty.shortfall_s(2.0, 1.5) - 0.5).abs() < 1e-9,
-            "no packet: from the start"
-        );
     }
 }

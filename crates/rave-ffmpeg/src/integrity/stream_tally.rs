@@ -1,0 +1,165 @@
+//! `StreamTally`: what reading one stream of an input saw (packets, where it ends, gaps
+//! between its audio packets), and whether a copied stream's packet keeps its timestamps in
+//! an order a muxer can store.
+
+use ffmpeg_next::{Packet, Rational};
+
+use crate::declared::Declared;
+
+/// The role of a stream in the checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    Video,
+    Audio,
+    /// Copied but not audio (subtitles): equal timestamps are allowed.
+    Other,
+    /// Not read (data streams, attachments).
+    Ignored,
+}
+
+/// One stream's tally.
+#[derive(Debug, Clone)]
+pub(super) struct StreamTally {
+    pub(super) role: Role,
+    /// Seconds per time-base unit.
+    pub(super) unit_s: f64,
+    pub(super) declared: Declared,
+    pub(super) packets: u64,
+    /// The latest `pts + duration` seen.
+    pub(super) end: Option<i64>,
+    last_dts: Option<i64>,
+    /// CRC-32 of the last admitted packet's data (to tell a repeated packet from one that
+    /// only shares its timestamp).
+    last_data: u32,
+    /// The last nonzero packet duration.
+    pub(super) typical: i64,
+    /// Where the previous packet ended (`pts + duration`), for gaps between packets.
+    last_end: Option<i64>,
+    /// Time-base units of gaps between consecutive packets wider than 1.5 packets.
+    pub(super) gaps: i64,
+    /// Where the previous packet started: the spacing stands for a duration where no
+    /// packet carries one (ALAC in Matroska).
+    last_start: Option<i64>,
+}
+
+impl StreamTally {
+    /// An empty tally of a stream of `role` in time base `tb` that declares `declared`.
+    pub(super) fn new(role: Role, tb: Rational, declared: Declared) -> Self {
+        let unit_s = match tb.denominator() {
+            0 => 0.0,
+            d => f64::from(tb.numerator()) / f64::from(d),
+        };
+        Self {
+            role,
+            unit_s,
+            declared,
+            packets: 0,
+            end: None,
+            last_dts: None,
+            last_data: 0,
+            typical: 0,
+            last_end: None,
+            gaps: 0,
+            last_start: None,
+        }
+    }
+
+    /// Count `packet` of this stream: its duration, where it ends, and for audio the gap
+    /// before it. Returns where it starts (its presentation time, or its decode time).
+    pub(super) fn count(&mut self, packet: &Packet) -> Option<i64> {
+        self.packets += 1;
+        if packet.duration() > 0 {
+            self.typical = packet.duration();
+        }
+        let start = packet.pts().or(packet.dts());
+        if self.role == Role::Audio {
+            if self.typical == 0
+                && let (Some(s), Some(previous)) = (start, self.last_start)
+                && s > previous
+            {
+                self.typical = s - previous;
+            }
+            self.last_start = start.or(self.last_start);
+        }
+        if let Some(s) = start {
+            let dur = if packet.duration() > 0 {
+                packet.duration()
+            } else {
+                self.typical
+            };
+            self.end = Some(self.end.map_or(s + dur, |e| e.max(s + dur)));
+            if self.role == Role::Audio {
+                if let Some(last) = self.last_end
+                    && s - last > self.typical + self.typical / 2
+                {
+                    self.gaps += s - last;
+                }
+                self.last_end = Some(s + dur);
+            }
+        }
+        start
+    }
+
+    /// Whether a copied stream's `packet` keeps the decode order a muxer can store: its
+    /// decode time does not go back, it is not shown before it is decoded, and (audio) it
+    /// is not the packet before it again. Two audio packets may share a rounded timestamp
+    /// (a join in millisecond Matroska); the same packet twice is duplicated data.
+    pub(super) fn in_order(&mut self, packet: &Packet) -> bool {
+        let Some(dts) = packet.dts() else {
+            return true;
+        };
+        let data = packet.data().map_or(0, crc32fast::hash);
+        let repeated =
+            self.last_dts == Some(dts) && self.role == Role::Audio && self.last_data == data;
+        let backwards = self.last_dts.is_some_and(|last| dts < last) || repeated;
+        let inverted = packet.pts().is_some_and(|pts| pts < dts);
+        if backwards || inverted {
+            return false;
+        }
+        self.last_dts = Some(dts);
+        self.last_data = data;
+        true
+    }
+
+    /// Where the stream's packets end, in seconds.
+    pub(super) fn end_s(&self) -> Option<f64> {
+        self.end.map(|e| e as f64 * self.unit_s)
+    }
+
+    /// The last packet duration, in seconds.
+    pub(super) fn typical_s(&self) -> f64 {
+        self.typical as f64 * self.unit_s
+    }
+
+    /// Seconds the stream falls short of `declared_end_s` by, beyond 1.5 packets; a stream
+    /// with no packet at all is short from `start_s`.
+    pub(super) fn shortfall_s(&self, declared_end_s: f64, start_s: f64) -> f64 {
+        let tolerance = 1.5 * self.typical_s() + 0.002;
+        let short = declared_end_s - self.end_s().unwrap_or(start_s);
+        if short > tolerance { short } else { 0.0 }
+    }
+
+    /// Where the container declares the stream ends, in seconds.
+    pub(super) fn declared_end_s(&self) -> Option<f64> {
+        self.declared.end.map(|e| e as f64 * self.unit_s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_is_short_only_beyond_one_and_a_half_packets() {
+        let mut t = StreamTally::new(Role::Audio, Rational::new(1, 1000), Declared::default());
+        t.typical = 20;
+        t.end = Some(1000);
+        assert_eq!(t.shortfall_s(1.02, 0.0), 0.0);
+        assert!((t.shortfall_s(1.5, 0.0) - 0.5).abs() < 1e-9);
+        let empty = StreamTally::new(Role::Audio, Rational::new(1, 1000), Declared::default());
+        assert!(
+            (empty.shortfall_s(2.0, 1.5) - 0.5).abs() < 1e-9,
+            "no packet: from the start"
+        );
+    }
+}

@@ -1,0 +1,182 @@
+//! The ledger's verdict: what reading an input lost or damaged, held against what its
+//! container declares (`InputDamage`).
+
+use rave_core::damage::InputDamage;
+
+use super::IntegrityLedger;
+use super::stream_tally::{Role, StreamTally};
+use crate::decoder_log::DecoderLog;
+use crate::timeline;
+
+impl IntegrityLedger {
+    /// What was lost or damaged. Only when the input was `read_to_end` are the counts and
+    /// timelines compared with what the container declares.
+    pub fn damage(&self, read_to_end: bool) -> InputDamage {
+        let video = &self.streams[self.video];
+        let step_s = self.timeline.exact_step() * video.unit_s;
+        let frames_of = |s: f64| {
+            if step_s > 0.0 {
+                (s / step_s).round() as u64
+            } else {
+                0
+            }
+        };
+        let file_short = self.file_end_s.filter(|_| read_to_end).map(|end| {
+            let longest = self
+                .streams
+                .iter()
+                .filter_map(StreamTally::end_s)
+                .fold(0.0, f64::max);
+            let tolerance = 1.5 * step_s.max(video.typical_s()) + 0.002;
+            end - longest > tolerance
+        });
+        let truncated =
+            self.structure.as_ref().is_some_and(|p| p.truncated) || file_short == Some(true);
+        // Where each stream's timeline should end: its own declared end. The file's duration
+        // is where its longest stream ends, so it is held against a stream that declares
+        // nothing only when the file is cut short: audio that legitimately ends (or starts)
+        // before the video in an FLV, say, is not missing.
+        let decl_end = |t: &StreamTally| {
+            t.declared_end_s()
+                .or(self.file_end_s.filter(|_| truncated))
+                .filter(|_| read_to_end)
+        };
+        // Packets before the first keyframe are skipped, not missing (said apart).
+        let undecoded = if self.interlaced || !read_to_end {
+            0
+        } else {
+            (self.packets_sent - self.leading.sent()).saturating_sub(self.frames_out)
+        };
+        let unread = match video.declared.packets {
+            Some(d) if read_to_end => d.saturating_sub(video.packets),
+            _ => 0,
+        };
+        let video_start = self
+            .timeline_pts()
+            .iter()
+            .min()
+            .map_or(0.0, |&p| p as f64 * video.unit_s);
+        let by_end = decl_end(video).map_or(0, |e| frames_of(video.shortfall_s(e, video_start)));
+        let mut damage = InputDamage {
+            frames_declared: video.declared.packets,
+            frames_read: video.packets,
+            frames_decoded: self.frames_out - self.timeline.duplicates,
+            decoding_stopped: self.scanned,
+            frames_damaged: self.frames_damaged,
+            frames_dropped: self.timeline.duplicates,
+            demux_errors: self.demux_errors(true),
+            decoder_errors: self.decoder_errors(),
+            packets_dropped: self.packets_dropped,
+            audio_packets_damaged: self.audio.damaged_packets,
+            frames_before_first_keyframe: self.leading.read(),
+            truncated,
+            ..Default::default()
+        };
+        let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
+        let (gaps, first_gap) = match self.timeline.constant_rate() {
+            true => {
+                let mut pts = self.timeline_pts();
+                pts.sort_unstable();
+                pts.dedup();
+                let step = self.timeline.step();
+                let frame_s = step as f64 * video.unit_s;
+                let between_a_splice = |from: i64, to: i64| {
+                    self.resets_s.iter().any(|&r| {
+                        from as f64 * video.unit_s - frame_s <= r
+                            && r <= to as f64 * video.unit_s + frame_s
+                    })
+                };
+                let exact = self.timeline.exact_step();
+                // Spacings off the frame grid are a variable frame rate, whatever the
+                // container claims: with no other damage one is enough; in a damaged file a
+                // mangled timestamp puts two off it, so a tenth of them must be.
+                let (off, spacings) = timeline::off_grid(&pts, exact, between_a_splice);
+                let variable = match damaged {
+                    false => off > 0,
+                    true => off >= 3 && off * 10 >= spacings,
+                };
+                let gaps = timeline::less_untimed(
+                    timeline::gaps(&pts, exact).filter(|&(at, frames)| {
+                        !variable && !between_a_splice(at, at + (frames as i64 + 1) * step)
+                    }),
+                    self.untimed_video,
+                );
+                (gaps.iter().map(|g| g.1).sum(), gaps.first().map(|g| g.0))
+            }
+            false => (0, None),
+        };
+        // In a damaged file a gap is frames lost; in one that shows no other damage it may
+        // be the recorder's, and is said rather than refused.
+        match damaged {
+            // Slots with no packet (never read: in the gaps, or past the end) and packets
+            // that gave no picture are different frames.
+            true => damage.frames_missing = unread.max(gaps + by_end) + undecoded,
+            false => {
+                damage.timeline_gaps = gaps;
+                damage.first_gap_s = first_gap.map(|p| p as f64 * video.unit_s - video_start);
+            }
+        }
+
+        let video_end = video.end_s();
+        for t in self.streams.iter().filter(|t| t.role == Role::Audio) {
+            let by_count = match t.declared.packets {
+                Some(d) if read_to_end => d.saturating_sub(t.packets) as f64 * t.typical_s(),
+                _ => 0.0,
+            };
+            let by_end = match decl_end(t) {
+                Some(e) => t.shortfall_s(e, video_start),
+                // Nothing declared: in a truncated file, audio ending before the video is lost.
+                None if truncated && read_to_end => {
+                    video_end.map_or(0.0, |v| t.shortfall_s(v, video_start))
+                }
+                None => 0.0,
+            };
+            let by_gaps = if damaged {
+                t.gaps as f64 * t.unit_s
+            } else {
+                0.0
+            };
+            damage.audio_missing_s = damage.audio_missing_s.max(by_count.max(by_end) + by_gaps);
+        }
+
+        if let Some(p) = &self.structure {
+            damage.note(p.text.clone());
+        }
+        if file_short == Some(true)
+            && let Some(end) = self.file_end_s
+        {
+            damage.note(format!(
+                "the container declares {end:.3} s, the streams end earlier"
+            ));
+        }
+        // FFmpeg's own wording of the first demuxer error, then RAVE's, then the decoder's.
+        if let Some(first) = self.demux_log.tally().first() {
+            damage.note(first);
+        }
+        if let Some(first) = self.continuity.first(true) {
+            damage.note(first);
+        }
+        if self.video_probe_errors(true) > 0
+            && let Some(first) = self.video_probe_errors.first()
+        {
+            damage.note(first.clone());
+        }
+        if let Some(n) = &self.note {
+            damage.note(n.clone());
+        }
+        if let Some(first) = self.decoder_log.as_ref().and_then(DecoderLog::first) {
+            damage.note(first);
+        }
+        if unread > 0 {
+            damage.note(format!(
+                "the container lists {} video frames, {} could be read",
+                unread + video.packets,
+                video.packets
+            ));
+        }
+        if let Some(first) = &self.audio.first_problem {
+            damage.note(first.clone());
+        }
+        damage
+    }
+}
