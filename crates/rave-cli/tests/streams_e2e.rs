@@ -317,16 +317,32 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
     offset_ts_clip(&wrap, "testsrc2=size=48x32:rate=25:duration=4", 4, "95440");
     let (in_start, ..) = timeline(&wrap);
     assert!(in_start < -2.0, "{in_start}");
-    for name in ["wrap.mkv", "wrap.mp4"] {
+    // One whose timestamps all lie before the wrap (FFmpeg reads them all as negative):
+    // its segment file, an MP4, must not keep them (FFmpeg's MP4 muxer wrote its samples
+    // with zero durations, and the join failed: exit 4).
+    let before = d.join("before_wrap.ts");
+    offset_ts_clip(&before, "testsrc2=size=48x32:rate=25:duration=2", 2, "95438");
+    let (before_start, before_duration, ..) = timeline(&before);
+    assert!(
+        before_start < -3.0 && before_start + before_duration < 0.0,
+        "{before_start} {before_duration}"
+    );
+    for (input, name) in [
+        (&wrap, "wrap.mkv"),
+        (&wrap, "wrap.mp4"),
+        (&before, "before_wrap.mkv"),
+        (&before, "before_wrap.mp4"),
+    ] {
+        let wrap = input;
         let out = d.join(name);
-        assert_exit(&upscale_nearest(&wrap, &out, &[]), 0);
+        assert_exit(&upscale_nearest(wrap, &out, &[]), 0);
         let (start, duration, ..) = timeline(&out);
         assert!(
             start.abs() < 0.002 && duration < 4.2,
             "{name}: {start} {duration}"
         );
-        assert_eq!(frame_times(&out).len(), frame_times(&wrap).len(), "{name}");
-        assert_eq!(packet_count(&out, "a:0"), packet_count(&wrap, "a:0"));
+        assert_eq!(frame_times(&out).len(), frame_times(wrap).len(), "{name}");
+        assert_eq!(packet_count(&out, "a:0"), packet_count(wrap, "a:0"));
         let decoded = std::process::Command::new("ffmpeg")
             .args([
                 "-v",

@@ -93,6 +93,9 @@ pub struct Muxer {
     /// How far the input's timeline is moved back in the output, in the video's output
     /// time base: the output starts at zero (see [`timeline_start_us`]).
     video_shift: i64,
+    /// A segment file (no container asked for): its timestamps are moved to start at zero
+    /// where they would start below it (see [`Muxer::write_video`]).
+    segment_file: bool,
     frame_rate: Rational,
     /// See [`SourceStreams::cut_at_s`].
     cut_at_s: Option<f64>,
@@ -260,6 +263,7 @@ impl Muxer {
             strict_dts,
             video_end_s: f64::NEG_INFINITY,
             video_shift: shift_us.rescale(AV_TIME_BASE_Q, video_tb),
+            segment_file: description.container.is_none(),
             frame_rate: video.frame_rate,
             cut_at_s: source.and_then(|s| s.cut_at_s),
             summary,
@@ -282,6 +286,13 @@ impl Muxer {
         packet.set_stream(0);
         packet.set_position(-1);
         packet.rescale_ts(time_base, self.video_tb);
+        if self.segment_file && self.last_video_dts.is_none() {
+            // FFmpeg's MP4 muxer takes negative decode times but writes the samples with
+            // zero durations (an MPEG-TS whose timestamps all lie just before its clock
+            // wraps reads as negative): a segment file starts at zero instead, and the join
+            // puts its frames back where they were (`SegmentFile::restore_first_pts`).
+            self.video_shift = packet.dts().or(packet.pts()).filter(|&t| t < 0).unwrap_or(0);
+        }
         if self.video_shift != 0 {
             packet.set_pts(packet.pts().map(|t| t - self.video_shift));
             packet.set_dts(packet.dts().map(|t| t - self.video_shift));
