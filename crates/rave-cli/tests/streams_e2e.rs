@@ -321,7 +321,12 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
     // its segment file, an MP4, must not keep them (FFmpeg's MP4 muxer wrote its samples
     // with zero durations, and the join failed: exit 4).
     let before = d.join("before_wrap.ts");
-    offset_ts_clip(&before, "testsrc2=size=48x32:rate=25:duration=2", 2, "95438");
+    offset_ts_clip(
+        &before,
+        "testsrc2=size=48x32:rate=25:duration=2",
+        2,
+        "95438",
+    );
     let (before_start, before_duration, ..) = timeline(&before);
     assert!(
         before_start < -3.0 && before_start + before_duration < 0.0,

@@ -291,7 +291,11 @@ impl Muxer {
             // zero durations (an MPEG-TS whose timestamps all lie just before its clock
             // wraps reads as negative): a segment file starts at zero instead, and the join
             // puts its frames back where they were (`SegmentFile::restore_first_pts`).
-            self.video_shift = packet.dts().or(packet.pts()).filter(|&t| t < 0).unwrap_or(0);
+            self.video_shift = packet
+                .dts()
+                .or(packet.pts())
+                .filter(|&t| t < 0)
+                .unwrap_or(0);
         }
         if self.video_shift != 0 {
             packet.set_pts(packet.pts().map(|t| t - self.video_shift));

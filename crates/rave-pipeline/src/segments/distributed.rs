@@ -225,7 +225,7 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
     )?;
     let work_kept = match config.segments.keep_work {
         true => Some(work.path().to_path_buf()),
-        false => work.remove().err().map(|_| work.path().to_path_buf()),
+        false => work.remove(None).err().map(|_| work.path().to_path_buf()),
     };
     Ok(AssembleReport {
         output: written.path,

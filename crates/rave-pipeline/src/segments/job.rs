@@ -150,30 +150,12 @@ pub fn prepare(
                     reason: NOT_RAVES.into(),
                 });
             }
-            let _discarding = work.claim(true)?;
-            work.remove()?;
+            let discarding = work.claim(true)?;
+            work.remove(Some(&discarding))?;
         } else {
             let claim = work.claim(false)?;
-            let manifest = work.read()?;
-            check_same_job(&manifest, config, work, bit_depth)?;
-            work.sweep_leftovers();
-            let manifest = verify_done(work)?;
-            let reused = manifest.segments.len() - manifest.missing().len();
             clock.step("resume", began);
-            let spec = JobSpec {
-                skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
-                ..spec
-            };
-            return Ok(PreparedJob {
-                spec,
-                manifest,
-                work: Some(work.clone()),
-                claim: Some(claim),
-                created_work: false,
-                reused,
-                plan_stats: DecodeStats::default(),
-                warnings,
-            });
+            return resume(work, claim, config, spec, warnings);
         }
     }
     // Read every packet once: the keyframe index, and the whole file's container-level
@@ -216,8 +198,14 @@ pub fn prepare(
     if let Some(work) = &work {
         created_work = !work.path().exists();
         work.create()?;
-        claim = Some(work.claim(false)?);
-        manifest.write(&work.manifest_path())?;
+        let ours = work.claim(false)?;
+        if !work.write_first(&manifest)? {
+            // Another run given the same folder planned its job while this one read the
+            // input: resumed if it is this job, refused if not.
+            clock.step("index", began);
+            return resume(work, ours, config, spec, warnings);
+        }
+        claim = Some(ours);
     }
     clock.step("index", began);
     let spec = JobSpec {
@@ -232,6 +220,36 @@ pub fn prepare(
         created_work,
         reused: 0,
         plan_stats: reader.stats().clone(),
+        warnings,
+    })
+}
+
+/// Resume the job planned in `work` (claimed by `claim`), after checking that it is the
+/// job `config` asks for.
+fn resume(
+    work: &WorkFolder,
+    claim: JobClaim,
+    config: &UpscaleConfig,
+    spec: JobSpec,
+    warnings: Vec<String>,
+) -> Result<PreparedJob> {
+    let manifest = work.read()?;
+    check_same_job(&manifest, config, work, spec.bit_depth)?;
+    work.sweep_leftovers();
+    let manifest = verify_done(work)?;
+    let reused = manifest.segments.len() - manifest.missing().len();
+    let spec = JobSpec {
+        skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
+        ..spec
+    };
+    Ok(PreparedJob {
+        spec,
+        manifest,
+        work: Some(work.clone()),
+        claim: Some(claim),
+        created_work: false,
+        reused,
+        plan_stats: DecodeStats::default(),
         warnings,
     })
 }

@@ -70,7 +70,7 @@ pub fn run_job(
         spec,
         mut manifest,
         work,
-        claim: _claim,
+        claim,
         created_work,
         reused,
         plan_stats,
@@ -146,7 +146,7 @@ pub fn run_job(
         if let Some(w) = &work
             && ((created_work && nothing_done) || config.segments.scratch)
         {
-            let _ = w.remove();
+            let _ = w.remove(claim.as_ref());
         }
     };
     if let Some(w) = &work {
@@ -253,7 +253,7 @@ pub fn run_job(
             .inspect_err(|e| {
                 // The finished file is in place under another name: nothing to resume.
                 if target.kept_elsewhere().is_some() && !config.segments.keep_work {
-                    let _ = w.remove();
+                    let _ = w.remove(claim.as_ref());
                 } else if nothing_done {
                     // No frame was decoded (an input refused as damaged): another run has
                     // nothing to put together, so there is nothing to keep or resume.
@@ -326,7 +326,7 @@ pub fn run_job(
                     && created_work
                     && !config.segments.keep_work) =>
         {
-            w.remove().map(|_| false).unwrap_or(true)
+            w.remove(claim.as_ref()).map(|_| false).unwrap_or(true)
         }
         Some(_) => true,
         None => false,

@@ -21,7 +21,29 @@ const JOB_LOCK: &str = "job.lock";
 /// A process's claim on a job (released when dropped).
 #[derive(Debug)]
 pub struct JobClaim {
-    _file: std::fs::File,
+    file: std::fs::File,
+}
+
+impl JobClaim {
+    /// Make the claim exclusive (to remove the folder): refused while another process
+    /// holds a claim on the job, and the shared claim is taken again (a failed conversion
+    /// of a `flock` drops the lock held).
+    fn make_exclusive(&self, folder: &WorkFolder) -> Result<()> {
+        match self.file.try_lock() {
+            Ok(()) => Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let _ = self.file.try_lock_shared();
+                Err(EngineError::WorkFolderMismatch {
+                    work: folder.dir.clone(),
+                    reason: "another RAVE process is working on this job; the folder is left to it"
+                        .into(),
+                })
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(folder.error(format!("cannot lock it: {e}")))
+            }
+        }
+    }
 }
 
 /// A job's work folder.
@@ -91,8 +113,8 @@ impl WorkFolder {
         Manifest::read(&self.manifest_path(), &self.dir)
     }
 
-    /// Take the lock and read the manifest.
-    pub fn lock(&self) -> Result<LockedManifest<'_>> {
+    /// Take the manifest's lock (held until the file is dropped).
+    fn manifest_lock(&self) -> Result<File> {
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -101,6 +123,25 @@ impl WorkFolder {
             .map_err(|e| self.error(format!("cannot open its lock file: {e}")))?;
         lock.lock()
             .map_err(|e| self.error(format!("cannot lock it: {e}")))?;
+        Ok(lock)
+    }
+
+    /// Write `manifest` as the folder's first, under the lock; `false` (nothing written)
+    /// where another process planned a job here first (two runs given the same `--work`
+    /// folder plan at the same time: the second must resume or refuse that job, not write
+    /// over it).
+    pub fn write_first(&self, manifest: &Manifest) -> Result<bool> {
+        let _lock = self.manifest_lock()?;
+        if self.has_manifest() {
+            return Ok(false);
+        }
+        manifest.write(&self.manifest_path())?;
+        Ok(true)
+    }
+
+    /// Take the lock and read the manifest.
+    pub fn lock(&self) -> Result<LockedManifest<'_>> {
+        let lock = self.manifest_lock()?;
         let manifest = self.read()?;
         Ok(LockedManifest {
             folder: self,
@@ -124,7 +165,7 @@ impl WorkFolder {
             false => file.try_lock_shared(),
         };
         match taken {
-            Ok(()) => Ok(JobClaim { _file: file }),
+            Ok(()) => Ok(JobClaim { file }),
             Err(std::fs::TryLockError::WouldBlock) => Err(EngineError::WorkFolderMismatch {
                 work: self.dir.clone(),
                 reason: match exclusive {
@@ -194,13 +235,25 @@ impl WorkFolder {
     }
 
     /// Remove what RAVE keeps in the folder (manifest, lock, segment files), then the folder
-    /// itself when nothing else is in it (a scheduler's logs written there are kept).
-    pub fn remove(&self) -> Result<()> {
+    /// itself when nothing else is in it (a scheduler's logs written there are kept). Only
+    /// under an exclusive claim: `held`, this process's claim, is made exclusive (without
+    /// one, one is taken); while another process works on the job the folder is left to it
+    /// (an error).
+    pub fn remove(&self, held: Option<&JobClaim>) -> Result<()> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(self.error(format!("cannot read it: {e}"))),
         };
+        let taken;
+        let claim = match held {
+            Some(claim) => claim,
+            None => {
+                taken = self.claim(true)?;
+                &taken
+            }
+        };
+        claim.make_exclusive(self)?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let ours = name == MANIFEST
@@ -376,5 +429,56 @@ mod tests {
         )
         .unwrap();
         assert!(w.holds_rave_manifest());
+    }
+
+    /// A planned job's manifest for input `input`.
+    fn manifest_of(input: &str) -> Manifest {
+        serde_json::from_value(serde_json::json!({
+            "version": 1, "planned_by": "rave 0.1.0", "input": input, "output": "/o.mkv",
+            "model": "/m.onnx",
+            "fingerprint": {"bytes": 1, "modified_ns": 1, "ends_sha256": "00"},
+            "settings": {"model_sha256": "00", "device": "cpu", "precision": "auto",
+                "codec": "h264", "crf": 18, "preset": "medium", "bit_depth": 8,
+                "container": "matroska", "max_frames": null, "segment_frames": 10,
+                "tiling": "off"},
+            "options": [], "invocation_dir": "/", "overwrite": false, "frames_total": 10,
+            "ends_early": false, "segment_frames": 10, "single_reason": null,
+            "input_damage": {}, "segments": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_second_run_planning_in_the_same_folder_does_not_write_over_the_first_ones_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(dir.path());
+        assert!(w.write_first(&manifest_of("/a.mp4")).unwrap());
+        assert!(!w.write_first(&manifest_of("/b.mp4")).unwrap());
+        assert_eq!(w.read().unwrap().input, Path::new("/a.mp4"));
+    }
+
+    #[test]
+    fn a_folder_another_process_works_in_is_not_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(&dir.path().join("work"));
+        w.create().unwrap();
+        assert!(w.write_first(&manifest_of("/a.mp4")).unwrap());
+        let ours = w.claim(false).unwrap();
+        let theirs = w.claim(false).unwrap();
+        let refused = w.remove(Some(&ours)).unwrap_err().to_string();
+        assert!(refused.contains("another RAVE process"), "{refused}");
+        assert!(w.has_manifest());
+        // The failed attempt kept this process's own claim: a discard is still refused.
+        drop(theirs);
+        assert!(w.claim(true).is_err(), "the shared claim is held again");
+        w.remove(Some(&ours)).unwrap();
+        assert!(!w.path().exists());
+        // Without a claim of its own, the removal takes one.
+        w.create().unwrap();
+        let theirs = w.claim(false).unwrap();
+        assert!(w.remove(None).is_err());
+        drop(theirs);
+        w.remove(None).unwrap();
+        assert!(!w.path().exists());
     }
 }
