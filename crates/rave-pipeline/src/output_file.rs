@@ -4,6 +4,7 @@
 //! finalized file becomes `NAME.partial.EXT` (or the first free `NAME.partial-N.EXT`); a failed
 //! run's is deleted. Nothing is replaced without `--overwrite`, and the input never is.
 
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -150,6 +151,14 @@ impl OutputTarget {
             path: self.target.clone(),
             reason: format!("cannot move the finished file into place: {e}"),
         };
+        // On disk before it takes the final name: a power cut just after a run said
+        // "complete" (and removed its work folder) must not leave a short file under it.
+        File::open(self.temp_path())
+            .and_then(|f| f.sync_all())
+            .map_err(|e| EngineError::OutputUnwritable {
+                path: self.target.clone(),
+                reason: format!("cannot write the finished file to disk: {e}"),
+            })?;
         if self.overwrite {
             if self.is_input(&self.target) {
                 return Err(EngineError::OutputUnwritable {
@@ -159,11 +168,13 @@ impl OutputTarget {
             }
             std::fs::rename(self.temp_path(), &self.target).map_err(failed)?;
             self.settled.store(true, Ordering::SeqCst);
+            sync_folder_of(&self.target);
             return Ok(self.target.clone());
         }
         match rename_no_replace(self.temp_path(), &self.target) {
             Ok(()) => {
                 self.settled.store(true, Ordering::SeqCst);
+                sync_folder_of(&self.target);
                 Ok(self.target.clone())
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -249,6 +260,18 @@ impl Drop for OutputTarget {
 }
 
 /// `STEM{tag}.EXT` for `n` = 1, `STEM{tag}-N.EXT` after.
+/// Make the rename of `path` durable (its folder's entry on disk) before the run goes on
+/// to remove what it could be redone from; a folder that cannot be synced is only logged.
+fn sync_folder_of(path: &Path) {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
+        tracing::warn!(folder = %dir.display(), "cannot sync the output folder: {e}");
+    }
+}
+
 fn numbered(target: &Path, tag: &str, n: u32) -> PathBuf {
     let stem = target
         .file_stem()
@@ -384,6 +407,26 @@ mod tests {
         assert!(!t.is_leftover(&input), "the input");
         assert!(!t.is_leftover(&d.join("clip.partial-4.mp4")), "a folder");
         assert!(!t.is_leftover(&d.join("clip.partial-2.mp4")), "gone");
+    }
+
+    #[test]
+    fn a_link_at_the_temporary_name_is_never_written_through() {
+        let (dir, input) = setup();
+        let d = dir.path();
+        let victim = d.join("victim.txt");
+        std::fs::write(&victim, b"precious").unwrap();
+        let elsewhere = d.join("created-elsewhere");
+        for (name, points_to) in [("out.mp4", &victim), ("dangling.mp4", &elsewhere)] {
+            let temp = d.join(format!(".{name}.rave.tmp"));
+            std::os::unix::fs::symlink(points_to, &temp).unwrap();
+            let t = OutputTarget::prepare(&d.join(name), &input, false).unwrap();
+            std::fs::write(t.temp_path(), b"the upscaled file").unwrap();
+            assert!(!t.temp_path().symlink_metadata().unwrap().is_symlink());
+            assert_eq!(t.commit().unwrap(), d.join(name));
+            assert!(!d.join(name).symlink_metadata().unwrap().is_symlink());
+        }
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(!elsewhere.exists());
     }
 
     #[test]

@@ -102,11 +102,21 @@ impl Reservation {
         let mut busy = 0;
         for _ in 0..MAX_ATTEMPTS {
             let mut list = in_flight();
+            // A link at the temporary name is not RAVE's file: writing through it would
+            // overwrite (or create) a file anywhere (a link planted in a shared folder such
+            // as /tmp). The link itself goes; the file is opened without following links.
+            if path
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                std::fs::remove_file(path).map_err(ReserveError::Io)?;
+            }
             let file = OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
                 .map_err(ReserveError::Io)?;
             let id = FileId::of_file(&file).map_err(ReserveError::Io)?;
