@@ -314,3 +314,53 @@ fn an_output_that_cannot_be_written_keeps_the_finished_segments() {
     assert_eq!(segment_counts(&v).2, 4, "{v}");
     assert_eq!(frame_times(&output).len(), 40);
 }
+
+/// An input replaced while its segments are upscaled (another file renamed over it) is
+/// said to have changed, with exit 3 and no output: its segments may hold frames of both
+/// files (a sweep saw a "complete" output mixing them).
+#[test]
+fn an_input_replaced_during_the_run_gives_no_output_and_says_so() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("in.mkv");
+    let other = d.join("other.mkv");
+    for (path, source) in [(&input, "testsrc2"), (&other, "smptebars")] {
+        lavfi_clip(
+            path,
+            &[&format!("{source}=size=64x48:rate=25:duration=12")],
+            &["-c:v", "libx264", "-g", "5"],
+        );
+    }
+    let output = d.join("out.mkv");
+    let model = fixture("nearest_x2.onnx");
+    let args = upscale_args(
+        &input,
+        &output,
+        &model,
+        &["--segment-frames", "5", "--jobs", "1"],
+    );
+    let child = rave()
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first_done = d.join(".out.mkv.rave-work/seg-00001.mp4");
+    let began = std::time::Instant::now();
+    while !first_done.exists() {
+        assert!(began.elapsed().as_secs() < 120, "no segment finished");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let staged = d.join("staged.mkv");
+    std::fs::copy(&other, &staged).unwrap();
+    std::fs::rename(&staged, &input).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("in.mkv: changed during the run") && err.contains("--restart"),
+        "{err}"
+    );
+    assert!(!output.exists(), "no output");
+    assert_eq!(temp_files_left(d), Vec::<String>::new());
+}

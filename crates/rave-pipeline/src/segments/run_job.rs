@@ -17,7 +17,7 @@ use super::finish::{
 use super::job::{PreparedJob, absolute};
 use super::job_progress::JobProgress;
 use super::job_work::{JobResults, JobWork, LocalJob, worker_shares};
-use super::manifest::SegmentState;
+use super::manifest::{Manifest, SegmentState};
 use super::pool::{PoolPlan, run_pool};
 use super::queue::SegmentQueue;
 use super::startup::StartupClock;
@@ -157,6 +157,13 @@ pub fn run_job(
     }
     let nothing_done = manifest.frames_done() == 0;
     let done = manifest.segments.len() - manifest.missing().len();
+    // The input replaced or rewritten while its segments were read: they may hold frames
+    // of two files (and its errors are not the file's damage).
+    if let Some(changed) = input_changed(&manifest, &config.input) {
+        discard();
+        keep_or_remove_work(nothing_done);
+        return Err(changed);
+    }
     // Stopped by the user before any frame reached an encoder: keep nothing.
     if cancel.reason() == Some(StopReason::User) && written == 0 && reused == 0 {
         discard();
@@ -525,4 +532,14 @@ mod tests {
         config.device = Device::Cpu;
         assert_eq!(planned_workers(&config), 2, "the CPU is one device");
     }
+}
+
+/// The error for an input that is no longer the file the job planned (`manifest`'s
+/// fingerprint): replaced, rewritten, or gone during the run.
+fn input_changed(manifest: &Manifest, input: &std::path::Path) -> Option<EngineError> {
+    let now = super::fingerprint::InputFingerprint::of(input).ok();
+    (now.as_ref() != Some(&manifest.fingerprint)).then(|| EngineError::InputUnreadable {
+        path: input.to_path_buf(),
+        reason: "changed during the run (replaced, rewritten or removed: its size, modification time or content are not those the job was planned with); what was upscaled may mix two versions of it, so no output is written; once it stays put, run again with --restart".into(),
+    })
 }
