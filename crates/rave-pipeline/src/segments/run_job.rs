@@ -481,6 +481,16 @@ fn shared_threads(cores: usize, workers: usize, gpus: usize) -> Option<usize> {
     (gpus > 1 && workers > 1).then(|| (cores / workers).max(1))
 }
 
+/// The error for an input that is no longer the file the job planned (`manifest`'s
+/// fingerprint): replaced, rewritten, or gone during the run.
+fn input_changed(manifest: &Manifest, input: &std::path::Path) -> Option<EngineError> {
+    let now = super::fingerprint::InputFingerprint::of(input).ok();
+    (now.as_ref() != Some(&manifest.fingerprint)).then(|| EngineError::InputUnreadable {
+        path: input.to_path_buf(),
+        reason: "changed during the run (replaced, rewritten or removed: its size, modification time or content are not those the job was planned with); what was upscaled may mix two versions of it, so no output is written; once it stays put, run again with --restart".into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,14 +542,4 @@ mod tests {
         config.device = Device::Cpu;
         assert_eq!(planned_workers(&config), 2, "the CPU is one device");
     }
-}
-
-/// The error for an input that is no longer the file the job planned (`manifest`'s
-/// fingerprint): replaced, rewritten, or gone during the run.
-fn input_changed(manifest: &Manifest, input: &std::path::Path) -> Option<EngineError> {
-    let now = super::fingerprint::InputFingerprint::of(input).ok();
-    (now.as_ref() != Some(&manifest.fingerprint)).then(|| EngineError::InputUnreadable {
-        path: input.to_path_buf(),
-        reason: "changed during the run (replaced, rewritten or removed: its size, modification time or content are not those the job was planned with); what was upscaled may mix two versions of it, so no output is written; once it stays put, run again with --restart".into(),
-    })
 }
