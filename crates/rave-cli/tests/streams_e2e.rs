@@ -493,3 +493,83 @@ fn max_frames_cuts_chapters_and_subtitle_cues_with_the_picture() {
         "{cues:?} against {end}"
     );
 }
+
+/// Subtitle cues that begin before the picture (a Matroska file whose subtitles start
+/// earlier than its video and audio): the output starts with the picture, so a cue that
+/// runs into it is shown from the start until its own end, not for its whole length (which
+/// Matroska kept when it moved its start to zero), and one that ends before it is left
+/// out, as chapters are; both are said.
+#[test]
+fn subtitle_cues_before_the_picture_keep_their_end_or_are_left_out() {
+    let dir = scratch();
+    let d = dir.path();
+    let av = d.join("av.mkv");
+    lavfi_clip(
+        &av,
+        &["testsrc2=size=48x32:rate=25:duration=3", "sine=duration=3"],
+        &["-c:v", "libx264", "-c:a", "aac"],
+    );
+    let srt = d.join("subs.srt");
+    std::fs::write(
+        &srt,
+        "1\n00:00:00,500 --> 00:00:01,000\nGone\n\n2\n00:00:01,500 --> 00:00:02,500\nStraddles\n\n3\n00:00:03,000 --> 00:00:03,500\nAfter\n",
+    )
+    .unwrap();
+    let input = d.join("late_picture.mkv");
+    ffmpeg(&[
+        "-itsoffset",
+        "2",
+        "-i",
+        av.to_str().unwrap(),
+        "-i",
+        srt.to_str().unwrap(),
+        "-map",
+        "0",
+        "-map",
+        "1",
+        "-c",
+        "copy",
+        input.to_str().unwrap(),
+    ]);
+    let cues = |path: &Path| -> Vec<(f64, f64)> {
+        packets(path, "s:0")
+            .iter()
+            .map(|r| {
+                let f: Vec<f64> = r
+                    .split(',')
+                    .map(|x| x.parse().unwrap_or(f64::NAN))
+                    .collect();
+                (f[0], f[0] + f[2])
+            })
+            .collect()
+    };
+    let (_, _, in_video, _) = timeline(&input);
+    let in_cues = cues(&input);
+    assert_eq!(in_cues.len(), 3, "{in_cues:?}");
+    let out = d.join("out.mkv");
+    let o = upscale_nearest(&input, &out, &[]);
+    assert_exit(&o, 0);
+    let err = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        err.contains("1 subtitle cue(s) began before the picture"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 subtitle cue(s) ended before the picture"),
+        "{err}"
+    );
+    let (_, _, video, _) = timeline(&out);
+    let out_cues = cues(&out);
+    assert_eq!(out_cues.len(), 2, "{out_cues:?}");
+    // The straddling cue starts at zero and ends as far into the picture as it did.
+    assert!(out_cues[0].0.abs() < 0.002, "{out_cues:?}");
+    let ends_in = |cue: (f64, f64), video: f64| cue.1 - video;
+    assert!(
+        (ends_in(out_cues[0], video) - ends_in(in_cues[1], in_video)).abs() < 0.002,
+        "{out_cues:?} video {video}; {in_cues:?} video {in_video}"
+    );
+    assert!(
+        ((out_cues[1].0 - video) - (in_cues[2].0 - in_video)).abs() < 0.002,
+        "{out_cues:?} {in_cues:?}"
+    );
+}

@@ -103,6 +103,8 @@ pub struct Muxer {
     finished: bool,
     /// Frames moved one tick later: they fell on the tick of the frame before them.
     moved_frames: u64,
+    /// Subtitle cues that began before the picture, shortened to start with it.
+    cues_shortened: u64,
 }
 
 impl Muxer {
@@ -269,6 +271,7 @@ impl Muxer {
             summary,
             finished: false,
             moved_frames: 0,
+            cues_shortened: 0,
         })
     }
 
@@ -361,6 +364,25 @@ impl Muxer {
             packet.set_pts(packet.pts().map(|t| t + route.offset));
             packet.set_dts(packet.dts().map(|t| t + route.offset));
         }
+        // A subtitle cue that starts before the picture (the output starts with the video
+        // and audio): Matroska would move its start to zero and keep its length, showing it
+        // over the wrong frames. It is shown from zero to its own end; one that ends before
+        // zero is left out, as chapters are.
+        if let (true, Some(pts)) = (route.subtitle, packet.pts())
+            && pts < 0
+        {
+            let end = pts + packet.duration();
+            if packet.duration() > 0 && end <= 0 {
+                self.summary.cues_before_picture += 1;
+                return Ok(CopyOutcome::Written);
+            }
+            if packet.duration() > 0 {
+                packet.set_duration(end);
+            }
+            packet.set_pts(Some(0));
+            packet.set_dts(packet.dts().map(|d| d.max(0)));
+            self.cues_shortened += 1;
+        }
         // Two packets sharing a rounded timestamp: one tick later for a muxer that needs
         // them strictly increasing.
         if let (Some(dts), Some(last)) = (packet.dts(), route.last_dts)
@@ -433,6 +455,17 @@ impl Muxer {
             self.summary.warnings.push(format!(
                 "{} video frame(s) fell on the same tick of the output's time base ({}) as the frame before them (input frames closer together than it can tell apart): each went one tick later, so every frame is kept",
                 self.moved_frames, self.video_tb
+            ));
+        }
+        let (shortened, left_out) = (self.cues_shortened, self.summary.cues_before_picture);
+        if shortened > 0 {
+            self.summary.warnings.push(format!(
+                "{shortened} subtitle cue(s) began before the picture (the output starts with its first frame and audio): each is shown from the start until its own end"
+            ));
+        }
+        if left_out > 0 {
+            self.summary.warnings.push(format!(
+                "{left_out} subtitle cue(s) ended before the picture starts and are left out, as chapters ending there are"
             ));
         }
         self.output.write_trailer().map_err(|e| self.mux_error(e))

@@ -38,6 +38,8 @@ pub struct WriterSummary {
     /// Packets of other streams left out of an interrupted run's file because they start
     /// after its last video frame ends.
     pub trimmed_packets: u64,
+    /// Subtitle cues left out because they end before the picture starts.
+    pub cues_before_picture: u64,
     /// Input streams copied, by index.
     pub copied_streams: Vec<usize>,
     /// Input streams left out, with the reason.
