@@ -194,8 +194,11 @@ impl Manifest {
                     .unwrap_or("unknown")
             )));
         }
-        serde_json::from_value(version)
-            .map_err(|e| invalid(format!("manifest.json is not a RAVE job manifest ({e})")))
+        serde_json::from_value(version).map_err(|e| {
+            invalid(format!(
+                "manifest.json was damaged ({e}): plan the job again with --restart"
+            ))
+        })
     }
 
     /// Write the manifest to `path` atomically (temporary file, synced, renamed).

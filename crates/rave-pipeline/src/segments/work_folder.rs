@@ -178,17 +178,34 @@ impl WorkFolder {
     }
 
     /// Whether the folder's manifest.json was written by RAVE (a folder of someone else's
-    /// with a file of that name is not to be discarded).
+    /// with a file of that name is not to be discarded). A manifest damaged past reading
+    /// (a power cut, a full disk) is RAVE's where the folder holds RAVE's lock files and
+    /// nothing but RAVE's files.
     pub fn holds_rave_manifest(&self) -> bool {
-        std::fs::read_to_string(self.manifest_path())
+        let parsed = std::fs::read_to_string(self.manifest_path())
             .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| {
-                v.get("planned_by")?
-                    .as_str()
-                    .map(|s| s.starts_with("rave "))
-            })
-            .unwrap_or(false)
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        match parsed {
+            Some(v) => v
+                .get("planned_by")
+                .and_then(|b| b.as_str())
+                .is_some_and(|b| b.starts_with("rave ")),
+            None => self.holds_only_raves_files(),
+        }
+    }
+
+    /// Whether every entry of the folder is a file RAVE writes there, its lock files
+    /// among them.
+    fn holds_only_raves_files(&self) -> bool {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return false;
+        };
+        let names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let locked = names.iter().any(|n| n == LOCK || n == JOB_LOCK);
+        locked && names.iter().all(|n| is_raves(n))
     }
 
     /// The final name of segment `index`'s file.
@@ -256,13 +273,7 @@ impl WorkFolder {
         claim.make_exclusive(self)?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let ours = name == MANIFEST
-                || name == LOCK
-                || name == JOB_LOCK
-                || name.starts_with("manifest.tmp-")
-                || ((name.starts_with("seg-") || name.starts_with(".seg-"))
-                    && name.ends_with(".mp4"));
-            if ours {
+            if is_raves(&name) {
                 std::fs::remove_file(entry.path())
                     .map_err(|e| self.error(format!("cannot remove {name}: {e}")))?;
             }
@@ -278,6 +289,16 @@ impl WorkFolder {
             reason: format!("work folder: {reason}"),
         }
     }
+}
+
+/// Whether `name` is one of the files RAVE keeps in a work folder (manifest, locks,
+/// segment files, their temporary forms).
+fn is_raves(name: &str) -> bool {
+    name == MANIFEST
+        || name == LOCK
+        || name == JOB_LOCK
+        || name.starts_with("manifest.tmp-")
+        || ((name.starts_with("seg-") || name.starts_with(".seg-")) && name.ends_with(".mp4"))
 }
 
 /// Whether the process that named temporary file `name` (`.seg-NNNNN.PID-N.tmp.mp4`) still
@@ -446,6 +467,28 @@ mod tests {
             "input_damage": {}, "segments": []
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_damaged_manifest_among_raves_files_only_is_raves_to_discard() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(dir.path());
+        std::fs::write(
+            w.manifest_path(),
+            b"{\"planned_by\": \"rave 0.1.0\", \"vers",
+        )
+        .unwrap();
+        std::fs::write(w.file("seg-00000.mp4"), b"segment").unwrap();
+        assert!(
+            !w.holds_rave_manifest(),
+            "no lock file: not known to be RAVE's"
+        );
+        drop(w.claim(false).unwrap());
+        assert!(w.holds_rave_manifest());
+        std::fs::write(w.manifest_path(), b"").unwrap();
+        assert!(w.holds_rave_manifest(), "emptied by a power cut");
+        std::fs::write(w.file("notes.txt"), b"mine").unwrap();
+        assert!(!w.holds_rave_manifest(), "a file of someone else's in it");
     }
 
     #[test]
