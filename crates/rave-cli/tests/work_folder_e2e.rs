@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 
 #[test]
@@ -315,27 +317,13 @@ fn an_output_that_cannot_be_written_keeps_the_finished_segments() {
     assert_eq!(frame_times(&output).len(), 40);
 }
 
-/// An input replaced while its segments are upscaled (another file renamed over it) is
-/// said to have changed, with exit 3 and no output: its segments may hold frames of both
-/// files (a sweep saw a "complete" output mixing them).
-#[test]
-fn an_input_replaced_during_the_run_gives_no_output_and_says_so() {
-    let dir = scratch();
-    let d = dir.path();
-    let input = d.join("in.mkv");
-    let other = d.join("other.mkv");
-    for (path, source) in [(&input, "testsrc2"), (&other, "smptebars")] {
-        lavfi_clip(
-            path,
-            &[&format!("{source}=size=64x48:rate=25:duration=12")],
-            &["-c:v", "libx264", "-g", "5"],
-        );
-    }
-    let output = d.join("out.mkv");
+/// Start `rave upscale` on `input` into `output` in one-segment-at-a-time steps of 5
+/// frames, and return it once the work folder holds its second finished segment.
+fn started_until_second_segment(input: &Path, output: &Path) -> std::process::Child {
     let model = fixture("nearest_x2.onnx");
     let args = upscale_args(
-        &input,
-        &output,
+        input,
+        output,
         &model,
         &["--segment-frames", "5", "--jobs", "1"],
     );
@@ -345,12 +333,40 @@ fn an_input_replaced_during_the_run_gives_no_output_and_says_so() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let first_done = d.join(".out.mkv.rave-work/seg-00001.mp4");
+    let name = output.file_name().unwrap().to_str().unwrap();
+    let second = output
+        .with_file_name(format!(".{name}.rave-work"))
+        .join("seg-00001.mp4");
     let began = std::time::Instant::now();
-    while !first_done.exists() {
+    while !second.exists() {
         assert!(began.elapsed().as_secs() < 120, "no segment finished");
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
+    child
+}
+
+/// A 12 s clip of 64x48 frames, keyframes every 5 frames, from lavfi `source`.
+fn five_frame_gop_clip(path: &Path, source: &str) {
+    lavfi_clip(
+        path,
+        &[&format!("{source}=size=64x48:rate=25:duration=12")],
+        &["-c:v", "libx264", "-g", "5"],
+    );
+}
+
+/// An input replaced while its segments are upscaled (another file renamed over it) is
+/// said to have changed, with exit 3 and no output: its segments may hold frames of both
+/// files (a sweep saw a "complete" output mixing them).
+#[test]
+fn an_input_replaced_during_the_run_gives_no_output_and_says_so() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("in.mkv");
+    let other = d.join("other.mkv");
+    five_frame_gop_clip(&input, "testsrc2");
+    five_frame_gop_clip(&other, "smptebars");
+    let output = d.join("out.mkv");
+    let child = started_until_second_segment(&input, &output);
     let staged = d.join("staged.mkv");
     std::fs::copy(&other, &staged).unwrap();
     std::fs::rename(&staged, &input).unwrap();
@@ -363,4 +379,47 @@ fn an_input_replaced_during_the_run_gives_no_output_and_says_so() {
     );
     assert!(!output.exists(), "no output");
     assert_eq!(temp_files_left(d), Vec::<String>::new());
+}
+
+/// A finished segment's file damaged on disk during the run is found before the join (its
+/// checksum): exit 4 naming it, no output; the same command again redoes that segment and
+/// gives the frames of a clean run. A work folder removed during the run is said so.
+#[test]
+fn segment_files_damaged_or_removed_during_the_run_are_found_before_the_join() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("in.mkv");
+    five_frame_gop_clip(&input, "testsrc2");
+    let clean = d.join("clean.mkv");
+    let model = fixture("nearest_x2.onnx");
+    let steps = ["--segment-frames", "5", "--jobs", "1"];
+    assert_exit(&upscale(&input, &clean, &model, &steps), 0);
+
+    let output = d.join("out.mkv");
+    let child = started_until_second_segment(&input, &output);
+    let first = d.join(".out.mkv.rave-work/seg-00000.mp4");
+    let mut bytes = std::fs::read(&first).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 64].fill(0);
+    std::fs::write(&first, bytes).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_exit(&o, 4);
+    let err = stderr(&o);
+    assert!(
+        err.contains("seg-00000.mp4 changed or went after being written"),
+        "{err}"
+    );
+    assert!(!output.exists(), "no output");
+    let again = upscale(&input, &output, &model, &steps);
+    assert_exit(&again, 0);
+    assert_eq!(decode_rgb(&output), decode_rgb(&clean));
+
+    let removed = d.join("removed.mkv");
+    let child = started_until_second_segment(&input, &removed);
+    std::fs::remove_dir_all(d.join(".removed.mkv.rave-work")).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_exit(&o, 4);
+    let err = stderr(&o);
+    assert!(err.contains("removed during the run"), "{err}");
+    assert!(!removed.exists(), "no output");
 }

@@ -339,18 +339,23 @@ pub fn check_same_job(
 /// Check every segment marked done: its file must be there with its size and checksum;
 /// one that is not is marked pending again (redone). Returns the manifest as checked.
 pub fn verify_done(work: &WorkFolder) -> Result<Manifest> {
+    verify_done_naming(work).map(|(manifest, _)| manifest)
+}
+
+/// [`verify_done`], also naming the files of the segments it found not intact.
+pub fn verify_done_naming(work: &WorkFolder) -> Result<(Manifest, Vec<String>)> {
     let mut locked = work.lock()?;
-    let mut changed = false;
+    let mut not_intact = Vec::new();
     for seg in &mut locked.manifest.segments {
         if seg.state == SegmentState::Done && !intact(work, seg) {
             seg.state = SegmentState::Pending;
-            changed = true;
+            not_intact.push(seg.file.clone().unwrap_or_default());
         }
     }
-    if changed {
+    if !not_intact.is_empty() {
         locked.save()?;
     }
-    Ok(locked.manifest)
+    Ok((locked.manifest, not_intact))
 }
 
 /// Whether segment `index` is done with its file intact; one marked done whose file is not

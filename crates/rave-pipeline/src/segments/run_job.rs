@@ -14,7 +14,7 @@ use super::finish::{
     OutputJob, damage_of, decode_stats_of, done_prefix, held_decodes, job_damage, job_decode_stats,
     saw_interlaced, write_output,
 };
-use super::job::{PreparedJob, absolute};
+use super::job::{PreparedJob, absolute, verify_done_naming};
 use super::job_progress::JobProgress;
 use super::job_work::{JobResults, JobWork, LocalJob, worker_shares};
 use super::manifest::{Manifest, SegmentState};
@@ -149,8 +149,18 @@ pub fn run_job(
             let _ = w.remove(claim.as_ref());
         }
     };
+    // The finished segments' files are checked before they are joined (removed or
+    // changed on disk during the run: they are redone by the next run).
+    let mut not_intact = Vec::new();
     if let Some(w) = &work {
-        manifest = w.read()?;
+        if !w.has_manifest() {
+            discard();
+            return Err(EngineError::OutputUnwritable {
+                path: w.path().to_path_buf(),
+                reason: "work folder: removed during the run, with the segments it held; run the same command again to upscale them anew".into(),
+            });
+        }
+        (manifest, not_intact) = verify_done_naming(w)?;
     }
     for (i, decode) in results.null_outcomes.into_inner().unwrap_or_default() {
         manifest.segments[i].decode = Some(decode);
@@ -218,6 +228,16 @@ pub fn run_job(
         }
         None => RunStatus::Complete,
     };
+    if let (Some(w), false, RunStatus::Complete) = (&work, not_intact.is_empty(), status) {
+        discard();
+        return Err(EngineError::OutputUnwritable {
+            path: w.path().to_path_buf(),
+            reason: format!(
+                "work folder: {} changed or went after being written (its checksum no longer matches: damaged on disk, or touched by another program); the same command again redoes it and keeps the other finished segments",
+                not_intact.join(", ")
+            ),
+        });
+    }
     let reports = results.reports.into_inner().unwrap_or_default();
     let Some(first) = reports.first() else {
         return Err(EngineError::InvariantViolation("no worker started".into()));
