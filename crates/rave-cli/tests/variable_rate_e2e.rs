@@ -117,6 +117,60 @@ fn a_variable_rate_mp4_or_mov_with_b_frames_is_whole() {
     }
 }
 
+/// The last frame of a variable-rate video lasts as long as in the input: an MP4 muxer
+/// gave it the nominal rate's frame (a third of it here, where the video slows from 30 to
+/// 10 fps for its last second: the track 59 ms short of the input's and of a plain
+/// `ffmpeg -c copy`), with one segment or several.
+#[test]
+fn the_last_frame_of_a_variable_rate_mp4_keeps_its_length() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    let mut list = String::new();
+    for (name, rate, seconds) in [("fast.mp4", 30, 2), ("slow.mp4", 10, 1)] {
+        let part = d.join(name);
+        lavfi_clip(
+            &part,
+            &[&format!(
+                "testsrc2=size=96x64:rate={rate}:duration={seconds}"
+            )],
+            &["-c:v", "libx264", "-video_track_timescale", "90000"],
+        );
+        list.push_str(&format!("file '{}'\n", part.display()));
+    }
+    let parts = d.join("parts.txt");
+    std::fs::write(&parts, list).unwrap();
+    let input = d.join("slows_down.mp4");
+    let p = parts.to_str().unwrap();
+    ffmpeg(&[
+        "-f",
+        "concat",
+        "-safe",
+        "0",
+        "-i",
+        p,
+        "-c",
+        "copy",
+        input.to_str().unwrap(),
+    ]);
+    let length = |p: &std::path::Path| video_field(p, "duration").parse::<f64>().unwrap();
+    assert!((length(&input) - 2.9).abs() < 0.05, "{}", length(&input));
+    for (name, extra) in [
+        ("one.mp4", &[][..]),
+        ("segments.mp4", &["--segment-frames", "20"][..]),
+    ] {
+        let out = d.join(name);
+        assert_exit(&upscale(&input, &out, &m, extra), 0);
+        assert_eq!(frame_times(&out), frame_times(&input), "{name}");
+        assert!(
+            (length(&out) - length(&input)).abs() < 0.002,
+            "{name}: the video lasts {} s, in the input {} s",
+            length(&out),
+            length(&input)
+        );
+    }
+}
+
 /// Presentation times (seconds) of the packets of `select` ("v", "a"), in order.
 fn packet_times(path: &std::path::Path, select: &str) -> Vec<f64> {
     sorted_packet_times(path, select, &[])

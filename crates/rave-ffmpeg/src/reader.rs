@@ -184,6 +184,12 @@ impl VideoReader {
         self.ledger.damage_seen()
     }
 
+    /// How long the video's last frame lasts, in its time base, from what was read (see
+    /// `IntegrityLedger::last_frame_ticks`).
+    pub fn last_frame_ticks(&self) -> Option<i64> {
+        self.ledger.last_frame_ticks()
+    }
+
     /// What was lost or damaged. Once the input was read to its end (decoded, or scanned
     /// by `scan_to_end`), this includes what its container declares but was not there.
     pub fn damage(&self) -> InputDamage {

@@ -368,6 +368,17 @@ impl IntegrityLedger {
         self.timeline.step()
     }
 
+    /// How long the video's last frame (the latest in presentation order) lasts, in the
+    /// video's time base: where its packets end past its start (its container's own
+    /// duration where it stores one). `None` without a timed frame.
+    pub fn last_frame_ticks(&self) -> Option<i64> {
+        let last = *self.video_pts.iter().max()?;
+        self.streams[self.video]
+            .end
+            .map(|end| end - last)
+            .filter(|&d| d > 0)
+    }
+
     /// Whether a decoded frame was interlaced.
     pub fn saw_interlaced(&self) -> bool {
         self.interlaced

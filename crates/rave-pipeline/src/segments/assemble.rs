@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ffmpeg_next::Rational;
+use ffmpeg_next::{Rational, Rescale};
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::muxer::{Muxer, OutputDescription, SourceStreams, VideoStreamSpec, frame_end_s};
 use rave_ffmpeg::segment_file::SegmentFile;
@@ -32,6 +32,9 @@ pub struct AssemblyInput<'a> {
     /// The video ends before the source's (an interrupted run, `--max-frames`): copied
     /// streams end with it.
     pub ends_early: bool,
+    /// How long the source video's last frame lasts, in its time base: given to the
+    /// output's last packet where the video does not end early.
+    pub last_frame_ticks: Option<i64>,
 }
 
 /// What assembling wrote and read.
@@ -80,6 +83,7 @@ pub fn assemble(
     let headers = first.extradata();
     let mut source = VideoReader::open_within(input.source, None, FrameBounds::default(), None, 0)?;
     let frame_rate = nominal_frame_rate(&source);
+    let source_tb = source.time_base();
     let cut_at_s = match input.segments.last() {
         Some(last) if input.ends_early => video_end_s(last, frame_rate)?,
         _ => None,
@@ -121,7 +125,18 @@ pub fn assemble(
                 )));
             }
             let tb = seg.time_base();
-            while let Some(packet) = seg.next_packet()? {
+            let last_segment = seg_path == &input.segments.last().expect("a segment").0;
+            // Each packet is written once the next is read, so the last one is known.
+            let mut held = seg.next_packet()?;
+            while let Some(mut packet) = held {
+                held = seg.next_packet()?;
+                if held.is_none()
+                    && last_segment
+                    && !input.ends_early
+                    && let Some(ticks) = input.last_frame_ticks
+                {
+                    packet.set_duration(ticks.rescale(source_tb, tb).max(1));
+                }
                 muxer.write_video(packet, tb)?;
                 copied.write_up_to_video(&mut muxer)?;
             }

@@ -87,6 +87,7 @@ pub fn write_output(
         // An interrupted run, or one --max-frames stops before the video's end: the copied
         // streams end with the video.
         ends_early: job.partial || job.manifest.ends_early,
+        last_frame_ticks: job.manifest.last_frame_ticks,
     };
     let assembled = match assemble(&input, target.temp_path(), &config.output, cancel) {
         Ok(a) => a,

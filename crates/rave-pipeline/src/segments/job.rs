@@ -192,7 +192,8 @@ pub fn prepare(
             one
         }
     };
-    let manifest = new_manifest(config, &plan, bit_depth, segment_frames, input_damage)?;
+    let mut manifest = new_manifest(config, &plan, bit_depth, segment_frames, input_damage)?;
+    manifest.last_frame_ticks = reader.last_frame_ticks();
     let mut created_work = false;
     let mut claim = None;
     if let Some(work) = &work {
@@ -274,6 +275,7 @@ fn new_manifest(
         overwrite: config.overwrite,
         frames_total: plan.frames,
         ends_early: plan.ends_early,
+        last_frame_ticks: None,
         segment_frames,
         single_reason: plan.single_reason.clone(),
         input_damage,

@@ -143,6 +143,11 @@ pub struct Manifest {
     /// copied streams end with its last frame.
     #[serde(default)]
     pub ends_early: bool,
+    /// How long the input video's last frame lasts, in its time base (the output's last
+    /// frame lasts as long: an MP4 muxer would give it the nominal rate's frame, half of
+    /// it at the end of a variable-rate video). Absent in manifests of older plans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_frame_ticks: Option<i64>,
     /// Target segment length in frames.
     pub segment_frames: u64,
     /// Why the video is one segment, when it is for a reason other than its length.
