@@ -392,8 +392,10 @@ fn refusals_name_the_containers_that_can_hold_the_stream() {
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
 
+/// The first write to fail is the segment's, in the work folder: named by its final name
+/// there (with what to do where the disk is full), never by a temporary file's.
 #[test]
-fn a_write_error_names_the_output_path_not_the_temporary_file() {
+fn a_write_error_names_the_work_folders_segment_not_a_temporary_file() {
     let dir = scratch();
     let input = make_clip(dir.path(), "in.mp4", "64x48", 50);
     let output = dir.path().join("out.mp4");
@@ -414,7 +416,12 @@ fn a_write_error_names_the_output_path_not_the_temporary_file() {
     assert_exit(&o, 4);
     let err = stderr(&o);
     assert!(
-        err.contains(&format!("{}: writing failed", output.display())),
+        err.contains(&format!(
+            "{}: writing failed",
+            dir.path()
+                .join(".out.mp4.rave-work/seg-00000.mp4")
+                .display()
+        )),
         "{err}"
     );
     assert!(!err.contains(".tmp"), "{err}");

@@ -472,7 +472,18 @@ impl Muxer {
     }
 
     fn mux_error(&self, e: ffmpeg_next::Error) -> EngineError {
-        EngineError::Mux(format!("{}: writing failed: {e}", self.shown_as.display()))
+        let full = matches!(e, ffmpeg_next::Error::Other { errno } if errno == ffmpeg_next::util::error::ENOSPC);
+        let advice = match (self.segment_file, full) {
+            (true, true) => {
+                "; it is a file of the work folder, where segments wait to be put together: free space there, or give --work a folder on another disk"
+            }
+            (false, true) => "; free space there, or write the output to another disk",
+            _ => "",
+        };
+        EngineError::Mux(format!(
+            "{}: writing failed: {e}{advice}",
+            self.shown_as.display()
+        ))
     }
 }
 

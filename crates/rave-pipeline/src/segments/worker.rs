@@ -290,9 +290,13 @@ fn open_segment(
     let (w, h) = job.in_size;
     let sink = match out {
         Some(path) => {
+            // Errors name the segment's file in the work folder (by its final name), not
+            // the output.
+            let shown_as =
+                path.with_file_name(super::work_folder::WorkFolder::segment_name(seg.index));
             let writer = MediaWriter::create_segment(
                 &path,
-                &config.output,
+                &shown_as,
                 job.container,
                 &reader,
                 &config.encoder,
