@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use rave_core::error::Result;
+use rave_core::error::{EngineError, Result};
 
 use crate::cancel::CancelToken;
 use crate::config::UpscaleConfig;
@@ -14,6 +14,10 @@ use crate::progress::ProgressSink;
 use crate::report::RunReport;
 use crate::segments::startup::StartupClock;
 use crate::segments::{job, run_job};
+
+/// Said when the output exists and its job's work folder was left by a run that died
+/// after the output took its name (see `job::remove_finished_work`).
+pub const FINISHED_WORK_REMOVED: &str = "the work folder of the job that wrote this output was left by a run that ended before removing it; removed";
 
 /// Upscale `config.input` into `config.output`. On cancellation the finalized partial file is
 /// kept (and the work folder, for the resume) and the report says `partial`; on failure no
@@ -46,6 +50,11 @@ pub fn run_upscale(
         Err(e) => {
             if let Some(t) = &target {
                 t.discard();
+            }
+            if matches!(e, EngineError::OutputExists(_))
+                && let Some(work) = job::remove_finished_work(config)
+            {
+                progress.warning(&format!("{}: {FINISHED_WORK_REMOVED}", work.display()));
             }
             return Err(e);
         }

@@ -43,6 +43,8 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     };
     let config = pipeline_config(global, &args.run, args, encoder, &job.input, &job.output)?;
     if args.skip_existing && job.is_done() {
+        // A run that died after its output took its name left the work folder.
+        rave_pipeline::segments::job::remove_finished_work(&config);
         return Ok(skip(args, &job));
     }
     let cancel = interrupt_on_ctrl_c()?;

@@ -8,6 +8,7 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{Container, DecodeStats, WriterSummary};
 
 use super::assemble::{AssemblyInput, assemble};
+use super::fingerprint::InputFingerprint;
 use super::manifest::{Manifest, SegmentDecode, SegmentState};
 use super::work_folder::WorkFolder;
 use crate::cancel::CancelToken;
@@ -107,6 +108,15 @@ pub fn write_output(
     }
     if let Some(err) = refusal(damage) {
         return fail(err);
+    }
+    if !job.partial
+        && !config.segments.keep_work
+        && let Ok(mut locked) = job.work.lock()
+    {
+        // Only for the clean-up after a crash between here and the end (a folder kept on
+        // purpose is not recorded): not worth failing the run for.
+        locked.manifest.assembled = InputFingerprint::of(target.temp_path()).ok();
+        let _ = locked.save();
     }
     let path = match job.partial {
         false => target.commit()?,

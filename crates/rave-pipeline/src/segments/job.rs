@@ -225,6 +225,29 @@ pub fn prepare(
     })
 }
 
+/// Remove the work folder of `config`'s job where the job finished (its output is the
+/// file the manifest recorded as it took its name) but the run died before removing it;
+/// the folder, where it did. Called when the output exists, so the next run cleans up
+/// what a crash left.
+pub fn remove_finished_work(config: &UpscaleConfig) -> Option<PathBuf> {
+    let work = match &config.segments.work {
+        Some(dir) => WorkFolder::at(dir),
+        None => WorkFolder::beside(&config.output),
+    };
+    remove_if_finished(&work, &config.output).then(|| work.path().to_path_buf())
+}
+
+/// Remove `work` where its job finished into `output` (see [`remove_finished_work`]).
+fn remove_if_finished(work: &WorkFolder, output: &Path) -> bool {
+    let Ok(manifest) = work.read() else {
+        return false;
+    };
+    let finished = manifest.assembled.is_some()
+        && same_path(&manifest.output, &absolute(output))
+        && InputFingerprint::of(output).ok() == manifest.assembled;
+    finished && work.remove(None).is_ok()
+}
+
 /// Resume the job planned in `work` (claimed by `claim`), after checking that it is the
 /// job `config` asks for.
 fn resume(
@@ -276,6 +299,7 @@ fn new_manifest(
         frames_total: plan.frames,
         ends_early: plan.ends_early,
         last_frame_ticks: None,
+        assembled: None,
         segment_frames,
         single_reason: plan.single_reason.clone(),
         input_damage,
@@ -409,7 +433,8 @@ pub fn same_path(a: &Path, b: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::same_path;
+    use super::{InputFingerprint, WorkFolder, remove_if_finished, same_path};
+    use crate::segments::work_folder::tests::manifest_of;
 
     #[test]
     fn one_file_is_the_same_job_however_it_is_spelled() {
@@ -424,5 +449,31 @@ mod tests {
         assert!(same_path(&d.join("out.mp4"), &d.join("sub/../out.mp4")));
         assert!(!same_path(&d.join("in.mp4"), &d.join("out.mp4")));
         assert!(!same_path(&d.join("sub/out.mp4"), &d.join("out.mp4")));
+    }
+
+    #[test]
+    fn a_finished_jobs_folder_left_by_a_crash_is_removed_only_for_its_own_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let output = d.join("out.mkv");
+        std::fs::write(&output, b"the finished output").unwrap();
+        let work = WorkFolder::beside(&output);
+        work.create().unwrap();
+        let mut manifest = manifest_of("/in.mp4");
+        manifest.output = output.clone();
+        // No record of the output taking its name: an interrupted job, kept.
+        work.write_first(&manifest).unwrap();
+        assert!(!remove_if_finished(&work, &output));
+        // Recorded, but the output is another file now: kept.
+        manifest.assembled = Some(InputFingerprint::of(&output).unwrap());
+        manifest.write(&work.manifest_path()).unwrap();
+        std::fs::write(&output, b"something else, written later").unwrap();
+        assert!(!remove_if_finished(&work, &output));
+        assert!(work.has_manifest());
+        // The output the job finished: removed.
+        manifest.assembled = Some(InputFingerprint::of(&output).unwrap());
+        manifest.write(&work.manifest_path()).unwrap();
+        assert!(remove_if_finished(&work, &output));
+        assert!(!work.path().exists());
     }
 }

@@ -148,6 +148,11 @@ pub struct Manifest {
     /// it at the end of a variable-rate video). Absent in manifests of older plans.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_frame_ticks: Option<i64>,
+    /// The finished output as it took its name (written just before): a run that dies
+    /// before removing the work folder leaves it to the next run to remove (see
+    /// `job::remove_finished_work`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assembled: Option<InputFingerprint>,
     /// Target segment length in frames.
     pub segment_frames: u64,
     /// Why the video is one segment, when it is for a reason other than its length.

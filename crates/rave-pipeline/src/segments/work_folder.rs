@@ -369,7 +369,7 @@ fn sync_parent(path: &Path) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -453,7 +453,7 @@ mod tests {
     }
 
     /// A planned job's manifest for input `input`.
-    fn manifest_of(input: &str) -> Manifest {
+    pub(crate) fn manifest_of(input: &str) -> Manifest {
         serde_json::from_value(serde_json::json!({
             "version": 1, "planned_by": "rave 0.1.0", "input": input, "output": "/o.mkv",
             "model": "/m.onnx",
