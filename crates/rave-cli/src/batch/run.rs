@@ -62,6 +62,8 @@ pub fn run(
             continue;
         }
         if args.skip_existing && job.is_done() {
+            // A run that died after its output took its name left the work folder.
+            rave_pipeline::segments::job::remove_finished_work(config);
             progress_view::announce_skip(args.run.progress, Some((i + 1, jobs.len())), job);
             results.push(InputResult::skipped(job));
             continue;
