@@ -5,13 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use ffmpeg_next::{Rational, Rescale};
+use ffmpeg_next::Rational;
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::muxer::{Muxer, OutputDescription, SourceStreams, VideoStreamSpec, frame_end_s};
 use rave_ffmpeg::segment_file::SegmentFile;
 use rave_ffmpeg::writer::nominal_frame_rate;
 use rave_ffmpeg::{Container, DecodeStats, FrameBounds, VideoCodec, VideoReader, WriterSummary};
 
+use super::last_frame::LastFrameLength;
 use crate::cancel::{CancelToken, StopReason};
 use crate::copied_streams::CopiedStreams;
 
@@ -83,9 +84,15 @@ pub fn assemble(
     let headers = first.extradata();
     let mut source = VideoReader::open_within(input.source, None, FrameBounds::default(), None, 0)?;
     let frame_rate = nominal_frame_rate(&source);
-    let source_tb = source.time_base();
     let cut_at_s = match input.segments.last() {
         Some(last) if input.ends_early => video_end_s(last, frame_rate)?,
+        _ => None,
+    };
+    // The input's last frame length, where the output's video ends where the input's does.
+    let last_frame = match (input.segments.last(), input.last_frame_ticks) {
+        (Some(last), Some(ticks)) if !input.ends_early => {
+            LastFrameLength::of(last, ticks, source.time_base())?
+        }
         _ => None,
     };
     let mut muxer = {
@@ -126,16 +133,10 @@ pub fn assemble(
             }
             let tb = seg.time_base();
             let last_segment = seg_path == &input.segments.last().expect("a segment").0;
-            // Each packet is written once the next is read, so the last one is known.
-            let mut held = seg.next_packet()?;
-            while let Some(mut packet) = held {
-                held = seg.next_packet()?;
-                if held.is_none()
-                    && last_segment
-                    && !input.ends_early
-                    && let Some(ticks) = input.last_frame_ticks
-                {
-                    packet.set_duration(ticks.rescale(source_tb, tb).max(1));
+            let ends = last_frame.filter(|_| last_segment);
+            while let Some(mut packet) = seg.next_packet()? {
+                if let Some(ends) = &ends {
+                    ends.apply(&mut packet);
                 }
                 muxer.write_video(packet, tb)?;
                 copied.write_up_to_video(&mut muxer)?;

@@ -12,6 +12,7 @@ pub mod finish;
 pub mod job;
 pub mod job_progress;
 pub mod job_work;
+pub mod last_frame;
 pub mod manifest;
 pub mod nvenc_everywhere;
 pub mod plan;
