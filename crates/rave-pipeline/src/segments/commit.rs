@@ -108,10 +108,11 @@ fn with_dropped(damage: &InputDamage, plan: &PlannedSegment, missing: u64) -> In
     }
 }
 
-/// Put a finished segment file `temp` of `input` in place, once its frames pass `check`.
-/// Returns whether this worker's file is the one kept.
+/// Put a finished segment file `temp` of `input` in place, once its frames pass `check`,
+/// in the job `job_id` of `work` (the plan the worker read). Returns whether this worker's
+/// file is the one kept.
 pub fn commit_segment(
-    work: &WorkFolder,
+    (work, job_id): (&WorkFolder, &str),
     (input, plan): (&Path, &PlannedSegment),
     temp: &Path,
     outcome: &SegmentOutcome,
@@ -156,6 +157,17 @@ pub fn commit_segment(
     let bytes = std::fs::metadata(temp)?.len();
     let sha256 = file_sha256(temp)?;
     let mut locked = work.lock()?;
+    if locked.manifest.job_id != job_id {
+        drop(locked);
+        let _ = std::fs::remove_file(temp);
+        return Err(EngineError::WorkFolderMismatch {
+            work: work.path().to_path_buf(),
+            reason: format!(
+                "the job was planned again while this worker upscaled its segment {} (another plan is there now); the segment is not kept in it",
+                plan.index
+            ),
+        });
+    }
     let seg = entry(&mut locked.manifest, plan.index, work)?;
     if seg.state == SegmentState::Done {
         drop(locked);
@@ -235,7 +247,7 @@ mod tests {
         let temp = dir.path().join("seg.tmp");
         std::fs::write(&temp, b"x").unwrap();
         let clean = commit_segment(
-            &work,
+            (&work, ""),
             (input, &plan),
             &temp,
             &outcome(8, InputDamage::default()),
@@ -253,7 +265,7 @@ mod tests {
             ..Default::default()
         };
         let err = commit_segment(
-            &work,
+            (&work, ""),
             (input, &plan),
             &temp,
             &outcome(8, damage),
@@ -295,7 +307,7 @@ mod tests {
         short.stats.packets_in_bounds = 67;
         std::fs::write(&temp, b"x").unwrap();
         let err = commit_segment(
-            &work,
+            (&work, ""),
             (input, &plan),
             &temp,
             &short,
@@ -328,5 +340,38 @@ mod tests {
         for other in [unread, damaged, fields] {
             assert_eq!(silently_dropped(&plan, &other), None, "{other:?}");
         }
+    }
+
+    /// A worker that read one plan does not put its segment into another planned in the
+    /// same folder while it ran (a sweep saw another input's frames in a "complete" output).
+    #[test]
+    fn a_segment_goes_only_into_the_plan_its_worker_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = WorkFolder::at(&dir.path().join("work"));
+        work.create().unwrap();
+        let mut replanned = crate::segments::work_folder::tests::manifest_of("/videos/b.mp4");
+        replanned.job_id = "the new plan".into();
+        assert!(work.write_first(&replanned).unwrap());
+        let plan = PlannedSegment {
+            index: 0,
+            first_frame: 0,
+            frames: 10,
+            start_pts: None,
+            end_pts: Some(10),
+            seek_pts: None,
+        };
+        let temp = dir.path().join("seg.tmp");
+        std::fs::write(&temp, b"frames of a.mp4").unwrap();
+        let err = commit_segment(
+            (&work, "the plan it read"),
+            (Path::new("/videos/a.mp4"), &plan),
+            &temp,
+            &outcome(10, InputDamage::default()),
+            FrameCheck::Segments,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("planned again while this worker"), "{err}");
+        assert!(!temp.exists(), "its file is removed");
     }
 }

@@ -155,7 +155,7 @@ pub fn run_segment(
     };
     let segment = (spec.config.input.as_path(), &entry.plan);
     report.kept = commit_segment(
-        &work,
+        (&work, &manifest.job_id),
         segment,
         &temp,
         &outcome,

@@ -278,6 +278,14 @@ fn resume(
     })
 }
 
+/// A name no other plan has: the time in nanoseconds, the host and the process id.
+fn new_job_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{}", super::commit::worker_name())
+}
+
 fn new_manifest(
     config: &UpscaleConfig,
     plan: &SegmentPlan,
@@ -287,6 +295,7 @@ fn new_manifest(
 ) -> Result<Manifest> {
     Ok(Manifest {
         version: MANIFEST_VERSION,
+        job_id: new_job_id(),
         planned_by: format!("rave {}", env!("CARGO_PKG_VERSION")),
         input: absolute(&config.input),
         output: absolute(&config.output),

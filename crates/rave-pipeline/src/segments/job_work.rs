@@ -63,6 +63,8 @@ pub struct JobWork<'a> {
     pub work: Option<&'a WorkFolder>,
     /// The manifest's segments.
     pub segments: &'a [SegmentEntry],
+    /// The plan's name (`Manifest::job_id`).
+    pub job_id: &'a str,
     /// How each segment's frames are held against its plan.
     pub check: FrameCheck,
     /// The job's progress (frames written).
@@ -128,7 +130,7 @@ impl LocalJob<'_> {
         match (job.work, &o.file) {
             (Some(w), Some(t)) if o.complete => {
                 let segment = (job.spec.config.input.as_path(), &job.segments[i].plan);
-                commit_segment(w, segment, t, &o, job.check)?;
+                commit_segment((w, job.job_id), segment, t, &o, job.check)?;
                 self.results.processed.fetch_add(1, Ordering::Relaxed);
             }
             (None, _) if o.complete => {
@@ -371,6 +373,7 @@ mod tests {
                 spec: &job.spec,
                 work: Some(work),
                 segments: &job.manifest.segments,
+                job_id: &job.manifest.job_id,
                 check: FrameCheck::Segments,
                 progress: &progress,
                 cancel: &job_cancel,

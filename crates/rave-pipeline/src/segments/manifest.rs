@@ -117,6 +117,11 @@ impl SegmentEntry {
 pub struct Manifest {
     /// Format version (`MANIFEST_VERSION`).
     pub version: u32,
+    /// This plan's own name: a worker's segment goes only into the plan it read (a folder
+    /// planned again while it ran holds another job, whatever its input). Empty in
+    /// manifests of older plans.
+    #[serde(default)]
+    pub job_id: String,
     /// The RAVE that planned the job.
     pub planned_by: String,
     /// The input file (absolute).

@@ -117,6 +117,7 @@ pub fn run_job(
             spec: &spec,
             work: work.as_ref(),
             segments: &manifest.segments,
+            job_id: &manifest.job_id,
             check: FrameCheck::for_plan(manifest.segments.len(), config.allow_corrupt),
             progress: &job_progress,
             cancel,
