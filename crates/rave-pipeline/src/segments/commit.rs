@@ -15,10 +15,7 @@ use crate::segment_sink::SegmentOutcome;
 
 /// Who a worker is, for the manifest: `host:pid`.
 pub fn worker_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "localhost".into());
-    format!("{host}:{}", std::process::id())
+    format!("{}:{}", super::work_files::this_host(), std::process::id())
 }
 
 /// Mark segment `index` as being worked on (for `rave status`); a done one is left alone.

@@ -20,5 +20,6 @@ pub mod pool;
 pub mod queue;
 pub mod run_job;
 pub mod startup;
+pub mod work_files;
 pub mod work_folder;
 pub mod worker;

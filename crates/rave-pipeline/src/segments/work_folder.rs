@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use rave_core::error::{EngineError, Result};
 
 use super::manifest::Manifest;
+use super::work_files::{self, WorkFile};
 
 /// Name of the manifest in a work folder.
 pub const MANIFEST: &str = "manifest.json";
@@ -218,10 +219,7 @@ impl WorkFolder {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        self.dir.join(format!(
-            ".seg-{index:05}.{}-{n}.tmp.mp4",
-            std::process::id()
-        ))
+        self.dir.join(work_files::temp_name(index, n))
     }
 
     /// The file an interrupted run keeps segment `index`'s frames done in (for its partial
@@ -243,9 +241,14 @@ impl WorkFolder {
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let stale_temp =
-                name.starts_with(".seg-") && name.ends_with(".tmp.mp4") && !temp_owner_alive(&name);
-            if stale_temp || name.ends_with(".partial.mp4") {
+            let left = match work_files::classify(&name) {
+                Some(WorkFile::Temp { host, pid }) => {
+                    !work_files::temp_owner_may_run(host.as_deref(), pid)
+                }
+                Some(WorkFile::Partial) => true,
+                _ => false,
+            };
+            if left {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
@@ -294,26 +297,7 @@ impl WorkFolder {
 /// Whether `name` is one of the files RAVE keeps in a work folder (manifest, locks,
 /// segment files, their temporary forms).
 fn is_raves(name: &str) -> bool {
-    name == MANIFEST
-        || name == LOCK
-        || name == JOB_LOCK
-        || name.starts_with("manifest.tmp-")
-        || ((name.starts_with("seg-") || name.starts_with(".seg-")) && name.ends_with(".mp4"))
-}
-
-/// Whether the process that named temporary file `name` (`.seg-NNNNN.PID-N.tmp.mp4`) still
-/// runs on this host.
-fn temp_owner_alive(name: &str) -> bool {
-    let pid = name
-        .split('.')
-        .nth(2)
-        .and_then(|p| p.split('-').next())
-        .and_then(|p| p.parse::<i32>().ok());
-    match pid {
-        // SAFETY: signal 0 only checks that the process exists.
-        Some(pid) if pid > 0 => unsafe { libc::kill(pid, 0) == 0 },
-        _ => false,
-    }
+    work_files::classify(name).is_some()
 }
 
 /// Write `bytes` to `path` atomically: a temporary file beside it, synced, renamed over it,
@@ -489,6 +473,34 @@ pub(crate) mod tests {
         assert!(w.holds_rave_manifest(), "emptied by a power cut");
         std::fs::write(w.file("notes.txt"), b"mine").unwrap();
         assert!(!w.holds_rave_manifest(), "a file of someone else's in it");
+    }
+
+    /// A folder given to `--work` may hold the user's own files: only RAVE's exact names
+    /// are swept or removed.
+    #[test]
+    fn files_of_the_users_with_names_like_raves_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(&dir.path().join("work"));
+        w.create().unwrap();
+        assert!(w.write_first(&manifest_of("/a.mp4")).unwrap());
+        let theirs = [
+            "seg-intro.mp4",
+            "film.partial.mp4",
+            ".seg-keep.mp4",
+            "notes.txt",
+        ];
+        for name in theirs {
+            std::fs::write(w.file(name), b"mine").unwrap();
+        }
+        std::fs::write(w.file("seg-00000.mp4"), b"a segment").unwrap();
+        std::fs::write(w.file("seg-00001.partial.mp4"), b"a partial one").unwrap();
+        w.sweep_leftovers();
+        assert!(!w.file("seg-00001.partial.mp4").exists());
+        w.remove(None).unwrap();
+        assert!(!w.file("seg-00000.mp4").exists() && !w.has_manifest());
+        for name in theirs {
+            assert!(w.file(name).exists(), "{name}");
+        }
     }
 
     #[test]
