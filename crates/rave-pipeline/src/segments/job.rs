@@ -153,6 +153,9 @@ pub fn prepare(
             let discarding = work.claim(true)?;
             work.remove(Some(&discarding))?;
         } else {
+            // Read before the claim, so that a folder whose manifest is not RAVE's gets no
+            // lock file of RAVE's.
+            work.read()?;
             let claim = work.claim(false)?;
             clock.step("resume", began);
             return resume(work, claim, config, spec, warnings);

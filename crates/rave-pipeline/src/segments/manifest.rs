@@ -190,7 +190,7 @@ impl Manifest {
             _ => invalid(format!("cannot read manifest.json: {e}")),
         })?;
         let version: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| invalid(format!("manifest.json is not valid JSON ({e}); it was damaged: plan the job again with --restart")))?;
+            .map_err(|e| invalid(format!("manifest.json is not valid JSON ({e}); it was damaged: plan the job again with --restart (where the folder holds no segment of RAVE's, remove the folder instead)")))?;
         let by_rave = version
             .get("planned_by")
             .and_then(|v| v.as_str())

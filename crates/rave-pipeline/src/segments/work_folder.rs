@@ -180,8 +180,8 @@ impl WorkFolder {
 
     /// Whether the folder's manifest.json was written by RAVE (a folder of someone else's
     /// with a file of that name is not to be discarded). A manifest damaged past reading
-    /// (a power cut, a full disk) is RAVE's where the folder holds RAVE's lock files and
-    /// nothing but RAVE's files.
+    /// (a power cut, a full disk) is RAVE's where segment files of RAVE's are beside it
+    /// (other files, a scheduler's logs, may be there too: they stay).
     pub fn holds_rave_manifest(&self) -> bool {
         let parsed = std::fs::read_to_string(self.manifest_path())
             .ok()
@@ -191,22 +191,23 @@ impl WorkFolder {
                 .get("planned_by")
                 .and_then(|b| b.as_str())
                 .is_some_and(|b| b.starts_with("rave ")),
-            None => self.holds_only_raves_files(),
+            None => self.holds_raves_segments(),
         }
     }
 
-    /// Whether every entry of the folder is a file RAVE writes there, its lock files
-    /// among them.
-    fn holds_only_raves_files(&self) -> bool {
+    /// Whether the folder holds a segment file of RAVE's (finished, partial or being
+    /// written), by its exact name.
+    fn holds_raves_segments(&self) -> bool {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return false;
         };
-        let names: Vec<String> = entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        let locked = names.iter().any(|n| n == LOCK || n == JOB_LOCK);
-        locked && names.iter().all(|n| is_raves(n))
+        entries.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            matches!(
+                work_files::classify(&name),
+                Some(WorkFile::Segment | WorkFile::Partial | WorkFile::Temp { .. })
+            )
+        })
     }
 
     /// The final name of segment `index`'s file.
@@ -454,29 +455,26 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_damaged_manifest_among_raves_files_only_is_raves_to_discard() {
+    fn a_damaged_manifest_beside_raves_segments_is_raves_to_discard() {
         let dir = tempfile::tempdir().unwrap();
         let w = WorkFolder::at(dir.path());
-        std::fs::write(
-            w.manifest_path(),
-            b"{\"planned_by\": \"rave 0.1.0\", \"vers",
-        )
-        .unwrap();
-        std::fs::write(w.file("seg-00000.mp4"), b"segment").unwrap();
-        assert!(
-            !w.holds_rave_manifest(),
-            "no lock file: not known to be RAVE's"
-        );
+        std::fs::write(w.manifest_path(), b"// my notes").unwrap();
         drop(w.claim(false).unwrap());
-        assert!(w.holds_rave_manifest());
+        assert!(!w.holds_rave_manifest(), "a lock alone proves nothing");
+        std::fs::write(w.file("seg-intro.mp4"), b"mine").unwrap();
+        assert!(!w.holds_rave_manifest(), "not a name RAVE gives");
+        let cut = br#"{"planned_by": "rave 0.1.0", "vers"#;
+        std::fs::write(w.manifest_path(), cut).unwrap();
+        std::fs::write(w.file("seg-00000.mp4"), b"segment").unwrap();
+        std::fs::create_dir(w.file("slurm-logs")).unwrap();
+        assert!(
+            w.holds_rave_manifest(),
+            "cut short, beside a segment (and logs)"
+        );
         std::fs::write(w.manifest_path(), b"").unwrap();
         assert!(w.holds_rave_manifest(), "emptied by a power cut");
-        std::fs::write(w.file("notes.txt"), b"mine").unwrap();
-        assert!(!w.holds_rave_manifest(), "a file of someone else's in it");
     }
 
-    /// A folder given to `--work` may hold the user's own files: only RAVE's exact names
-    /// are swept or removed.
     #[test]
     fn files_of_the_users_with_names_like_raves_are_kept() {
         let dir = tempfile::tempdir().unwrap();
