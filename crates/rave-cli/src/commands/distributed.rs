@@ -111,6 +111,17 @@ pub fn assemble(args: &WorkArgs) -> Result<i32> {
             r.segments,
             r.elapsed_s
         );
+        if let Some(work) = &r.work_kept {
+            outln!(
+                "  work folder kept: {} ({})",
+                work.display(),
+                match args.keep_work {
+                    true => "--keep-work",
+                    false =>
+                        "another rave process works in it; it removes the folder, or run rave assemble again once it has ended",
+                }
+            );
+        }
     });
     Ok(0)
 }

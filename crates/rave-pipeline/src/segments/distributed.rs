@@ -193,6 +193,9 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
     let work = work_of(config);
     let planned = work.read()?;
     check_same_job(&planned, config, &work, planned.settings.bit_depth)?;
+    // Held while the segments are read: another process finishing (a second assemble, a
+    // late worker) leaves the folder to this one.
+    let claim = work.claim(false)?;
     let manifest = verify_done(&work)?;
     let missing = manifest.missing();
     if !missing.is_empty() {
@@ -225,7 +228,10 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
     )?;
     let work_kept = match config.segments.keep_work {
         true => Some(work.path().to_path_buf()),
-        false => work.remove(None).err().map(|_| work.path().to_path_buf()),
+        false => work
+            .remove(Some(&claim))
+            .err()
+            .map(|_| work.path().to_path_buf()),
     };
     Ok(AssembleReport {
         output: written.path,
