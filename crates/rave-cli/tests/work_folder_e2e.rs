@@ -424,3 +424,35 @@ fn segment_files_damaged_or_removed_during_the_run_are_found_before_the_join() {
     assert!(err.contains("removed during the run"), "{err}");
     assert!(!removed.exists(), "no output");
 }
+
+/// A segment worker of a job whose input changed since it was planned is told to plan it
+/// again with `rave plan ... --restart` (`rave segment` has no --restart).
+#[test]
+fn a_worker_on_a_changed_input_is_told_to_plan_again_with_rave_plan() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 20);
+    let work = d.join("job");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let model = fixture("nearest_x2.onnx");
+    let o = rave()
+        .args(["plan", "-i", &s(&input), "-o", &s(&d.join("out.mp4"))])
+        .args(["-m", &s(&model), "--device", "cpu", "--work", &s(&work)])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let mut bytes = std::fs::read(&input).unwrap();
+    bytes.extend_from_slice(b"appended");
+    std::fs::write(&input, bytes).unwrap();
+    let o = rave()
+        .args(["segment", "--work", &s(&work), "--index", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("changed since it was planned")
+            && err.contains("plan it again with `rave plan ... --restart`"),
+        "{err}"
+    );
+}

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::commit::{FrameCheck, commit_segment, mark_running, mark_unfinished};
 use super::finish::{OutputJob, done_prefix, job_damage, write_output};
-use super::job::{self, check_same_job, verify_done};
+use super::job::{self, Replan, check_same_job, verify_done};
 use super::manifest::Manifest;
 use super::work_folder::WorkFolder;
 use super::worker::{JobSpec, RunShared, Worker};
@@ -105,7 +105,7 @@ pub fn run_segment(
     }
     let _claim = work.claim(false)?;
     let bit_depth = manifest.settings.bit_depth;
-    check_same_job(&manifest, config, &work, bit_depth)?;
+    check_same_job(&manifest, config, (&work, Replan::WithRavePlan), bit_depth)?;
     let spec = JobSpec {
         config: config.clone(),
         container: Container::from_path(&config.output)?,
@@ -192,7 +192,8 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
     let started = Instant::now();
     let work = work_of(config);
     let planned = work.read()?;
-    check_same_job(&planned, config, &work, planned.settings.bit_depth)?;
+    let bit_depth = planned.settings.bit_depth;
+    check_same_job(&planned, config, (&work, Replan::WithRavePlan), bit_depth)?;
     // Held while the segments are read: another process finishing (a second assemble, a
     // late worker) leaves the folder to this one.
     let claim = work.claim(false)?;

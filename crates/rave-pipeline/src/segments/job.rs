@@ -261,7 +261,12 @@ fn resume(
     warnings: Vec<String>,
 ) -> Result<PreparedJob> {
     let manifest = work.read()?;
-    check_same_job(&manifest, config, work, spec.bit_depth)?;
+    check_same_job(
+        &manifest,
+        config,
+        (work, Replan::ThisCommand),
+        spec.bit_depth,
+    )?;
     work.sweep_leftovers();
     let manifest = verify_done(work)?;
     let reused = manifest.segments.len() - manifest.missing().len();
@@ -325,18 +330,33 @@ fn new_manifest(
     })
 }
 
+/// How a job is planned again, as a refusal to resume it says: by the command that was run
+/// (`rave upscale` or `rave plan`), or, for a segment worker or assemble, which cannot
+/// plan, by `rave plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replan {
+    /// The command that was run takes `--restart`.
+    ThisCommand,
+    /// Only `rave plan ... --restart` plans the job again.
+    WithRavePlan,
+}
+
 /// Refuse to resume (or work on) a job whose input, output or output-affecting settings
-/// changed.
+/// changed; the refusal says how to plan it again (`replan`).
 pub fn check_same_job(
     manifest: &Manifest,
     config: &UpscaleConfig,
-    work: &WorkFolder,
+    (work, replan): (&WorkFolder, Replan),
     bit_depth: u8,
 ) -> Result<()> {
     let refuse = |what: String| EngineError::WorkFolderMismatch {
         work: work.path().to_path_buf(),
         reason: format!(
-            "the job planned here cannot be resumed: {what}; pass --restart to start it over (its finished segments are discarded), or --work DIR for a separate job"
+            "the job planned here cannot be resumed: {what}; {} (its finished segments are discarded), or --work DIR for a separate job",
+            match replan {
+                Replan::ThisCommand => "pass --restart to start it over",
+                Replan::WithRavePlan => "plan it again with `rave plan ... --restart`",
+            }
         ),
     };
     if !same_path(&manifest.input, &absolute(&config.input)) {
