@@ -371,9 +371,12 @@ impl Muxer {
         if let (true, Some(pts)) = (route.subtitle, packet.pts())
             && pts < 0
         {
+            // A cue with no text (mov_text's filler between cues is a 2-byte empty string)
+            // is moved like the others but not counted as one in the warnings.
+            let counted = u64::from(packet.size() > 2);
             let end = pts + packet.duration();
             if packet.duration() > 0 && end <= 0 {
-                self.summary.cues_before_picture += 1;
+                self.summary.cues_before_picture += counted;
                 return Ok(CopyOutcome::Written);
             }
             if packet.duration() > 0 {
@@ -381,7 +384,7 @@ impl Muxer {
             }
             packet.set_pts(Some(0));
             packet.set_dts(packet.dts().map(|d| d.max(0)));
-            self.cues_shortened += 1;
+            self.cues_shortened += counted;
         }
         // Two packets sharing a rounded timestamp: one tick later for a muxer that needs
         // them strictly increasing.

@@ -151,8 +151,14 @@ pub fn commit_segment(
             crate::stages::CORRUPT_HINT,
         );
     }
-    let bytes = std::fs::metadata(temp)?.len();
-    let sha256 = file_sha256(temp)?;
+    let gone = |e: std::io::Error| EngineError::OutputUnwritable {
+        path: temp.to_path_buf(),
+        reason: format!(
+            "the finished segment's file cannot be read ({e}): removed by another process? run the segment again"
+        ),
+    };
+    let bytes = std::fs::metadata(temp).map_err(gone)?.len();
+    let sha256 = file_sha256(temp).map_err(gone)?;
     let mut locked = work.lock()?;
     if locked.manifest.job_id != job_id {
         drop(locked);

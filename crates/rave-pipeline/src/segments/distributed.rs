@@ -104,6 +104,12 @@ pub fn run_segment(
         return Ok(report);
     }
     let _claim = work.claim(false)?;
+    if !config.input.exists() {
+        return Err(EngineError::InputUnreadable {
+            path: config.input.clone(),
+            reason: "not found on this machine: a segment worker reads the input at the path the job was planned with; give every worker the same paths (the shared storage mounted where the planning machine has it)".into(),
+        });
+    }
     let bit_depth = manifest.settings.bit_depth;
     check_same_job(&manifest, config, (&work, Replan::WithRavePlan), bit_depth)?;
     let spec = JobSpec {
@@ -160,7 +166,11 @@ pub fn run_segment(
         &temp,
         &outcome,
         FrameCheck::for_plan(total, spec.config.allow_corrupt),
-    )?;
+    )
+    .inspect_err(|_| {
+        // Not left "running" for `rave status` by a worker that has ended.
+        mark_unfinished(&work, index).ok();
+    })?;
     report.frames = outcome.frames;
     report.elapsed_s = started.elapsed().as_secs_f64();
     report.fps = ratio(outcome.frames as f64, report.elapsed_s);
