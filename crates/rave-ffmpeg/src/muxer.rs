@@ -105,6 +105,8 @@ pub struct Muxer {
     moved_frames: u64,
     /// Subtitle cues that began before the picture, shortened to start with it.
     cues_shortened: u64,
+    /// The file write errors name, where it is not `shown_as` (a segment's file).
+    write_errors_as: Option<PathBuf>,
 }
 
 impl Muxer {
@@ -272,6 +274,7 @@ impl Muxer {
             finished: false,
             moved_frames: 0,
             cues_shortened: 0,
+            write_errors_as: None,
         })
     }
 
@@ -443,6 +446,12 @@ impl Muxer {
         self.summary.trimmed_packets += n;
     }
 
+    /// Name `path` in write errors instead of the output (a segment's file in the work
+    /// folder, where the disk that fills is the work folder's).
+    pub fn name_write_errors(&mut self, path: &Path) {
+        self.write_errors_as = Some(path.to_path_buf());
+    }
+
     /// What was written so far.
     pub fn summary(&self) -> &WriterSummary {
         &self.summary
@@ -483,10 +492,8 @@ impl Muxer {
             (false, true) => "; free space there, or write the output to another disk",
             _ => "",
         };
-        EngineError::Mux(format!(
-            "{}: writing failed: {e}{advice}",
-            self.shown_as.display()
-        ))
+        let named = self.write_errors_as.as_ref().unwrap_or(&self.shown_as);
+        EngineError::Mux(format!("{}: writing failed: {e}{advice}", named.display()))
     }
 }
 

@@ -226,6 +226,11 @@ impl MediaWriter {
         self.muxer.summary()
     }
 
+    /// Name `path` in write errors instead of the output (see `Muxer::name_write_errors`).
+    pub fn name_write_errors(&mut self, path: &Path) {
+        self.muxer.name_write_errors(path);
+    }
+
     /// The earliest timestamp of the frames written (the encoder's time base).
     pub fn first_pts(&self) -> Option<i64> {
         self.first_pts

@@ -290,13 +290,9 @@ fn open_segment(
     let (w, h) = job.in_size;
     let sink = match out {
         Some(path) => {
-            // Errors name the segment's file in the work folder (by its final name), not
-            // the output.
-            let shown_as =
-                path.with_file_name(super::work_folder::WorkFolder::segment_name(seg.index));
-            let writer = MediaWriter::create_segment(
+            let mut writer = MediaWriter::create_segment(
                 &path,
-                &shown_as,
+                &config.output,
                 job.container,
                 &reader,
                 &config.encoder,
@@ -304,6 +300,11 @@ fn open_segment(
                 h * scale,
                 nvenc,
             )?;
+            // Write errors name the segment's file in the work folder (by its final name),
+            // not the output.
+            writer.name_write_errors(
+                &path.with_file_name(super::work_folder::WorkFolder::segment_name(seg.index)),
+            );
             Some((path, writer))
         }
         None => None,
