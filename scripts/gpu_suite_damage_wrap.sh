@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The GPU suite (without ncu, peers and the kernel benchmark), the damage corpus on NVDEC
-# against the CPU, and MPEG-TS files near the 33-bit clock wrap on NVDEC; on the H200 after
+# against the CPU, MPEG-TS files near the 33-bit clock wrap and a variable-rate video's last frame on NVDEC; on the H200 after
 # the staged calls of scripts/gpu_tests.sh stage unpacked /opt/rave-dev (the corpus in
 # .device/corpus: RAVE_CORPUS_DIR=$PWD/.device/corpus cargo test --release -p rave-cli --test damage_corpus).
-# Usage: bash scripts/gpu_suite_damage_wrap.sh suite|damage
+# Usage: bash scripts/gpu_suite_damage_wrap.sh suite|damage|vfr
 set -uo pipefail
 source /opt/rave-dev/env.sh
 export PATH="/opt/rave-dev/payload:$PATH"
 out="${OUT:-$(pwd)/gpu-results}"; mkdir -p "$out"
-case "${1:?suite|damage}" in
+case "${1:?suite|damage|vfr}" in
 suite)
   git log -1 --format='commit %h %s' 2>/dev/null || true
   RAVE_NO_NCU=1 RAVE_NO_PEERS=1 RAVE_SKIP_KERNEL_BENCH=1 bash scripts/gpu_tests.sh run > "$out/gpu_tests.log" 2>&1
@@ -34,5 +34,22 @@ damage)
       echo "wrap offset $off -> $ext: exit $rc, video frames $fin in / $fout out, audio packets $ain in / $aout out, output starts at $start s; $(grep -m1 -E 'decoder|error' "$w/log")"
     done
   done | tee "$out/before_wrap.txt"
+  ;;
+vfr)
+  # A video that slows from 30 to 10 fps for its last second (two parts joined with the
+  # concat demuxer): the output's last frame must last as long as the input's, so the
+  # container's duration is the input's, on NVDEC with the default model, B-frames or not.
+  w=$(mktemp -d)
+  ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=30:duration=2 -c:v libx264 -video_track_timescale 90000 "$w/fast.mp4"
+  ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=10:duration=1 -c:v libx264 -video_track_timescale 90000 "$w/slow.mp4"
+  printf "file '%s'\nfile '%s'\n" "$w/fast.mp4" "$w/slow.mp4" > "$w/parts.txt"
+  ffmpeg -v error -f concat -safe 0 -i "$w/parts.txt" -c copy "$w/in.mp4"
+  dur() { ffprobe -v error -show_entries format=duration -of csv=p=0 "$1"; }
+  for extra in "" "--preset ultrafast" "--segment-frames 20"; do
+    for ext in mp4 mkv; do
+      rave upscale -i "$w/in.mp4" -o "$w/out.$ext" --device gpu --overwrite --progress off $extra > "$w/log" 2>&1
+      echo "vfr ${extra:-default} -> $ext: exit $?, input lasts $(dur "$w/in.mp4") s, output $(dur "$w/out.$ext") s; $(grep -m1 decoder "$w/log")"
+    done
+  done | tee "$out/vfr_last_frame.txt"
   ;;
 esac
