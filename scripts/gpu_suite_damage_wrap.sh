@@ -10,7 +10,6 @@ export PATH="/opt/rave-dev/payload:$PATH"
 out="${OUT:-$(pwd)/gpu-results}"; mkdir -p "$out"
 case "${1:?suite|damage|vfr}" in
 suite)
-  git log -1 --format='commit %h %s' 2>/dev/null || true
   RAVE_NO_NCU=1 RAVE_NO_PEERS=1 RAVE_SKIP_KERNEL_BENCH=1 bash scripts/gpu_tests.sh run > "$out/gpu_tests.log" 2>&1
   echo "gpu_tests rc $?"; grep -E "passed|failed|FAIL" "$out/gpu_tests.log" | tail -8
   ;;
