@@ -127,33 +127,22 @@ fn the_last_frame_of_a_variable_rate_mp4_keeps_its_length() {
     let dir = scratch();
     let d = dir.path();
     let m = fixture("nearest_x2.onnx");
-    let mut list = String::new();
-    for (name, rate, seconds) in [("fast.mp4", 30, 2), ("slow.mp4", 10, 1)] {
-        let part = d.join(name);
-        lavfi_clip(
-            &part,
-            &[&format!(
-                "testsrc2=size=96x64:rate={rate}:duration={seconds}"
-            )],
-            &["-c:v", "libx264", "-video_track_timescale", "90000"],
-        );
-        list.push_str(&format!("file '{}'\n", part.display()));
-    }
-    let parts = d.join("parts.txt");
-    std::fs::write(&parts, list).unwrap();
+    let parts: Vec<_> = [("fast.mp4", 30, 2), ("slow.mp4", 10, 1)]
+        .into_iter()
+        .map(|(name, rate, seconds)| {
+            let part = d.join(name);
+            lavfi_clip(
+                &part,
+                &[&format!(
+                    "testsrc2=size=96x64:rate={rate}:duration={seconds}"
+                )],
+                &["-c:v", "libx264", "-video_track_timescale", "90000"],
+            );
+            part
+        })
+        .collect();
     let input = d.join("slows_down.mp4");
-    let p = parts.to_str().unwrap();
-    ffmpeg(&[
-        "-f",
-        "concat",
-        "-safe",
-        "0",
-        "-i",
-        p,
-        "-c",
-        "copy",
-        input.to_str().unwrap(),
-    ]);
+    concat_copy(&[&parts[0], &parts[1]], &input);
     let length = |p: &std::path::Path| {
         ffprobe(p, &["-show_entries", "format=duration", "-of", "csv=p=0"])
             .trim()

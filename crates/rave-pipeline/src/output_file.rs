@@ -152,13 +152,26 @@ impl OutputTarget {
             reason: format!("cannot move the finished file into place: {e}"),
         };
         // On disk before it takes the final name: a power cut just after a run said
-        // "complete" (and removed its work folder) must not leave a short file under it.
-        File::open(self.temp_path())
-            .and_then(|f| f.sync_all())
-            .map_err(|e| EngineError::OutputUnwritable {
-                path: self.target.clone(),
-                reason: format!("cannot write the finished file to disk: {e}"),
-            })?;
+        // "complete" (and removed its work folder) must not leave a short file under it. A
+        // file system that cannot sync at all (some FUSE and network ones refuse) is only
+        // logged; one that fails to write the data is an error.
+        match File::open(self.temp_path()).and_then(|f| f.sync_all()) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+                ) =>
+            {
+                tracing::warn!(path = %self.target.display(), "cannot sync the finished file: {e}");
+            }
+            Err(e) => {
+                return Err(EngineError::OutputUnwritable {
+                    path: self.target.clone(),
+                    reason: format!("cannot write the finished file to disk: {e}"),
+                });
+            }
+            Ok(()) => {}
+        }
         if self.overwrite {
             if self.is_input(&self.target) {
                 return Err(EngineError::OutputUnwritable {

@@ -212,10 +212,7 @@ pub fn prepare(
         claim = Some(ours);
     }
     clock.step("index", began);
-    let spec = JobSpec {
-        skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
-        ..spec
-    };
+    let spec = spec_for(spec, &manifest);
     Ok(PreparedJob {
         spec,
         manifest,
@@ -251,6 +248,15 @@ fn remove_if_finished(work: &WorkFolder, output: &Path) -> bool {
     finished && work.remove(None).is_ok()
 }
 
+/// `spec` for the job `manifest` plans: whether its segments skip the packets before the
+/// input's first keyframe (a capture that starts mid-GOP).
+fn spec_for(spec: JobSpec, manifest: &Manifest) -> JobSpec {
+    JobSpec {
+        skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
+        ..spec
+    }
+}
+
 /// Resume the job planned in `work` (claimed by `claim`), after checking that it is the
 /// job `config` asks for.
 fn resume(
@@ -270,10 +276,7 @@ fn resume(
     work.sweep_leftovers();
     let manifest = verify_done(work)?;
     let reused = manifest.segments.len() - manifest.missing().len();
-    let spec = JobSpec {
-        skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
-        ..spec
-    };
+    let spec = spec_for(spec, &manifest);
     Ok(PreparedJob {
         spec,
         manifest,
