@@ -2,9 +2,23 @@
 //! `renameat2(RENAME_NOREPLACE)` on Linux, else a hard link and an unlink, else an exclusive
 //! create of the name followed by a rename onto it. Each step either takes the name or fails
 //! with `AlreadyExists`; there is no check-then-rename window another process could use.
+//! `sync_folder_of` makes a move durable.
 
 use std::io;
 use std::path::Path;
+
+/// Make the move of a file to `path` durable (its folder's entry on disk) before what it
+/// could be redone from goes. Best effort: some file systems refuse to sync a folder
+/// (logged).
+pub fn sync_folder_of(path: &Path) {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+        tracing::debug!(folder = %dir.display(), "cannot sync the folder: {e}");
+    }
+}
 
 /// Move `from` to `to`; fails with [`io::ErrorKind::AlreadyExists`] when `to` exists
 /// (a file, a directory or a dangling link), leaving both untouched.

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rave_core::error::{EngineError, Result};
 
-use crate::no_replace::rename_no_replace;
+use crate::no_replace::{rename_no_replace, sync_folder_of};
 use crate::output_lock::{FileId, Reservation, ReserveError, sweep_stale, temp_name};
 
 pub use crate::output_lock::remove_in_flight;
@@ -273,18 +273,6 @@ impl Drop for OutputTarget {
 }
 
 /// `STEM{tag}.EXT` for `n` = 1, `STEM{tag}-N.EXT` after.
-/// Make the rename of `path` durable (its folder's entry on disk) before the run goes on
-/// to remove what it could be redone from; a folder that cannot be synced is only logged.
-fn sync_folder_of(path: &Path) {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
-        tracing::warn!(folder = %dir.display(), "cannot sync the output folder: {e}");
-    }
-}
-
 fn numbered(target: &Path, tag: &str, n: u32) -> PathBuf {
     let stem = target
         .file_stem()

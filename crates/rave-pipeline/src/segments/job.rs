@@ -8,6 +8,7 @@ use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{Container, DecodeStats, VideoReader, probe};
 
+use super::distributed::work_of;
 use super::fingerprint::{InputFingerprint, OutputSettings, file_sha256};
 use super::manifest::{MANIFEST_VERSION, Manifest, NOT_RAVES, SegmentEntry, SegmentState};
 use super::plan::{SegmentPlan, default_segment_frames, plan_segments};
@@ -136,10 +137,7 @@ pub fn prepare(
     clock.step("probe", began);
     let began = std::time::Instant::now();
     let opts = &config.segments;
-    let work = (!config.null_output).then(|| match &opts.work {
-        Some(dir) => WorkFolder::at(dir),
-        None => WorkFolder::beside(&config.output),
-    });
+    let work = (!config.null_output).then(|| work_of(config));
     if let Some(work) = &work
         && work.has_manifest()
     {
@@ -195,8 +193,8 @@ pub fn prepare(
             one
         }
     };
-    let mut manifest = new_manifest(config, &plan, bit_depth, segment_frames, input_damage)?;
-    manifest.last_frame_ticks = reader.last_frame_ticks();
+    let read = (input_damage, reader.last_frame_ticks());
+    let manifest = new_manifest(config, &plan, bit_depth, segment_frames, read)?;
     let mut created_work = false;
     let mut claim = None;
     if let Some(work) = &work {
@@ -230,10 +228,7 @@ pub fn prepare(
 /// the folder, where it did. Called when the output exists, so the next run cleans up
 /// what a crash left.
 pub fn remove_finished_work(config: &UpscaleConfig) -> Option<PathBuf> {
-    let work = match &config.segments.work {
-        Some(dir) => WorkFolder::at(dir),
-        None => WorkFolder::beside(&config.output),
-    };
+    let work = work_of(config);
     remove_if_finished(&work, &config.output).then(|| work.path().to_path_buf())
 }
 
@@ -297,12 +292,14 @@ fn new_job_id() -> String {
     format!("{nanos:x}-{}", super::commit::worker_name())
 }
 
+/// The manifest of a new plan; `read` is what the plan's reading of the whole input
+/// found: its damage, and how long its last frame lasts.
 fn new_manifest(
     config: &UpscaleConfig,
     plan: &SegmentPlan,
     bit_depth: u8,
     segment_frames: u64,
-    input_damage: InputDamage,
+    (input_damage, last_frame_ticks): (InputDamage, Option<i64>),
 ) -> Result<Manifest> {
     Ok(Manifest {
         version: MANIFEST_VERSION,
@@ -318,7 +315,7 @@ fn new_manifest(
         overwrite: config.overwrite,
         frames_total: plan.frames,
         ends_early: plan.ends_early,
-        last_frame_ticks: None,
+        last_frame_ticks,
         assembled: None,
         segment_frames,
         single_reason: plan.single_reason.clone(),

@@ -31,13 +31,16 @@ pub fn temp_name(index: usize, n: u64) -> String {
     )
 }
 
-/// This machine's host name (`localhost` where it cannot be read).
-pub fn this_host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
+/// This machine's host name (`localhost` where it cannot be read), read once.
+pub fn this_host() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into())
+    })
 }
 
 /// What follows a segment index of five digits or more at the start of `s`.
@@ -104,7 +107,7 @@ mod tests {
         assert_eq!(
             classify(&temp),
             Some(WorkFile::Temp {
-                host: Some(this_host()),
+                host: Some(this_host().into()),
                 pid: std::process::id() as i32
             })
         );
@@ -140,7 +143,7 @@ mod tests {
     #[test]
     fn a_temporary_file_of_another_host_may_belong_to_a_running_worker() {
         assert!(temp_owner_may_run(Some("some-other-node"), 999_999_999));
-        assert!(!temp_owner_may_run(Some(&this_host()), 999_999_999));
+        assert!(!temp_owner_may_run(Some(this_host()), 999_999_999));
         assert!(!temp_owner_may_run(None, 999_999_999));
         assert!(temp_owner_may_run(None, std::process::id() as i32));
     }

@@ -11,6 +11,7 @@ use rave_core::error::{EngineError, Result};
 
 use super::manifest::Manifest;
 use super::work_files::{self, WorkFile};
+use crate::no_replace::sync_folder_of;
 
 /// Name of the manifest in a work folder.
 pub const MANIFEST: &str = "manifest.json";
@@ -311,7 +312,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     file.sync_all().map_err(io)?;
     drop(file);
     std::fs::rename(&tmp, path).map_err(io)?;
-    sync_parent(path);
+    sync_folder_of(path);
     Ok(())
 }
 
@@ -321,7 +322,7 @@ pub fn sync_and_rename(path: &Path, to: &Path) -> Result<()> {
     let io = |e: std::io::Error| work_file_unwritable(to, &e);
     File::open(path).and_then(|f| f.sync_all()).map_err(io)?;
     std::fs::rename(path, to).map_err(io)?;
-    sync_parent(to);
+    sync_folder_of(to);
     Ok(())
 }
 
@@ -341,15 +342,6 @@ fn work_file_unwritable(path: &Path, e: &std::io::Error) -> EngineError {
                 false => "",
             }
         ),
-    }
-}
-
-fn sync_parent(path: &Path) {
-    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty())
-        && let Ok(d) = File::open(dir)
-    {
-        // Best effort: some file systems refuse to sync a folder.
-        let _ = d.sync_all();
     }
 }
 
