@@ -118,7 +118,7 @@ pub fn assemble(args: &WorkArgs) -> Result<i32> {
                 match args.keep_work {
                     true => "--keep-work",
                     false =>
-                        "another rave process works in it; it removes the folder, or run rave assemble again once it has ended",
+                        "another rave process works in it: remove the folder once that has ended",
                 }
             );
         }
