@@ -12,6 +12,21 @@ use rave_pipeline::cancel::StopReason;
 use crate::console::{self, errln};
 use crate::failure::{self, ErrorObject};
 
+/// The first Ctrl+C of `rave upscale` of one file: the run ends as a partial output.
+pub const ON_UPSCALE: &str = "stopping, finalizing the frames done so far";
+/// The first Ctrl+C of a batch: the run in progress ends as a partial output.
+pub const ON_BATCH: &str =
+    "stopping, finalizing the frames done so far; the inputs after it will not be started";
+/// The first Ctrl+C of `rave benchmark`: the pass in progress stops.
+pub const ON_BENCHMARK: &str =
+    "stopping: the null pass ends the benchmark, the full pass is measured on the frames done";
+/// The first Ctrl+C of `rave plan`: nothing is planned.
+pub const ON_PLAN: &str = "stopping: the job is not planned";
+/// The first Ctrl+C of `rave segment`: the segment is not kept.
+pub const ON_SEGMENT: &str = "stopping: this segment is not kept (its frames so far are discarded; run the same command again to redo it)";
+/// The first Ctrl+C of `rave assemble`: joining copies the segments, so it finishes.
+pub const ON_ASSEMBLE: &str = "finishing the output: joining only copies the finished segments";
+
 /// Set once the command's runs are over: Ctrl+C then has nothing left to stop.
 static WORK_OVER: AtomicBool = AtomicBool::new(false);
 
@@ -50,24 +65,19 @@ struct Shared {
 pub struct Interrupts(Arc<Shared>);
 
 impl Interrupts {
-    /// Install the handler (once per process). `batch` adds to the first Ctrl+C's message
-    /// that the remaining inputs will not be started; with `--progress jsonl` its messages
-    /// are events, as every other line on stderr (`console::set_modes`).
+    /// Install the handler (once per process). `first` is what the first Ctrl+C says the
+    /// command does (one of the `ON_*` lines); with `--progress jsonl` its messages are
+    /// events, as every other line on stderr (`console::set_modes`).
     ///
     /// A file-size limit (`ulimit -f`) makes writes fail with EFBIG instead of killing the
     /// process with SIGXFSZ, so the run ends with a write error (exit 4) and removes its
     /// temporary file.
-    pub fn install(batch: bool) -> Result<Self> {
+    pub fn install(first: &'static str) -> Result<Self> {
         // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code;
         // nothing in RAVE relies on SIGXFSZ's default action.
         unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
         let shared = Arc::new(Shared::default());
         let handler = Arc::clone(&shared);
-        let rest = if batch {
-            "; the inputs after it will not be started"
-        } else {
-            ""
-        };
         ctrlc::set_handler(move || {
             // The work is over (the report is being printed): nothing to stop, nothing to say
             // after the last event; a second Ctrl+C still leaves at once.
@@ -88,9 +98,7 @@ impl Interrupts {
                 // meanwhile.
                 unsafe { libc::_exit(130) };
             }
-            say(&format!(
-                "stopping, finalizing the frames done so far{rest} (Ctrl+C again to abort)"
-            ));
+            say(&format!("{first} (Ctrl+C again to abort)"));
             lock(&handler.current).cancel(StopReason::User);
         })
         .map_err(|e| {
@@ -145,7 +153,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The token of a command that makes one run (`rave upscale` of one file, `rave benchmark`).
-pub fn interrupt_on_ctrl_c() -> Result<CancelToken> {
-    Ok(Interrupts::install(false)?.next_run())
+/// The token of a command that makes one run (`rave upscale` of one file, `rave benchmark`,
+/// the distributed commands); `first` is what its first Ctrl+C does.
+pub fn interrupt_on_ctrl_c(first: &'static str) -> Result<CancelToken> {
+    Ok(Interrupts::install(first)?.next_run())
 }

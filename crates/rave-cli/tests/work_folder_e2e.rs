@@ -456,3 +456,72 @@ fn a_worker_on_a_changed_input_is_told_to_plan_again_with_rave_plan() {
         "{err}"
     );
 }
+
+#[test]
+fn ctrl_c_on_a_segment_worker_says_the_segment_is_not_kept_and_it_runs_again() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 40);
+    let model = installed_model("realesr-animevideov3-x2");
+    let work = d.join("job");
+    let w = work.to_str().unwrap();
+    let planned = rave()
+        .args(["plan", "-i", input.to_str().unwrap(), "-o"])
+        .arg(d.join("out.mp4"))
+        .args(["-m", model.to_str().unwrap(), "--device", "cpu"])
+        .args(["--segment-frames", "20", "--threads", "1", "--work", w])
+        .output()
+        .unwrap();
+    assert_exit(&planned, 0);
+    let mut child = rave()
+        .args(["segment", "--work", w, "--index", "0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let state = || {
+        let text = std::fs::read_to_string(work.join("manifest.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["segments"][0]["state"].as_str().unwrap_or("").to_string()
+    };
+    while state() != "running" {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the worker ended early"
+        );
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the segment never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child's process id (not yet reaped); it reads no memory.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_exit(&o, 130);
+    let err = stderr(&o);
+    assert!(
+        err.contains("this segment is not kept") && !err.contains("finalizing"),
+        "{err}"
+    );
+    assert_ne!(state(), "done");
+    let temps = std::fs::read_dir(&work)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp.mp4")
+        })
+        .count();
+    assert_eq!(temps, 0, "the unfinished segment's file is removed");
+    let again = rave()
+        .args(["segment", "--work", w, "--index", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&again, 0);
+    assert_eq!(state(), "done");
+}

@@ -141,7 +141,7 @@ impl KeyframeIndex {
             let equal = self.timed_twice > 1 && !self.pts_differs_from_dts;
             return Some(match equal {
                 true => "its video reorders frames (B-frames) but every packet's presentation time equals its decode time".into(),
-                false => "its video reorders frames (B-frames) but its timestamps never go back in decoding order: they are decode times, not presentation times".into(),
+                false => "its video declares reordered frames (B-frames) but its timestamps never go back in decoding order: either it codes none (cutting would be safe, but RAVE cannot tell without decoding it) or they are decode times, not presentation times".into(),
             });
         }
         None

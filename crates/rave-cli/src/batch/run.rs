@@ -54,7 +54,7 @@ pub fn run(
     })?;
     let json = args.run.json;
     let jsonl = args.run.progress == crate::args::ProgressArg::Jsonl;
-    let interrupts = Interrupts::install(true)?;
+    let interrupts = Interrupts::install(crate::interrupt::ON_BATCH)?;
     let mut results = Vec::with_capacity(jobs.len());
     for (i, (job, config)) in jobs.iter().zip(&configs).enumerate() {
         if interrupts.asked() {

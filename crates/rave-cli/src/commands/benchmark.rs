@@ -61,7 +61,7 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         &args.input,
         &scratch,
     )?;
-    let cancel = interrupt_on_ctrl_c()?;
+    let cancel = interrupt_on_ctrl_c(crate::interrupt::ON_BENCHMARK)?;
     // The passes' work folder is scratch (run_benchmark removes it however a pass ends);
     // a second Ctrl+C, which leaves at once, removes it too.
     crate::interrupt::remove_on_abort(WorkFolder::beside(&scratch).path());

@@ -14,7 +14,7 @@ use rave_pipeline::segments::work_folder::WorkFolder;
 
 use crate::args::{Cli, Command, GlobalArgs, SegmentCmdArgs, StatusArgs, UpscaleArgs, WorkArgs};
 use crate::console::outln;
-use crate::interrupt::interrupt_on_ctrl_c;
+use crate::interrupt::{self, interrupt_on_ctrl_c};
 use crate::progress_view;
 
 /// Where the segment index comes from when `--index` is absent, in order.
@@ -38,7 +38,7 @@ pub fn plan(global: &GlobalArgs, args: &UpscaleArgs, raw: &[String]) -> Result<i
     }
     let mut config = super::upscale::config_for(global, args, input, &args.output)?;
     config.segments.options = options_after(raw, "plan");
-    let cancel = interrupt_on_ctrl_c()?;
+    let cancel = interrupt_on_ctrl_c(interrupt::ON_PLAN)?;
     let progress = progress_view::sink_for(args.run.progress);
     let manifest = distributed::plan(&config, progress.as_ref(), &cancel)?;
     progress_view::run_ended(args.run.progress, None);
@@ -72,7 +72,7 @@ pub fn segment(args: &SegmentCmdArgs) -> Result<i32> {
         None => index_from_environment()?,
     };
     let (config, _) = job_config(&args.work, false)?;
-    let cancel = interrupt_on_ctrl_c()?;
+    let cancel = interrupt_on_ctrl_c(interrupt::ON_SEGMENT)?;
     let progress = progress_view::sink_for(crate::args::ProgressArg::Auto);
     let report = distributed::run_segment(&config, index, progress.as_ref(), &cancel)?;
     super::print_result(args.json, &report, |r| {
@@ -101,7 +101,7 @@ pub fn segment(args: &SegmentCmdArgs) -> Result<i32> {
 pub fn assemble(args: &WorkArgs) -> Result<i32> {
     let (mut config, _) = job_config(&args.work, args.keep_work)?;
     config.overwrite |= args.overwrite;
-    let cancel = interrupt_on_ctrl_c()?;
+    let cancel = interrupt_on_ctrl_c(interrupt::ON_ASSEMBLE)?;
     let report = distributed::assemble(&config, &cancel)?;
     super::print_result(args.json, &report, |r| {
         outln!(

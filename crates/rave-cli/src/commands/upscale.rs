@@ -47,7 +47,7 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
         rave_pipeline::segments::job::remove_finished_work(&config);
         return Ok(skip(args, &job));
     }
-    let cancel = interrupt_on_ctrl_c()?;
+    let cancel = interrupt_on_ctrl_c(crate::interrupt::ON_UPSCALE)?;
     let progress = progress_view::sink_for(args.run.progress);
     let report = run_upscale(&config, progress.as_ref(), &cancel)?;
     crate::interrupt::work_over();
