@@ -1,0 +1,238 @@
+//! Decoding a `VideoReader`'s video: packets to the decoder (only those within the
+//! segment's bounds), frames out with their place on the timeline, untimed leading frames
+//! held until a timed one says where they go.
+
+use ffmpeg_next::Packet;
+use ffmpeg_next::util::error::EAGAIN;
+use rave_core::codec::FrameSource;
+use rave_core::error::{EngineError, Result};
+use rave_core::frame::{FrameMeta, HostYuvFrame};
+
+use super::{DecodedFrame, DecodedImage, VideoReader};
+use crate::sys;
+use crate::timeline::Placement;
+use crate::video_decoder::Received;
+
+impl VideoReader {
+    fn read_packet(&mut self) -> Result<()> {
+        match self.next_packet() {
+            Some(packet) => self.route(packet),
+            None => {
+                self.decoder.send_eof();
+                Ok(())
+            }
+        }
+    }
+
+    /// Decode a video packet; a packet of another stream is only counted (the other streams
+    /// are copied when the segments are assembled, by `next_copied_packet`).
+    fn route(&mut self, packet: Packet) -> Result<()> {
+        if packet.stream() != self.video_index() {
+            // After a seek the other streams' first packets are wherever the seek landed
+            // (an MPEG-PS audio packet may start before the one read last): no measure of
+            // them. The plan's reading of the whole file checked them.
+            if self.bounds.seek_to.is_none() {
+                self.ledger.admit(&packet);
+            }
+            return Ok(());
+        }
+        self.ledger.admit(&packet);
+        self.stats.packets += 1;
+        if let Some(pts) = packet.pts()
+            && self.bounds.start.is_none_or(|start| pts >= start)
+            && self.bounds.end.is_none_or(|end| pts < end)
+        {
+            self.stats.packets_in_bounds += 1;
+        }
+        // After a seek too: a demuxer without an index lands where it can, maybe mid-GOP, and
+        // the pictures before the first keyframe (and its leading ones) come before the
+        // segment's start anyway.
+        let skip = self.bounds.skip_before_keyframe || self.bounds.seek_to.is_some();
+        if skip && self.ledger.leading_packet() {
+            self.ledger.on_leading_skipped();
+            return Ok(());
+        }
+        self.ledger.on_sent(sys::packet_is_discarded(&packet));
+        match self.decoder.send(&packet) {
+            Ok(()) => {}
+            Err(ffmpeg_next::Error::Other { errno }) if errno == EAGAIN => {
+                self.receive_frames()?;
+                if let Err(e) = self.decoder.send(&packet) {
+                    self.ledger.on_rejected(&e);
+                }
+            }
+            Err(e) => self.ledger.on_rejected(&e),
+        }
+        self.receive_frames()
+    }
+
+    /// Whether the frame at `pts` is outside the bounds: before their start (a reference
+    /// decoded on the way, dropped uncounted) or at their end (reading stops).
+    fn outside_bounds(&mut self, pts: Option<i64>) -> Result<bool> {
+        let b = self.bounds;
+        if let (Some(end), Some(t)) = (b.end, pts)
+            && t >= end
+        {
+            self.finished = true;
+            return Ok(true);
+        }
+        let Some(start) = b.start else {
+            return Ok(false);
+        };
+        if self.in_bounds {
+            return Ok(false);
+        }
+        match pts {
+            Some(t) if t == start => {
+                // Errors the decoder logged on the references before the segment are not
+                // the segment's.
+                self.ledger.forget_decoder_errors();
+                self.in_bounds = true;
+                Ok(false)
+            }
+            Some(t) if t > start && self.bounds.seek_to.is_some() => {
+                // The container's index sent the seek past the segment's first frame: decode
+                // from the start of the file instead (slower, never wrong).
+                self.demuxer.seek_video(i64::MIN)?;
+                self.decoder.flush();
+                self.ledger.restart_leading();
+                self.bounds.seek_to = None;
+                self.pending.clear();
+                self.leading = 0;
+                Ok(true)
+            }
+            Some(t) if t > start => Err(EngineError::SeekMissed {
+                path: self.path().to_path_buf(),
+                wanted: start,
+                got: t,
+            }),
+            _ => Ok(true),
+        }
+    }
+
+    pub(super) fn receive_frames(&mut self) -> Result<()> {
+        loop {
+            if self.finished {
+                return Ok(());
+            }
+            match self.decoder.receive(self.next_index)? {
+                Received::Frame => {
+                    let raw_pts = self.decoder.frame().timestamp();
+                    self.ledger.on_decoded(self.decoder.frame().is_key());
+                    if self.outside_bounds(raw_pts)? {
+                        continue;
+                    }
+                    let placed = self.ledger.place_frame(
+                        raw_pts,
+                        self.decoder.frame_is_damaged(),
+                        self.decoder.frame().is_interlaced(),
+                    );
+                    let pts = match placed {
+                        Placement::At(pts) => {
+                            self.place_leading(Some(pts));
+                            pts
+                        }
+                        // A duplicated frame: counted, not passed on.
+                        Placement::Duplicate => continue,
+                        Placement::Leading => {
+                            self.leading += 1;
+                            0
+                        }
+                    };
+                    if raw_pts != Some(pts) {
+                        self.stats.timestamp_fixes += 1;
+                    }
+                    let keyframe = self.decoder.frame().is_key();
+                    let image = self.decoder.take_image()?;
+                    if matches!(image, DecodedImage::Cuda(_)) {
+                        self.stats.nvdec_frames += 1;
+                    }
+                    let meta = FrameMeta {
+                        index: self.next_index,
+                        pts,
+                        keyframe,
+                    };
+                    self.next_index += 1;
+                    self.stats.frames += 1;
+                    self.pending.push_back(DecodedFrame { meta, image });
+                }
+                Received::Eof => {
+                    self.finished = true;
+                    return Ok(());
+                }
+                Received::Again => return Ok(()),
+                Received::Error(e) => {
+                    self.ledger.on_rejected(&e);
+                    if self.decoder.draining() {
+                        self.finished = true;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Untimed first frames held for a timed one at most; beyond, they start the timeline at 0.
+const MAX_LEADING: usize = 4;
+
+impl VideoReader {
+    /// Give the held leading frames their timestamps: one frame apart, ending a frame
+    /// before `next` (the first timed frame's), or from 0 where none came.
+    fn place_leading(&mut self, next: Option<i64>) {
+        let n = std::mem::take(&mut self.leading);
+        if n == 0 {
+            return;
+        }
+        let step = self.ledger.frame_step();
+        let first = next.map_or(0, |p| p - n as i64 * step);
+        for (i, frame) in self.pending.iter_mut().take(n).enumerate() {
+            frame.meta.pts = first + i as i64 * step;
+        }
+        if next.is_none() {
+            self.ledger.settle_leading(first + (n as i64 - 1) * step);
+        }
+    }
+}
+
+impl FrameSource for VideoReader {
+    fn next_frame(&mut self) -> Result<Option<HostYuvFrame>> {
+        match self.next_decoded()? {
+            None => Ok(None),
+            Some(DecodedFrame {
+                meta,
+                image: DecodedImage::Host(image),
+            }) => Ok(Some(HostYuvFrame { meta, image })),
+            Some(_) => Err(EngineError::InvariantViolation(
+                "an NVDEC frame reached the host-frame reader".into(),
+            )),
+        }
+    }
+}
+
+impl VideoReader {
+    /// The next decoded frame, wherever it lives; `None` at the end.
+    pub fn next_decoded(&mut self) -> Result<Option<DecodedFrame>> {
+        loop {
+            if self.leading > 0 && (self.finished || self.leading >= MAX_LEADING) {
+                self.place_leading(None);
+            }
+            if self.leading == 0
+                && let Some(frame) = self.pending.pop_front()
+            {
+                return Ok(Some(frame));
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            if self.decoder.draining() {
+                self.receive_frames()?;
+                if self.pending.is_empty() {
+                    self.finished = true;
+                }
+            } else {
+                self.read_packet()?;
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Reading a `VideoReader`'s file without decoding its video: the rest of it once decoding
+//! stops (so the damage report covers it all), its keyframe index, and the packets of the
+//! streams that are copied.
+
+use ffmpeg_next::Packet;
+use rave_core::error::Result;
+
+use super::{CopiedPacket, KeyframeIndex, VideoReader};
+use crate::audio_check::AudioCheck;
+use crate::sys;
+
+impl VideoReader {
+    /// Stop decoding and read the rest of the file's packets only, counting them, so that
+    /// the damage report covers the whole file; stops early when `keep_going` says so.
+    /// Frames already in the decoder are drained and counted, not passed on.
+    pub fn scan_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<()> {
+        self.scan_packets(keep_going, |_, _| {})
+    }
+
+    /// Read every packet of the file without decoding the video (the reader must be fresh),
+    /// counting them like `scan_to_end`, and return the index of its video frames and
+    /// keyframes. The audio streams are decoded on the way (`AudioCheck`): damage inside the
+    /// audio RAVE copies is counted too.
+    pub fn index_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<KeyframeIndex> {
+        let mut index = KeyframeIndex::new(self.time_base(), self.frame_rate());
+        let video = self.video_index();
+        index.set_reorders(sys::stream_params(self.input(), video).video_delay > 0);
+        let audio = AudioCheck::start(self.input());
+        // Leading packets (before the first keyframe of a file that starts mid-GOP, or the
+        // leading pictures of its open GOP) are no frames of the job: no segment decodes
+        // them. Held until a keyframe shows they are (as the ledger counts them); a stream
+        // without any keyframe flag keeps them all.
+        let mut before_key = Vec::new();
+        self.scan_packets(&keep_going, |packet, leading| {
+            if packet.stream() != video {
+                audio.feed(packet);
+                return;
+            }
+            let entry = (
+                (packet.pts(), packet.dts()),
+                packet.is_key(),
+                sys::packet_is_discarded(packet),
+            );
+            match leading {
+                false => index.add(entry.0, entry.1, entry.2),
+                true => before_key.push(entry),
+            }
+        })?;
+        if !self.ledger.keyframe_read() {
+            for (times, key, discarded) in before_key {
+                index.add(times, key, discarded);
+            }
+        }
+        let verdict = audio.finish();
+        if keep_going() {
+            self.ledger.on_audio_check(verdict);
+        }
+        index.finish(self.demuxer.timestamp_resets().len());
+        Ok(index)
+    }
+
+    fn scan_packets(
+        &mut self,
+        keep_going: impl Fn() -> bool,
+        mut on_packet: impl FnMut(&Packet, bool),
+    ) -> Result<()> {
+        self.ledger.on_scan();
+        self.decoder.send_eof();
+        while !self.finished && keep_going() {
+            self.receive_frames()?;
+            self.pending.clear();
+            self.leading = 0;
+        }
+        self.finished = true;
+        while keep_going() {
+            let Some(packet) = self.next_packet() else {
+                break;
+            };
+            if packet.stream() == self.video_index() {
+                self.stats.packets += 1;
+            }
+            self.ledger.admit(&packet);
+            on_packet(&packet, self.ledger.leading_packet());
+        }
+        Ok(())
+    }
+
+    /// The next packet of a copied stream (audio, subtitles, attachments), reading past the
+    /// video without decoding it; `None` at the end of the file. Each packet is counted in
+    /// the ledger, and one no muxer could store (its timestamps go backwards) is skipped.
+    pub fn next_copied_packet(&mut self) -> Option<CopiedPacket> {
+        loop {
+            let packet = self.next_packet()?;
+            let admitted = self.ledger.admit(&packet);
+            if packet.stream() == self.video_index() {
+                self.stats.packets += 1;
+                continue;
+            }
+            if admitted {
+                self.stats.copied_packets += 1;
+                return Some(CopiedPacket {
+                    input_stream: packet.stream(),
+                    packet,
+                });
+            }
+        }
+    }
+}
