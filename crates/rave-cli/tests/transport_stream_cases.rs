@@ -1,0 +1,363 @@
+//! Damage and joins of MPEG transport streams, beside the corpus run (damage_corpus.rs):
+//! joined streams (not damage: one timeline, every frame and packet kept), a transport
+//! packet lost at or away from a join, a frame lost without a demuxer error, a keyframe lost
+//! inside a segment, and untimed first frames.
+
+mod common;
+mod corpus;
+
+use common::*;
+
+/// `parts` joined into one MPEG-TS (`cat`), upscaled as they are: the seam restarts every
+/// PID's continuity counter, which belongs to the join and is no damage. The output, and
+/// the report, which must show the one timestamp reset and no damage.
+fn upscale_joined(
+    dir: &std::path::Path,
+    parts: &[&std::path::Path],
+) -> (std::path::PathBuf, serde_json::Value) {
+    let joined: Vec<u8> = parts
+        .iter()
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect();
+    let input = dir.join("joined.ts");
+    std::fs::write(&input, joined).unwrap();
+    let out = dir.join("out.mkv");
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["decode"]["timestamp_resets"].as_array().unwrap().len(),
+        1,
+        "{v}"
+    );
+    assert_eq!(v["input_damage"]["demux_errors"], 0, "{v}");
+    (out, v)
+}
+
+/// A transport packet lost near the seam of a join (its PID's counter breaks twice there)
+/// or away from it is damage still: only each PID's one break at the join is forgiven.
+#[test]
+fn a_packet_lost_at_or_away_from_a_join_is_still_damage() {
+    let dir = scratch();
+    let d = dir.path();
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let part = corpus::make_clean(d, ts);
+    let data = std::fs::read(&part).unwrap();
+    let video_pid = |at: usize| {
+        data[at] == 0x47 && (u16::from(data[at + 1] & 0x1f) << 8 | u16::from(data[at + 2])) == 0x100
+    };
+    // Without the video PID's third transport packet after the seam, or one in the middle
+    // of the first part.
+    let packets = data.len() / 188;
+    let second_part: Vec<usize> = (0..packets)
+        .map(|k| k * 188)
+        .filter(|&at| video_pid(at))
+        .collect();
+    for (name, lost_at_seam) in [("seam", true), ("middle", false)] {
+        let mut joined = data.clone();
+        let mut second = data.clone();
+        let lost = match lost_at_seam {
+            true => second_part[2],
+            false => second_part[second_part.len() / 2],
+        };
+        match lost_at_seam {
+            true => drop(second.drain(lost..lost + 188)),
+            false => drop(joined.drain(lost..lost + 188)),
+        }
+        joined.extend_from_slice(&second);
+        let input = d.join(format!("joined_{name}.ts"));
+        std::fs::write(&input, joined).unwrap();
+        let o = upscale(
+            &input,
+            &d.join("out.mkv"),
+            &fixture("nearest_x2.onnx"),
+            &["--json"],
+        );
+        assert_exit(&o, 3);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let damage = &v["error"]["damage"];
+        assert!(damage["demux_errors"].as_u64().unwrap() >= 1, "{name}: {v}");
+        assert!(
+            damage["first_problem"]
+                .to_string()
+                .contains("Continuity check failed for pid 256"),
+            "{name}: {v}"
+        );
+    }
+}
+
+#[test]
+fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
+    let dir = scratch();
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let part = corpus::make_clean(dir.path(), ts);
+    let (frames, audio) = (frame_times(&part).len(), packet_count(&part, "a:0"));
+    let (out, v) = upscale_joined(dir.path(), &[&part, &part]);
+    assert_eq!(v["input_damage"]["frames_dropped"], 0, "{v}");
+    assert_eq!(v["input_damage"]["packets_dropped"], 0, "{v}");
+    let times: Vec<f64> = frame_times(&out)
+        .iter()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert_eq!(times.len(), 2 * frames, "every frame of both parts");
+    assert!(
+        times.windows(2).all(|w| w[0] < w[1]),
+        "one increasing timeline: {times:?}"
+    );
+    assert_eq!(
+        packet_count(&out, "a:0"),
+        2 * audio,
+        "every audio packet of both parts"
+    );
+    assert!(
+        v["mux"]["warnings"]
+            .to_string()
+            .contains("timestamps restart"),
+        "{v}"
+    );
+}
+
+/// Where each video PES of a transport stream starts (payload 00 00 01 E0).
+fn video_pes_starts(data: &[u8]) -> Vec<usize> {
+    let starts: Vec<usize> = (0..data.len() / 188)
+        .map(|k| k * 188)
+        .filter(|&at| data[at] == 0x47 && data[at + 1] & 0x40 != 0)
+        .filter_map(|at| {
+            let payload = match (data[at + 3] >> 4) & 3 {
+                3 => at + 5 + usize::from(data[at + 4]),
+                1 => at + 4,
+                _ => return None,
+            };
+            (data[payload..payload + 4] == [0, 0, 1, 0xE0]).then_some(payload)
+        })
+        .collect();
+    assert!(starts.len() >= 10, "{} PES starts", starts.len());
+    starts
+}
+
+/// `clean` with the header of its middle video PES zeroed: the demuxer drops that frame
+/// without a word and the transport packets stay whole.
+fn lose_a_pes(clean: &std::path::Path, damaged: &std::path::Path) {
+    let middle = video_pes_starts(&std::fs::read(clean).unwrap()).len() / 2;
+    lose_pes(clean, damaged, middle);
+}
+
+/// `clean` with the header of its `nth` video PES zeroed.
+fn lose_pes(clean: &std::path::Path, damaged: &std::path::Path, nth: usize) {
+    let mut data = std::fs::read(clean).unwrap();
+    let at = video_pes_starts(&data)[nth];
+    data[at..at + 9].fill(0);
+    std::fs::write(damaged, data).unwrap();
+}
+
+/// `file` with the timestamps of its `nth` video PES taken away (the PTS/DTS flags
+/// cleared; the header keeps its length): the frame is there, with no time of its own.
+fn untime_a_pes(file: &std::path::Path, nth: usize) {
+    let mut data = std::fs::read(file).unwrap();
+    let at = video_pes_starts(&data)[nth];
+    data[at + 7] &= 0x3F;
+    std::fs::write(file, data).unwrap();
+}
+
+/// A video frame lost from an MPEG-TS without a demuxer error. With B-frames the decoder
+/// misses its reference and the input is refused as damaged. Without them (P-frames only)
+/// the decoder conceals the loss and every picture after it up to the next keyframe,
+/// saying only "Frame num gap" in its debug log: that is damage too (before, the run
+/// finished with a warning about a gap in the timeline, the concealed pictures in the
+/// output); with --allow-corrupt the run finishes, counts it and says the gap.
+#[test]
+fn a_ts_frame_lost_without_a_demuxer_error_is_refused_or_said() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let with_b = corpus::make_clean(d, ts);
+    lose_a_pes(&with_b, &d.join("lost_b.ts"));
+    let o = upscale(&d.join("lost_b.ts"), &d.join("b.mkv"), &m, &["--json"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["error"]["damage"]["frames_missing"], 1, "{v}");
+
+    let clean = d.join("p_only.ts");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=160x120:rate=25:duration=1",
+            "sine=duration=1",
+        ],
+        &["-c:v", "libx264", "-g", "25", "-bf", "0", "-c:a", "mp2"],
+    );
+    let frames = frame_times(&clean).len();
+    lose_a_pes(&clean, &d.join("lost.ts"));
+    let out = d.join("out.mkv");
+    let o = upscale(&d.join("lost.ts"), &out, &m, &["--json"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let first = v["error"]["damage"]["first_problem"].to_string();
+    assert!(first.contains("Frame num gap"), "{v}");
+    assert!(!out.exists());
+    let o = upscale(&d.join("lost.ts"), &out, &m, &["--json", "--allow-corrupt"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["frames_missing"], 1, "{v}");
+    assert!(
+        v["input_damage"]["decoder_errors"].as_u64().unwrap() >= 1,
+        "{v}"
+    );
+    assert_eq!(frame_times(&out).len(), frames - 1);
+    // The clean file says nothing of the kind.
+    let o = upscale(&clean, &d.join("clean.mkv"), &m, &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["timeline_gaps"], 0, "{v}");
+    assert!(!stderr(&o).contains("frame slot"), "{}", stderr(&o));
+
+    // A frame whose PES lost its timestamps is decoded and kept: no slot is missing (it
+    // was said to be), and with a frame lost besides, one is (counted with --allow-corrupt).
+    let untimed = d.join("untimed.ts");
+    std::fs::copy(&clean, &untimed).unwrap();
+    untime_a_pes(&untimed, 5);
+    let out = d.join("untimed.mkv");
+    let o = upscale(&untimed, &out, &m, &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["timeline_gaps"], 0, "{v}");
+    assert!(!stderr(&o).contains("frame slot"), "{}", stderr(&o));
+    assert_eq!(frame_times(&out).len(), frames);
+    let both = d.join("both.ts");
+    lose_a_pes(&untimed, &both);
+    let o = upscale(
+        &both,
+        &d.join("both.mkv"),
+        &m,
+        &["--json", "--allow-corrupt"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["frames_missing"], 1, "{v}");
+}
+
+/// Two B-frame recordings joined (`cat a.ts b.ts`) whose AAC audio starts a little before
+/// the video: the splice continues every stream from where the longest ended, which leaves a
+/// hole in the video timeline at the seam. That hole is no lost frame: every frame is there
+/// and none is counted missing.
+#[test]
+fn the_hole_a_splice_leaves_is_no_missing_frame() {
+    let dir = scratch();
+    let d = dir.path();
+    let (a, b) = (d.join("a.ts"), d.join("b.ts"));
+    offset_ts_clip(&a, "testsrc2=size=96x64:rate=25:duration=2", 2, "30");
+    offset_ts_clip(&b, "testsrc=size=96x64:rate=25:duration=2", 2, "5");
+    let (out, v) = upscale_joined(d, &[&a, &b]);
+    assert_eq!(v["input_damage"]["frames_missing"], 0, "{v}");
+    assert_eq!(frame_times(&out).len(), 100);
+}
+
+/// A keyframe lost from a P-frame MPEG-TS cut into segments: the decoder drops the frames
+/// that refer to it, saying only "Frame num gap" in its debug log, so the segment decodes
+/// fewer frames than its packets. That is damage of the input (exit 3, with --allow-corrupt
+/// the way to read it as one segment, no work folder kept), not an internal error (it was
+/// exit 1).
+#[test]
+fn a_lost_keyframe_in_a_segment_is_input_damage_not_an_internal_error() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    let clean = d.join("g10.ts");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=128x72:rate=25:duration=10",
+            "sine=duration=10",
+        ],
+        &["-c:v", "libx264", "-g", "10", "-bf", "0", "-c:a", "aac"],
+    );
+    let lost = d.join("lost_key.ts");
+    lose_pes(&clean, &lost, 10);
+    let out = d.join("out.mkv");
+    let o = upscale(&lost, &out, &m, &["--json", "--jobs", "2"]);
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        v["error"]["damage"]["first_problem"]
+            .to_string()
+            .contains("Frame num gap"),
+        "{v}"
+    );
+    // Allowed, the segment still decodes fewer frames than planned.
+    let o = upscale(
+        &lost,
+        &out,
+        &m,
+        &["--json", "--jobs", "2", "--allow-corrupt"],
+    );
+    assert_exit(&o, 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        v["error"]["damage"]["frames_missing"].as_u64() > Some(0),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .to_string()
+            .contains("--segment-frames 1000000000"),
+        "{v}"
+    );
+    assert!(!out.exists());
+    assert!(!d.join(".out.mkv.rave-work").exists(), "no work to resume");
+    // As advised: read as one segment, what is missing counted.
+    let o = upscale(
+        &lost,
+        &out,
+        &m,
+        &[
+            "--json",
+            "--allow-corrupt",
+            "--segment-frames",
+            "1000000000",
+        ],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let missing = v["input_damage"]["frames_missing"].as_u64().unwrap();
+    assert!(missing > 0, "{v}");
+    assert_eq!(frame_times(&out).len() as u64, 250 - missing);
+}
+
+/// The first video PES (or the first three) of an MPEG-TS without timestamps: those frames
+/// go one frame apart before the first timed one, and the output's frames have the clean
+/// file's times (the first frame was put 1.5 s early, and the rest 63 ms early against the
+/// audio, in MP4; in Matroska it had none).
+#[test]
+fn untimed_first_frames_go_before_the_first_timed_one() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    for (name, bf) in [("p", "0"), ("b", "2")] {
+        let clean = d.join(format!("{name}.ts"));
+        lavfi_clip(
+            &clean,
+            &["testsrc2=size=128x72:rate=25:duration=2", "sine=duration=2"],
+            &["-c:v", "libx264", "-g", "25", "-bf", bf, "-c:a", "aac"],
+        );
+        let reference = d.join(format!("{name}_clean.mp4"));
+        assert_exit(&upscale(&clean, &reference, &m, &[]), 0);
+        for firsts in [1, 3] {
+            let untimed = d.join(format!("{name}_{firsts}.ts"));
+            std::fs::copy(&clean, &untimed).unwrap();
+            for nth in 0..firsts {
+                untime_a_pes(&untimed, nth);
+            }
+            for ext in ["mp4", "mkv"] {
+                let out = d.join(format!("{name}_{firsts}.{ext}"));
+                let o = upscale(&untimed, &out, &m, &["--json"]);
+                assert_exit(&o, 0);
+                assert_eq!(
+                    frame_times(&out),
+                    frame_times(&reference),
+                    "{name}, {firsts} untimed, {ext}"
+                );
+            }
+        }
+    }
+}
