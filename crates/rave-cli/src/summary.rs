@@ -162,7 +162,8 @@ pub fn print_batch(b: &BatchReport) {
 
 /// What to do after a batch that did not finish: running it again finishes what was
 /// interrupted, not started, or failed for a reason outside the input; an input refused
-/// for what it is (exit 3: damaged, unreadable, not a video) fails the same way again.
+/// for what it holds (exit 3: damaged, not a video) fails the same way again, and one that
+/// could not be read (exit 3: gone, moved, no permission) needs the user first.
 fn batch_advice(b: &BatchReport) -> Vec<String> {
     let refused = |r: &&InputResult| {
         r.status == InputStatus::Failed
@@ -170,7 +171,14 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
                 .as_ref()
                 .is_some_and(|e| e.family == ErrorFamily::Input)
     };
-    let refused_inputs = b.results.iter().filter(refused).count();
+    let unreadable = |r: &&InputResult| {
+        refused(r)
+            && r.error
+                .as_ref()
+                .is_some_and(|e| e.kind == "input_unreadable")
+    };
+    let unreadable_inputs = b.results.iter().filter(unreadable).count();
+    let refused_inputs = b.results.iter().filter(refused).count() - unreadable_inputs;
     let resumable = b.results.iter().filter(|r| !refused(r)).any(|r| {
         matches!(
             r.status,
@@ -187,9 +195,14 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
             crate::batch::FINISH_BATCH
         ));
     }
+    if unreadable_inputs > 0 {
+        advice.push(format!(
+            "{unreadable_inputs} input(s) could not be read (exit 3: gone, moved or not readable by you; the reason is above); once they are back in place and readable, run again with --skip-existing"
+        ));
+    }
     if refused_inputs > 0 {
         advice.push(format!(
-            "{refused_inputs} input(s) failed with exit 3 (damaged, unreadable or not a video: the reason is above); running again does not change that; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing"
+            "{refused_inputs} input(s) failed with exit 3 (damaged or not a video: the reason is above); running again does not change that; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing"
         ));
     }
     advice

@@ -10,6 +10,36 @@ use common::batch::*;
 use common::*;
 
 #[test]
+fn an_input_that_cannot_be_read_is_named_with_what_to_do_once_it_is_back() {
+    let dir = scratch();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    clip(&input, "a.mp4");
+    let gone = dir.path().join("moved-away.mp4");
+    std::os::unix::fs::symlink(&gone, input.join("b.mp4")).unwrap();
+    let out = dir.path().join("out");
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out)]);
+    assert_exit(&o, 3);
+    assert_eq!(sorted_names(&out), ["a.mp4"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("is a link to {}, which does not exist", s(&gone))),
+        "{err}"
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains("1 input(s) could not be read (exit 3: gone, moved or not readable by you; the reason is above); once they are back in place and readable, run again with --skip-existing")
+            && !text.contains("--allow-corrupt"),
+        "{text}"
+    );
+    // Put back, the batch finishes with it.
+    std::fs::copy(input.join("a.mp4"), &gone).unwrap();
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--skip-existing"]);
+    assert_exit(&o, 0);
+    assert_eq!(sorted_names(&out), ["a.mp4", "b.mp4"]);
+}
+
+#[test]
 fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     let dir = scratch();
     let input = dir.path().join("in");
@@ -51,7 +81,7 @@ fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     // Running again would fail the truncated input the same way: no advice to, but why.
     assert!(!text.contains("to finish the batch"), "{text}");
     assert!(
-        text.contains("1 input(s) failed with exit 3 (damaged, unreadable or not a video: the reason is above); running again does not change that; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing"),
+        text.contains("1 input(s) failed with exit 3 (damaged or not a video: the reason is above); running again does not change that; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing"),
         "{text}"
     );
     let (a, c) = (input.join("a.mp4"), input.join("c.mkv"));

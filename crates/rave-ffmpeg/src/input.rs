@@ -26,7 +26,13 @@ pub fn open(path: &Path) -> Result<Input> {
         )));
     }
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => unreadable("no such file".into()),
+        std::io::ErrorKind::NotFound => unreadable(match std::fs::read_link(path) {
+            Ok(target) => format!(
+                "is a link to {}, which does not exist (moved or removed?)",
+                target.display()
+            ),
+            Err(_) => "no such file".into(),
+        }),
         std::io::ErrorKind::PermissionDenied => unreadable("permission denied".into()),
         _ => unreadable(e.to_string()),
     })?;
