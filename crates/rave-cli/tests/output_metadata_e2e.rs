@@ -83,61 +83,11 @@ fn rgb_sources_are_tagged_with_the_matrix_used_and_keep_their_colours() {
     }
 }
 
-/// The fixture's HDR10 metadata as ffprobe prints it, parsed to numbers.
-fn hdr_side_data(path: &Path, entries: &str) -> Vec<(String, f64)> {
-    ffprobe(
-        path,
-        &[
-            "-select_streams",
-            "v:0",
-            "-read_intervals",
-            "%+#1",
-            "-show_entries",
-            entries,
-            "-of",
-            "flat",
-        ],
-    )
-    .lines()
-    .filter_map(|l| {
-        let (key, value) = l.split_once('=')?;
-        let key = key.rsplit('.').next()?.to_string();
-        let value = value.trim_matches('"');
-        let number = match value.split_once('/') {
-            Some((n, d)) => n.parse::<f64>().ok()? / d.parse::<f64>().ok()?,
-            None => value.parse().ok()?,
-        };
-        Some((key, number))
-    })
-    .collect()
-}
-
-fn assert_same_hdr(got: &[(String, f64)], want: &[(String, f64)], what: &str) {
-    let mut got = got.to_vec();
-    let mut want = want.to_vec();
-    got.sort_by(|a, b| a.0.cmp(&b.0));
-    want.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(
-        got.iter().map(|g| &g.0).collect::<Vec<_>>(),
-        want.iter().map(|w| &w.0).collect::<Vec<_>>(),
-        "{what}"
-    );
-    for (g, w) in got.iter().zip(&want) {
-        assert!(
-            (g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1.0),
-            "{what}: {} is {} instead of {}",
-            g.0,
-            g.1,
-            w.1
-        );
-    }
-}
-
 #[test]
 fn hdr10_metadata_is_kept_in_the_container_and_the_hevc_and_av1_bitstreams() {
     let dir = scratch();
     let input = fixture("hdr10_64x48.mkv");
-    let fields = "red_x,red_y,green_x,green_y,blue_x,blue_y,white_point_x,white_point_y,min_luminance,max_luminance,max_content,max_average";
+    let fields = HDR10_FIELDS;
     let want = hdr_side_data(&input, &format!("stream_side_data={fields}"));
     assert_eq!(want.len(), 12, "fixture carries HDR10: {want:?}");
     for (name, codec, preset) in [

@@ -1,5 +1,6 @@
 //! What the output keeps of the input video stream's own metadata (rotation, HDR10
-//! mastering display and content light level) and what it cannot keep, said once.
+//! mastering display and content light level, from the container or else the bitstream) and
+//! what it cannot keep, said once.
 
 use ffmpeg_next::ffi::{AVFieldOrder, AVPacketSideDataType};
 use ffmpeg_next::format::context::{Input, Output};
@@ -15,9 +16,9 @@ const IDENTITY: [i32; 9] = [1 << 16, 0, 0, 0, 1 << 16, 0, 0, 0, 1 << 30];
 pub struct CarriedMetadata {
     /// Display matrix (rotation/flip) to store, where the container can.
     display_matrix: Option<[i32; 9]>,
-    /// Mastering-display side data, as the input stream holds it.
+    /// Mastering-display side data, as the input stream (or its first frame) holds it.
     mastering: Option<Vec<u8>>,
-    /// Content-light-level side data, as the input stream holds it.
+    /// Content-light-level side data, as the input stream (or its first frame) holds it.
     light: Option<Vec<u8>>,
     /// What the output cannot keep, one sentence each.
     pub warnings: Vec<String>,
@@ -39,6 +40,12 @@ impl CarriedMetadata {
             ),
             ..Default::default()
         };
+        // Most HDR10 files hold it in the bitstream only (x265's SEI): read it there.
+        if carried.mastering.is_none() && carried.light.is_none() {
+            let hdr = crate::bitstream_hdr::first_frame_hdr(input, index);
+            carried.mastering = hdr.mastering;
+            carried.light = hdr.light;
+        }
         if let Some(matrix) = sys::display_matrix(input, index).filter(|m| *m != IDENTITY) {
             if stores_display_matrix(container) {
                 carried.display_matrix = Some(matrix);
@@ -49,6 +56,11 @@ impl CarriedMetadata {
                     container.label()
                 ));
             }
+        }
+        if let Some(what) = alpha_of(input, index) {
+            carried.warnings.push(format!(
+                "the input has an alpha channel ({what}); RAVE upscales the colour only and writes video without transparency"
+            ));
         }
         if let Some(order) = field_order(sys::stream_params(input, index).field_order) {
             carried.warnings.push(interlace_warning(order));
@@ -144,6 +156,18 @@ pub fn interlace_warning(order: &str) -> String {
     format!(
         "the input is interlaced ({order}); RAVE upscales whole frames and writes progressive video; deinterlace first for best results (e.g. ffmpeg -vf bwdif)"
     )
+}
+
+/// What says that video stream `index` of `input` is transparent: its pixel format (PNG,
+/// ProRes 4444, QuickTime RLE), or WebM's `alpha_mode` (VP8/VP9 alpha in side data).
+fn alpha_of(input: &Input, index: usize) -> Option<String> {
+    let params = sys::stream_params(input, index);
+    let format = crate::frame_convert::pixel_from_raw(params.format);
+    if sys::pixel_has_alpha(format) {
+        return Some(sys::pixel_name(format));
+    }
+    let stream = input.stream(index)?;
+    (stream.metadata().get("alpha_mode") == Some("1")).then(|| "WebM alpha_mode".to_string())
 }
 
 /// The display field order of an interlaced stream; `None` for progressive or unknown.

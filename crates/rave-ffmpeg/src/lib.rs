@@ -13,6 +13,7 @@ mod stderr_capture;
 mod sys;
 
 pub mod audio_check;
+pub mod bitstream_hdr;
 pub mod carried_metadata;
 pub mod codec_choice;
 pub mod color;

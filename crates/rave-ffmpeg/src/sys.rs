@@ -40,6 +40,35 @@ pub fn stream_params(input: &Input, index: usize) -> &ffi::AVCodecParameters {
     unsafe { &*(*(*(*input.as_ptr()).streams.add(index))).codecpar }
 }
 
+/// The pixel aspect ratio of input stream `index` as FFmpeg's tools take it: the
+/// container's (a WebM or MOV `pasp`, a Matroska display size) over the bitstream's, which
+/// many codecs (VP9, FFV1, ProRes, raw) do not carry; 0/1 when neither says.
+pub fn sample_aspect_ratio(input: &Input, index: usize) -> ffmpeg_next::Rational {
+    // SAFETY: stream pointer valid as in `stream_params`; av_guess_sample_aspect_ratio only
+    // reads the context, the stream and (null here) the frame.
+    let sar = unsafe {
+        let ctx = input.as_ptr() as *mut ffi::AVFormatContext;
+        let stream = *(*ctx).streams.add(index);
+        ffi::av_guess_sample_aspect_ratio(ctx, stream, std::ptr::null_mut())
+    };
+    ffmpeg_next::Rational::new(sar.num, sar.den.max(1))
+}
+
+/// The path `input` was opened from.
+pub fn input_path(input: &Input) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: the context is open; its `url` is null or the NUL-terminated name it was
+    // opened with, owned by the context and copied out before returning.
+    unsafe {
+        let url = (*input.as_ptr()).url;
+        if url.is_null() {
+            return None;
+        }
+        let bytes = std::ffi::CStr::from_ptr(url).to_bytes();
+        Some(std::ffi::OsStr::from_bytes(bytes).into())
+    }
+}
+
 /// The side data of kind `kind` attached to input stream `index`, if any.
 pub fn stream_side_data(
     input: &Input,
@@ -379,6 +408,14 @@ pub fn pixel_bit_depth(format: ffi::AVPixelFormat) -> Option<u8> {
     }
     // SAFETY: non-null descriptors are static and comp[0] always exists.
     Some(unsafe { (*desc).comp[0].depth } as u8)
+}
+
+/// Whether pixel format `format` has an alpha plane.
+pub fn pixel_has_alpha(format: ffi::AVPixelFormat) -> bool {
+    // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
+    let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
+    // SAFETY: non-null descriptors are static.
+    !desc.is_null() && unsafe { (*desc).flags } & ffi::AV_PIX_FMT_FLAG_ALPHA as u64 != 0
 }
 
 /// Set the codec tag of output stream `index` (0 lets the muxer choose).

@@ -137,10 +137,7 @@ fn open_encoder(
         bit_depth: planned.bit_depth,
         time_base: planned.time_base,
         frame_rate: rate,
-        sample_aspect: Rational::new(
-            raw.sample_aspect_ratio.num,
-            raw.sample_aspect_ratio.den.max(1),
-        ),
+        sample_aspect: sys::sample_aspect_ratio(input, vidx),
     };
     // Every container RAVE writes keeps codec headers out of band (MP4, MOV, Matroska), and
     // segment files are encoded the same way so their packets join into any of them.

@@ -7,6 +7,7 @@
 pub mod batch;
 mod clips;
 mod ffprobe;
+mod hdr;
 mod segments;
 
 // Like the helpers themselves, each test binary uses only some of these.
@@ -14,6 +15,8 @@ mod segments;
 pub use clips::*;
 #[allow(unused_imports)]
 pub use ffprobe::*;
+#[allow(unused_imports)]
+pub use hdr::*;
 #[allow(unused_imports)]
 pub use segments::*;
 

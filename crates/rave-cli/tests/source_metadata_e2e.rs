@@ -1,0 +1,219 @@
+//! What the output keeps of how the input's picture is meant to be shown, where the input
+//! says it outside the codec's own headers or only inside its bitstream: a pixel aspect
+//! ratio only the container carries (VP9 in WebM, a Matroska display size), HDR10 metadata
+//! only the HEVC bitstream carries (x265's SEI), and an alpha channel RAVE cannot keep,
+//! which is said.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn nearest(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
+    upscale(input, output, &fixture("nearest_x2.onnx"), extra)
+}
+
+fn run_ffmpeg(args: &[&str]) {
+    let o = std::process::Command::new("ffmpeg")
+        .args(["-v", "error", "-nostdin", "-y"])
+        .args(args)
+        .output()
+        .expect("the ffmpeg command (scripts/setup.sh installs it)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `name` in `dir`: 25 frames of testsrc2 at 96x64, a keyframe every 5, made with `args`.
+fn clip(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let source = [
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=96x64:rate=25:duration=1",
+    ];
+    run_ffmpeg(&[&source[..], args, &[path.to_str().unwrap()]].concat());
+    path
+}
+
+fn aspect(path: &Path) -> String {
+    video_field(path, "sample_aspect_ratio") + " " + &video_field(path, "display_aspect_ratio")
+}
+
+#[test]
+fn a_pixel_aspect_ratio_only_the_container_carries_is_kept() {
+    let dir = scratch();
+    let d = dir.path();
+    let g5 = ["-g", "5", "-keyint_min", "5"];
+    let vp9 = clip(
+        d,
+        "vp9.webm",
+        &[
+            &[
+                "-vf",
+                "setsar=4/3",
+                "-c:v",
+                "libvpx-vp9",
+                "-deadline",
+                "realtime",
+            ],
+            &g5[..],
+        ]
+        .concat(),
+    );
+    let h264 = clip(
+        d,
+        "h264.mp4",
+        &[
+            &[
+                "-vf",
+                "setsar=4/3",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+            ],
+            &g5[..],
+        ]
+        .concat(),
+    );
+    // A Matroska display size over the bitstream's 4:3.
+    let anamorphic = d.join("anamorphic.mkv");
+    let (h, a) = (h264.to_str().unwrap(), anamorphic.to_str().unwrap());
+    run_ffmpeg(&["-i", h, "-c", "copy", "-aspect", "16:9", a]);
+    assert_eq!(aspect(&vp9), "4:3 2:1");
+    assert_eq!(aspect(&anamorphic), "32:27 16:9");
+    for input in [&vp9, &anamorphic] {
+        for (name, extra) in [
+            ("out.mp4", &[][..]),
+            ("seg.mkv", &["--segment-frames", "5"][..]),
+        ] {
+            let output = d.join(name);
+            let o = nearest(input, &output, &[extra, &["--overwrite"]].concat());
+            assert_exit(&o, 0);
+            assert_eq!(aspect(&output), aspect(input), "{input:?} -> {name}");
+        }
+    }
+}
+
+#[test]
+fn hdr10_metadata_only_the_hevc_bitstream_carries_is_kept() {
+    let dir = scratch();
+    let d = dir.path();
+    let x265 = "log-level=none:keyint=5:min-keyint=5:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400";
+    let input = clip(
+        d,
+        "hdr10.mp4",
+        &[
+            "-pix_fmt",
+            "yuv420p10le",
+            "-c:v",
+            "libx265",
+            "-x265-params",
+            x265,
+            "-color_primaries",
+            "bt2020",
+            "-color_trc",
+            "smpte2084",
+            "-colorspace",
+            "bt2020nc",
+        ],
+    );
+    let stream = format!("stream_side_data={HDR10_FIELDS}");
+    let frame = format!("frame_side_data={HDR10_FIELDS}");
+    assert!(
+        hdr_side_data(&input, &stream).is_empty(),
+        "the container has none"
+    );
+    let want = hdr_side_data(&input, &frame);
+    assert_eq!(want.len(), 12, "the bitstream carries HDR10: {want:?}");
+    for (name, codec, extra) in [
+        ("hevc.mkv", "hevc", &[][..]),
+        ("hevc.mp4", "hevc", &["--segment-frames", "5"][..]),
+        ("h264.mov", "h264", &[][..]),
+    ] {
+        let output = d.join(name);
+        let o = nearest(
+            &input,
+            &output,
+            &[extra, &["--codec", codec, "--preset", "ultrafast"]].concat(),
+        );
+        assert_exit(&o, 0);
+        assert_same_hdr(
+            &hdr_side_data(&output, &stream),
+            &want,
+            &format!("{name}: container"),
+        );
+        if codec == "hevc" {
+            let got = hdr_side_data(&output, &frame);
+            assert_same_hdr(&got, &want, &format!("{name}: bitstream"));
+        }
+    }
+}
+
+#[test]
+fn an_alpha_channel_is_said_to_be_dropped() {
+    let dir = scratch();
+    let d = dir.path();
+    let qtrle = clip(
+        d,
+        "qtrle.mov",
+        &[
+            "-vf",
+            "format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='X*2'",
+            "-c:v",
+            "qtrle",
+        ],
+    );
+    let prores = clip(
+        d,
+        "prores.mov",
+        &[
+            "-vf",
+            "format=yuva444p10le",
+            "-c:v",
+            "prores_ks",
+            "-profile:v",
+            "4444",
+        ],
+    );
+    let vp9 = clip(
+        d,
+        "vp9.webm",
+        &[
+            "-vf",
+            "format=yuva420p",
+            "-c:v",
+            "libvpx-vp9",
+            "-deadline",
+            "realtime",
+        ],
+    );
+    let opaque = clip(d, "opaque.mov", &["-c:v", "prores_ks", "-profile:v", "3"]);
+    for (input, what) in [
+        (&qtrle, Some("(argb)")),
+        (&prores, Some("(yuva444p")),
+        (&vp9, Some("(WebM alpha_mode)")),
+        (&opaque, None),
+    ] {
+        let output = d.join("out.mkv");
+        let o = nearest(input, &output, &["--overwrite", "--json"]);
+        assert_exit(&o, 0);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let said: Vec<&str> = v["mux"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w.as_str().filter(|w| w.contains("alpha channel")))
+            .collect();
+        match what {
+            Some(what) => assert!(
+                said.len() == 1
+                    && said[0].contains(what)
+                    && said[0].contains("without transparency"),
+                "{input:?}: {said:?}"
+            ),
+            None => assert!(said.is_empty(), "{input:?}: {said:?}"),
+        }
+    }
+}
