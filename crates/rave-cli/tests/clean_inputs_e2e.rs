@@ -2,8 +2,9 @@
 //! whose timestamps start after zero, FLV (whose muxer shifts everything past zero, and
 //! which declares one duration for the whole file), audio ending or starting apart from the
 //! video, MP4 cut with `ffmpeg -ss ... -c copy` (an edit list whose first packets are only
-//! decoded to rebuild the picture, then discarded), a stream-copy remux into AVI. Each one is upscaled completely: every frame and
-//! every audio packet of the source is in the output.
+//! decoded to rebuild the picture, then discarded), a stream-copy remux into AVI, an MP4
+//! whose chapter list runs past the media's end. Each one is upscaled completely: every
+//! frame and every audio packet of the source is in the output.
 
 mod common;
 
@@ -215,4 +216,55 @@ fn an_input_in_a_container_without_checks_is_upscaled_with_a_warning() {
     );
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(v["mux"]["warnings"].to_string().contains("(mpeg)"), "{v}");
+}
+
+/// An MP4's chapter text track sets the file's declared length: chapters that run past the
+/// media (as a list written for a longer cut does) make the file declare more than its
+/// picture and sound hold, which is no damage. Its chapters are kept.
+#[test]
+fn an_mp4_whose_chapters_run_past_its_end_is_complete() {
+    let dir = scratch();
+    let d = dir.path();
+    let media = clip(d, "media.mp4", &[]);
+    let chapters = d.join("chapters.txt");
+    std::fs::write(
+        &chapters,
+        ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=A\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=5000\ntitle=B\n",
+    )
+    .unwrap();
+    let input = d.join("chapters.mp4");
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (m, c, i) = (path(&media), path(&chapters), path(&input));
+    ffmpeg(&[
+        "-i",
+        &m,
+        "-i",
+        &c,
+        "-map",
+        "0",
+        "-map_chapters",
+        "1",
+        "-c",
+        "copy",
+        &i,
+    ]);
+    let declared = ffprobe(
+        &input,
+        &["-show_entries", "format=duration", "-of", "csv=p=0"],
+    );
+    assert_eq!(
+        declared.trim(),
+        "5.000000",
+        "the chapters set the file's length"
+    );
+    assert_complete(&input);
+    let output = PathBuf::from(format!("{}.out.mkv", input.display()));
+    let ends = ffprobe(
+        &output,
+        &["-show_entries", "chapter=end_time", "-of", "csv=p=0"],
+    );
+    assert_eq!(
+        ends.split_whitespace().collect::<Vec<_>>(),
+        ["1.000000", "5.000000"]
+    );
 }

@@ -1,7 +1,9 @@
 //! What a container declares about a stream, to hold what reading it finds against:
-//! sample counts (MP4/MOV's index, Matroska's frame-count tags) and where it ends.
+//! sample counts (MP4/MOV's index, Matroska's frame-count tags) and where it ends, and
+//! where the whole file ends.
 
 use ffmpeg_next::format::context::Input;
+use ffmpeg_next::media::Type;
 
 use crate::sys;
 
@@ -64,6 +66,34 @@ pub(crate) fn declared_of(
     };
     Declared { packets, end }
 }
+
+/// Where the file's declared length ends, in seconds, when it can be held against the
+/// streams RAVE reads: not when a stream it does not read (an MP4's chapter text or
+/// timecode track, other data) reaches that end, as a chapter list longer than the media
+/// does; the length of such a track says nothing about the picture and sound, whose own
+/// declared ends are held to them still.
+pub(crate) fn file_end_s(input: &Input, declared_times: bool) -> Option<f64> {
+    if !declared_times || input.duration() <= 0 {
+        return None;
+    }
+    let end = input.duration() as f64 / 1e6;
+    let unread_reaches_end = input.streams().any(|s| {
+        let unread = !matches!(
+            s.parameters().medium(),
+            Type::Video | Type::Audio | Type::Subtitle
+        );
+        let tb = f64::from(s.time_base());
+        let span = s.duration() as f64 * tb;
+        let start = (s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
+            .then(|| s.start_time() as f64 * tb)
+            .unwrap_or(0.0);
+        unread && s.duration() > 0 && (span.max(start + span) >= end - UNREAD_END_TOLERANCE_S)
+    });
+    (!unread_reaches_end).then_some(end)
+}
+
+/// How near the file's end an unread stream's end must be to be taken as what set it.
+const UNREAD_END_TOLERANCE_S: f64 = 0.01;
 
 fn is_matroska(format: &str) -> bool {
     format.split(',').any(|f| f == "matroska" || f == "webm")

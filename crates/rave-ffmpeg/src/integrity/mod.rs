@@ -111,8 +111,7 @@ impl IntegrityLedger {
         // span from the first timestamp for others (mkvmerge). Holding the streams to the
         // earlier of the two readings never refuses a complete file; a file cut short by more
         // than its start time is still caught.
-        let file_end_s =
-            (declared_times && input.duration() > 0).then(|| input.duration() as f64 / 1e6);
+        let file_end_s = crate::declared::file_end_s(input, declared_times);
         Self {
             video,
             streams,
