@@ -217,3 +217,86 @@ fn an_alpha_channel_is_said_to_be_dropped() {
         }
     }
 }
+
+#[test]
+fn timecode_and_chapter_tracks_are_said_to_be_written_again_not_lost() {
+    let dir = scratch();
+    let d = dir.path();
+    let timed = clip(
+        d,
+        "tc.mov",
+        &["-c:v", "libx264", "-timecode", "01:02:03:04"],
+    );
+    let chapters = d.join("chapters.txt");
+    std::fs::write(
+        &chapters,
+        ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=500\ntitle=A\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=500\nEND=1000\ntitle=B\n",
+    )
+    .unwrap();
+    let input = d.join("both.mov");
+    let (t, c) = (timed.to_str().unwrap(), chapters.to_str().unwrap());
+    let args = [
+        "-i",
+        t,
+        "-i",
+        c,
+        "-map",
+        "0",
+        "-map_chapters",
+        "1",
+        "-c",
+        "copy",
+    ];
+    run_ffmpeg(&[&args[..], &[input.to_str().unwrap()]].concat());
+    let output = d.join("out.mov");
+    let o = nearest(&input, &output, &[]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("the timecode track; its timecode is kept with the video stream")
+            && text
+                .contains("the chapter track; the chapters are written in the output's own form")
+            && !text.contains("data streams are not copied"),
+        "{text}"
+    );
+    let kept = ffprobe(
+        &output,
+        &["-show_entries", "stream_tags=timecode", "-of", "csv=p=0"],
+    );
+    assert!(kept.contains("01:02:03:04"), "{kept}");
+    let ends = ffprobe(
+        &output,
+        &["-show_entries", "chapter=end_time", "-of", "csv=p=0"],
+    );
+    assert_eq!(
+        ends.split_whitespace().collect::<Vec<_>>(),
+        ["0.500000", "1.000000"]
+    );
+}
+
+#[test]
+fn a_song_with_cover_art_is_refused_as_only_cover_art() {
+    let dir = scratch();
+    let song = dir.path().join("song.mp3");
+    let (sound, picture) = ("sine=duration=1", "testsrc2=size=64x64:duration=0.04");
+    let mut args = vec!["-f", "lavfi", "-i", sound, "-f", "lavfi", "-i", picture];
+    args.extend([
+        "-map",
+        "0",
+        "-map",
+        "1",
+        "-c:a",
+        "libmp3lame",
+        "-c:v",
+        "mjpeg",
+    ]);
+    args.extend(["-disposition:v", "attached_pic", "-frames:v", "1"]);
+    run_ffmpeg(&[&args[..], &[song.to_str().unwrap()]].concat());
+    let o = nearest(&song, &dir.path().join("out.mkv"), &[]);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("has no video stream, only cover art") && err.contains("cover art mjpeg"),
+        "{err}"
+    );
+}

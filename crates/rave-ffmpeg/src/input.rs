@@ -158,20 +158,23 @@ pub fn video_stream_index(input: &Input, path: &Path) -> Result<usize> {
             let found: Vec<String> = input
                 .streams()
                 .map(|s| {
-                    format!(
-                        "{:?} {}",
-                        s.parameters().medium(),
-                        s.parameters().id().name()
-                    )
-                    .to_lowercase()
+                    let kind = match is_cover_art(&s) {
+                        true => "cover art".to_string(),
+                        false => format!("{:?}", s.parameters().medium()).to_lowercase(),
+                    };
+                    format!("{kind} {}", s.parameters().id().name())
                 })
                 .collect();
+            let cover_art = found.iter().any(|f| f.starts_with("cover art"));
             Err(EngineError::NotAVideo {
                 path: path.to_path_buf(),
-                reason: if found.is_empty() {
-                    "has no streams".into()
-                } else {
-                    format!("has no video stream (found: {})", found.join(", "))
+                reason: match (found.is_empty(), cover_art) {
+                    (true, _) => "has no streams".into(),
+                    (false, true) => format!(
+                        "has no video stream, only cover art (a still picture attached to the sound; found: {})",
+                        found.join(", ")
+                    ),
+                    (false, false) => format!("has no video stream (found: {})", found.join(", ")),
                 },
             })
         }

@@ -124,6 +124,19 @@ pub fn check_video(container: Container, video: PlannedVideo, shown_as: &Path) -
     )))
 }
 
+/// What a QuickTime/MP4 data track that is not copied becomes in the output, where it is
+/// written again from what FFmpeg read of it: the timecode track (its timecode goes with
+/// the video stream's tags) and the chapter track (the chapters go in the output's own
+/// form).
+fn recreated_track(input: &Input, index: usize) -> Option<&'static str> {
+    let params = sys::stream_params(input, index);
+    if params.codec_tag == u32::from_le_bytes(*b"tmcd") {
+        return Some("the timecode track; its timecode is kept with the video stream");
+    }
+    (sys::stream_is_discarded(input, index) && input.chapters().count() > 0)
+        .then_some("the chapter track; the chapters are written in the output's own form")
+}
+
 /// Decide, for every input stream but the main video, whether `container` copies it:
 /// data streams are left out; any other stream the muxer refuses fails the run here, before
 /// any work, with advice.
@@ -143,8 +156,10 @@ pub fn plan_streams(
         let cover_art = is_cover_art(&ist);
         let describe = describe(index, kind, ist.parameters().id(), cover_art);
         if matches!(kind, Type::Data | Type::Unknown) {
-            plan.skipped
-                .push(format!("{describe}: data streams are not copied"));
+            plan.skipped.push(format!(
+                "{describe}: {}",
+                recreated_track(input, index).unwrap_or("data streams are not copied")
+            ));
             continue;
         }
         if let Some(missing) = missing_parameters(sys::stream_params(input, index)) {
