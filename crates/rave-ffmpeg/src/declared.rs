@@ -84,9 +84,11 @@ pub(crate) fn file_end_s(input: &Input, declared_times: bool) -> Option<f64> {
         );
         let tb = f64::from(s.time_base());
         let span = s.duration() as f64 * tb;
-        let start = (s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
-            .then(|| s.start_time() as f64 * tb)
-            .unwrap_or(0.0);
+        let start = if s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE {
+            s.start_time() as f64 * tb
+        } else {
+            0.0
+        };
         unread && s.duration() > 0 && (span.max(start + span) >= end - UNREAD_END_TOLERANCE_S)
     });
     (!unread_reaches_end).then_some(end)
