@@ -553,3 +553,27 @@ fn two_jobs_give_the_frames_of_one() {
     assert_eq!(md5[1], md5[0], "--jobs 2 decodes to the frames of --jobs 1");
     assert_eq!(md5[2], md5[0], "and with workers that load in turn");
 }
+
+/// MPEG-2 declares reordered frames unless its sequence says `low_delay`, which encoders
+/// rarely set: an I/P-only stream's timestamps never go back, as if they were decode times.
+/// Its packets show no B-picture, so it is cut like any other, frames in order.
+#[test]
+fn mpeg2_without_b_pictures_is_cut_into_segments() {
+    let dir = scratch();
+    let d = dir.path();
+    for name in ["ip.mkv", "ip.mxf"] {
+        let ip = ["-c:v", "mpeg2video", "-bf", "0", "-g", "6", "-q:v", "2"];
+        let input = scrolling_clip(d, name, (64, 48), 30, "yuv420p", &ip);
+        let output = d.join(format!("{name}.out.mkv"));
+        let v = upscale_ok(
+            &input,
+            &output,
+            &fixture("nearest_x2.onnx"),
+            &["--segment-frames", "6"],
+        );
+        let (total, ..) = segment_counts(&v);
+        assert!(total >= 4, "{name}: {total} segments: {}", v["segments"]);
+        assert_seamless(&input, &output, false);
+        assert_frames_are_the_inputs(&input, &output, 64, 48);
+    }
+}

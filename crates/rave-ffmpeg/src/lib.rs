@@ -9,6 +9,7 @@ mod decoder_log;
 mod leading_packets;
 mod log_capture;
 mod log_watch;
+mod picture_coding;
 mod stderr_capture;
 mod sys;
 

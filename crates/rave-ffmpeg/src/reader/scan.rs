@@ -7,6 +7,7 @@ use rave_core::error::Result;
 
 use super::{CopiedPacket, KeyframeIndex, VideoReader};
 use crate::audio_check::AudioCheck;
+use crate::picture_coding::ReorderEvidence;
 use crate::sys;
 
 impl VideoReader {
@@ -24,7 +25,9 @@ impl VideoReader {
     pub fn index_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<KeyframeIndex> {
         let mut index = KeyframeIndex::new(self.time_base(), self.frame_rate());
         let video = self.video_index();
-        index.set_reorders(sys::stream_params(self.input(), video).video_delay > 0);
+        let params = sys::stream_params(self.input(), video);
+        let declared_reorder = params.video_delay > 0;
+        let mut evidence = ReorderEvidence::for_codec(params.codec_id.into());
         let audio = AudioCheck::start(self.input());
         // Leading packets (before the first keyframe of a file that starts mid-GOP, or the
         // leading pictures of its open GOP) are no frames of the job: no segment decodes
@@ -36,6 +39,7 @@ impl VideoReader {
                 audio.feed(packet);
                 return;
             }
+            evidence.add(packet.data().unwrap_or_default());
             let entry = (
                 (packet.pts(), packet.dts()),
                 packet.is_key(),
@@ -55,6 +59,7 @@ impl VideoReader {
         if keep_going() {
             self.ledger.on_audio_check(verdict);
         }
+        index.set_reorders(evidence.reorders(declared_reorder));
         index.finish(self.demuxer.timestamp_resets().len());
         Ok(index)
     }
