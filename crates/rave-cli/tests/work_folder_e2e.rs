@@ -525,3 +525,48 @@ fn ctrl_c_on_a_segment_worker_says_the_segment_is_not_kept_and_it_runs_again() {
     assert_exit(&again, 0);
     assert_eq!(state(), "done");
 }
+
+/// A folder given to `--work` that holds files under the names RAVE gives its segments but
+/// no job of RAVE's: the input itself there (it was renamed over by segment 0, then
+/// removed), or a user's files (removed when the job ended). Refused before any work, the
+/// files untouched.
+#[test]
+fn a_work_folder_holding_segment_names_but_no_job_is_refused_and_left_alone() {
+    let dir = scratch();
+    let d = dir.path();
+    let clip = photo_clip_gop10(d, 20);
+    let work = d.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let input = work.join("seg-00000.mp4");
+    std::fs::copy(&clip, &input).unwrap();
+    std::fs::write(work.join("seg-00005.mp4"), b"the user's").unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let m = fixture("nearest_x2.onnx");
+    let w = work.to_str().unwrap();
+    let o = upscale(&input, &d.join("out.mp4"), &m, &["--work", w]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("holds 2 file(s) named as RAVE names its segments (seg-00000.mp4, ...)")
+            && err.contains("no manifest.json"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        before,
+        "the input is untouched"
+    );
+    assert_eq!(sorted_names(&work), ["seg-00000.mp4", "seg-00005.mp4"]);
+    // An output that would take a segment's name in the folder.
+    let other = d.join("other");
+    std::fs::create_dir(&other).unwrap();
+    let into = other.join("seg-00001.mp4");
+    let o = upscale(&clip, &into, &m, &["--work", other.to_str().unwrap()]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("would be one of RAVE's work files"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(sorted_names(&other).is_empty());
+}

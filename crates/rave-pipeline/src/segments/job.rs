@@ -159,6 +159,9 @@ pub fn prepare(
             return resume(work, claim, config, spec, warnings);
         }
     }
+    if let Some(work) = &work {
+        work.check_unclaimed(&config.output)?;
+    }
     // Read every packet once: the keyframe index, and the whole file's container-level
     // damage before any model loads.
     let index = reader.index_to_end(|| cancel.reason() != Some(StopReason::User))?;

@@ -211,6 +211,60 @@ impl WorkFolder {
         })
     }
 
+    /// Refuse this folder, which holds no job of RAVE's (no manifest), for a new job of
+    /// `input` into `output`: where it holds files under the names RAVE gives its segments
+    /// (a job would write over them and remove them when it ends: a user's own file, the
+    /// input itself, or what a job left whose manifest is gone), or where the output would
+    /// take such a name in it.
+    pub fn check_unclaimed(&self, output: &Path) -> Result<()> {
+        let refuse = |reason: String| {
+            Err(EngineError::WorkFolderMismatch {
+                work: self.dir.clone(),
+                reason,
+            })
+        };
+        if self.has_manifest() {
+            // Another run planned its job here meanwhile: resumed or refused as a job.
+            return Ok(());
+        }
+        let taken: Vec<String> = std::fs::read_dir(&self.dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| {
+                        matches!(
+                            work_files::classify(name),
+                            Some(WorkFile::Segment | WorkFile::Partial | WorkFile::Temp { .. })
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(first) = taken.iter().min() {
+            return refuse(format!(
+                "holds {} file(s) named as RAVE names its segments ({first}{}) but no job of RAVE's (no manifest.json): a job here would write over them and remove them when it ends; give --work an empty or new folder, or move them out (remove them if they are what an old job left)",
+                taken.len(),
+                if taken.len() > 1 { ", ..." } else { "" }
+            ));
+        }
+        let same_folder = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        let output_name = output.file_name().map(|n| n.to_string_lossy().into_owned());
+        let output_dir = output.parent().filter(|p| !p.as_os_str().is_empty());
+        if output_name.is_some_and(|n| work_files::classify(&n).is_some())
+            && same_folder(output_dir.unwrap_or(Path::new(".")), &self.dir)
+        {
+            return refuse(format!(
+                "the output {} would be one of RAVE's work files there (removed when the job ends); name the output otherwise or give --work another folder",
+                output.display()
+            ));
+        }
+        Ok(())
+    }
+
     /// The final name of segment `index`'s file.
     pub fn segment_name(index: usize) -> String {
         format!("seg-{index:05}.mp4")
@@ -276,11 +330,21 @@ impl WorkFolder {
             }
         };
         claim.make_exclusive(self)?;
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if is_raves(&name) {
-                std::fs::remove_file(entry.path())
-                    .map_err(|e| self.error(format!("cannot remove {name}: {e}")))?;
+        // The manifest and its locks go last: a run killed while removing leaves a folder
+        // that is still a job of RAVE's (the next run resumes or removes it), not segment
+        // files nothing claims.
+        let names = in_removal_order(
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| is_raves(name))
+                .collect(),
+        );
+        for name in names {
+            match std::fs::remove_file(self.dir.join(&name)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.error(format!("cannot remove {name}: {e}"))),
             }
         }
         // Not empty: files of others stay, and so does the folder.
@@ -294,6 +358,13 @@ impl WorkFolder {
             reason: format!("work folder: {reason}"),
         }
     }
+}
+
+/// RAVE's file `names` in the order they are removed: the segment files first, the
+/// manifest and its locks last.
+fn in_removal_order(mut names: Vec<String>) -> Vec<String> {
+    names.sort_by_key(|name| work_files::classify(name) == Some(WorkFile::Bookkeeping));
+    names
 }
 
 /// Whether `name` is one of the files RAVE keeps in a work folder (manifest, locks,
@@ -465,6 +536,66 @@ pub(crate) mod tests {
         );
         std::fs::write(w.manifest_path(), b"").unwrap();
         assert!(w.holds_rave_manifest(), "emptied by a power cut");
+    }
+
+    #[test]
+    fn a_folder_with_segment_names_but_no_job_is_refused_for_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(dir.path());
+        let output = dir.path().join("out.mkv");
+        std::fs::write(w.file("notes.txt"), b"mine").unwrap();
+        std::fs::write(w.file("job.lock"), b"").unwrap();
+        w.check_unclaimed(&output).unwrap();
+        let inside = dir.path().join("seg-00003.mp4");
+        let err = w.check_unclaimed(&inside).unwrap_err().to_string();
+        assert!(err.contains("would be one of RAVE's work files"), "{err}");
+        std::fs::write(w.file("seg-00002.mp4"), b"the user's video").unwrap();
+        let err = w.check_unclaimed(&output).unwrap_err().to_string();
+        assert!(
+            err.contains("holds 1 file(s) named as RAVE names its segments (seg-00002.mp4)"),
+            "{err}"
+        );
+        // A job of RAVE's planned there meanwhile is for the caller to resume.
+        assert!(w.write_first(&manifest_of("/a.mp4")).unwrap());
+        w.check_unclaimed(&output).unwrap();
+    }
+
+    #[test]
+    fn the_manifest_and_locks_are_removed_last() {
+        let names = [
+            "manifest.json",
+            "seg-00001.mp4",
+            "job.lock",
+            "seg-00000.partial.mp4",
+        ];
+        let order = in_removal_order(names.map(String::from).to_vec());
+        assert_eq!(
+            order,
+            [
+                "seg-00001.mp4",
+                "seg-00000.partial.mp4",
+                "manifest.json",
+                "job.lock"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_manifest_is_removed_after_the_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = WorkFolder::at(&dir.path().join("work"));
+        w.create().unwrap();
+        assert!(w.write_first(&manifest_of("/a.mp4")).unwrap());
+        for i in 0..40 {
+            std::fs::write(w.file(&WorkFolder::segment_name(i)), b"s").unwrap();
+        }
+        // A segment that cannot be removed (a folder of that name) stops the removal: the
+        // manifest must still be there, so the folder is still a job of RAVE's.
+        std::fs::remove_file(w.file("seg-00039.mp4")).unwrap();
+        std::fs::create_dir(w.file("seg-00039.mp4")).unwrap();
+        std::fs::write(w.file("seg-00039.mp4/x"), b"x").unwrap();
+        assert!(w.remove(None).is_err());
+        assert!(w.has_manifest() && w.holds_rave_manifest());
     }
 
     #[test]
