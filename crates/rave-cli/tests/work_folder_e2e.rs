@@ -570,3 +570,72 @@ fn a_work_folder_holding_segment_names_but_no_job_is_refused_and_left_alone() {
     );
     assert!(sorted_names(&other).is_empty());
 }
+
+/// Ctrl+C where the partial output cannot be written (a full disk): the error names the
+/// partial file, and the work folder is said to keep the segments finished before the
+/// interruption for the next run to resume from, not to hold every segment.
+#[test]
+fn ctrl_c_with_an_unwritable_partial_says_what_the_next_run_resumes() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 40);
+    let model = installed_model("realesr-animevideov3-x2");
+    let output = d.join("out.mp4");
+    let opts = "--device cpu --segment-frames 10 --jobs 1 --threads 1";
+    // A limit just above one segment: the partial output, two segments or more, exceeds it.
+    let sized = d.join("sized.mp4");
+    upscale_ok(
+        &input,
+        &sized,
+        &model,
+        &["--segment-frames", "10", "--keep-work"],
+    );
+    let largest = std::fs::read_dir(d.join(".sized.mp4.rave-work"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .max()
+        .unwrap();
+    let kib = largest / 1024 + 2;
+    let script = format!(r#"ulimit -f "$4"; exec "$0" upscale -i "$1" -o "$2" -m "$3" {opts}"#);
+    let mut child = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .args([
+            env!("CARGO_BIN_EXE_rave"),
+            input.to_str().unwrap(),
+            output.to_str().unwrap(),
+        ])
+        .args([model.to_str().unwrap(), &kib.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let work = d.join(".out.mp4.rave-work");
+    let began = std::time::Instant::now();
+    while manifest_done(&work).is_none_or(|(n, _)| n < 2) {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(began.elapsed().as_secs() < 120, "no segment finished");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child's process id (bash exec'd rave; not yet reaped).
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let (done, total) = manifest_done(&work).expect("the work folder is kept");
+    assert!(
+        done < total,
+        "every segment was done before the interruption"
+    );
+    assert_exit(&o, 4);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "the partial output could not be written; the work folder {} keeps {done} of the 4 segment(s), finished before the interruption: run the same command again to upscale the rest",
+            work.display()
+        )) && err.contains("out.partial.mp4")
+            && !err.contains("without upscaling again"),
+        "{err}"
+    );
+    let v = upscale_ok(&input, &output, &model, &["--segment-frames", "10"]);
+    assert_eq!(segment_counts(&v).2 as usize, done, "{v}");
+    assert_eq!(frame_times(&output).len(), 40);
+}

@@ -90,7 +90,12 @@ pub fn write_output(
         ends_early: job.partial || job.manifest.ends_early,
         last_frame_ticks: job.manifest.last_frame_ticks,
     };
-    let assembled = match assemble(&input, target.temp_path(), &config.output, cancel) {
+    // Errors name the file the user will look for: the partial output of an interrupted run.
+    let shown_as = match job.partial {
+        true => target.partial_path(),
+        false => config.output.clone(),
+    };
+    let assembled = match assemble(&input, target.temp_path(), &shown_as, cancel) {
         Ok(a) => a,
         Err(EngineError::PacketRefused(why)) => {
             damage.packets_dropped += 1;

@@ -287,6 +287,17 @@ pub fn run_job(
                     // nothing to put together, so there is nothing to keep or resume.
                     keep_or_remove_work(true);
                 } else if let Some(rerun) = config.segments.resume_advice()
+                    && partial
+                    && e.family() != ErrorFamily::Cancelled
+                {
+                    // The interrupted run's partial output could not be written: the
+                    // finished segments are kept, the rest is upscaled by the next run.
+                    progress.warning(&format!(
+                        "the partial output could not be written; the work folder {} keeps {done} of the {} segment(s), finished before the interruption: {rerun} to upscale the rest",
+                        w.path().display(),
+                        manifest.segments.len(),
+                    ));
+                } else if let Some(rerun) = config.segments.resume_advice()
                     && e.family() != ErrorFamily::Cancelled
                 {
                     // Every segment is done: the input was refused as damaged when the
