@@ -223,6 +223,21 @@ fn status_and_segment_do_not_trust_a_done_segment_whose_file_is_gone_or_a_failed
     assert_eq!(s["segments"][2]["state"], "pending", "{s}");
     assert_eq!(s["done"], 2);
     assert_exit(&segment("2"), 0);
+
+    // A done segment's bytes changed in place (same size): assemble says which and why.
+    let seg0 = work.join("seg-00000.mp4");
+    let mut bytes = std::fs::read(&seg0).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 8].copy_from_slice(b"XXXXXXXX");
+    std::fs::write(&seg0, bytes).unwrap();
+    let o = rave().args(["assemble", "--work", w]).output().unwrap();
+    assert_exit(&o, 7);
+    assert!(
+        stderr(&o).contains("1 of 3 segments are not done (segment 0); seg-00000.mp4 was done but no longer matches its checksum"),
+        "{}",
+        stderr(&o)
+    );
+    assert_exit(&segment("0"), 0);
     let o = rave().args(["assemble", "--work", w]).output().unwrap();
     assert_exit(&o, 0);
     assert_eq!(frame_times(&output), frame_times(&input));

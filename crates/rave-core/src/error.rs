@@ -197,8 +197,8 @@ pub enum EngineError {
     },
     /// Segments of the job are not done yet, so the output cannot be assembled.
     #[error(
-        "{work}: {} of {total} segments are not done ({}); run `rave segment --work {work} --index I` for each, or the same `rave upscale` command again",
-        missing.len(), list_segments(missing)
+        "{work}: {} of {total} segments are not done ({}){}; run `rave segment --work {work} --index I` for each, or the same `rave upscale` command again",
+        missing.len(), list_segments(missing), found_changed(changed)
     )]
     SegmentsMissing {
         /// The work folder.
@@ -207,6 +207,8 @@ pub enum EngineError {
         missing: Vec<usize>,
         /// Segments in the job.
         total: usize,
+        /// Files of segments that were done but no longer match their checksum.
+        changed: Vec<String>,
     },
     /// Segments failed on the GPUs (each is tried on two) or were left with no worker that
     /// could run them, after the rest of the job was done; the finished ones are kept.
@@ -227,6 +229,21 @@ pub enum EngineError {
 }
 
 /// The first few segment indices of a list, in words ("0, 3, 7 and 5 more").
+/// "; seg-00001.mp4 no longer matches ..." for the files of done segments found changed.
+fn found_changed(files: &[String]) -> String {
+    match files {
+        [] => String::new(),
+        [one] => format!(
+            "; {one} was done but no longer matches its checksum (damaged on disk, or changed by another program), so it is redone"
+        ),
+        many => format!(
+            "; {} were done but no longer match their checksums (damaged on disk, or changed by another program), so they are redone",
+            many.join(", ")
+        ),
+    }
+}
+
+/// "segment 3" or "segments 1, 2, and 3 more": the indices of segments, the first few.
 pub fn list_segments(indices: &[usize]) -> String {
     const SHOWN: usize = 8;
     let mut words: Vec<String> = indices.iter().take(SHOWN).map(|i| i.to_string()).collect();
@@ -448,6 +465,7 @@ mod tests {
                 work: PathBuf::new(),
                 missing: vec![1],
                 total: 2,
+                changed: Vec::new(),
             },
             EngineError::SegmentsFailed {
                 missing: vec![1],
@@ -496,7 +514,14 @@ mod tests {
             work: "w".into(),
             missing: (0..10).collect(),
             total: 12,
+            changed: vec!["seg-00003.mp4".into()],
         };
+        assert!(
+            missing
+                .to_string()
+                .contains("; seg-00003.mp4 was done but no longer matches its checksum"),
+            "{missing}"
+        );
         assert_eq!(missing.family().exit_code(), 7);
         let failed = EngineError::SegmentsFailed {
             missing: vec![3],

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::commit::{FrameCheck, commit_segment, mark_running, mark_unfinished};
 use super::finish::{OutputJob, done_prefix, job_damage, write_output};
-use super::job::{self, Replan, check_same_job, verify_done};
+use super::job::{self, Replan, check_same_job, verify_done_naming};
 use super::manifest::Manifest;
 use super::work_folder::WorkFolder;
 use super::worker::{JobSpec, RunShared, Worker};
@@ -207,13 +207,14 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
     // Held while the segments are read: another process finishing (a second assemble, a
     // late worker) leaves the folder to this one.
     let claim = work.claim(false)?;
-    let manifest = verify_done(&work)?;
+    let (manifest, changed) = verify_done_naming(&work)?;
     let missing = manifest.missing();
     if !missing.is_empty() {
         return Err(EngineError::SegmentsMissing {
             work: work.path().to_path_buf(),
             missing,
             total: manifest.segments.len(),
+            changed,
         });
     }
     let target = OutputTarget::prepare(

@@ -66,6 +66,7 @@ pub fn write_output(
             work: job.work.path().to_path_buf(),
             missing: job.manifest.missing(),
             total: job.manifest.segments.len(),
+            changed: Vec::new(),
         });
     }
     // Damage that needs no assembly to be known (no frame decodable, frames missing) is
