@@ -15,7 +15,8 @@ Exit codes:
   2    bad option or value (each numeric option says its accepted range), a GPU-only
        option with --device cpu, a --tile the model cannot take, a --vram-limit too small
        for the model even in the smallest tiles, --gpus naming a GPU the machine lacks,
-       or a --models-dir / RAVE_MODELS_DIR that is not a folder
+       a --models-dir / RAVE_MODELS_DIR that is not a folder, or a work folder holding
+       another job, other settings or an input changed since (--restart starts over)
   3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec; a
        pipe, stdin or a device (save it to a regular file first)
   4    output problem: exists (use --overwrite), being written by another rave run, cannot
