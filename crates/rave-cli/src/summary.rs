@@ -17,7 +17,7 @@ pub fn print_run(r: &RunReport) {
         RunStatus::Partial => "interrupted; partial output",
     };
     outln!(
-        "{what}: {} -> {}\n  {} frames in, {} out, {}x{} -> {}x{} with {} (x{}) on {}\n  {} crf {} preset {}; {:.1} s, {:.2} fps",
+        "{what}: {} -> {}\n  {} frames in, {} out, {}x{} -> {}x{} with {} (x{}) on {}\n  {} crf {} preset {}; {:.1} s, {:.2} fps{}",
         r.input.display(),
         r.output.display(),
         r.frames_in,
@@ -34,6 +34,7 @@ pub fn print_run(r: &RunReport) {
         r.encoder.preset,
         r.elapsed_s,
         r.fps,
+        reuse_note(r.frames_upscaled, r.frames_out),
     );
     if let Some(first) = r.first_frame_s {
         outln!("  {}", first_frame_line(first, &r.startup));
@@ -157,6 +158,17 @@ pub fn print_batch(b: &BatchReport) {
     }
     for line in batch_advice(b) {
         outln!("{line}");
+    }
+}
+
+/// After the fps of a run that reused segments of an earlier one: which frames it counts.
+fn reuse_note(upscaled: u64, out: u64) -> String {
+    match upscaled {
+        0 if out > 0 => " (every frame reused from an earlier run)".into(),
+        n if n < out => {
+            format!(" over the {n} frames upscaled by this run (the others were reused)")
+        }
+        _ => String::new(),
     }
 }
 

@@ -96,11 +96,26 @@ fn the_text_report_says_how_many_segments_were_upscaled_and_reused() {
         "{text}"
     );
     assert!(text.contains("work folder kept: "), "{text}");
+    assert!(!text.contains("reused from an earlier run"), "{text}");
+    let o = run(&["--overwrite", "--keep-work"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("segments: 4 (0 upscaled by this run, 4 reused from an earlier one)")
+            && text.contains("fps (every frame reused from an earlier run)"),
+        "{text}"
+    );
+    // Two segments redone: the speed is of their 20 frames.
+    let work = d.join(".out.mp4.rave-work");
+    std::fs::remove_file(work.join("seg-00001.mp4")).unwrap();
+    std::fs::remove_file(work.join("seg-00003.mp4")).unwrap();
     let o = run(&["--overwrite"]);
     assert_exit(&o, 0);
     let text = stdout(&o);
     assert!(
-        text.contains("segments: 4 (0 upscaled by this run, 4 reused from an earlier one)"),
+        text.contains("40 frames in, 40 out")
+            && text
+                .contains("fps over the 20 frames upscaled by this run (the others were reused)"),
         "{text}"
     );
 }

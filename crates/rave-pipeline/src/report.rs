@@ -77,7 +77,10 @@ pub struct RunReport {
     pub frames_out: u64,
     /// Wall-clock seconds of the whole run.
     pub elapsed_s: f64,
-    /// Output frames per second over the whole run.
+    /// Frames this run upscaled (`frames_out` less those of segments reused from an
+    /// earlier, interrupted run).
+    pub frames_upscaled: u64,
+    /// Frames this run upscaled per second over the whole run.
     pub fps: f64,
     /// Seconds from the first frame decoded to the last written (loading the model, opening
     /// the input and closing the decoders excluded).

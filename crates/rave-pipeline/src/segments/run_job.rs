@@ -456,6 +456,7 @@ pub fn run_job(
         frames_in: decode.frames,
         frames_out,
         elapsed_s: elapsed,
+        frames_upscaled: written,
         fps: ratio(written as f64, elapsed),
         pipeline_s,
         pipeline_fps: ratio(written as f64, pipeline_s),
