@@ -3,12 +3,12 @@
 # against the CPU, MPEG-TS files near the 33-bit clock wrap and a variable-rate video's last frame on NVDEC; on the H200 after
 # the staged calls of scripts/gpu_tests.sh stage unpacked /opt/rave-dev (the corpus in
 # .device/corpus: RAVE_CORPUS_DIR=$PWD/.device/corpus cargo test --release -p rave-cli --test damage_corpus).
-# Usage: bash scripts/gpu_suite_damage_wrap.sh suite|damage|vfr
+# Usage: bash scripts/gpu_suite_damage_wrap.sh suite|damage|vfr|metadata
 set -uo pipefail
 source /opt/rave-dev/env.sh
 export PATH="/opt/rave-dev/payload:$PATH"
 out="${OUT:-$(pwd)/gpu-results}"; mkdir -p "$out"
-case "${1:?suite|damage|vfr}" in
+case "${1:?suite|damage|vfr|metadata}" in
 suite)
   RAVE_NO_NCU=1 RAVE_NO_PEERS=1 RAVE_SKIP_KERNEL_BENCH=1 bash scripts/gpu_tests.sh run > "$out/gpu_tests.log" 2>&1
   echo "gpu_tests rc $?"; grep -E "passed|failed|FAIL" "$out/gpu_tests.log" | tail -8
@@ -50,5 +50,31 @@ vfr)
       echo "vfr ${extra:-default} -> $ext: exit $?, input lasts $(dur "$w/in.mp4") s, output $(dur "$w/out.$ext") s; $(grep -m1 decoder "$w/log")"
     done
   done | tee "$out/vfr_last_frame.txt"
+  ;;
+metadata)
+  # The twelfth session's input fixes on the GPU path (NVDEC, the default model): HDR10
+  # metadata only the HEVC bitstream carries, a pixel aspect ratio only WebM carries, MPEG-2
+  # without B-pictures cut into segments, an MP4 whose chapters run past its media.
+  w=$(mktemp -d)
+  probe() { ffprobe -v error "$@"; }
+  frames() { probe -count_frames -select_streams v -show_entries stream=nb_read_frames -of csv=p=0 "$1" | grep -v '^$' | head -1; }
+  x265="log-level=none:keyint=12:min-keyint=12:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400"
+  ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=25:duration=2 -pix_fmt yuv420p10le -c:v libx265 -x265-params "$x265" \
+    -color_primaries bt2020 -color_trc smpte2084 -colorspace bt2020nc "$w/hdr10.mp4"
+  ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=25:duration=2 -vf setsar=4/3 -c:v libvpx-vp9 -deadline realtime -g 12 "$w/sar.webm"
+  ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=25:duration=3 -f lavfi -i sine=duration=3 -c:v mpeg2video -bf 0 -g 12 -q:v 3 -c:a mp2 "$w/ip.ts"
+  ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=25:duration=2 -f lavfi -i sine=duration=2 -c:v libx264 -g 12 -c:a aac "$w/media.mp4"
+  printf ';FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=A\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=5000\ntitle=B\n' > "$w/ch.txt"
+  ffmpeg -v error -i "$w/media.mp4" -i "$w/ch.txt" -map 0 -map_chapters 1 -c copy "$w/chapters.mp4"
+  {
+    rave upscale -i "$w/hdr10.mp4" -o "$w/hdr.mkv" --device gpu --codec hevc --preset ultrafast --segment-frames 12 --progress off > "$w/log" 2>&1
+    echo "hdr10 SEI-only -> hevc.mkv: exit $?, $(grep -m1 -o 'decoder[^;]*' "$w/log"); stream side data: $(probe -select_streams v -show_entries stream_side_data=max_luminance,max_content -of csv=p=0 "$w/hdr.mkv" | grep -v '^$' | tr '\n' ' '); first frame: $(probe -select_streams v -read_intervals %+#1 -show_entries frame_side_data=max_luminance,max_content -of csv=p=0 "$w/hdr.mkv" | grep -v '^$' | tr '\n' ' ')"
+    rave upscale -i "$w/sar.webm" -o "$w/sar.mp4" --device gpu --segment-frames 12 --progress off > "$w/log" 2>&1
+    echo "vp9 SAR 4:3 in WebM -> mp4: exit $?, in $(probe -select_streams v -show_entries stream=sample_aspect_ratio,display_aspect_ratio -of csv=p=0 "$w/sar.webm"), out $(probe -select_streams v -show_entries stream=sample_aspect_ratio,display_aspect_ratio -of csv=p=0 "$w/sar.mp4"); $(grep -m1 -o 'decoder[^;]*' "$w/log")"
+    rave upscale -i "$w/ip.ts" -o "$w/ip.mkv" --device gpu --segment-frames 12 --progress off > "$w/log" 2>&1
+    echo "mpeg2 I/P-only ts -> mkv: exit $?, $(grep -m1 -o 'segments: [0-9]*' "$w/log"), frames $(frames "$w/ip.ts") in / $(frames "$w/ip.mkv") out; $(grep -m1 -o 'decoder[^;]*' "$w/log")"
+    rave upscale -i "$w/chapters.mp4" -o "$w/chapters.out.mp4" --device gpu --progress off > "$w/log" 2>&1
+    echo "mp4 chapters past the media: exit $?, frames $(frames "$w/chapters.mp4") in / $(frames "$w/chapters.out.mp4") out, chapters $(probe -show_entries chapter=end_time -of csv=p=0 "$w/chapters.out.mp4" | grep -v '^$' | tr '\n' ' ')"
+  } | tee "$out/metadata.txt"
   ;;
 esac
