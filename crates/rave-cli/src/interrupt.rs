@@ -18,12 +18,12 @@ pub const ON_UPSCALE: &str = "stopping, finalizing the frames done so far";
 pub const ON_BATCH: &str =
     "stopping, finalizing the frames done so far; the inputs after it will not be started";
 /// The first Ctrl+C of `rave benchmark`: the pass in progress stops.
-pub const ON_BENCHMARK: &str =
-    "stopping: the null pass ends the benchmark, the full pass is measured on the frames done";
+pub const ON_BENCHMARK: &str = "stopping: during the inference or null pass the benchmark ends, during the full pass it is measured on the frames done";
 /// The first Ctrl+C of `rave plan`: nothing is planned.
-pub const ON_PLAN: &str = "stopping: the job is not planned";
+pub const ON_PLAN: &str =
+    "stopping: the input's reading ends and no job is planned (one planned before stays as it is)";
 /// The first Ctrl+C of `rave segment`: the segment is not kept.
-pub const ON_SEGMENT: &str = "stopping: this segment is not kept (its frames so far are discarded; run the same command again to redo it)";
+pub const ON_SEGMENT: &str = "stopping: this segment is not kept unless it has just finished (its frames so far are discarded; run the same command again to redo it)";
 /// The first Ctrl+C of `rave assemble`: joining copies the segments, so it finishes.
 pub const ON_ASSEMBLE: &str = "finishing the output: joining only copies the finished segments";
 

@@ -209,7 +209,7 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     }
     if unreadable_inputs > 0 {
         advice.push(format!(
-            "{unreadable_inputs} input(s) could not be read (exit 3: gone, moved or not readable by you; the reason is above); once they are back in place and readable, run again with --skip-existing"
+            "{unreadable_inputs} input(s) could not be read (exit 3: gone, moved, not readable by you, or not a regular file; the reason is above); once each is a readable file in its place, run again with --skip-existing"
         ));
     }
     if refused_inputs > 0 {

@@ -198,7 +198,7 @@ pub enum EngineError {
     /// Segments of the job are not done yet, so the output cannot be assembled.
     #[error(
         "{work}: {} of {total} segments are not done ({}){}; run `rave segment --work {work} --index I` for each, or the same `rave upscale` command again",
-        missing.len(), list_segments(missing), found_changed(changed)
+        missing.len(), list_segments(missing), not_intact(changed, gone)
     )]
     SegmentsMissing {
         /// The work folder.
@@ -209,6 +209,8 @@ pub enum EngineError {
         total: usize,
         /// Files of segments that were done but no longer match their checksum.
         changed: Vec<String>,
+        /// Files of segments that were done but are gone.
+        gone: Vec<String>,
     },
     /// Segments failed on the GPUs (each is tried on two) or were left with no worker that
     /// could run them, after the rest of the job was done; the finished ones are kept.
@@ -228,22 +230,45 @@ pub enum EngineError {
     },
 }
 
-/// The first few segment indices of a list, in words ("0, 3, 7 and 5 more").
-/// "; seg-00001.mp4 no longer matches ..." for the files of done segments found changed.
-fn found_changed(files: &[String]) -> String {
-    match files {
-        [] => String::new(),
-        [one] => format!(
-            "; {one} was done but no longer matches its checksum (damaged on disk, or changed by another program), so it is redone"
-        ),
-        many => format!(
-            "; {} were done but no longer match their checksums (damaged on disk, or changed by another program), so they are redone",
-            many.join(", ")
-        ),
+/// "; seg-00001.mp4 was done but ..." for the files of done segments found changed or gone
+/// (the first few of each), which must be redone.
+fn not_intact(changed: &[String], gone: &[String]) -> String {
+    const SHOWN: usize = 4;
+    let names = |files: &[String]| {
+        let mut words: Vec<&str> = files.iter().take(SHOWN).map(String::as_str).collect();
+        let more = files.len().saturating_sub(SHOWN);
+        let more = format!("and {more} more");
+        if files.len() > SHOWN {
+            words.push(&more);
+        }
+        words.join(", ")
+    };
+    let mut text = String::new();
+    if !changed.is_empty() {
+        text += &format!(
+            "; {} {} done but no longer {} {} checksum (damaged on disk, or changed by another program) and must be redone",
+            names(changed),
+            if changed.len() == 1 { "was" } else { "were" },
+            if changed.len() == 1 {
+                "matches"
+            } else {
+                "match"
+            },
+            if changed.len() == 1 { "its" } else { "their" },
+        );
     }
+    if !gone.is_empty() {
+        text += &format!(
+            "; {} {} done but {} gone (removed by another program?) and must be redone",
+            names(gone),
+            if gone.len() == 1 { "was" } else { "were" },
+            if gone.len() == 1 { "is" } else { "are" },
+        );
+    }
+    text
 }
 
-/// "segment 3" or "segments 1, 2, and 3 more": the indices of segments, the first few.
+/// The first few segment indices of a list, in words ("segments 0, 3, 7 and 5 more").
 pub fn list_segments(indices: &[usize]) -> String {
     const SHOWN: usize = 8;
     let mut words: Vec<String> = indices.iter().take(SHOWN).map(|i| i.to_string()).collect();
@@ -466,6 +491,7 @@ mod tests {
                 missing: vec![1],
                 total: 2,
                 changed: Vec::new(),
+                gone: Vec::new(),
             },
             EngineError::SegmentsFailed {
                 missing: vec![1],
@@ -515,12 +541,13 @@ mod tests {
             missing: (0..10).collect(),
             total: 12,
             changed: vec!["seg-00003.mp4".into()],
+            gone: (4..10).map(|i| format!("seg-{i:05}.mp4")).collect(),
         };
+        let text = missing.to_string();
         assert!(
-            missing
-                .to_string()
-                .contains("; seg-00003.mp4 was done but no longer matches its checksum"),
-            "{missing}"
+            text.contains("; seg-00003.mp4 was done but no longer matches its checksum")
+                && text.contains("; seg-00004.mp4, seg-00005.mp4, seg-00006.mp4, seg-00007.mp4, and 2 more were done but are gone"),
+            "{text}"
         );
         assert_eq!(missing.family().exit_code(), 7);
         let failed = EngineError::SegmentsFailed {

@@ -5,6 +5,7 @@
 //! HLG stream is decoded on its own to read them.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use ffmpeg_next::codec::Id;
 use ffmpeg_next::ffi::AVColorTransferCharacteristic as Trc;
@@ -13,8 +14,15 @@ use ffmpeg_next::frame::side_data::Type;
 
 use crate::sys;
 
-/// Packets of the video read at most before giving up on a first frame.
-const MAX_PACKETS: usize = 64;
+/// Video packets sent to the decoder at most before giving up on a first frame.
+const MAX_VIDEO_PACKETS: usize = 64;
+
+/// Packets of any stream read at most (a video stream whose packets come late in the file
+/// is left to the reader, not read here in full).
+const MAX_PACKETS: usize = 2048;
+
+/// Read errors after which the look-ahead gives up (a file system error repeats forever).
+const MAX_READ_ERRORS: usize = 8;
 
 /// The HDR10 side data of a video's first frame, as bytes of FFmpeg's structures (the same
 /// as the stream side data of the same kinds).
@@ -49,7 +57,18 @@ pub fn first_frame_hdr(input: &Input, index: usize) -> BitstreamHdr {
     let Some(path) = sys::input_path(input) else {
         return BitstreamHdr::default();
     };
-    read_first_frame(path, index).unwrap_or_default()
+    // Asked for each segment's encoder and for the output: read once per file and stream
+    // in a process (a changed input fails the job on its own). Not read under the lock:
+    // two workers asking at once both read, the same answer.
+    static READ: Mutex<Vec<((PathBuf, usize), BitstreamHdr)>> = Mutex::new(Vec::new());
+    let lock = || READ.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (path, index);
+    if let Some((_, hdr)) = lock().iter().find(|(k, _)| *k == key) {
+        return hdr.clone();
+    }
+    let hdr = read_first_frame(key.0.clone(), index).unwrap_or_default();
+    lock().push((key, hdr.clone()));
+    hdr
 }
 
 fn read_first_frame(path: PathBuf, index: usize) -> Option<BitstreamHdr> {
@@ -61,16 +80,28 @@ fn read_first_frame(path: PathBuf, index: usize) -> Option<BitstreamHdr> {
         .video()
         .ok()?;
     let mut frame = ffmpeg_next::frame::Video::empty();
-    let mut sent = 0;
-    for (stream, packet) in input.packets() {
-        if stream.index() != index {
+    let (mut sent, mut errors) = (0, 0);
+    for _ in 0..MAX_PACKETS {
+        let mut packet = ffmpeg_next::Packet::empty();
+        match packet.read(&mut input) {
+            Ok(()) => {}
+            Err(ffmpeg_next::Error::Eof) => break,
+            Err(_) => {
+                errors += 1;
+                if errors >= MAX_READ_ERRORS {
+                    return None;
+                }
+                continue;
+            }
+        }
+        if packet.stream() != index {
             continue;
         }
         if decoder.send_packet(&packet).is_ok() && decoder.receive_frame(&mut frame).is_ok() {
             return Some(side_data_of(&frame));
         }
         sent += 1;
-        if sent >= MAX_PACKETS {
+        if sent >= MAX_VIDEO_PACKETS {
             return None;
         }
     }

@@ -68,20 +68,22 @@ pub(crate) fn declared_of(
 }
 
 /// Where the file's declared length ends, in seconds, when it can be held against the
-/// streams RAVE reads: not when a stream it does not read (an MP4's chapter text or
-/// timecode track, other data) reaches that end, as a chapter list longer than the media
-/// does; the length of such a track says nothing about the picture and sound, whose own
-/// declared ends are held to them still.
+/// streams RAVE reads: not when an MP4/MOV data track with samples of its own (chapter
+/// text, timecode) reaches that end, as a chapter list longer than the media does; the
+/// length of such a track says nothing about the picture and sound, whose own declared
+/// ends are held to them still. (Only there: FFmpeg gives a stream without timing of its
+/// own, a Matroska attachment say, the file's length, which would always reach it.)
 pub(crate) fn file_end_s(input: &Input, declared_times: bool) -> Option<f64> {
     if !declared_times || input.duration() <= 0 {
         return None;
     }
     let end = input.duration() as f64 / 1e6;
+    let format = input.format().name().to_owned();
+    let is_mov = format.split(',').any(|f| f == "mov" || f == "mp4");
     let unread_reaches_end = input.streams().any(|s| {
-        let unread = !matches!(
-            s.parameters().medium(),
-            Type::Video | Type::Audio | Type::Subtitle
-        );
+        let unread = is_mov
+            && s.parameters().medium() == Type::Data
+            && (s.frames() > 0 || sys::index_entries(input, s.index()) > 0);
         let tb = f64::from(s.time_base());
         let span = s.duration() as f64 * tb;
         let start = if s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE {

@@ -207,7 +207,8 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
     // Held while the segments are read: another process finishing (a second assemble, a
     // late worker) leaves the folder to this one.
     let claim = work.claim(false)?;
-    let (manifest, changed) = verify_done_naming(&work)?;
+    let (manifest, not_intact) = verify_done_naming(&work)?;
+    let (changed, gone) = not_intact.into_iter().partition(|f| work.file(f).exists());
     let missing = manifest.missing();
     if !missing.is_empty() {
         return Err(EngineError::SegmentsMissing {
@@ -215,6 +216,7 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
             missing,
             total: manifest.segments.len(),
             changed,
+            gone,
         });
     }
     let target = OutputTarget::prepare(

@@ -67,6 +67,7 @@ pub fn write_output(
             missing: job.manifest.missing(),
             total: job.manifest.segments.len(),
             changed: Vec::new(),
+            gone: Vec::new(),
         });
     }
     // Damage that needs no assembly to be known (no frame decodable, frames missing) is

@@ -160,7 +160,12 @@ pub fn prepare(
         }
     }
     if let Some(work) = &work {
-        work.check_unclaimed(&config.output)?;
+        match config.segments.work {
+            // RAVE's own folder beside the output: segment files without a manifest are
+            // what a run killed while removing it left.
+            None => work.discard_orphan_segments(),
+            Some(_) => work.check_unclaimed(&config.output)?,
+        }
     }
     // Read every packet once: the keyframe index, and the whole file's container-level
     // damage before any model loads.

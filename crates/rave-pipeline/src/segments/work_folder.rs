@@ -232,12 +232,7 @@ impl WorkFolder {
                 entries
                     .flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|name| {
-                        matches!(
-                            work_files::classify(name),
-                            Some(WorkFile::Segment | WorkFile::Partial | WorkFile::Temp { .. })
-                        )
-                    })
+                    .filter(|name| is_segment_file(name))
                     .collect()
             })
             .unwrap_or_default();
@@ -254,7 +249,7 @@ impl WorkFolder {
         };
         let output_name = output.file_name().map(|n| n.to_string_lossy().into_owned());
         let output_dir = output.parent().filter(|p| !p.as_os_str().is_empty());
-        if output_name.is_some_and(|n| work_files::classify(&n).is_some())
+        if output_name.is_some_and(|n| work_files::classify(&n.to_lowercase()).is_some())
             && same_folder(output_dir.unwrap_or(Path::new(".")), &self.dir)
         {
             return refuse(format!(
@@ -263,6 +258,31 @@ impl WorkFolder {
             ));
         }
         Ok(())
+    }
+
+    /// Remove the segment files of a job whose manifest is gone from this folder, RAVE's
+    /// own default one beside the output (nobody else puts files there): what a run killed
+    /// while removing the folder left, before the manifest went last.
+    pub fn discard_orphan_segments(&self) {
+        if self.has_manifest() {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let orphan = match work_files::classify(&name) {
+                Some(WorkFile::Temp { host, pid }) => {
+                    !work_files::temp_owner_may_run(host.as_deref(), pid)
+                }
+                Some(WorkFile::Segment | WorkFile::Partial) => true,
+                _ => false,
+            };
+            if orphan {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 
     /// The final name of segment `index`'s file.
@@ -360,10 +380,26 @@ impl WorkFolder {
     }
 }
 
-/// RAVE's file `names` in the order they are removed: the segment files first, the
-/// manifest and its locks last.
+/// Whether `name` is, or on a case-insensitive file system (exFAT, CIFS) would be, one of
+/// RAVE's segment files (finished, partial, being written).
+fn is_segment_file(name: &str) -> bool {
+    matches!(
+        work_files::classify(&name.to_lowercase()),
+        Some(WorkFile::Segment | WorkFile::Partial | WorkFile::Temp { .. })
+    )
+}
+
+/// RAVE's file `names` in the order they are removed: the segment files first; then the
+/// manifest (the folder is no job any more); its lock; the job lock last (held until then,
+/// so no other run claims the job while its manifest is still there).
 fn in_removal_order(mut names: Vec<String>) -> Vec<String> {
-    names.sort_by_key(|name| work_files::classify(name) == Some(WorkFile::Bookkeeping));
+    let rank = |name: &String| match name.as_str() {
+        "job.lock" => 3,
+        "manifest.lock" => 2,
+        _ if work_files::classify(name) == Some(WorkFile::Bookkeeping) => 1,
+        _ => 0,
+    };
+    names.sort_by_key(rank);
     names
 }
 
@@ -555,6 +591,15 @@ pub(crate) mod tests {
             err.contains("holds 1 file(s) named as RAVE names its segments (seg-00002.mp4)"),
             "{err}"
         );
+        // On a case-insensitive file system this name is RAVE's segment 2's.
+        std::fs::remove_file(w.file("seg-00002.mp4")).unwrap();
+        std::fs::write(w.file("SEG-00002.MP4"), b"the user's video").unwrap();
+        assert!(w.check_unclaimed(&output).is_err());
+        // RAVE's own default folder: such files are what a killed removal left.
+        std::fs::write(w.file("seg-00004.mp4"), b"a segment").unwrap();
+        w.discard_orphan_segments();
+        assert!(!w.file("seg-00004.mp4").exists());
+        assert!(w.file("notes.txt").exists() && w.file("SEG-00002.MP4").exists());
         // A job of RAVE's planned there meanwhile is for the caller to resume.
         assert!(w.write_first(&manifest_of("/a.mp4")).unwrap());
         w.check_unclaimed(&output).unwrap();
@@ -563,21 +608,21 @@ pub(crate) mod tests {
     #[test]
     fn the_manifest_and_locks_are_removed_last() {
         let names = [
+            "job.lock",
+            "manifest.lock",
             "manifest.json",
             "seg-00001.mp4",
-            "job.lock",
             "seg-00000.partial.mp4",
         ];
         let order = in_removal_order(names.map(String::from).to_vec());
-        assert_eq!(
-            order,
-            [
-                "seg-00001.mp4",
-                "seg-00000.partial.mp4",
-                "manifest.json",
-                "job.lock"
-            ]
-        );
+        let want = [
+            "seg-00001.mp4",
+            "seg-00000.partial.mp4",
+            "manifest.json",
+            "manifest.lock",
+            "job.lock",
+        ];
+        assert_eq!(order, want);
     }
 
     #[test]
