@@ -616,7 +616,12 @@ fn ctrl_c_with_an_unwritable_partial_says_what_the_next_run_resumes() {
     // (Sized with the same options: the encoder's output depends on its threads.)
     let sized = d.join("sized.mp4");
     let same = ["--segment-frames", "10", "--jobs", "1", "--threads", "1"];
-    upscale_ok(&input, &sized, &model, &[&same[..], &["--keep-work"]].concat());
+    upscale_ok(
+        &input,
+        &sized,
+        &model,
+        &[&same[..], &["--keep-work"]].concat(),
+    );
     let largest = std::fs::read_dir(d.join(".sized.mp4.rave-work"))
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())

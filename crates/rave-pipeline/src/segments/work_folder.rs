@@ -137,8 +137,9 @@ impl WorkFolder {
         if self.has_manifest() {
             return Ok(false);
         }
-        manifest.write(&self.manifest_path())?;
-        Ok(true)
+        // Taken without replacing: on shared storage another host's lock may not exclude
+        // this one, or its new manifest may not show yet.
+        manifest.write_new(&self.manifest_path())
     }
 
     /// Take the lock and read the manifest.
@@ -423,6 +424,30 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// [`write_atomically`] where no file is named `path`; whether it was written (`false`
+/// when one is, left as it is).
+pub fn write_atomically_new(path: &Path, bytes: &[u8]) -> Result<bool> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let io = |e: std::io::Error| work_file_unwritable(path, &e);
+    let mut file = File::create(&tmp).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    match crate::no_replace::rename_no_replace(&tmp, path) {
+        Ok(()) => {
+            sync_folder_of(path);
+            Ok(true)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Ok(false),
+                _ => Err(io(e)),
+            }
+        }
+    }
+}
+
 /// Sync `path`'s file data, then rename it to `to` and sync the folder, so the new name
 /// survives a power loss with the data under it.
 pub fn sync_and_rename(path: &Path, to: &Path) -> Result<()> {
@@ -603,6 +628,17 @@ pub(crate) mod tests {
         // A job of RAVE's planned there meanwhile is for the caller to resume.
         assert!(w.write_first(&manifest_of("/a.mp4")).unwrap());
         w.check_unclaimed(&output).unwrap();
+    }
+
+    #[test]
+    fn a_first_manifest_never_replaces_one_that_appeared() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        assert!(write_atomically_new(&path, b"first").unwrap());
+        assert!(!write_atomically_new(&path, b"second").unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file left");
     }
 
     #[test]
