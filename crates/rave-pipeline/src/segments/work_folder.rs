@@ -265,24 +265,8 @@ impl WorkFolder {
     /// own default one beside the output (nobody else puts files there): what a run killed
     /// while removing the folder left, before the manifest went last.
     pub fn discard_orphan_segments(&self) {
-        if self.has_manifest() {
-            return;
-        }
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let orphan = match work_files::classify(&name) {
-                Some(WorkFile::Temp { host, pid }) => {
-                    !work_files::temp_owner_may_run(host.as_deref(), pid)
-                }
-                Some(WorkFile::Segment | WorkFile::Partial) => true,
-                _ => false,
-            };
-            if orphan {
-                let _ = std::fs::remove_file(entry.path());
-            }
+        if !self.has_manifest() {
+            self.remove_dead_files(true);
         }
     }
 
@@ -313,19 +297,26 @@ impl WorkFolder {
     /// Remove what interrupted workers left (temporary and partial segment files), except
     /// files of workers still running (their names carry a live process id on this host).
     pub fn sweep_leftovers(&self) {
+        self.remove_dead_files(false);
+    }
+
+    /// Remove the temporary files of workers that cannot be running, the partial segment
+    /// files, and with `finished` the finished segment files too.
+    fn remove_dead_files(&self, finished: bool) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let left = match work_files::classify(&name) {
+            let dead = match work_files::classify(&name) {
                 Some(WorkFile::Temp { host, pid }) => {
                     !work_files::temp_owner_may_run(host.as_deref(), pid)
                 }
                 Some(WorkFile::Partial) => true,
+                Some(WorkFile::Segment) => finished,
                 _ => false,
             };
-            if left {
+            if dead {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
