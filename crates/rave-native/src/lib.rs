@@ -1,6 +1,6 @@
 //! RAVE's native inference engine for the common super-resolution architectures.
-//! [`recognise`] finds SRVGGNetCompact or RRDBNet in an ONNX graph (never from the file
-//! name) and reads its weights into a [`Network`]; [`reference`] runs that network with plain
+//! [`recognise`](mod@recognise) finds SRVGGNetCompact or RRDBNet in an ONNX graph (never from the file
+//! name) and reads its weights into a [`Network`]; [`reference`](mod@reference) runs that network with plain
 //! f32 loops, the ground truth for the GPU kernels; [`gpu`] holds the CUDA kernels (NVRTC at
 //! run time) and the whole-network SRVGGNetCompact engine; [`backend`] puts that engine behind
 //! the GPU pipeline's backend interface (`--backend native`, or `auto`).

@@ -1,7 +1,7 @@
 //! A per-frame timeline of the pipeline's stages, for finding where a GPU waits (there is no
 //! Nsight Systems on the machines RAVE is measured on). Off unless `RAVE_TIMELINE` names a
 //! CSV file; then each stage marks host instants (`host`) and points on its CUDA stream
-//! (`gpu`, a timing event there), and [`write`] puts them in the file, one row a mark:
+//! (`gpu`, a timing event there), and [`write`](fn@write) puts them in the file, one row a mark:
 //! `section,what,seq,ms` with `section` the part of the run ([`section`]; `run` unless
 //! named), `seq` the mark's count of its kind in the section (the frame's order, for stages
 //! that take frames in order, one at a time) and `ms` from the start on a common clock.
