@@ -268,3 +268,33 @@ fn an_mp4_whose_chapters_run_past_its_end_is_complete() {
         ["1.000000", "5.000000"]
     );
 }
+
+/// `--max-frames` ending inside a group of B-frames: the reading has met the P-frame they
+/// precede (decode order) but not them, which is no gap in the timeline.
+#[test]
+fn max_frames_inside_a_b_frame_group_sees_no_missing_frame_slots() {
+    let dir = scratch();
+    // x264's defaults: three B-frames in a pyramid.
+    let input = dir.path().join("b.mp4");
+    lavfi_clip(
+        &input,
+        &["testsrc2=size=64x48:rate=24:duration=1"],
+        &["-c:v", "libx264"],
+    );
+    for n in ["2", "3", "4", "8"] {
+        let output = dir.path().join(format!("first{n}.mkv"));
+        let o = upscale(
+            &input,
+            &output,
+            &fixture("nearest_x2.onnx"),
+            &["--device", "cpu", "--max-frames", n],
+        );
+        assert_exit(&o, 0);
+        assert!(
+            !stderr(&o).contains("missing frame slot"),
+            "{n}: {}",
+            stderr(&o)
+        );
+        assert_eq!(frame_times(&output).len().to_string(), n);
+    }
+}

@@ -67,6 +67,11 @@ impl VideoTimeline {
         self.exact_step
     }
 
+    /// The timestamp of the last frame placed, if any.
+    pub fn last_placed(&self) -> Option<i64> {
+        self.last
+    }
+
     /// Whether the stream claims a constant frame rate.
     pub fn constant_rate(&self) -> bool {
         self.constant_rate

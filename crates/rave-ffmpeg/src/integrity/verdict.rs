@@ -76,6 +76,12 @@ impl IntegrityLedger {
         let (gaps, first_gap) = match self.timeline.constant_rate() {
             true => {
                 let mut pts = self.timeline_pts();
+                // A reading stopped early (--max-frames) has read packets ahead of the last
+                // frame it made (B-frames come after the frame they precede): the frames
+                // between are not read, not missing.
+                if !read_to_end && let Some(last) = self.timeline.last_placed() {
+                    pts.retain(|&p| p <= last);
+                }
                 pts.sort_unstable();
                 pts.dedup();
                 let step = self.timeline.step();
