@@ -671,3 +671,49 @@ fn ctrl_c_with_an_unwritable_partial_says_what_the_next_run_resumes() {
     assert_eq!(segment_counts(&v).2 as usize, done, "{v}");
     assert_eq!(frame_times(&output).len(), 40);
 }
+
+/// `rave plan -o FOLDER/` takes an output folder as `rave upscale` does (its --help says
+/// so): the output takes the input's name there. A folder input is refused.
+#[test]
+fn plan_takes_an_output_folder_like_upscale() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = photo_clip_gop10(d, 10);
+    let model = fixture("nearest_x2.onnx");
+    let work = d.join("job");
+    let w = work.to_str().unwrap();
+    let folder = format!("{}/", d.join("out").display());
+    let plan = |i: &Path, o: &str| {
+        rave()
+            .args(["plan", "-i", i.to_str().unwrap(), "-o", o])
+            .args([
+                "-m",
+                model.to_str().unwrap(),
+                "--device",
+                "cpu",
+                "--work",
+                w,
+            ])
+            .output()
+            .unwrap()
+    };
+    assert_exit(&plan(&input, &folder), 0);
+    let o = rave()
+        .args(["segment", "--work", w, "--index", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let o = rave().args(["assemble", "--work", w]).output().unwrap();
+    assert_exit(&o, 0);
+    assert_eq!(
+        frame_times(&d.join("out").join("in.mp4")),
+        frame_times(&input)
+    );
+    let o = plan(d, "x.mkv");
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("rave plan takes one input"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -26,7 +26,11 @@ const INDEX_VARIABLES: [&str; 3] = [
 
 /// `rave plan`: write the manifest and print the segment count.
 pub fn plan(global: &GlobalArgs, args: &UpscaleArgs, raw: &[String]) -> Result<i32> {
-    let [input] = args.input.as_slice() else {
+    let one_file = match args.input.as_slice() {
+        [input] if !input.is_dir() => Some(input),
+        _ => None,
+    };
+    let Some(input) = one_file else {
         return Err(EngineError::Config(
             "rave plan takes one input (-i FILE); plan each file of a folder as its own job".into(),
         ));
@@ -36,7 +40,21 @@ pub fn plan(global: &GlobalArgs, args: &UpscaleArgs, raw: &[String]) -> Result<i
             "--skip-existing applies to rave upscale: rave plan always plans the job (its output is written by rave assemble)".into(),
         ));
     }
-    let mut config = super::upscale::config_for(global, args, input, &args.output)?;
+    // An output folder (as rave upscale takes it): the output takes the input's name there.
+    let output = match crate::batch::plan(std::slice::from_ref(input), &args.output)? {
+        crate::batch::Plan::Single(job) => job.output,
+        crate::batch::Plan::Batch { folder, jobs, .. } => {
+            std::fs::create_dir_all(&folder).map_err(|e| EngineError::OutputUnwritable {
+                path: folder.clone(),
+                reason: format!("cannot create the output folder: {e}"),
+            })?;
+            jobs.into_iter()
+                .next()
+                .map(|j| j.output)
+                .ok_or_else(|| EngineError::Config("no input to plan".into()))?
+        }
+    };
+    let mut config = super::upscale::config_for(global, args, input, &output)?;
     config.segments.options = options_after(raw, "plan");
     let cancel = interrupt_on_ctrl_c(interrupt::ON_PLAN)?;
     let progress = progress_view::sink_for(args.run.progress);
