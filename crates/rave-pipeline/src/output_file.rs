@@ -42,6 +42,13 @@ struct Place {
 
 /// `target`'s place, refused when it has no file name, its folder does not exist, it is
 /// the input (by device and inode: a hard link too) or a folder.
+/// The longest file name Linux file systems take, in bytes.
+const NAME_MAX_BYTES: usize = 255;
+
+/// The longest output name whose derived names still fit: `.NAME.rave-work` (11 bytes
+/// more) and `NAME.partial-999.EXT` (12 more) beside it.
+const MAX_OUTPUT_NAME_BYTES: usize = NAME_MAX_BYTES - 12;
+
 fn place(target: &Path, input: &Path) -> Result<Place> {
     let unwritable = |reason: &str| EngineError::OutputUnwritable {
         path: target.to_path_buf(),
@@ -52,6 +59,16 @@ fn place(target: &Path, input: &Path) -> Result<Place> {
         .ok_or_else(|| unwritable("is not a file name"))?
         .to_string_lossy()
         .into_owned();
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        target.file_name().map_or(0, |n| n.as_bytes().len())
+    };
+    if bytes > MAX_OUTPUT_NAME_BYTES {
+        return Err(unwritable(&format!(
+            "its name is {bytes} bytes; RAVE names files beside it with up to {} bytes more (its temporary file, work folder, a partial output), past the {NAME_MAX_BYTES} a file name may have: shorten it to {MAX_OUTPUT_NAME_BYTES} bytes at most",
+            NAME_MAX_BYTES - MAX_OUTPUT_NAME_BYTES
+        )));
+    }
     let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -298,6 +315,25 @@ mod tests {
         let input = dir.path().join("in.mp4");
         std::fs::write(&input, b"input bytes").unwrap();
         (dir, input)
+    }
+
+    #[test]
+    fn an_output_name_too_long_for_the_names_beside_it_is_refused_before_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let fits = dir
+            .path()
+            .join(format!("{}.mkv", "n".repeat(MAX_OUTPUT_NAME_BYTES - 4)));
+        OutputTarget::check(&fits, Path::new("/in.mp4"), false).unwrap();
+        let long = dir
+            .path()
+            .join(format!("{}.mkv", "n".repeat(MAX_OUTPUT_NAME_BYTES - 3)));
+        let err = OutputTarget::check(&long, Path::new("/in.mp4"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("its name is 244 bytes") && err.contains("shorten it to 243 bytes"),
+            "{err}"
+        );
     }
 
     #[test]
