@@ -97,7 +97,7 @@ fn existing_folder(dir: &Path, given: &str) -> Result<PathBuf> {
     }
 }
 
-/// Every `.onnx` file in the model folders: (name, path), first folder wins on a name clash.
+/// Every `.onnx` file (`.ONNX` too) in the model folders: (name, path), first folder wins on a name clash.
 pub fn installed_models(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
     let mut found: Vec<(String, PathBuf)> = Vec::new();
     for dir in dirs {
@@ -106,7 +106,11 @@ pub fn installed_models(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
         };
         let mut here: Vec<(String, PathBuf)> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "onnx") && p.is_file())
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|x| x.eq_ignore_ascii_case("onnx"))
+                    && p.is_file()
+            })
             .filter_map(|p| Some((p.file_stem()?.to_string_lossy().into_owned(), p)))
             .filter(|(n, _)| !found.iter().any(|(f, _)| f == n))
             .collect();
@@ -119,7 +123,7 @@ pub fn installed_models(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
 /// Resolve `-m`: an existing path, or an installed model name.
 pub fn resolve_model(spec: &str, dirs: &[PathBuf]) -> Result<PathBuf> {
     let as_path = Path::new(spec);
-    let looks_like_path = spec.contains('/') || spec.ends_with(".onnx");
+    let looks_like_path = spec.contains('/') || spec.to_ascii_lowercase().ends_with(".onnx");
     if looks_like_path || as_path.exists() {
         if as_path.exists() {
             return Ok(as_path.to_path_buf());
@@ -187,9 +191,11 @@ mod tests {
         std::fs::write(a.join("m1.onnx"), b"").unwrap();
         std::fs::write(b.join("m1.onnx"), b"").unwrap();
         std::fs::write(b.join("m2.onnx"), b"").unwrap();
+        std::fs::write(b.join("UPPER.ONNX"), b"").unwrap();
         let dirs = vec![a.clone(), b.clone()];
         assert_eq!(resolve_model("m1", &dirs).unwrap(), a.join("m1.onnx"));
         assert_eq!(resolve_model("m2", &dirs).unwrap(), b.join("m2.onnx"));
+        assert_eq!(resolve_model("UPPER", &dirs).unwrap(), b.join("UPPER.ONNX"));
         let err = resolve_model("nope", &dirs).unwrap_err().to_string();
         assert!(err.contains("m1, m2"), "{err}");
         let err = resolve_model("x/missing.onnx", &dirs).unwrap_err();
