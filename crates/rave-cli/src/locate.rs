@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(resolve_model("m2", &dirs).unwrap(), b.join("m2.onnx"));
         assert_eq!(resolve_model("UPPER", &dirs).unwrap(), b.join("UPPER.ONNX"));
         let err = resolve_model("nope", &dirs).unwrap_err().to_string();
-        assert!(err.contains("m1, m2"), "{err}");
+        assert!(err.contains("m1, UPPER, m2"), "{err}");
         let err = resolve_model("x/missing.onnx", &dirs).unwrap_err();
         assert_eq!(err.kind(), "model_not_found");
         std::fs::remove_dir_all(&base).unwrap();
