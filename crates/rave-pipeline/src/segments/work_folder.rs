@@ -404,26 +404,27 @@ fn is_raves(name: &str) -> bool {
 /// Write `bytes` to `path` atomically: a temporary file beside it, synced, renamed over it,
 /// and the folder synced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = synced_beside(path, bytes)?;
+    std::fs::rename(&tmp, path).map_err(|e| work_file_unwritable(path, &e))?;
+    sync_folder_of(path);
+    Ok(())
+}
+
+/// `bytes` written and synced to a temporary file beside `path`, returned.
+fn synced_beside(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let io = |e: std::io::Error| work_file_unwritable(path, &e);
     let mut file = File::create(&tmp).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
     file.sync_all().map_err(io)?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io)?;
-    sync_folder_of(path);
-    Ok(())
+    Ok(tmp)
 }
 
 /// [`write_atomically`] where no file is named `path`; whether it was written (`false`
 /// when one is, left as it is).
 pub fn write_atomically_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let tmp = synced_beside(path, bytes)?;
     let io = |e: std::io::Error| work_file_unwritable(path, &e);
-    let mut file = File::create(&tmp).map_err(io)?;
-    file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    drop(file);
     match crate::no_replace::rename_no_replace(&tmp, path) {
         Ok(()) => {
             sync_folder_of(path);
