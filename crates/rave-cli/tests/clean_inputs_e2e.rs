@@ -227,11 +227,7 @@ fn an_mp4_whose_chapters_run_past_its_end_is_complete() {
     let d = dir.path();
     let media = clip(d, "media.mp4", &[]);
     let chapters = d.join("chapters.txt");
-    std::fs::write(
-        &chapters,
-        ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=A\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=5000\ntitle=B\n",
-    )
-    .unwrap();
+    write_chapters(&chapters, &[(0, 1000, "A"), (1000, 5000, "B")]);
     let input = d.join("chapters.mp4");
     let path = |p: &Path| p.to_str().unwrap().to_string();
     let (m, c, i) = (path(&media), path(&chapters), path(&input));
@@ -259,14 +255,7 @@ fn an_mp4_whose_chapters_run_past_its_end_is_complete() {
     );
     assert_complete(&input);
     let output = PathBuf::from(format!("{}.out.mkv", input.display()));
-    let ends = ffprobe(
-        &output,
-        &["-show_entries", "chapter=end_time", "-of", "csv=p=0"],
-    );
-    assert_eq!(
-        ends.split_whitespace().collect::<Vec<_>>(),
-        ["1.000000", "5.000000"]
-    );
+    assert_eq!(chapter_ends(&output), ["1.000000", "5.000000"]);
 }
 
 /// `--max-frames` ending inside a group of B-frames: the reading has met the P-frame they

@@ -14,25 +14,10 @@ fn nearest(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output 
     upscale(input, output, &fixture("nearest_x2.onnx"), extra)
 }
 
-fn run_ffmpeg(args: &[&str]) {
-    let o = std::process::Command::new("ffmpeg")
-        .args(["-v", "error", "-nostdin", "-y"])
-        .args(args)
-        .output()
-        .expect("the ffmpeg command (scripts/setup.sh installs it)");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// `name` in `dir`: 25 frames of testsrc2 at 96x64, a keyframe every 5, made with `args`.
+/// `name` in `dir`: 25 frames of testsrc2 at 96x64, made with the output options `args`.
 fn clip(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
     let path = dir.join(name);
-    let source = [
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=96x64:rate=25:duration=1",
-    ];
-    run_ffmpeg(&[&source[..], args, &[path.to_str().unwrap()]].concat());
+    lavfi_clip(&path, &["testsrc2=size=96x64:rate=25:duration=1"], args);
     path
 }
 
@@ -80,7 +65,7 @@ fn a_pixel_aspect_ratio_only_the_container_carries_is_kept() {
     // A Matroska display size over the bitstream's 4:3.
     let anamorphic = d.join("anamorphic.mkv");
     let (h, a) = (h264.to_str().unwrap(), anamorphic.to_str().unwrap());
-    run_ffmpeg(&["-i", h, "-c", "copy", "-aspect", "16:9", a]);
+    ffmpeg(&["-i", h, "-c", "copy", "-aspect", "16:9", a]);
     assert_eq!(aspect(&vp9), "4:3 2:1");
     assert_eq!(aspect(&anamorphic), "32:27 16:9");
     for input in [&vp9, &anamorphic] {
@@ -228,11 +213,7 @@ fn timecode_and_chapter_tracks_are_said_to_be_written_again_not_lost() {
         &["-c:v", "libx264", "-timecode", "01:02:03:04"],
     );
     let chapters = d.join("chapters.txt");
-    std::fs::write(
-        &chapters,
-        ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=500\ntitle=A\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=500\nEND=1000\ntitle=B\n",
-    )
-    .unwrap();
+    write_chapters(&chapters, &[(0, 500, "A"), (500, 1000, "B")]);
     let input = d.join("both.mov");
     let (t, c) = (timed.to_str().unwrap(), chapters.to_str().unwrap());
     let args = [
@@ -247,7 +228,7 @@ fn timecode_and_chapter_tracks_are_said_to_be_written_again_not_lost() {
         "-c",
         "copy",
     ];
-    run_ffmpeg(&[&args[..], &[input.to_str().unwrap()]].concat());
+    ffmpeg(&[&args[..], &[input.to_str().unwrap()]].concat());
     let output = d.join("out.mov");
     let o = nearest(&input, &output, &[]);
     assert_exit(&o, 0);
@@ -264,14 +245,7 @@ fn timecode_and_chapter_tracks_are_said_to_be_written_again_not_lost() {
         &["-show_entries", "stream_tags=timecode", "-of", "csv=p=0"],
     );
     assert!(kept.contains("01:02:03:04"), "{kept}");
-    let ends = ffprobe(
-        &output,
-        &["-show_entries", "chapter=end_time", "-of", "csv=p=0"],
-    );
-    assert_eq!(
-        ends.split_whitespace().collect::<Vec<_>>(),
-        ["0.500000", "1.000000"]
-    );
+    assert_eq!(chapter_ends(&output), ["0.500000", "1.000000"]);
 }
 
 #[test]
@@ -279,8 +253,7 @@ fn a_song_with_cover_art_is_refused_as_only_cover_art() {
     let dir = scratch();
     let song = dir.path().join("song.mp3");
     let (sound, picture) = ("sine=duration=1", "testsrc2=size=64x64:duration=0.04");
-    let mut args = vec!["-f", "lavfi", "-i", sound, "-f", "lavfi", "-i", picture];
-    args.extend([
+    let cover = [
         "-map",
         "0",
         "-map",
@@ -289,9 +262,13 @@ fn a_song_with_cover_art_is_refused_as_only_cover_art() {
         "libmp3lame",
         "-c:v",
         "mjpeg",
-    ]);
-    args.extend(["-disposition:v", "attached_pic", "-frames:v", "1"]);
-    run_ffmpeg(&[&args[..], &[song.to_str().unwrap()]].concat());
+    ];
+    let attached = ["-disposition:v", "attached_pic", "-frames:v", "1"];
+    lavfi_clip(
+        &song,
+        &[sound, picture],
+        &[&cover[..], &attached[..]].concat(),
+    );
     let o = nearest(&song, &dir.path().join("out.mkv"), &[]);
     assert_exit(&o, 3);
     let err = stderr(&o);

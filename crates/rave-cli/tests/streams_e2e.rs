@@ -235,7 +235,13 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
         ],
     );
     let meta = d.join("meta.txt");
-    std::fs::write(&meta, ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3600000\nEND=3600400\ntitle=Opening\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3600400\nEND=3601000\ntitle=Ending\n").unwrap();
+    write_chapters(
+        &meta,
+        &[
+            (3_600_000, 3_600_400, "Opening"),
+            (3_600_400, 3_601_000, "Ending"),
+        ],
+    );
     let mkv = d.join("late.mkv");
     let m = meta.to_str().unwrap();
     lavfi_clip(
@@ -284,7 +290,7 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
 
     // Chapters that end before the picture starts are left out, as ffmpeg leaves them.
     let early = d.join("early.txt");
-    std::fs::write(&early, ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=400\ntitle=Gone\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3600000\nEND=3601000\ntitle=Kept\n").unwrap();
+    write_chapters(&early, &[(0, 400, "Gone"), (3_600_000, 3_601_000, "Kept")]);
     let early_mkv = d.join("early.mkv");
     let e = early.to_str().unwrap();
     lavfi_clip(
@@ -391,7 +397,10 @@ fn max_frames_cuts_chapters_and_subtitle_cues_with_the_picture() {
     let dir = scratch();
     let d = dir.path();
     let meta = d.join("meta.txt");
-    std::fs::write(&meta, ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=3000\ntitle=Two\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=3000\nEND=4000\ntitle=Three\n").unwrap();
+    write_chapters(
+        &meta,
+        &[(0, 1000, "One"), (1000, 3000, "Two"), (3000, 4000, "Three")],
+    );
     let srt = d.join("cues.srt");
     std::fs::write(
         &srt,

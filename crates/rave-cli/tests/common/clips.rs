@@ -207,3 +207,13 @@ pub fn offset_ts_clip(path: &Path, video: &str, seconds: u32, offset: &str) {
         ],
     );
 }
+
+/// An FFmpeg metadata file at `path` with `chapters` (start and end in milliseconds, title),
+/// for `-i path -map_chapters N`.
+pub fn write_chapters(path: &Path, chapters: &[(u64, u64, &str)]) {
+    let mut text = String::from(";FFMETADATA1\n");
+    for (start, end, title) in chapters {
+        text += &format!("[CHAPTER]\nTIMEBASE=1/1000\nSTART={start}\nEND={end}\ntitle={title}\n");
+    }
+    std::fs::write(path, text).unwrap();
+}

@@ -124,6 +124,17 @@ pub fn chapters(path: &Path) -> String {
     )
 }
 
+/// Where each chapter ends, as ffprobe prints it ("1.000000").
+pub fn chapter_ends(path: &Path) -> Vec<String> {
+    ffprobe(
+        path,
+        &["-show_entries", "chapter=end_time", "-of", "csv=p=0"],
+    )
+    .split_whitespace()
+    .map(str::to_owned)
+    .collect()
+}
+
 /// The rotation side data of the first video stream ("" when there is none).
 pub fn rotation(path: &Path) -> String {
     ffprobe(
