@@ -28,7 +28,7 @@ pub(crate) fn declared_of(
     let Some(stream) = input.stream(index) else {
         return Declared::default();
     };
-    let is_mov = format.split(',').any(|f| f == "mov" || f == "mp4");
+    let is_mov = is_mov(format);
     let tags = stream.metadata();
     let tag = |name: &str| {
         tags.iter()
@@ -73,15 +73,13 @@ pub(crate) fn declared_of(
 /// length of such a track says nothing about the picture and sound, whose own declared
 /// ends are held to them still. (Only there: FFmpeg gives a stream without timing of its
 /// own, a Matroska attachment say, the file's length, which would always reach it.)
-pub(crate) fn file_end_s(input: &Input, declared_times: bool) -> Option<f64> {
+pub(crate) fn file_end_s(input: &Input, format: &str, declared_times: bool) -> Option<f64> {
     if !declared_times || input.duration() <= 0 {
         return None;
     }
     let end = input.duration() as f64 / 1e6;
-    let format = input.format().name().to_owned();
-    let is_mov = format.split(',').any(|f| f == "mov" || f == "mp4");
     let unread_reaches_end = input.streams().any(|s| {
-        let unread = is_mov
+        let unread = is_mov(format)
             && s.parameters().medium() == Type::Data
             && (s.frames() > 0 || sys::index_entries(input, s.index()) > 0);
         let tb = f64::from(s.time_base());
@@ -98,6 +96,10 @@ pub(crate) fn file_end_s(input: &Input, declared_times: bool) -> Option<f64> {
 
 /// How near the file's end an unread stream's end must be to be taken as what set it.
 const UNREAD_END_TOLERANCE_S: f64 = 0.01;
+
+fn is_mov(format: &str) -> bool {
+    format.split(',').any(|f| f == "mov" || f == "mp4")
+}
 
 fn is_matroska(format: &str) -> bool {
     format.split(',').any(|f| f == "matroska" || f == "webm")

@@ -111,7 +111,7 @@ impl IntegrityLedger {
         // span from the first timestamp for others (mkvmerge). Holding the streams to the
         // earlier of the two readings never refuses a complete file; a file cut short by more
         // than its start time is still caught.
-        let file_end_s = crate::declared::file_end_s(input, declared_times);
+        let file_end_s = crate::declared::file_end_s(input, &format, declared_times);
         Self {
             video,
             streams,

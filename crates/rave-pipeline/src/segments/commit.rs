@@ -7,10 +7,11 @@ use std::path::Path;
 use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
 
+use super::durable_write::sync_and_rename;
 use super::fingerprint::file_sha256;
 use super::manifest::SegmentState;
 use super::plan::PlannedSegment;
-use super::work_folder::{WorkFolder, sync_and_rename};
+use super::work_folder::WorkFolder;
 use crate::segment_sink::SegmentOutcome;
 
 /// Who a worker is, for the manifest: `host:pid`.

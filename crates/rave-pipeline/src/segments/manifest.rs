@@ -218,13 +218,13 @@ impl Manifest {
 
     /// Write the manifest to `path` atomically (temporary file, synced, renamed).
     pub fn write(&self, path: &Path) -> Result<()> {
-        super::work_folder::write_atomically(path, self.text()?.as_bytes())
+        super::durable_write::write_atomically(path, self.text()?.as_bytes())
     }
 
     /// Write the manifest to `path` only where no file has that name (atomically, also
     /// against another host on shared storage); whether it was written.
     pub fn write_new(&self, path: &Path) -> Result<bool> {
-        super::work_folder::write_atomically_new(path, self.text()?.as_bytes())
+        super::durable_write::write_atomically_new(path, self.text()?.as_bytes())
     }
 
     fn text(&self) -> Result<String> {

@@ -6,6 +6,7 @@
 pub mod assemble;
 pub mod commit;
 pub mod distributed;
+pub mod durable_write;
 pub mod failures;
 pub mod fingerprint;
 pub mod finish;

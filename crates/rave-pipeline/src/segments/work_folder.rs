@@ -4,14 +4,12 @@
 //! two workers on the same segment leave one good file.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rave_core::error::{EngineError, Result};
 
 use super::manifest::Manifest;
 use super::work_files::{self, WorkFile};
-use crate::no_replace::sync_folder_of;
 
 /// Name of the manifest in a work folder.
 pub const MANIFEST: &str = "manifest.json";
@@ -197,16 +195,24 @@ impl WorkFolder {
         }
     }
 
+    /// The names of the files in the folder (none where it cannot be read).
+    fn file_names(&self) -> Vec<String> {
+        std::fs::read_dir(&self.dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Whether the folder holds a segment file of RAVE's (finished, partial or being
     /// written), by its exact name.
     fn holds_raves_segments(&self) -> bool {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return false;
-        };
-        entries.flatten().any(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
+        self.file_names().iter().any(|name| {
             matches!(
-                work_files::classify(&name),
+                work_files::classify(name),
                 Some(WorkFile::Segment | WorkFile::Partial | WorkFile::Temp { .. })
             )
         })
@@ -228,15 +234,11 @@ impl WorkFolder {
             // Another run planned its job here meanwhile: resumed or refused as a job.
             return Ok(());
         }
-        let taken: Vec<String> = std::fs::read_dir(&self.dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|name| is_segment_file(name))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let taken: Vec<String> = self
+            .file_names()
+            .into_iter()
+            .filter(|name| is_segment_file(name))
+            .collect();
         if let Some(first) = taken.iter().min() {
             return refuse(format!(
                 "holds {} file(s) named as RAVE names its segments ({first}{}) but no job of RAVE's (no manifest.json): a job here would write over them and remove them when it ends; give --work an empty or new folder, or move them out (remove them if they are what an old job left)",
@@ -303,11 +305,7 @@ impl WorkFolder {
     /// Remove the temporary files of workers that cannot be running, the partial segment
     /// files, and with `finished` the finished segment files too.
     fn remove_dead_files(&self, finished: bool) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
+        for name in self.file_names() {
             let dead = match work_files::classify(&name) {
                 Some(WorkFile::Temp { host, pid }) => {
                     !work_files::temp_owner_may_run(host.as_deref(), pid)
@@ -317,7 +315,7 @@ impl WorkFolder {
                 _ => false,
             };
             if dead {
-                let _ = std::fs::remove_file(entry.path());
+                let _ = std::fs::remove_file(self.dir.join(&name));
             }
         }
     }
@@ -401,92 +399,9 @@ fn is_raves(name: &str) -> bool {
     work_files::classify(name).is_some()
 }
 
-/// Write `bytes` to `path` atomically: a temporary file beside it, synced, renamed over it,
-/// and the folder synced.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = synced_beside(path, bytes)?;
-    std::fs::rename(&tmp, path).map_err(|e| work_file_unwritable(path, &e))?;
-    sync_folder_of(path);
-    Ok(())
-}
-
-/// `bytes` written and synced to a temporary file beside `path`, returned.
-fn synced_beside(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let io = |e: std::io::Error| work_file_unwritable(path, &e);
-    let mut file = File::create(&tmp).map_err(io)?;
-    file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    Ok(tmp)
-}
-
-/// [`write_atomically`] where no file is named `path`; whether it was written (`false`
-/// when one is, left as it is).
-pub fn write_atomically_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    let tmp = synced_beside(path, bytes)?;
-    let io = |e: std::io::Error| work_file_unwritable(path, &e);
-    match crate::no_replace::rename_no_replace(&tmp, path) {
-        Ok(()) => {
-            sync_folder_of(path);
-            Ok(true)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            match e.kind() {
-                std::io::ErrorKind::AlreadyExists => Ok(false),
-                _ => Err(io(e)),
-            }
-        }
-    }
-}
-
-/// Sync `path`'s file data, then rename it to `to` and sync the folder, so the new name
-/// survives a power loss with the data under it.
-pub fn sync_and_rename(path: &Path, to: &Path) -> Result<()> {
-    let io = |e: std::io::Error| work_file_unwritable(to, &e);
-    File::open(path).and_then(|f| f.sync_all()).map_err(io)?;
-    std::fs::rename(path, to).map_err(io)?;
-    sync_folder_of(to);
-    Ok(())
-}
-
-/// The error for a work folder file (`path`) that could not be written: which file it is,
-/// the system's reason, and for a full disk where else the work can go.
-fn work_file_unwritable(path: &Path, e: &std::io::Error) -> EngineError {
-    let full = matches!(
-        e.kind(),
-        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-    );
-    EngineError::OutputUnwritable {
-        path: path.to_path_buf(),
-        reason: format!(
-            "{e} (a file of the work folder, where segments wait to be put together){}",
-            match full {
-                true => "; free space there, or give --work a folder on another disk",
-                false => "",
-            }
-        ),
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
-    #[test]
-    fn a_full_disk_under_the_work_folder_says_where_else_the_work_can_go() {
-        let at = Path::new("/w/.out.mkv.rave-work/manifest.json");
-        let full = work_file_unwritable(at, &std::io::Error::from_raw_os_error(28)).to_string();
-        assert!(
-            full.starts_with(
-                "/w/.out.mkv.rave-work/manifest.json: cannot write output: No space left on device"
-            ) && full.contains("a file of the work folder")
-                && full.ends_with("give --work a folder on another disk"),
-            "{full}"
-        );
-        let denied = work_file_unwritable(at, &std::io::Error::from_raw_os_error(13)).to_string();
-        assert!(!denied.contains("another disk"), "{denied}");
-    }
 
     #[test]
     fn the_default_work_folder_is_hidden_beside_the_output() {
@@ -620,17 +535,6 @@ pub(crate) mod tests {
         // A job of RAVE's planned there meanwhile is for the caller to resume.
         assert!(w.write_first(&manifest_of("/a.mp4")).unwrap());
         w.check_unclaimed(&output).unwrap();
-    }
-
-    #[test]
-    fn a_first_manifest_never_replaces_one_that_appeared() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("manifest.json");
-        assert!(write_atomically_new(&path, b"first").unwrap());
-        assert!(!write_atomically_new(&path, b"second").unwrap());
-        assert_eq!(std::fs::read(&path).unwrap(), b"first");
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(left.len(), 1, "no temporary file left");
     }
 
     #[test]
