@@ -165,7 +165,7 @@ pub fn video_stream_index(input: &Input, path: &Path) -> Result<usize> {
                     format!("{kind} {}", s.parameters().id().name())
                 })
                 .collect();
-            let cover_art = found.iter().any(|f| f.starts_with("cover art"));
+            let cover_art = input.streams().any(|s| is_cover_art(&s));
             Err(EngineError::NotAVideo {
                 path: path.to_path_buf(),
                 reason: match (found.is_empty(), cover_art) {

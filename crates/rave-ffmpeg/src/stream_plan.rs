@@ -133,7 +133,11 @@ fn recreated_track(input: &Input, index: usize) -> Option<&'static str> {
     if params.codec_tag == u32::from_le_bytes(*b"tmcd") {
         return Some("the timecode track; its timecode is kept with the video stream");
     }
-    (sys::stream_is_discarded(input, index) && input.chapters().count() > 0)
+    // The MP4 demuxer sets aside the chapter track it has read the chapters from.
+    let set_aside = input
+        .stream(index)
+        .is_some_and(|s| s.discard() == ffmpeg_next::codec::discard::Discard::All);
+    (set_aside && input.chapters().count() > 0)
         .then_some("the chapter track; the chapters are written in the output's own form")
 }
 

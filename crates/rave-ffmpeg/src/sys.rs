@@ -69,16 +69,6 @@ pub fn input_path(input: &Input) -> Option<std::path::PathBuf> {
     }
 }
 
-/// Whether the demuxer set input stream `index` aside (`AVDISCARD_ALL`), as the MP4
-/// demuxer does with the chapter track it has read the chapters from.
-pub fn stream_is_discarded(input: &Input, index: usize) -> bool {
-    // SAFETY: stream pointer valid as in `stream_params`; only a field is read.
-    unsafe {
-        let stream = *(*input.as_ptr()).streams.add(index);
-        (*stream).discard == ffi::AVDiscard::AVDISCARD_ALL
-    }
-}
-
 /// The side data of kind `kind` attached to input stream `index`, if any.
 pub fn stream_side_data(
     input: &Input,
