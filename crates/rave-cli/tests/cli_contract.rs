@@ -434,6 +434,33 @@ fn probe_json_describes_the_clip() {
 }
 
 #[test]
+fn probe_estimates_frames_of_a_matroska_clip_starting_late() {
+    // Matroska declares no frame count, and its length is where the timeline ends: a clip
+    // whose 40 frames start at 1.5 s says 3.1 s. 78 frames were estimated before.
+    let dir = scratch();
+    let clip = dir.path().join("late.mkv");
+    lavfi_clip(
+        &clip,
+        &["testsrc2=s=64x48:r=25:d=1.6"],
+        &[
+            "-output_ts_offset",
+            "1.5",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+        ],
+    );
+    let o = run(&["probe", clip.to_str().unwrap(), "--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["video"]["frame_count_estimated"], true);
+    assert_eq!(v["video"]["frame_count"], 40, "{v}");
+    let span = v["video"]["duration_s"].as_f64().unwrap();
+    assert!((span - 1.6).abs() < 0.01, "{span}");
+}
+
+#[test]
 fn benchmark_json_reports_each_stage_and_the_bottleneck() {
     let dir = scratch();
     let clip = make_clip(dir.path(), "in.mp4", "48x32", 6);

@@ -101,7 +101,8 @@ fn is_mov(format: &str) -> bool {
     format.split(',').any(|f| f == "mov" || f == "mp4")
 }
 
-fn is_matroska(format: &str) -> bool {
+/// Whether FFmpeg's format name is Matroska's (or WebM's).
+pub(crate) fn is_matroska(format: &str) -> bool {
     format.split(',').any(|f| f == "matroska" || f == "webm")
 }
 

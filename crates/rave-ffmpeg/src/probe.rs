@@ -10,7 +10,7 @@ use rave_core::color::ColorInfo;
 use rave_core::error::{EngineError, Result};
 use serde::Serialize;
 
-use crate::{color, input, sys};
+use crate::{color, declared, input, sys};
 
 /// A media file's description.
 #[derive(Debug, Clone, Serialize)]
@@ -132,6 +132,23 @@ impl MediaInfo {
     }
 }
 
+/// The video's span from the file's length, for a stream that declares none of its own.
+/// A Matroska/WebM file's length is where its timeline ends, counted from 0 (a clip cut
+/// from 1.5 s to 5.5 s says 5.5 s): the stream's first timestamp is taken off, or the
+/// frame count read from it would count the 1.5 s before the first frame.
+fn file_span_s(
+    ictx: &ffmpeg_next::format::context::Input,
+    vs: &ffmpeg_next::Stream,
+) -> Option<f64> {
+    let length = (ictx.duration() > 0).then(|| ictx.duration() as f64 / 1e6)?;
+    let start = vs.start_time();
+    if !declared::is_matroska(ictx.format().name()) || start == ffmpeg_next::ffi::AV_NOPTS_VALUE {
+        return Some(length);
+    }
+    let start_s = start as f64 * to_f64(vs.time_base());
+    Some((length - start_s.max(0.0)).max(0.0))
+}
+
 /// Describe the media file at `path`.
 pub fn probe(path: &Path) -> Result<MediaInfo> {
     let ictx = input::open(path)?;
@@ -155,7 +172,7 @@ pub fn probe(path: &Path) -> Result<MediaInfo> {
     let base = vs.rate();
     let duration_s = (vs.duration() > 0)
         .then(|| vs.duration() as f64 * to_f64(tb))
-        .or_else(|| (ictx.duration() > 0).then(|| ictx.duration() as f64 / 1e6));
+        .or_else(|| file_span_s(&ictx, &vs));
     let fps = if to_f64(avg) > 0.0 {
         to_f64(avg)
     } else {
