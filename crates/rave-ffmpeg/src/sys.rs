@@ -32,25 +32,50 @@ pub fn color_names(params: &ffi::AVCodecParameters) -> [String; 4] {
     }
 }
 
+/// Input stream `index` of `input`; an index the context does not have panics (a caller's
+/// bug) instead of reading past the stream array.
+fn input_stream(input: &Input, index: usize) -> *mut ffi::AVStream {
+    // SAFETY: the context is open for the borrow: `streams` holds `nb_streams` valid stream
+    // pointers, and `index` is checked against that count before the read.
+    unsafe {
+        let ctx = input.as_ptr();
+        assert!(
+            index < (*ctx).nb_streams as usize,
+            "input has no stream {index}"
+        );
+        *(*ctx).streams.add(index)
+    }
+}
+
+/// Output stream `index` of `output`; an index the context does not have panics.
+fn output_stream(output: &mut Output, index: usize) -> *mut ffi::AVStream {
+    // SAFETY: as in `input_stream`, for the output context borrowed mutably.
+    unsafe {
+        let ctx = output.as_mut_ptr();
+        assert!(
+            index < (*ctx).nb_streams as usize,
+            "output has no stream {index}"
+        );
+        *(*ctx).streams.add(index)
+    }
+}
+
 /// Raw codec parameters of input stream `index`.
 pub fn stream_params(input: &Input, index: usize) -> &ffi::AVCodecParameters {
-    // SAFETY: `index` comes from iterating this context's streams, so the stream pointer
-    // is valid, and every demuxed stream has allocated codec parameters; the borrow is tied
-    // to `input`, which owns them.
-    unsafe { &*(*(*(*input.as_ptr()).streams.add(index))).codecpar }
+    // SAFETY: the stream is valid (`input_stream`) and every demuxed stream has allocated
+    // codec parameters; the borrow is tied to `input`, which owns them.
+    unsafe { &*(*input_stream(input, index)).codecpar }
 }
 
 /// The pixel aspect ratio of input stream `index` as FFmpeg's tools take it: the
 /// container's (a WebM or MOV `pasp`, a Matroska display size) over the bitstream's, which
 /// many codecs (VP9, FFV1, ProRes, raw) do not carry; 0/1 when neither says.
 pub fn sample_aspect_ratio(input: &Input, index: usize) -> ffmpeg_next::Rational {
-    // SAFETY: stream pointer valid as in `stream_params`; av_guess_sample_aspect_ratio only
-    // reads the context, the stream and (null here) the frame.
-    let sar = unsafe {
-        let ctx = input.as_ptr() as *mut ffi::AVFormatContext;
-        let stream = *(*ctx).streams.add(index);
-        ffi::av_guess_sample_aspect_ratio(ctx, stream, std::ptr::null_mut())
-    };
+    let stream = input_stream(input, index);
+    // SAFETY: context and stream are valid for the borrow; av_guess_sample_aspect_ratio
+    // only reads the context, the stream and (null here) the frame.
+    let sar =
+        unsafe { ffi::av_guess_sample_aspect_ratio(input.as_ptr() as *mut _, stream, null_mut()) };
     ffmpeg_next::Rational::new(sar.num, sar.den.max(1))
 }
 
@@ -75,10 +100,10 @@ pub fn stream_side_data(
     index: usize,
     kind: ffi::AVPacketSideDataType,
 ) -> Option<Vec<u8>> {
-    // SAFETY: stream pointer valid as in `stream_params`; av_stream_get_side_data returns
-    // null or a pointer to `size` bytes owned by the stream, copied out before returning.
+    let stream = input_stream(input, index);
+    // SAFETY: the stream is valid for the borrow; av_stream_get_side_data returns null or a
+    // pointer to `size` bytes owned by the stream, copied out before returning.
     unsafe {
-        let stream = *(*input.as_ptr()).streams.add(index);
         let mut size: usize = 0;
         let data = ffi::av_stream_get_side_data(stream, kind, &mut size);
         if data.is_null() || size == 0 {
@@ -95,10 +120,10 @@ pub fn set_stream_side_data(
     kind: ffi::AVPacketSideDataType,
     data: &[u8],
 ) -> bool {
-    // SAFETY: the stream index was returned by add_stream on this context; the buffer from
-    // av_stream_new_side_data has room for `data.len()` bytes and is owned by the stream.
+    let stream = output_stream(output, index);
+    // SAFETY: the stream is valid for the borrow; the buffer from av_stream_new_side_data
+    // has room for `data.len()` bytes and is owned by the stream.
     unsafe {
-        let stream = *(*output.as_mut_ptr()).streams.add(index);
         let dst = ffi::av_stream_new_side_data(stream, kind, data.len());
         if dst.is_null() {
             return false;
@@ -181,12 +206,10 @@ pub fn parse_content_light(bytes: &[u8]) -> Option<ContentLight> {
 
 /// Copy the disposition flags of an input stream to an output stream.
 pub fn copy_disposition(input: &Input, in_index: usize, output: &mut Output, out_index: usize) {
-    // SAFETY: both indices are valid streams of their contexts (see callers).
-    unsafe {
-        let src = *(*input.as_ptr()).streams.add(in_index);
-        let dst = *(*output.as_mut_ptr()).streams.add(out_index);
-        (*dst).disposition = (*src).disposition;
-    }
+    let src = input_stream(input, in_index);
+    let dst = output_stream(output, out_index);
+    // SAFETY: both streams are valid for the borrows, and distinct (different contexts).
+    unsafe { (*dst).disposition = (*src).disposition }
 }
 
 /// Whether muxer `muxer` lists `codec` among those it stores (avformat_query_codec); an
@@ -226,8 +249,7 @@ pub fn muxer_dry_run(muxer: &CStr, stream: DryRunStream<'_>) -> Result<(), ffmpe
         return Err(ffmpeg_next::Error::from(r.min(-1)));
     }
     // SAFETY: `ctx` is the valid context allocated above, used by this thread only; the new
-    // stream belongs to it; the source stream (a valid index of `input`, see callers) or
-    // parameters are only read; the dynamic buffer is closed and freed, and the context
+    // stream belongs to it; the source stream (`input_stream`) or parameters are only read; the dynamic buffer is closed and freed, and the context
     // freed (which runs the muxer's deinit), before returning.
     unsafe {
         let mut r = ffi::avio_open_dyn_buf(&mut (*ctx).pb);
@@ -239,7 +261,7 @@ pub fn muxer_dry_run(muxer: &CStr, stream: DryRunStream<'_>) -> Result<(), ffmpe
             } else {
                 match stream {
                     DryRunStream::Copied(input, index) => {
-                        let src = *(*input.as_ptr()).streams.add(index);
+                        let src = input_stream(input, index);
                         (*st).time_base = (*src).time_base;
                         (*st).disposition = (*src).disposition;
                         ffi::av_dict_copy(&mut (*st).metadata, (*src).metadata, 0);
@@ -420,12 +442,9 @@ pub fn pixel_has_alpha(format: ffi::AVPixelFormat) -> bool {
 
 /// Set the codec tag of output stream `index` (0 lets the muxer choose).
 pub fn set_codec_tag(output: &mut Output, index: usize, tag: u32) {
-    // SAFETY: the stream index was returned by add_stream on this context and every stream
-    // has allocated codec parameters.
-    unsafe {
-        let stream = *(*output.as_mut_ptr()).streams.add(index);
-        (*(*stream).codecpar).codec_tag = tag;
-    }
+    let stream = output_stream(output, index);
+    // SAFETY: the stream is valid for the borrow and has allocated codec parameters.
+    unsafe { (*(*stream).codecpar).codec_tag = tag }
 }
 
 /// Opus pre-skip of input stream `index`, in 48 kHz samples: the codec parameters'
@@ -457,8 +476,9 @@ pub fn durations_are_declared(input: &Input) -> bool {
 /// Entries in the demuxer's index of input stream `index` (for MP4, every sample it will
 /// return, after edit lists are applied).
 pub fn index_entries(input: &Input, index: usize) -> u64 {
-    // SAFETY: stream pointer valid as in `stream_params`; the call only reads the stream.
-    let n = unsafe { ffi::avformat_index_get_entries_count(*(*input.as_ptr()).streams.add(index)) };
+    let stream = input_stream(input, index);
+    // SAFETY: the stream is valid for the borrow; the call only reads it.
+    let n = unsafe { ffi::avformat_index_get_entries_count(stream) };
     u64::try_from(n).unwrap_or(0)
 }
 
