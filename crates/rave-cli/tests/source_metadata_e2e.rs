@@ -1,8 +1,8 @@
 //! What the output keeps of how the input's picture is meant to be shown, where the input
 //! says it outside the codec's own headers or only inside its bitstream: a pixel aspect
-//! ratio only the container carries (VP9 in WebM, a Matroska display size), HDR10 metadata
-//! only the HEVC bitstream carries (x265's SEI), and an alpha channel RAVE cannot keep,
-//! which is said.
+//! ratio only the container carries (VP9 in WebM, a Matroska display size; AV1 output, a
+//! copied second video stream), HDR10 metadata only the HEVC bitstream carries (x265's
+//! SEI), and an alpha channel RAVE cannot keep, which is said.
 
 mod common;
 
@@ -68,10 +68,14 @@ fn a_pixel_aspect_ratio_only_the_container_carries_is_kept() {
     ffmpeg(&["-i", h, "-c", "copy", "-aspect", "16:9", a]);
     assert_eq!(aspect(&vp9), "4:3 2:1");
     assert_eq!(aspect(&anamorphic), "32:27 16:9");
+    // AV1 has no place for the ratio in its bitstream: only the output's container keeps it.
+    let av1 = ["--codec", "av1", "--preset", "12"];
     for input in [&vp9, &anamorphic] {
         for (name, extra) in [
             ("out.mp4", &[][..]),
             ("seg.mkv", &["--segment-frames", "5"][..]),
+            ("av1.mp4", &av1[..]),
+            ("av1.mkv", &av1[..]),
         ] {
             let output = d.join(name);
             let o = nearest(input, &output, &[extra, &["--overwrite"]].concat());
@@ -79,6 +83,56 @@ fn a_pixel_aspect_ratio_only_the_container_carries_is_kept() {
             assert_eq!(aspect(&output), aspect(input), "{input:?} -> {name}");
         }
     }
+}
+
+#[test]
+fn a_copied_second_video_stream_keeps_its_container_pixel_aspect_ratio() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("two.mkv");
+    lavfi_clip(
+        &input,
+        &[
+            "testsrc2=size=96x64:rate=25:duration=1",
+            "testsrc=size=64x48:rate=25:duration=1",
+        ],
+        &[
+            "-map",
+            "0",
+            "-map",
+            "1",
+            "-c:v:0",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-c:v:1",
+            "libvpx-vp9",
+            "-deadline",
+            "realtime",
+            "-filter:v:1",
+            "setsar=44/45",
+        ],
+    );
+    let second = |path: &Path| {
+        ffprobe(
+            path,
+            &[
+                "-select_streams",
+                "v:1",
+                "-show_entries",
+                "stream=sample_aspect_ratio",
+                "-of",
+                "csv=p=0",
+            ],
+        )
+        .trim()
+        .to_owned()
+    };
+    assert_eq!(second(&input), "44:45");
+    let output = d.join("out.mkv");
+    let o = nearest(&input, &output, &[]);
+    assert_exit(&o, 0);
+    assert_eq!(second(&output), "44:45");
 }
 
 #[test]

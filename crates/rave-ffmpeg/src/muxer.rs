@@ -36,6 +36,10 @@ pub struct VideoStreamSpec {
     pub time_base: Rational,
     /// Nominal frame rate.
     pub frame_rate: Rational,
+    /// The pixel aspect ratio (0/1 where unknown). AV1 has no place for it in the bitstream
+    /// and a segment file's parameters do not carry the one its container holds: it is
+    /// given here, for the output's container to hold.
+    pub sample_aspect: Rational,
 }
 
 /// The input whose other streams, chapters, metadata and video tags an output carries.
@@ -109,6 +113,13 @@ pub struct Muxer {
     write_errors_as: Option<PathBuf>,
 }
 
+/// Give output stream `index` the pixel aspect ratio `sar`, where it is known (not 0/1).
+fn keep_sample_aspect_ratio(output: &mut Output, index: usize, sar: Rational) {
+    if sar.numerator() > 0 && sar.denominator() > 0 {
+        sys::set_sample_aspect_ratio(output, index, sar);
+    }
+}
+
 impl Muxer {
     /// Create `path` as `description` says and write its header. Messages name `shown_as`
     /// (the path the user asked for; `path` may be a temporary file beside it). Everything
@@ -160,6 +171,7 @@ impl Muxer {
                 ost.set_metadata(in_video.metadata().to_owned());
             }
         }
+        keep_sample_aspect_ratio(&mut output, 0, video.sample_aspect);
         let hevc_in_mp4 = video.codec == VideoCodec::Hevc
             && description
                 .container
@@ -194,6 +206,11 @@ impl Muxer {
                 };
                 sys::set_codec_tag(&mut output, out_index, 0);
                 sys::copy_disposition(input, idx, &mut output, out_index);
+                if ist.parameters().medium() == ffmpeg_next::media::Type::Video {
+                    // A second video stream's ratio may be only its container's.
+                    let sar = sys::sample_aspect_ratio(input, idx);
+                    keep_sample_aspect_ratio(&mut output, out_index, sar);
+                }
                 routes[idx] = Some(StreamRoute {
                     output: out_index,
                     input_tb: ist.time_base(),

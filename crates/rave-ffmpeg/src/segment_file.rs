@@ -47,6 +47,12 @@ impl SegmentFile {
         self.input.stream(0).expect("one stream").parameters()
     }
 
+    /// The video's pixel aspect ratio: its container's (`pasp`) over its bitstream's, 0/1
+    /// where neither says.
+    pub fn sample_aspect_ratio(&self) -> ffmpeg_next::Rational {
+        crate::sys::sample_aspect_ratio(&self.input, 0)
+    }
+
     /// The codec's out-of-band headers (SPS/PPS, sequence header): segments that join must
     /// have the same.
     pub fn extradata(&self) -> Vec<u8> {

@@ -79,6 +79,19 @@ pub fn sample_aspect_ratio(input: &Input, index: usize) -> ffmpeg_next::Rational
     ffmpeg_next::Rational::new(sar.num, sar.den.max(1))
 }
 
+/// Set output stream `index`'s pixel aspect ratio, on the stream and in its codec
+/// parameters alike: MP4/MOV write the parameters' (`pasp`), Matroska the stream's (as a
+/// display size), and FFmpeg refuses a header where the two disagree.
+pub fn set_sample_aspect_ratio(output: &mut Output, index: usize, sar: ffmpeg_next::Rational) {
+    let stream = output_stream(output, index);
+    // SAFETY: the stream is valid for the borrow and has allocated codec parameters; both
+    // fields are plain values.
+    unsafe {
+        (*stream).sample_aspect_ratio = sar.into();
+        (*(*stream).codecpar).sample_aspect_ratio = sar.into();
+    }
+}
+
 /// The path `input` was opened from.
 pub fn input_path(input: &Input) -> Option<std::path::PathBuf> {
     use std::os::unix::ffi::OsStrExt;

@@ -203,6 +203,7 @@ impl MediaWriter {
                 codec: settings.codec,
                 time_base: encoder.time_base(),
                 frame_rate,
+                sample_aspect: sys::sample_aspect_ratio(reader.input(), reader.video_index()),
             },
             source: None,
         };

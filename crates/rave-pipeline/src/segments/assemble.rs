@@ -103,6 +103,7 @@ pub fn assemble(
                 codec: input.codec,
                 time_base: first.time_base(),
                 frame_rate,
+                sample_aspect: first.sample_aspect_ratio(),
             },
             source: Some(SourceStreams {
                 input: source.input(),
