@@ -294,6 +294,9 @@ fn a_work_folder_holding_segment_names_but_no_job_is_refused_and_left_alone() {
     let w = work.to_str().unwrap();
     let o = upscale(&input, &d.join("out.mp4"), &m, &["--work", w]);
     assert_exit(&o, 2);
+    assert!(stderr(&o).contains("under the name of one of RAVE's work files"));
+    let o = upscale(&clip, &d.join("out.mp4"), &m, &["--work", w]);
+    assert_exit(&o, 2);
     let err = stderr(&o);
     assert!(
         err.contains("holds 2 file(s) named as RAVE names its segments (seg-00000.mp4, ...)")
@@ -318,6 +321,68 @@ fn a_work_folder_holding_segment_names_but_no_job_is_refused_and_left_alone() {
         stderr(&o)
     );
     assert!(sorted_names(&other).is_empty());
+}
+
+/// An input that lies in the work folder under a name RAVE gives its own files: RAVE's
+/// default folder beside the output (where segment files without a manifest are what a
+/// killed run left, and are removed), and a planned job's folder given --restart (which
+/// removes its segments). Refused before anything is removed; the input is untouched.
+#[test]
+fn an_input_named_as_a_work_file_in_the_work_folder_is_refused_and_kept() {
+    let dir = scratch();
+    let d = dir.path();
+    let clip = photo_clip_gop10(d, 20);
+    let m = fixture("nearest_x2.onnx");
+    let work = d.join(".out.mp4.rave-work");
+    std::fs::create_dir(&work).unwrap();
+    let input = work.join("seg-00000.mp4");
+    std::fs::copy(&clip, &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let refused = |o: &std::process::Output| {
+        assert_exit(o, 2);
+        let err = stderr(o);
+        assert!(
+            err.contains("the input") && err.contains("under the name of one of RAVE's work files"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&input).unwrap(), before, "the input is kept");
+    };
+    refused(&upscale(&input, &d.join("out.mp4"), &m, &[]));
+    // Through a symbolic link to it, under a name of the user's.
+    let link = d.join("film.mp4");
+    std::os::unix::fs::symlink(&input, &link).unwrap();
+    refused(&upscale(&link, &d.join("out.mp4"), &m, &[]));
+
+    // A job planned in a --work folder, then restarted with the input moved into it.
+    let planned = d.join("planned");
+    let w = planned.to_str().unwrap();
+    let opts = ["--work", w, "--segment-frames", "10"];
+    let o = rave()
+        .args([
+            "plan",
+            "-i",
+            clip.to_str().unwrap(),
+            "-o",
+            d.join("p.mp4").to_str().unwrap(),
+            "-m",
+            m.to_str().unwrap(),
+        ])
+        .args(opts)
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let moved = planned.join("seg-00001.mp4");
+    std::fs::copy(&clip, &moved).unwrap();
+    let o = upscale(
+        &moved,
+        &d.join("p.mp4"),
+        &m,
+        &[&opts[..], &["--restart"]].concat(),
+    );
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("under the name of one of RAVE's work files"));
+    assert_eq!(std::fs::read(&moved).unwrap(), before);
+    assert!(planned.join("manifest.json").is_file(), "the job is kept");
 }
 
 /// Ctrl+C where the partial output cannot be written (a full disk): the error names the

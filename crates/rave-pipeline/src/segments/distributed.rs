@@ -81,6 +81,7 @@ pub fn run_segment(
 ) -> Result<SegmentRunReport> {
     let started = Instant::now();
     let work = work_of(config);
+    work.check_input_outside(&config.input)?;
     let manifest = work.read()?;
     let total = manifest.segments.len();
     let Some(entry) = manifest.segments.get(index) else {
@@ -201,6 +202,7 @@ pub struct AssembleReport {
 pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<AssembleReport> {
     let started = Instant::now();
     let work = work_of(config);
+    work.check_input_outside(&config.input)?;
     let planned = work.read()?;
     let bit_depth = planned.settings.bit_depth;
     check_same_job(&planned, config, (&work, Replan::WithRavePlan), bit_depth)?;

@@ -138,6 +138,9 @@ pub fn prepare(
     let began = std::time::Instant::now();
     let opts = &config.segments;
     let work = (!config.null_output).then(|| work_of(config));
+    if let Some(work) = &work {
+        work.check_input_outside(&config.input)?;
+    }
     if let Some(work) = &work
         && work.has_manifest()
     {

@@ -263,6 +263,30 @@ impl WorkFolder {
         Ok(())
     }
 
+    /// Refuse this folder where the input `input` is one of its files under a name RAVE
+    /// gives its own work files (`seg-00000.mp4`, say): a job here, planned, resumed or
+    /// restarted, would write over it or remove it, and the input is never touched.
+    pub fn check_input_outside(&self, input: &Path) -> Result<()> {
+        let (Ok(input), Ok(dir)) = (input.canonicalize(), self.dir.canonicalize()) else {
+            return Ok(());
+        };
+        let name = input
+            .file_name()
+            .map(|n| n.to_string_lossy().to_lowercase());
+        if input.parent() == Some(dir.as_path())
+            && name.is_some_and(|n| work_files::classify(&n).is_some())
+        {
+            return Err(EngineError::WorkFolderMismatch {
+                work: self.dir.clone(),
+                reason: format!(
+                    "the input {} is in it under the name of one of RAVE's work files, which a job there writes over and removes; rename or move the input, or give --work another folder",
+                    input.display()
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Remove the segment files of a job whose manifest is gone from this folder, RAVE's
     /// own default one beside the output (nobody else puts files there): what a run killed
     /// while removing the folder left, before the manifest went last.
