@@ -13,16 +13,19 @@ use crate::args::GlobalArgs;
 /// The model used when `-m` is not given.
 pub const DEFAULT_MODEL: &str = "realesr-animevideov3-x2";
 
-/// RAVE's install folder: `$RAVE_HOME`, else `$XDG_DATA_HOME/rave`, else `~/.local/share/rave`.
-pub fn install_dir() -> PathBuf {
+/// RAVE's install folder: `$RAVE_HOME`, else `$XDG_DATA_HOME/rave`, else
+/// `~/.local/share/rave`, the home folder being `$HOME` or, where that is unset (a service's
+/// bare environment), the user's entry in the password database. `None` where no home
+/// folder is known: never the working directory, whose libraries would then be loaded.
+pub fn install_dir() -> Option<PathBuf> {
     if let Some(home) = std::env::var_os("RAVE_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(home);
+        return Some(PathBuf::from(home));
     }
     if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(xdg).join("rave");
+        return Some(PathBuf::from(xdg).join("rave"));
     }
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    home.join(".local/share/rave")
+    let home = std::env::home_dir().filter(|h| h.is_absolute())?;
+    Some(home.join(".local/share/rave"))
 }
 
 fn exe_dir() -> Option<PathBuf> {
@@ -52,10 +55,12 @@ pub fn runtime_candidates(global: &GlobalArgs) -> Vec<RuntimeCandidate> {
             "next to the executable",
         ));
     }
-    out.push(RuntimeCandidate::new(
-        install_dir().join("lib/libonnxruntime.so"),
-        "RAVE install folder",
-    ));
+    if let Some(dir) = install_dir() {
+        out.push(RuntimeCandidate::new(
+            dir.join("lib/libonnxruntime.so"),
+            "RAVE install folder",
+        ));
+    }
     out
 }
 
@@ -79,7 +84,7 @@ pub fn model_dirs(global: &GlobalArgs) -> Result<Vec<PathBuf>> {
     if let Some(dir) = exe_dir() {
         out.push(dir.join("models"));
     }
-    out.push(install_dir().join("models"));
+    out.extend(install_dir().map(|dir| dir.join("models")));
     Ok(out)
 }
 

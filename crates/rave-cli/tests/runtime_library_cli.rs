@@ -122,3 +122,53 @@ fn onnx_runtime_log_lines_stay_out_of_the_error() {
     );
     assert!(!err.contains('\u{1b}'), "no colour codes: {err:?}");
 }
+
+#[test]
+fn an_unset_home_never_makes_the_working_directory_the_install_folder() {
+    // A service's bare environment (no HOME, RAVE_HOME or XDG_DATA_HOME) run in a folder
+    // that holds `.local/share/rave`: its library and models are not RAVE's install.
+    let dir = scratch();
+    let planted = dir.path().join(".local/share/rave");
+    std::fs::create_dir_all(planted.join("lib")).unwrap();
+    std::fs::create_dir_all(planted.join("models")).unwrap();
+    std::fs::write(planted.join("lib/libonnxruntime.so"), b"not a library").unwrap();
+    std::fs::copy(
+        fixture("nearest_x2.onnx"),
+        planted.join("models/planted.onnx"),
+    )
+    .unwrap();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let bare = |args: &[&str]| {
+        rave()
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("HOME")
+            .env_remove("RAVE_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("RAVE_MODELS_DIR")
+            .env_remove("ORT_DYLIB_PATH")
+            .output()
+            .unwrap()
+    };
+    let o = bare(&["models", "--json"]);
+    assert!(!stdout(&o).contains("planted"), "{}", stdout(&o));
+    let o = bare(&["upscale", "-i", "in.mp4", "-o", "o.mp4", "-m", "planted"]);
+    assert_exit(&o, 5);
+    assert!(
+        stderr(&o).contains("model not found: planted"),
+        "{}",
+        stderr(&o)
+    );
+    let o = bare(&[
+        "upscale",
+        "-i",
+        "in.mp4",
+        "-o",
+        "o.mp4",
+        "-m",
+        fixture("nearest_x2.onnx").to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    let lib = planted.join("lib");
+    assert!(!err.contains(lib.to_str().unwrap()), "{err}");
+}
