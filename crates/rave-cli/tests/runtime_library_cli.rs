@@ -137,7 +137,7 @@ fn an_unset_home_never_makes_the_working_directory_the_install_folder() {
         planted.join("models/planted.onnx"),
     )
     .unwrap();
-    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    make_clip(dir.path(), "in.mp4", "32x32", 2);
     let bare = |args: &[&str]| {
         rave()
             .args(args)
