@@ -273,6 +273,54 @@ fn model_problems_exit_5() {
     }
 }
 
+/// A model path that is a pipe or a device was hashed before it was checked: the run waited
+/// on the pipe for a writer, or read the device on, and Ctrl+C did not stop it.
+#[test]
+fn a_model_that_is_a_pipe_a_device_or_a_folder_is_refused_at_once() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let out = dir.path().join("o.mp4");
+    let fifo = dir.path().join("model.onnx");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let folder = dir.path().join("folder.onnx");
+    std::fs::create_dir(&folder).unwrap();
+    let cases = [
+        (fifo.as_path(), "is a pipe (FIFO), not an .onnx file"),
+        (Path::new("/dev/zero"), "is a device, not an .onnx file"),
+        (folder.as_path(), "is a folder, not an .onnx file"),
+    ];
+    for (model, why) in cases {
+        for command in ["upscale", "plan"] {
+            let mut child = rave()
+                .args([command, "-i", clip.to_str().unwrap(), "-o"])
+                .arg(&out)
+                .arg("-m")
+                .arg(model)
+                .stderr(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while child.try_wait().unwrap().is_none() {
+                if std::time::Instant::now() > deadline {
+                    child.kill().unwrap();
+                    panic!("{command} -m {model:?} still runs after 60 s");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let o = child.wait_with_output().unwrap();
+            assert_exit(&o, 5);
+            let err = stderr(&o);
+            assert!(err.contains(why), "{command} -m {model:?}: {err}");
+        }
+    }
+    assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
+}
+
 #[test]
 fn output_problems_exit_4_and_leave_nothing_behind() {
     let dir = scratch();

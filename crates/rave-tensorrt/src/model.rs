@@ -87,21 +87,40 @@ impl LoadedModel {
     }
 }
 
-/// A missing path or a directory is reported before the runtime sees it.
-fn check_model_file(path: &Path) -> Result<()> {
-    if !path.exists() {
-        return Err(EngineError::ModelNotFound(format!(
-            "{}: no such file; `rave models` lists the installed models",
-            path.display()
-        )));
-    }
-    if !path.is_file() {
-        return Err(EngineError::ModelInvalid {
-            path: path.to_path_buf(),
-            reason: "is a directory, not an .onnx file".into(),
-        });
-    }
-    Ok(())
+/// Refuse a model path that is missing or is not a regular file (a folder, a pipe, a device)
+/// before the runtime, or a hash of it, reads it: a pipe would wait and a device read on.
+pub fn check_model_file(path: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = match std::fs::metadata(path) {
+        Ok(meta) => meta.file_type(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(EngineError::ModelNotFound(format!(
+                "{}: no such file; `rave models` lists the installed models",
+                path.display()
+            )));
+        }
+        Err(e) => {
+            return Err(EngineError::ModelInvalid {
+                path: path.to_path_buf(),
+                reason: format!("cannot be read: {e}"),
+            });
+        }
+    };
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a pipe (FIFO)"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(EngineError::ModelInvalid {
+        path: path.to_path_buf(),
+        reason: format!("is {what}, not an .onnx file; give the path of the model's file"),
+    })
 }
 
 /// The first line of a runtime message (ONNX Runtime's errors run on with source locations).

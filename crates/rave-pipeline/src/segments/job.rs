@@ -52,6 +52,8 @@ fn settings_of(
     bit_depth: u8,
     segment_frames: u64,
 ) -> Result<OutputSettings> {
+    // Checked first: hashing a pipe or a device given as the model would wait or read on.
+    rave_tensorrt::model::check_model_file(&config.model)?;
     let model_sha256 = file_sha256(&config.model)
         .map_err(|e| EngineError::ModelNotFound(format!("{}: {e}", config.model.display())))?;
     let container = Container::from_path(&config.output)?;
