@@ -12,6 +12,8 @@
 - rank3.onnx: input rank 3 -> must be rejected.
 - gray.onnx: one-channel input -> must be rejected.
 - half_scale.onnx: output half the input size -> must be rejected.
+- padded_x2.onnx: nearest x2, then 16 px of padding right and below: x3 on the 16x16 probe
+  frame, another size on any other -> must fail as a model problem, not a bug.
 Usage: make_test_models.py [OUT_DIR]
 """
 import sys
@@ -42,6 +44,19 @@ def nearest_x2(out, name, in_shape, out_shape, elem=TensorProto.FLOAT):
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
 
 
+def padded_x2(out, name):
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
+    pads = numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 0, 16, 16], dtype=np.int64), "pads")
+    nodes = [
+        helper.make_node("Resize", ["input", "", "scales"], ["x2"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        helper.make_node("Pad", ["x2", "pads"], ["output"], mode="constant"),
+    ]
+    g = helper.make_graph(nodes, name, [image("input", ["n", 3, "h", "w"])],
+                          [image("output", ["n", 3, "h2", "w2"])], [scales, pads])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
+
+
 def unary(out, name, in_shape, out_shape, op="Relu", **attrs):
     node = helper.make_node(op, ["input"], ["output"], **attrs)
     g = helper.make_graph([node], name, [image("input", in_shape)], [image("output", out_shape)])
@@ -58,6 +73,7 @@ def main():
     nearest_x2(out, "batch2_x2", [2, 3, "h", "w"], [2, 3, "h2", "w2"])
     unary(out, "rank3", ["n", 3, "w"], ["n", 3, "w"])
     unary(out, "gray", ["n", 1, "h", "w"], ["n", 1, "h", "w"])
+    padded_x2(out, "padded_x2")
     unary(out, "half_scale", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"], op="AveragePool", kernel_shape=[2, 2], strides=[2, 2])
     print(out)
 

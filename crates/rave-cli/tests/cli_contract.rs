@@ -258,6 +258,10 @@ fn model_problems_exit_5() {
             "takes fixed 64x48",
         ),
         (
+            fixture("padded_x2.onnx").to_str().unwrap(),
+            "padded_x2: its output is [1, 3, 80, 80] for an input of [1, 3, 32, 32], not [1, 3, 96, 96] (x3",
+        ),
+        (
             fixture("batch2_x2.onnx").to_str().unwrap(),
             "batch2_x2.onnx: the model's batch size is fixed at 2; the CPU backend runs one frame at a time",
         ),

@@ -110,8 +110,12 @@ impl CpuBackend {
         let s = self.metadata.scale;
         let (ow, oh) = (w * s, h * s);
         if shape[..] != [n as i64, 3, i64::from(oh), i64::from(ow)] {
-            return Err(EngineError::DimensionMismatch(format!(
-                "model output {:?} for {n} input(s) of {w}x{h}, expected scale {s}",
+            // The model, not RAVE: its output is not its input scaled by the factor its
+            // probe frame gave (it pads, crops, resizes to a fixed size, or drops frames of
+            // a batch).
+            return Err(EngineError::ModelMetadata(format!(
+                "model {}: its output is {:?} for an input of [{n}, 3, {h}, {w}], not [{n}, 3, {oh}, {ow}] (x{s}, as measured on a probe frame); RAVE needs a model whose output is its input scaled by one whole factor at every size and batch",
+                self.metadata.name,
                 &shape[..]
             )));
         }
