@@ -79,13 +79,13 @@ impl Coefficients {
         let r = yn + self.cr_to_r * crn;
         let b = yn + self.cb_to_b * cbn;
         let g = (yn - self.kr * r - self.kb * b) * self.inv_kg;
-        [r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0)]
+        [unit(r), unit(g), unit(b)]
     }
 
     /// RGB in [0, 1] -> (Y code value, Cb', Cr' normalised to -0.5..0.5).
     #[inline]
     pub fn luma_chroma(&self, r: f32, g: f32, b: f32) -> (f32, f32, f32) {
-        let (r, g, b) = (r.clamp(0.0, 1.0), g.clamp(0.0, 1.0), b.clamp(0.0, 1.0));
+        let (r, g, b) = (unit(r), unit(g), unit(b));
         let yn = self.kr * r + self.kg * g + self.kb * b;
         let cbn = (b - yn) * self.cb_from_b;
         let crn = (r - yn) * self.cr_from_r;
@@ -98,9 +98,41 @@ impl Coefficients {
         self.quantise(self.c_offset + self.c_scale * c)
     }
 
-    /// Round and clamp a code value.
+    /// Round and clamp a code value (NaN to 0, as the GPU kernels' `fmaxf` does).
     #[inline]
     pub fn quantise(&self, v: f32) -> u16 {
-        v.round().clamp(0.0, self.max_code) as u16
+        v.round().max(0.0).min(self.max_code) as u16
+    }
+}
+
+/// `v` clamped to [0, 1], NaN to 0 like the GPU kernels' `fminf(fmaxf(v, 0), 1)`: a model
+/// that outputs NaN (an FP16 overflow) gives black on either path, not `clamp`'s NaN, which
+/// quantised to code 0 in every plane (green, outside the limited range).
+#[inline]
+#[allow(clippy::manual_clamp)] // `clamp` keeps NaN, which is what this must not do.
+fn unit(v: f32) -> f32 {
+    v.max(0.0).min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_from_the_model_is_black_and_out_of_range_values_clamp() {
+        let k = Coefficients::new(ColorMatrix::Bt709, ColorRange::Limited, 8);
+        let (y, cb, cr) = k.luma_chroma(f32::NAN, f32::NAN, f32::NAN);
+        assert_eq!(
+            (k.quantise(y), k.chroma_code(cb), k.chroma_code(cr)),
+            (16, 128, 128)
+        );
+        let (y, cb, cr) = k.luma_chroma(f32::INFINITY, 2.0, 7.5);
+        assert_eq!(
+            (k.quantise(y), k.chroma_code(cb), k.chroma_code(cr)),
+            (235, 128, 128)
+        );
+        assert_eq!(k.quantise(f32::NAN), 0);
+        assert_eq!(k.quantise(1e9), 255);
+        assert_eq!(k.to_rgb(f32::NAN, 128.0, 128.0), [0.0; 3]);
     }
 }
