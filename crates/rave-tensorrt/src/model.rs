@@ -123,6 +123,15 @@ pub fn check_model_file(path: &Path) -> Result<()> {
     })
 }
 
+/// A name a model file gives itself, as RAVE prints it: control characters (a line break,
+/// a terminal escape that could forge a line of RAVE's) and surrounding spaces are left
+/// out, and it is cut at 64 characters; `None` where nothing is left.
+fn printable_name(name: &str) -> Option<String> {
+    let kept: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
+    let kept = kept.trim();
+    (!kept.is_empty()).then(|| kept.to_owned())
+}
+
 /// The first line of a runtime message (ONNX Runtime's errors run on with source locations).
 pub(crate) fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).trim().to_string()
@@ -217,6 +226,7 @@ fn extract_metadata(session: &mut Session, path: &Path, fp16_ok: bool) -> Result
         .metadata()
         .ok()
         .and_then(|m| m.custom("rave.model_name"))
+        .and_then(|n| printable_name(&n))
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "model".into());
     Ok(ModelMetadata {
@@ -324,6 +334,16 @@ mod tests {
             big.contains("an upscale factor of 17; RAVE runs factors up to"),
             "{big}"
         );
+    }
+
+    #[test]
+    fn a_models_own_name_is_printed_without_control_characters() {
+        assert_eq!(
+            printable_name("x2\n\u{1b}[31mrave: error: fake").as_deref(),
+            Some("x2[31mrave: error: fake")
+        );
+        assert_eq!(printable_name(" \t\r\n"), None);
+        assert_eq!(printable_name(&"n".repeat(100)).map(|n| n.len()), Some(64));
     }
 
     #[test]
