@@ -174,9 +174,16 @@ fn reuse_note(upscaled: u64, out: u64) -> String {
 
 /// What to do after a batch that did not finish: running it again finishes what was
 /// interrupted, not started, or failed for a reason outside the input; an input refused
-/// for what it holds (exit 3: damaged, not a video) fails the same way again, and one that
-/// could not be read (exit 3: gone, moved, no permission) needs the user first.
+/// for what it holds (exit 3: damaged, not a video) fails the same way again, as does one
+/// whose output these options cannot write (exit 4: a stream the container cannot hold, a
+/// frame size the encoder cannot code), and one that could not be read (exit 3: gone,
+/// moved, no permission) needs the user first.
 fn batch_advice(b: &BatchReport) -> Vec<String> {
+    let failed_with = |r: &InputResult, kinds: &[&str]| {
+        r.status == InputStatus::Failed && r.error.as_ref().is_some_and(|e| kinds.contains(&e.kind))
+    };
+    let unwritable =
+        |r: &&InputResult| failed_with(r, &["stream_unstorable", "output_size_unsupported"]);
     let refused = |r: &&InputResult| {
         r.status == InputStatus::Failed
             && r.error
@@ -191,15 +198,20 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     };
     let unreadable_inputs = b.results.iter().filter(unreadable).count();
     let refused_inputs = b.results.iter().filter(refused).count() - unreadable_inputs;
-    let resumable = b.results.iter().filter(|r| !refused(r)).any(|r| {
-        matches!(
-            r.status,
-            InputStatus::Failed
-                | InputStatus::Partial
-                | InputStatus::Interrupted
-                | InputStatus::NotStarted
-        )
-    });
+    let unwritable_outputs = b.results.iter().filter(unwritable).count();
+    let resumable = b
+        .results
+        .iter()
+        .filter(|r| !refused(r) && !unwritable(r))
+        .any(|r| {
+            matches!(
+                r.status,
+                InputStatus::Failed
+                    | InputStatus::Partial
+                    | InputStatus::Interrupted
+                    | InputStatus::NotStarted
+            )
+        });
     let mut advice = Vec::new();
     if resumable {
         advice.push(format!(
@@ -210,6 +222,11 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     if unreadable_inputs > 0 {
         advice.push(format!(
             "{unreadable_inputs} input(s) could not be read (exit 3: gone, moved, not readable by you, or not a regular file; the reason is above); once each is a readable file in its place, run again with --skip-existing"
+        ));
+    }
+    if unwritable_outputs > 0 {
+        advice.push(format!(
+            "{unwritable_outputs} input(s) failed with exit 4 because their output cannot be written with these options (a stream the container cannot hold, or a frame size the encoder cannot code: the reason is above); running again does not change that; upscale each on its own (rave upscale -i IN -o OUT) as its message advises"
         ));
     }
     if refused_inputs > 0 {

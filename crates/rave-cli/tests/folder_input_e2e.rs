@@ -296,3 +296,31 @@ fn a_folder_without_videos_is_refused() {
     assert_eq!(document(&o)["error"]["kind"], "input_unreadable");
     assert!(!out.exists());
 }
+
+/// An input whose output these options cannot write (AV1 in QuickTime: a batch keeps each
+/// input's container) fails the same way on every run: the advice is not to run the batch
+/// again but to upscale it on its own.
+#[test]
+fn an_output_the_options_cannot_write_is_not_offered_a_rerun() {
+    let dir = scratch();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    clip(&input, "a.mov");
+    clip(&input, "b.mp4");
+    let out = dir.path().join("out");
+    let av1 = ["--codec", "av1", "--preset", "12"];
+    let o = upscale_with(&[&["-i", s(&input), "-o", s(&out)][..], &av1[..]].concat());
+    assert_exit(&o, 4);
+    assert_eq!(sorted_names(&out), ["b.mp4"]);
+    assert!(
+        stderr(&o).contains("AV1 video cannot be stored in QuickTime"),
+        "{}",
+        stderr(&o)
+    );
+    let text = stdout(&o);
+    assert!(!text.contains("to finish the batch"), "{text}");
+    assert!(
+        text.contains("1 input(s) failed with exit 4 because their output cannot be written with these options"),
+        "{text}"
+    );
+}

@@ -120,9 +120,14 @@ pub enum EngineError {
     /// Reading the container failed.
     #[error("demux failed: {0}")]
     Demux(String),
-    /// Writing the container failed, or a stream cannot be stored in it.
+    /// Writing the container failed.
     #[error("{0}")]
     Mux(String),
+    /// A stream of the output (the upscaled video in the chosen codec, or one copied from
+    /// the input) cannot be stored in the chosen container: refused before any work, and
+    /// again on every run with the same options.
+    #[error("{0}")]
+    StreamUnstorable(String),
     /// The output file already exists and `--overwrite` was not given.
     #[error("{0}: output already exists; pass --overwrite to replace it")]
     OutputExists(PathBuf),
@@ -365,6 +370,7 @@ impl EngineError {
             WorkFolderMismatch { .. } => 506,
             SegmentsMissing { .. } => 700,
             SegmentsFailed { .. } => 701,
+            StreamUnstorable(_) => 310,
         }
     }
 
@@ -385,6 +391,7 @@ impl EngineError {
             Encode(_) => "encode",
             Demux(_) => "demux",
             Mux(_) => "mux",
+            StreamUnstorable(_) => "stream_unstorable",
             UnsupportedCodec { .. } => "unsupported_codec",
             CorruptStream { .. } => "corrupt_stream",
             NotAVideo { .. } => "not_a_video",
@@ -425,9 +432,12 @@ impl EngineError {
             | CorruptStream { .. }
             | Decode(_)
             | Demux(_) => ErrorFamily::Input,
-            OutputExists(_) | OutputUnwritable { .. } | Encode(_) | Mux(_) | Io(_) => {
-                ErrorFamily::Output
-            }
+            OutputExists(_)
+            | OutputUnwritable { .. }
+            | Encode(_)
+            | Mux(_)
+            | StreamUnstorable(_)
+            | Io(_) => ErrorFamily::Output,
             ModelMetadata(_) | ModelNotFound(_) | ModelInvalid { .. } | Inference(_) => {
                 ErrorFamily::Model
             }
@@ -461,6 +471,7 @@ mod tests {
             EngineError::Encode(String::new()),
             EngineError::Demux(String::new()),
             EngineError::Mux(String::new()),
+            EngineError::StreamUnstorable(String::new()),
             EngineError::DimensionMismatch(String::new()),
             EngineError::InvariantViolation(String::new()),
             EngineError::OutputExists(PathBuf::new()),

@@ -116,7 +116,7 @@ pub fn check_video(container: Container, video: PlannedVideo, shown_as: &Path) -
     } else {
         format!("write to {} instead", extensions(&others))
     };
-    Err(EngineError::Mux(format!(
+    Err(EngineError::StreamUnstorable(format!(
         "{}: {} video cannot be stored in {} by this FFmpeg; {advice}",
         shown_as.display(),
         video.codec.to_string().to_uppercase(),
@@ -176,7 +176,7 @@ pub fn plan_streams(
         }
         let stream = DryRunStream::Copied(input, index);
         if !holds(container, stream) {
-            return Err(EngineError::Mux(format!(
+            return Err(EngineError::StreamUnstorable(format!(
                 "{}: {describe} cannot be stored in {} by this FFmpeg; {}",
                 shown_as.display(),
                 container.label(),
