@@ -267,7 +267,8 @@ pub enum PrecisionArg {
 pub enum ProgressArg {
     /// A bar on a terminal, nothing otherwise.
     Auto,
-    /// Always a bar (on stderr).
+    /// Always progress on stderr: the bar on a terminal; elsewhere (a log file, a pipe) a
+    /// plain line when the run starts, every 5 seconds and when it ends.
     Bar,
     /// One JSON object per line on stderr: started, progress (each frame), warning,
     /// interrupt, input (a batch's), and last finished (with its status) or error.

@@ -13,6 +13,7 @@ mod failure;
 mod interrupt;
 mod locate;
 mod log_lines;
+mod progress_lines;
 mod progress_view;
 mod summary;
 

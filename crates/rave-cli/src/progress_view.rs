@@ -15,6 +15,9 @@ use crate::console::errln;
 pub fn sink_for(mode: ProgressArg) -> Box<dyn ProgressSink> {
     match mode {
         ProgressArg::Jsonl => Box::new(JsonLines::default()),
+        ProgressArg::Bar if !std::io::stderr().is_terminal() => {
+            Box::new(crate::progress_lines::ProgressLines::default())
+        }
         _ if shows_bar(mode) => Box::new(Bar::default()),
         _ => Box::new(Quiet::default()),
     }
@@ -31,11 +34,11 @@ fn shows_bar(mode: ProgressArg) -> bool {
 
 /// The warnings already printed.
 #[derive(Default)]
-struct Said(Mutex<Vec<String>>);
+pub(crate) struct Said(Mutex<Vec<String>>);
 
 impl Said {
     /// Whether `message` is new (and remember it).
-    fn first_time(&self, message: &str) -> bool {
+    pub(crate) fn first_time(&self, message: &str) -> bool {
         let mut said = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let new = !said.iter().any(|m| m == message);
         if new {
@@ -107,7 +110,8 @@ impl ProgressSink for Bar {
     }
 }
 
-fn format_duration(seconds: f64) -> String {
+/// `seconds` as H:MM:SS.
+pub(crate) fn format_duration(seconds: f64) -> String {
     let s = seconds.round() as u64;
     format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
