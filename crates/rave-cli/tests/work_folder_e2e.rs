@@ -1,7 +1,8 @@
 //! End-to-end tests of a job's work folder as a user meets it: resuming under another
 //! spelling of the same paths, folders RAVE did not make or that hold files under its
 //! names, the text report's segments line, an output that cannot be written (after every
-//! segment, or after Ctrl+C), the input or segment files changed during the run. The
+//! segment, or after Ctrl+C), the input or segment files changed during the run, an input
+//! named as a work file inside the folder, a working folder whose path is not UTF-8. The
 //! distributed commands' own tests are in distributed_commands_e2e.rs.
 
 mod common;
@@ -454,4 +455,30 @@ fn ctrl_c_with_an_unwritable_partial_says_what_the_next_run_resumes() {
     let v = upscale_ok(&input, &output, &model, &["--segment-frames", "10"]);
     assert_eq!(segment_counts(&v).2 as usize, done, "{v}");
     assert_eq!(frame_times(&output).len(), 40);
+}
+
+/// Run from a folder whose path is not valid UTF-8, the job's paths cannot go into its
+/// manifest (JSON is text): refused as a usage error before the work folder is made, where
+/// it failed as an internal error and left lock files behind.
+#[test]
+fn a_working_folder_whose_path_is_not_utf8_is_refused_before_any_file_is_made() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch();
+    let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"d\xff"));
+    std::fs::create_dir(&odd).unwrap();
+    let clip = make_clip(dir.path(), "a.mp4", "32x32", 4);
+    std::fs::copy(&clip, odd.join("a.mp4")).unwrap();
+    let work = dir.path().join("work");
+    let o = rave()
+        .current_dir(&odd)
+        .args(["upscale", "-i", "a.mp4", "-o", "o.mp4", "-m"])
+        .arg(fixture("nearest_x2.onnx"))
+        .arg("--work")
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("is not valid UTF-8"), "{}", stderr(&o));
+    assert_eq!(sorted_names(&odd), ["a.mp4"]);
+    assert!(!work.exists(), "no work folder");
 }

@@ -46,6 +46,26 @@ pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// Refuse, before the work folder is touched, a job whose paths its `manifest.json` cannot
+/// record: JSON holds text, and a path that is not valid UTF-8 (a name given relative to
+/// a working folder whose own path is not, say) is not.
+fn check_recordable(config: &UpscaleConfig) -> Result<()> {
+    let here = std::env::current_dir().unwrap_or_default();
+    let paths = [
+        ("input", absolute(&config.input)),
+        ("output", absolute(&config.output)),
+        ("model", absolute(&config.model)),
+        ("working folder", here),
+    ];
+    match paths.iter().find(|(_, path)| path.to_str().is_none()) {
+        Some((what, path)) => Err(EngineError::Config(format!(
+            "the {what}'s path {} is not valid UTF-8, which the job's manifest.json cannot record; rename the folder or file, or run from a folder whose path is valid UTF-8",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The output-affecting settings of `config` for an input of `bit_depth`.
 fn settings_of(
     config: &UpscaleConfig,
@@ -141,6 +161,7 @@ pub fn prepare(
     let opts = &config.segments;
     let work = (!config.null_output).then(|| work_of(config));
     if let Some(work) = &work {
+        check_recordable(config)?;
         work.check_input_outside(&config.input)?;
     }
     if let Some(work) = &work
