@@ -191,6 +191,47 @@ fn plan_refuses_a_bad_model_or_output_before_planning() {
     assert_exit(&plan(&model, &output, &["--overwrite"]), 0);
 }
 
+/// `rave plan` refuses what every `rave segment` of the job would refuse as it starts, as
+/// `rave upscale` does before any work: frames smaller than a fixed-size model's input
+/// (exit 5), an upscaled size the encoder cannot code (exit 4). It planned them, and the
+/// whole array of workers then failed.
+#[test]
+fn plan_refuses_what_every_segment_worker_would() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("17x9.mkv");
+    lavfi_clip(
+        &input,
+        &["testsrc2=size=18x10:rate=25:duration=0.4"],
+        &["-vf", "format=yuv444p,crop=17:9:0:0", "-c:v", "ffv1"],
+    );
+    let work = d.join("job");
+    let plan = |model: &str, extra: &[&str]| {
+        rave()
+            .args(["plan", "-i", input.to_str().unwrap(), "-o"])
+            .arg(d.join("out.mp4"))
+            .arg("-m")
+            .arg(fixture(model))
+            .arg("--work")
+            .arg(&work)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = plan("fixed_64x48_x2.onnx", &[]);
+    assert_exit(&o, 5);
+    assert!(stderr(&o).contains("tiles cannot help"), "{}", stderr(&o));
+    let o = plan("nearest_x2.onnx", &["--codec", "hevc"]);
+    assert_exit(&o, 4);
+    assert!(
+        stderr(&o).contains("17x9 upscaled x2 is 34x18, but libx265 needs"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!work.exists(), "nothing planned");
+    assert_exit(&plan("nearest_x2.onnx", &[]), 0);
+}
+
 /// A segment worker of a job whose input changed since it was planned is told to plan it
 /// again with `rave plan ... --restart` (`rave segment` has no --restart).
 #[test]

@@ -38,8 +38,9 @@ pub fn work_of(config: &UpscaleConfig) -> WorkFolder {
 /// Plan `config`'s job into its work folder (a job already planned there with the same
 /// input and settings is kept as it is). Returns its manifest. What `rave upscale` would
 /// refuse before any work is refused here too, not on the workers: an output that exists
-/// (without `--overwrite`), is the input or a folder or whose folder is missing, and a
-/// model ONNX Runtime cannot read.
+/// (without `--overwrite`), is the input or a folder or whose folder is missing, a model
+/// ONNX Runtime cannot read, and what every segment would refuse as it starts (see
+/// [`refused_by_every_worker`]).
 pub fn plan(
     config: &UpscaleConfig,
     progress: &dyn ProgressSink,
@@ -47,10 +48,23 @@ pub fn plan(
 ) -> Result<Manifest> {
     OutputTarget::check(&config.output, &config.input, config.overwrite)?;
     let runtime = rave_tensorrt::OrtRuntime::load(&config.runtime_candidates)?;
-    rave_tensorrt::LoadedModel::inspect(runtime, &config.model)?;
+    let model = rave_tensorrt::LoadedModel::inspect(runtime, &config.model)?;
     let clock = super::startup::StartupClock::new(std::time::Instant::now());
-    let job = job::prepare(config, progress, cancel, &mut || Ok(()), &clock)?;
+    let mut worker_checks = || refused_by_every_worker(config, &model);
+    let job = job::prepare(config, progress, cancel, &mut worker_checks, &clock)?;
     Ok(job.manifest)
+}
+
+/// What every `rave segment` of the job would refuse as it starts, refused by the plan
+/// instead (as `rave upscale` refuses it before any work): frames the model cannot take
+/// even in tiles (or with `--tile off`), and an upscaled size the encoder cannot code.
+fn refused_by_every_worker(
+    config: &UpscaleConfig,
+    model: &rave_core::backend::ModelMetadata,
+) -> Result<()> {
+    let size = probe(&config.input)?.frame_size()?;
+    crate::tiling_choice::decide(&config.tiling, &config.model, model, size)?;
+    rave_ffmpeg::encoder_limits::check_output_size(config.encoder.codec, size, model.scale)
 }
 
 /// What `rave segment` did.
