@@ -514,9 +514,13 @@ pub struct BenchmarkArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<u64>(1, MAX_FRAMES))]
     pub frames: Option<u64>,
-    /// Encoder preset used for the encode stage.
-    #[arg(long, default_value = "veryfast")]
-    pub preset: String,
+    /// Video codec of the encode stage (its software encoder: libx264, libx265, SVT-AV1).
+    #[arg(long, value_enum, default_value_t = CodecArg::H264)]
+    pub codec: CodecArg,
+    /// Encoder preset of the encode stage [default: veryfast for h264 and hevc, the
+    /// encoder's own default for av1].
+    #[arg(long)]
+    pub preset: Option<String>,
     /// Segment length for the two pipeline runs, as `rave upscale --segment-frames` (default
     /// as there); compare with a large value to see what segmenting costs.
     #[arg(long, value_name = "N", allow_negative_numbers = true,

@@ -272,7 +272,12 @@ pub fn print_benchmark(r: &BenchmarkReport) {
         r.null_vs_inference,
         r.full_vs_bound
     );
-    outln!("  stages of the full pipeline:");
+    outln!(
+        "  stages of the full pipeline ({} crf {} preset {}):",
+        r.full_report.mux.encoder,
+        r.full_report.encoder.crf,
+        r.full_report.encoder.preset
+    );
     outln!(
         "  {:<12} {:>8} {:>10} {:>10} {:>12}",
         "stage",

@@ -556,6 +556,30 @@ fn benchmark_json_reports_each_stage_and_the_bottleneck() {
     ]);
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("bottleneck"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("stages of the full pipeline (libx264 crf 18 preset veryfast)"),
+        "{}",
+        stdout(&o)
+    );
+    // The encode stage of the codec the user will write (its advice names --codec too).
+    for (codec, encoder, preset) in [("hevc", "libx265", "veryfast"), ("av1", "libsvtav1", "8")] {
+        let o = run(&[
+            "benchmark",
+            "-i",
+            clip.to_str().unwrap(),
+            "-m",
+            fixture("nearest_x2.onnx").to_str().unwrap(),
+            "--frames",
+            "2",
+            "--codec",
+            codec,
+            "--json",
+        ]);
+        assert_exit(&o, 0);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["full_report"]["mux"]["encoder"], encoder, "{codec}");
+        assert_eq!(v["full_report"]["encoder"]["preset"], preset, "{codec}");
+    }
 }
 
 #[test]

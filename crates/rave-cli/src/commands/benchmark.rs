@@ -6,7 +6,7 @@ use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::benchmark::run_benchmark;
 use rave_pipeline::segments::work_folder::WorkFolder;
 
-use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
+use crate::args::{BenchmarkArgs, CodecArg, GlobalArgs, UpscaleArgs};
 use crate::commands::upscale::pipeline_config;
 use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{progress_view, summary};
@@ -32,14 +32,20 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         std::process::id(),
         scratch_extension(&args.input)
     ));
-    let encoder = EncoderSettings::new(VideoCodec::H264, None, Some(&args.preset))?;
+    let (codec, default_preset) = match args.codec {
+        CodecArg::H264 => (VideoCodec::H264, Some("veryfast")),
+        CodecArg::Hevc => (VideoCodec::Hevc, Some("veryfast")),
+        CodecArg::Av1 => (VideoCodec::Av1, None),
+    };
+    let preset = args.preset.as_deref().or(default_preset);
+    let encoder = EncoderSettings::new(codec, None, preset)?;
     let as_upscale = UpscaleArgs {
         input: vec![args.input.clone()],
         output: scratch.clone(),
-        codec: Some(crate::args::CodecArg::H264),
+        codec: Some(args.codec),
         encoder: crate::args::EncoderArg::Auto,
         crf: None,
-        preset: Some(args.preset.clone()),
+        preset: preset.map(str::to_owned),
         overwrite: true,
         skip_existing: false,
         max_frames: args.frames,
