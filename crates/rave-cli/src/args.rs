@@ -306,11 +306,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "auto|off|WxH", default_value = "auto", value_parser = bounds::tile)]
     pub tile: rave_pipeline::TileMode,
     /// Input pixels neighbouring tiles share at least, 0 to 4096 and under half a tile; the
-    /// tiles are blended across it.
-    #[arg(long, value_name = "N", default_value_t = rave_core::tiling::DEFAULT_OVERLAP,
-          allow_negative_numbers = true,
+    /// tiles are blended across it [default: 16, lowered to under half a tile for tiles
+    /// too small for it].
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = bounds::whole::<u32>(0, MAX_TILE_OVERLAP))]
-    pub tile_overlap: u32,
+    pub tile_overlap: Option<u32>,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

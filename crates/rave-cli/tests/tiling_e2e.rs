@@ -251,7 +251,7 @@ fn the_help_explains_the_tile_options() {
             "--tile-overlap <N>",
             "under half a tile",
             "[default: auto]",
-            "[default: 16]",
+            "[default: 16, lowered to under half a tile for tiles too small for it]",
         ] {
             assert!(
                 help.contains(needle),

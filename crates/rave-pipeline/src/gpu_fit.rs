@@ -169,7 +169,9 @@ pub fn build_fitted(
         what,
     } = fit_request;
     let sizes = sizes_to_try(request, decided.tiles, frame);
-    let overlap = request.overlap;
+    // The decided tiles' own overlap where tiles were decided (lowered for a small
+    // fixed-size model's tiles where none was given), else the one asked for.
+    let overlap = decided.tiles.map_or(request.overlap, |(_, o)| o);
     let budget = budget.filter(|b| b.given || sizes.len() > 1);
     let Some(budget) = budget else {
         let ctx = GpuContext::new(device)?;

@@ -34,6 +34,9 @@ pub struct TileRequest {
     pub mode: TileMode,
     /// Input pixels neighbouring tiles share at least.
     pub overlap: u32,
+    /// The overlap was given (`--tile-overlap`); the default one is lowered where tiles
+    /// are too small for it (a small fixed-size model's), a given one is refused there.
+    pub overlap_given: bool,
 }
 
 impl Default for TileRequest {
@@ -41,6 +44,7 @@ impl Default for TileRequest {
         Self {
             mode: TileMode::Auto,
             overlap: DEFAULT_OVERLAP,
+            overlap_given: false,
         }
     }
 }
@@ -56,7 +60,7 @@ impl TileRequest {
                 )));
             }
             let shorter = width.min(height);
-            if 2 * u64::from(self.overlap) >= u64::from(shorter) {
+            if self.overlap_given && 2 * u64::from(self.overlap) >= u64::from(shorter) {
                 return Err(EngineError::Config(format!(
                     "--tile-overlap {}: tiles of {width}x{height} take an overlap under half a tile (at most {}); lower --tile-overlap or use larger tiles",
                     self.overlap,
@@ -139,6 +143,23 @@ fn accepted(meta: &ModelMetadata) -> String {
     }
 }
 
+/// The overlap tiles of `tile` over `frame` share: the one asked for, or, where it was not
+/// given and a side cut into several tiles is too short for it (tiles of a small fixed-size
+/// model), the largest under half that side.
+fn overlap_for(request: &TileRequest, tile: (u32, u32), frame: (u32, u32)) -> u32 {
+    let cut = [(tile.0, frame.0), (tile.1, frame.1)]
+        .into_iter()
+        .filter(|&(t, f)| t < f)
+        .map(|(t, _)| t)
+        .min();
+    match cut {
+        Some(side) if !request.overlap_given && 2 * request.overlap >= side => {
+            side.saturating_sub(1) / 2
+        }
+        _ => request.overlap,
+    }
+}
+
 /// The tiling for `request`, model `meta` (from `model`) and frames of `frame` (width,
 /// height), before any memory budget.
 pub fn decide(
@@ -188,18 +209,26 @@ pub fn decide(
             (tile, format!("--tile {width}x{height}"))
         }
     };
-    let plan = TilePlan::new(frame, tile, request.overlap)
-        .map_err(|why| EngineError::Config(format!("--tile-overlap {}: {why}", request.overlap)))?;
+    let overlap = overlap_for(request, tile, frame);
+    let reason = match overlap < request.overlap {
+        true => format!(
+            "{reason}; overlap lowered from {} to {overlap} px for tiles of {}x{} (--tile-overlap sets it)",
+            request.overlap, tile.0, tile.1
+        ),
+        false => reason,
+    };
+    let plan = TilePlan::new(frame, tile, overlap)
+        .map_err(|why| EngineError::Config(format!("--tile-overlap {overlap}: {why}")))?;
     if plan.is_whole() {
         return Ok(off(&reason));
     }
     let (columns, rows) = plan.grid();
     Ok(Tiling {
-        tiles: Some((plan.tile, request.overlap)),
+        tiles: Some((plan.tile, overlap)),
         report: TilingReport {
             tiled: true,
             tile: Some([plan.tile.0, plan.tile.1]),
-            overlap: Some(request.overlap),
+            overlap: Some(overlap),
             grid: Some([columns, rows]),
             reason,
         },
@@ -233,6 +262,7 @@ mod tests {
         TileRequest {
             mode,
             overlap: DEFAULT_OVERLAP,
+            overlap_given: false,
         }
     }
 
@@ -318,6 +348,7 @@ mod tests {
         let r = |width, height, overlap| TileRequest {
             mode: TileMode::Size { width, height },
             overlap,
+            overlap_given: true,
         };
         assert!(r(64, 64, 16).validate().is_ok());
         assert!(TileRequest::default().validate().is_ok());
@@ -332,10 +363,44 @@ mod tests {
         let wide = TileRequest {
             mode: TileMode::Auto,
             overlap: 40,
+            overlap_given: true,
         };
         let e = decide(&wide, Path::new(M), &meta(Some((64, 64))), (150, 90)).unwrap_err();
         assert_eq!(e.family().exit_code(), 2);
         assert!(e.to_string().starts_with("--tile-overlap 40: "), "{e}");
+    }
+
+    #[test]
+    fn the_default_overlap_is_lowered_for_tiles_too_small_for_it_and_a_given_one_is_not() {
+        let auto = request(TileMode::Auto);
+        let t = decide(&auto, Path::new(M), &meta(Some((32, 32))), (160, 90)).unwrap();
+        assert_eq!(t.tiles, Some(((32, 32), 15)));
+        assert!(
+            t.report.reason.ends_with(
+                "overlap lowered from 16 to 15 px for tiles of 32x32 (--tile-overlap sets it)"
+            ),
+            "{}",
+            t.report.reason
+        );
+        let t = decide(&auto, Path::new(M), &meta(Some((1, 1))), (4, 3)).unwrap();
+        assert_eq!(t.tiles, Some(((1, 1), 0)));
+        // A side the tile covers whole does not count: tiles 36 tall on a 36-tall frame.
+        let t = decide(&auto, Path::new(M), &meta(Some((40, 36))), (160, 36)).unwrap();
+        assert_eq!(t.tiles, Some(((40, 36), 16)));
+        // Tiles of the user's size without --tile-overlap are lowered too.
+        let small = request(TileMode::Size {
+            width: 20,
+            height: 24,
+        });
+        assert!(small.validate().is_ok());
+        let t = decide(&small, Path::new(M), &meta(None), (160, 90)).unwrap();
+        assert_eq!(t.tiles, Some(((20, 24), 9)));
+        let given = TileRequest {
+            overlap_given: true,
+            ..request(TileMode::Auto)
+        };
+        let e = decide(&given, Path::new(M), &meta(Some((32, 32))), (160, 90)).unwrap_err();
+        assert!(e.to_string().starts_with("--tile-overlap 16: "), "{e}");
     }
 
     #[test]

@@ -193,7 +193,10 @@ pub fn pipeline_config(
     }
     let tiling = TileRequest {
         mode: run.tile,
-        overlap: run.tile_overlap,
+        overlap: run
+            .tile_overlap
+            .unwrap_or(rave_core::tiling::DEFAULT_OVERLAP),
+        overlap_given: run.tile_overlap.is_some(),
     };
     tiling.validate()?;
     Ok(UpscaleConfig {
