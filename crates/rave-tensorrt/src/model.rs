@@ -12,8 +12,9 @@ use rave_core::types::PixelFormat;
 
 use crate::runtime::OrtRuntime;
 
-/// Side length of the probe input used to measure the scale of dynamic-shape models.
-const PROBE_SIDE: usize = 16;
+/// Side lengths of the probe input used to measure the scale of dynamic-shape models, in
+/// the order tried.
+const PROBE_SIDES: [usize; 2] = [16, 64];
 /// Largest upscale factor RAVE accepts.
 const MAX_SCALE: u32 = 16;
 
@@ -270,7 +271,9 @@ fn scale_from(path: &Path, input_hw: (u32, u32), output_hw: (u32, u32)) -> Resul
     Ok(scale)
 }
 
-/// Run one small grey frame through a dynamic-shape model and measure the scale.
+/// Run one small grey frame through a dynamic-shape model and measure the scale: 16x16
+/// first (cheap for any model), then 64x64 where the run fails, for models whose sides
+/// must be multiples of 32 or at least 20 px (a space-to-depth or pooling stage).
 fn probe_scale(
     session: &mut Session,
     path: &Path,
@@ -278,32 +281,61 @@ fn probe_scale(
     input: ImageShape,
     format: PixelFormat,
 ) -> Result<u32> {
-    let h = input.height.map_or(PROBE_SIDE, |v| v as usize);
-    let w = input.width.map_or(PROBE_SIDE, |v| v as usize);
-    let n = input.batch.map_or(1, |b| b as usize);
+    let mut failures = Vec::new();
+    for side in PROBE_SIDES {
+        let h = input.height.map_or(side, |v| v as usize);
+        let w = input.width.map_or(side, |v| v as usize);
+        match probe_output(session, input_name, input.batch, (w, h), format) {
+            Ok(out_shape) => return scale_of_probe(path, input.batch, (w, h), &out_shape),
+            Err(e) => failures.push(format!("{w}x{h}: {}", first_line(&e.to_string()))),
+        }
+        if input.height.is_some() && input.width.is_some() {
+            break;
+        }
+    }
+    // A failing run is the runtime's or the provider's problem, not proof of a bad model.
+    Err(EngineError::Inference(format!(
+        "{}: measuring the scale with a probe frame failed ({})",
+        path.display(),
+        failures.join("; ")
+    )))
+}
+
+/// The output shape of one grey frame of `(w, h)` (a batch of the model's fixed size).
+fn probe_output(
+    session: &mut Session,
+    input_name: &str,
+    batch: Option<u32>,
+    (w, h): (usize, usize),
+    format: PixelFormat,
+) -> std::result::Result<Vec<i64>, ort::Error> {
+    let n = batch.map_or(1, |b| b as usize);
     let shape = [n, 3, h, w];
     let len = n * 3 * h * w;
-    // A failing run is the runtime's or the provider's problem, not proof of a bad model.
-    let failed = |e: ort::Error| {
-        EngineError::Inference(format!(
-            "{}: measuring the scale with a {w}x{h} probe frame failed: {}",
-            path.display(),
-            first_line(&e.to_string())
-        ))
-    };
-    let (half_data, full_data) = (vec![half::f16::from_f32(0.5); len], vec![0.5f32; len]);
     let outputs = if format == PixelFormat::RgbPlanarF16 {
-        let t = TensorRef::from_array_view((shape, &half_data[..])).map_err(failed)?;
-        session.run(ort::inputs![input_name => t]).map_err(failed)?
+        let data = vec![half::f16::from_f32(0.5); len];
+        let t = TensorRef::from_array_view((shape, &data[..]))?;
+        session.run(ort::inputs![input_name => t])?
     } else {
-        let t = TensorRef::from_array_view((shape, &full_data[..])).map_err(failed)?;
-        session.run(ort::inputs![input_name => t]).map_err(failed)?
+        let data = vec![0.5f32; len];
+        let t = TensorRef::from_array_view((shape, &data[..]))?;
+        session.run(ort::inputs![input_name => t])?
     };
-    let out_shape = outputs[0]
+    Ok(outputs[0]
         .dtype()
         .tensor_shape()
-        .ok_or_else(|| not_image_model(path, "the probe output is not a tensor"))?
-        .to_vec();
+        .map(|s| s.to_vec())
+        .unwrap_or_default())
+}
+
+/// The scale a probe of `(w, h)` measured from its output shape `out_shape`.
+fn scale_of_probe(
+    path: &Path,
+    batch: Option<u32>,
+    (w, h): (usize, usize),
+    out_shape: &[i64],
+) -> Result<u32> {
+    let n = batch.map_or(1, |b| b as usize);
     if out_shape.len() != 4 || out_shape[0] != n as i64 || out_shape[1] != 3 {
         return Err(not_image_model(
             path,

@@ -69,3 +69,10 @@ fn a_file_that_is_not_onnx_is_invalid_and_named() {
     assert_eq!(err.kind(), "model_invalid");
     assert!(err.to_string().contains("not_onnx.onnx"), "{err}");
 }
+
+#[test]
+fn a_model_whose_sides_must_be_multiples_of_32_is_probed_at_a_size_it_takes() {
+    // A 16x16 probe frame fails in its space-to-depth stage; the 64x64 one runs.
+    let m = LoadedModel::inspect(runtime(), &fixture("blocks32_x2.onnx")).unwrap();
+    assert_eq!(m.scale, 2);
+}
