@@ -12,6 +12,8 @@
 - rank3.onnx: input rank 3 -> must be rejected.
 - gray.onnx: one-channel input -> must be rejected.
 - half_scale.onnx: output half the input size -> must be rejected.
+- two_outputs.onnx: the input as it is, then nearest x2, as two outputs -> must be rejected
+  (which output is the picture would be a guess).
 - blocks32_x2.onnx: nearest x2 behind a space-to-depth/depth-to-space pair of block 32, so
   its sides must be multiples of 32 (a 16x16 probe frame fails; a 64x64 one runs).
 - padded_x2.onnx: nearest x2, then 16 px of padding right and below: x3 on the 16x16 probe
@@ -72,6 +74,19 @@ def blocks32_x2(out, name):
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
 
 
+def two_outputs(out, name):
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
+    nodes = [
+        helper.make_node("Identity", ["input"], ["same"]),
+        helper.make_node("Resize", ["input", "", "scales"], ["output"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    ]
+    g = helper.make_graph(nodes, name, [image("input", ["n", 3, "h", "w"])],
+                          [image("same", ["n", 3, "h", "w"]), image("output", ["n", 3, "h2", "w2"])],
+                          [scales])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
+
+
 def unary(out, name, in_shape, out_shape, op="Relu", **attrs):
     node = helper.make_node(op, ["input"], ["output"], **attrs)
     g = helper.make_graph([node], name, [image("input", in_shape)], [image("output", out_shape)])
@@ -90,6 +105,7 @@ def main():
     unary(out, "gray", ["n", 1, "h", "w"], ["n", 1, "h", "w"])
     padded_x2(out, "padded_x2")
     blocks32_x2(out, "blocks32_x2")
+    two_outputs(out, "two_outputs")
     unary(out, "half_scale", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"], op="AveragePool", kernel_shape=[2, 2], strides=[2, 2])
     print(out)
 

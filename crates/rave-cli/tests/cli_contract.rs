@@ -258,6 +258,10 @@ fn model_problems_exit_5() {
             "takes fixed 64x48",
         ),
         (
+            fixture("two_outputs.onnx").to_str().unwrap(),
+            "it has 1 inputs and 2 outputs",
+        ),
+        (
             fixture("padded_x2.onnx").to_str().unwrap(),
             "padded_x2: its output is [1, 3, 80, 80] for an input of [1, 3, 32, 32], not [1, 3, 96, 96] (x3",
         ),

@@ -172,7 +172,9 @@ fn image_shape(path: &Path, what: &str, ty: &ValueType) -> Result<(ImageShape, T
 }
 
 fn extract_metadata(session: &mut Session, path: &Path, fp16_ok: bool) -> Result<ModelMetadata> {
-    if session.inputs().len() != 1 || session.outputs().is_empty() {
+    // One output: with several, which one is the picture is a guess (the first of a model
+    // whose first output is not the upscaled image gave a wrong result without a word).
+    if session.inputs().len() != 1 || session.outputs().len() != 1 {
         return Err(not_image_model(
             path,
             format!(
