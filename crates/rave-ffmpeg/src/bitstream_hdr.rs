@@ -14,16 +14,6 @@ use ffmpeg_next::frame::side_data::Type;
 
 use crate::sys;
 
-/// Video packets sent to the decoder at most before giving up on a first frame.
-const MAX_VIDEO_PACKETS: usize = 64;
-
-/// Packets of any stream read at most (a video stream whose packets come late in the file
-/// is left to the reader, not read here in full).
-const MAX_PACKETS: usize = 2048;
-
-/// Read errors after which the look-ahead gives up (a file system error repeats forever).
-const MAX_READ_ERRORS: usize = 8;
-
 /// The HDR10 side data of a video's first frame, as bytes of FFmpeg's structures (the same
 /// as the stream side data of the same kinds).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -72,42 +62,7 @@ pub fn first_frame_hdr(input: &Input, index: usize) -> BitstreamHdr {
 }
 
 fn read_first_frame(path: PathBuf, index: usize) -> Option<BitstreamHdr> {
-    let mut input = ffmpeg_next::format::input(&path).ok()?;
-    let params = input.stream(index)?.parameters();
-    let mut decoder = ffmpeg_next::codec::context::Context::from_parameters(params)
-        .ok()?
-        .decoder()
-        .video()
-        .ok()?;
-    let mut frame = ffmpeg_next::frame::Video::empty();
-    let (mut sent, mut errors) = (0, 0);
-    for _ in 0..MAX_PACKETS {
-        let mut packet = ffmpeg_next::Packet::empty();
-        match packet.read(&mut input) {
-            Ok(()) => {}
-            Err(ffmpeg_next::Error::Eof) => break,
-            Err(_) => {
-                errors += 1;
-                if errors >= MAX_READ_ERRORS {
-                    return None;
-                }
-                continue;
-            }
-        }
-        if packet.stream() != index {
-            continue;
-        }
-        if decoder.send_packet(&packet).is_ok() && decoder.receive_frame(&mut frame).is_ok() {
-            return Some(side_data_of(&frame));
-        }
-        sent += 1;
-        if sent >= MAX_VIDEO_PACKETS {
-            return None;
-        }
-    }
-    decoder.send_eof().ok()?;
-    decoder.receive_frame(&mut frame).ok()?;
-    Some(side_data_of(&frame))
+    crate::first_frame::first_frame(&path, index).map(|frame| side_data_of(&frame))
 }
 
 fn side_data_of(frame: &ffmpeg_next::frame::Video) -> BitstreamHdr {

@@ -6,6 +6,7 @@ mod declared;
 mod decodable_leading;
 mod decoded;
 mod decoder_log;
+mod first_frame;
 mod leading_packets;
 mod log_capture;
 mod log_watch;

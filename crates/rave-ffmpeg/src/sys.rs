@@ -92,6 +92,24 @@ pub fn set_sample_aspect_ratio(output: &mut Output, index: usize, sar: ffmpeg_ne
     }
 }
 
+/// The palette of a decoded PAL8 frame (256 entries of native-endian 0xAARRGGBB), which
+/// `ffmpeg-next`'s plane accessors do not reach; `None` for a frame without one.
+pub fn palette(frame: &ffmpeg_next::frame::Video) -> Option<&[u8]> {
+    // SAFETY: the frame is valid for the borrow; for a palette format FFmpeg's decoders put
+    // an AVPALETTE_SIZE (1024) byte palette in data[1], owned by the frame, which the
+    // returned slice borrows. The format is checked first, so no other plane is read.
+    unsafe {
+        let raw = frame.as_ptr();
+        if (*raw).format != ffi::AVPixelFormat::AV_PIX_FMT_PAL8 as i32 || (*raw).data[1].is_null() {
+            return None;
+        }
+        Some(std::slice::from_raw_parts(
+            (*raw).data[1],
+            ffi::AVPALETTE_SIZE as usize,
+        ))
+    }
+}
+
 /// The path `input` was opened from.
 pub fn input_path(input: &Input) -> Option<std::path::PathBuf> {
     use std::os::unix::ffi::OsStrExt;
