@@ -18,6 +18,8 @@ pub struct SizeLimits {
     pub max: Option<(u32, u32)>,
     /// Widths (inclusive range) the encoder opens with but crashes on.
     pub broken_widths: Option<(u32, u32)>,
+    /// `(short, long)`: where one side is under `short` px, the other at most `long` px.
+    pub narrow_strip: Option<(u32, u32)>,
 }
 
 impl SizeLimits {
@@ -27,6 +29,9 @@ impl SizeLimits {
     /// libx265 3.5 (Debian 12) corrupts its heap and aborts ("corrupted size vs. prev_size",
     /// or a segfault) on widths 34..=48, whose half-size lookahead is three 8x8 blocks wide,
     /// at any height and bit depth: `ffmpeg -f lavfi -i testsrc2=size=40x32 -c:v libx265`.
+    /// It also refuses a strip under 32 px across and over 4208 px long, either way round
+    /// ("non-conformant bitstreams not allowed": no HEVC level fits it; 4208x16, 16x4208 and
+    /// 4300x32 open, 4210x16, 16x4210 and 4300x24 do not).
     pub fn of(codec: VideoCodec) -> Self {
         match codec {
             VideoCodec::H264 => Self {
@@ -34,18 +39,21 @@ impl SizeLimits {
                 min: (2, 2),
                 max: Some((16384, 16384)),
                 broken_widths: None,
+                narrow_strip: None,
             },
             VideoCodec::Hevc => Self {
                 even: true,
                 min: (16, 16),
                 max: None,
                 broken_widths: Some((34, 48)),
+                narrow_strip: Some((32, 4208)),
             },
             VideoCodec::Av1 => Self {
                 even: true,
                 min: (64, 64),
                 max: Some((16384, 8704)),
                 broken_widths: None,
+                narrow_strip: None,
             },
         }
     }
@@ -58,11 +66,15 @@ impl SizeLimits {
         let safe = self
             .broken_widths
             .is_none_or(|(lo, hi)| !(lo..=hi).contains(&width));
-        even && big_enough && small_enough && safe
+        let not_a_long_strip = self
+            .narrow_strip
+            .is_none_or(|(short, long)| width.min(height) >= short || width.max(height) <= long);
+        even && big_enough && small_enough && safe && not_a_long_strip
     }
 
-    /// "an even width and height of at least 64x64 and at most 16384x8704".
-    pub fn describe(self) -> String {
+    /// "an even width and height of at least 64x64 and at most 16384x8704", for a frame of
+    /// `size` (the strip rule is said only to a strip that breaks it).
+    pub fn describe(self, size: (u32, u32)) -> String {
         let mut s = String::from(if self.even {
             "an even width and height"
         } else {
@@ -74,6 +86,14 @@ impl SizeLimits {
         }
         if let Some((lo, hi)) = self.broken_widths {
             s += &format!(", and a width outside {lo}..{hi} (this build crashes on those)");
+        }
+        if let Some((short, long)) = self
+            .narrow_strip
+            .filter(|&(short, long)| size.0.min(size.1) < short && size.0.max(size.1) > long)
+        {
+            s += &format!(
+                ", and with a side under {short} px the other at most {long} px (no level of the standard fits a longer strip)"
+            );
         }
         s
     }
@@ -92,7 +112,7 @@ pub fn check_output_size(codec: VideoCodec, input: (u32, u32), scale: u32) -> Re
         input: [input.0, input.1],
         scale,
         output: [output.0, output.1],
-        needs: limits.describe(),
+        needs: limits.describe(output),
         advice: advice(codec, input, scale),
     })
 }
@@ -155,6 +175,14 @@ mod tests {
         assert!(hevc.accepts(16, 16) && !hevc.accepts(18, 10) && !hevc.accepts(51, 28));
         assert!(hevc.accepts(32, 24) && hevc.accepts(50, 24) && hevc.accepts(32, 48));
         assert!(!hevc.accepts(34, 24) && !hevc.accepts(48, 24) && !hevc.accepts(40, 512));
+        assert!(hevc.accepts(4208, 16) && hevc.accepts(16, 4208) && hevc.accepts(4300, 32));
+        assert!(!hevc.accepts(4210, 16) && !hevc.accepts(16, 4210) && !hevc.accepts(4300, 24));
+        assert!(hevc.accepts(16384, 32) && !hevc.accepts(16388, 16));
+        let needs = hevc.describe((16388, 16));
+        assert!(
+            needs.ends_with("and with a side under 32 px the other at most 4208 px (no level of the standard fits a longer strip)"),
+            "{needs}"
+        );
         let av1 = SizeLimits::of(VideoCodec::Av1);
         assert!(av1.accepts(64, 64) && av1.accepts(16384, 8704));
         assert!(!av1.accepts(62, 64) && !av1.accepts(66, 65) && !av1.accepts(64, 8706));
