@@ -520,16 +520,16 @@ fn probe_estimates_frames_of_a_matroska_clip_starting_late() {
 fn benchmark_json_reports_each_stage_and_the_bottleneck() {
     let dir = scratch();
     let clip = make_clip(dir.path(), "in.mp4", "48x32", 6);
-    let o = run(&[
-        "benchmark",
-        "-i",
-        clip.to_str().unwrap(),
-        "-m",
-        fixture("nearest_x2.onnx").to_str().unwrap(),
-        "--frames",
-        "4",
-        "--json",
-    ]);
+    let model = fixture("nearest_x2.onnx");
+    let benchmark = |extra: &[&str]| {
+        rave()
+            .args(["benchmark", "-i", clip.to_str().unwrap(), "-m"])
+            .arg(&model)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = benchmark(&["--frames", "4", "--json"]);
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["frames"], 4);
@@ -551,13 +551,7 @@ fn benchmark_json_reports_each_stage_and_the_bottleneck() {
     assert!(v["null_vs_inference"].as_f64().unwrap() > 0.0);
     assert!(v["full_vs_bound"].as_f64().unwrap() > 0.0);
     assert!(v["backend_reason"].as_str().is_some());
-    let o = run(&[
-        "benchmark",
-        "-i",
-        clip.to_str().unwrap(),
-        "-m",
-        fixture("nearest_x2.onnx").to_str().unwrap(),
-    ]);
+    let o = benchmark(&[]);
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("bottleneck"), "{}", stdout(&o));
     assert!(
@@ -567,18 +561,7 @@ fn benchmark_json_reports_each_stage_and_the_bottleneck() {
     );
     // The encode stage of the codec the user will write (its advice names --codec too).
     for (codec, encoder, preset) in [("hevc", "libx265", "veryfast"), ("av1", "libsvtav1", "8")] {
-        let o = run(&[
-            "benchmark",
-            "-i",
-            clip.to_str().unwrap(),
-            "-m",
-            fixture("nearest_x2.onnx").to_str().unwrap(),
-            "--frames",
-            "2",
-            "--codec",
-            codec,
-            "--json",
-        ]);
+        let o = benchmark(&["--frames", "2", "--codec", codec, "--json"]);
         assert_exit(&o, 0);
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert_eq!(v["full_report"]["mux"]["encoder"], encoder, "{codec}");

@@ -337,15 +337,25 @@ fn a_double_ctrl_c_during_start_up_leaves_nothing_and_says_only_that() {
     let input = make_clip(d, "in.mp4", "160x96", 100);
     let m = fixture("nearest_x2.onnx");
     for step in 0..30u64 {
-        let mut child = rave()
+        let mut command = rave();
+        command
             .args(["upscale", "-i", input.to_str().unwrap()])
             .args(["-o", d.join("out.mkv").to_str().unwrap()])
             .args(["-m", m.to_str().unwrap(), "--codec", "av1"])
             .args(["--progress", "off", "--overwrite"])
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::piped());
+        // A test run started in the background of a script inherits SIGINT ignored (POSIX
+        // shells ignore it for `&` jobs); a Ctrl+C before RAVE's handler is installed would
+        // then be lost and the run complete. The child starts as from a terminal.
+        // SAFETY: signal(2) is async-signal-safe and touches no memory of the parent's.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(30 + 3 * step));
         let pid = child.id() as libc::pid_t;
         // SAFETY: kill(2) on the child's own process id; it reads no memory.
