@@ -193,7 +193,8 @@ fn plan_refuses_a_bad_model_or_output_before_planning() {
 
 /// `rave plan` refuses what every `rave segment` of the job would refuse as it starts, as
 /// `rave upscale` does before any work: frames smaller than a fixed-size model's input
-/// (exit 5), an upscaled size the encoder cannot code (exit 4). It planned them, and the
+/// (exit 5), an upscaled size the encoder cannot code, a codec the container cannot hold
+/// (exit 4). It planned them, and the
 /// whole array of workers then failed.
 #[test]
 fn plan_refuses_what_every_segment_worker_would() {
@@ -225,6 +226,23 @@ fn plan_refuses_what_every_segment_worker_would() {
     assert_exit(&o, 4);
     assert!(
         stderr(&o).contains("17x9 upscaled x2 is 34x18, but libx265 needs"),
+        "{}",
+        stderr(&o)
+    );
+    let clip = make_clip(d, "48x32.mp4", "48x32", 5);
+    let o = rave()
+        .args(["plan", "-i", clip.to_str().unwrap(), "-o"])
+        .arg(d.join("out.mov"))
+        .arg("-m")
+        .arg(fixture("nearest_x2.onnx"))
+        .arg("--work")
+        .arg(&work)
+        .args(["--codec", "av1", "--preset", "12"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 4);
+    assert!(
+        stderr(&o).contains("AV1 video cannot be stored in QuickTime"),
         "{}",
         stderr(&o)
     );

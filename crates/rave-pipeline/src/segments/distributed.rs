@@ -57,14 +57,27 @@ pub fn plan(
 
 /// What every `rave segment` of the job would refuse as it starts, refused by the plan
 /// instead (as `rave upscale` refuses it before any work): frames the model cannot take
-/// even in tiles (or with `--tile off`), and an upscaled size the encoder cannot code.
+/// even in tiles (or with `--tile off`), an upscaled size the encoder cannot code, and a
+/// codec the output's container cannot hold (AV1 in QuickTime).
 fn refused_by_every_worker(
     config: &UpscaleConfig,
     model: &rave_core::backend::ModelMetadata,
 ) -> Result<()> {
-    let size = probe(&config.input)?.frame_size()?;
+    let info = probe(&config.input)?;
+    let size = info.frame_size()?;
     crate::tiling_choice::decide(&config.tiling, &config.model, model, size)?;
-    rave_ffmpeg::encoder_limits::check_output_size(config.encoder.codec, size, model.scale)
+    let codec = config.encoder.codec;
+    rave_ffmpeg::encoder_limits::check_output_size(codec, size, model.scale)?;
+    let planned = rave_ffmpeg::stream_plan::PlannedVideo {
+        codec,
+        width: size.0 * model.scale,
+        height: size.1 * model.scale,
+        bit_depth: info.video.bit_depth,
+        // Whether the container holds the codec does not depend on the time base.
+        time_base: ffmpeg_next::Rational::new(1, 90_000),
+    };
+    let container = Container::from_path(&config.output)?;
+    rave_ffmpeg::stream_plan::check_video(container, planned, &config.output)
 }
 
 /// What `rave segment` did.
