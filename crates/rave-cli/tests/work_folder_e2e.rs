@@ -481,4 +481,29 @@ fn a_working_folder_whose_path_is_not_utf8_is_refused_before_any_file_is_made() 
     assert!(stderr(&o).contains("is not valid UTF-8"), "{}", stderr(&o));
     assert_eq!(sorted_names(&odd), ["a.mp4"]);
     assert!(!work.exists(), "no work folder");
+    // A job planned with UTF-8 paths resumes from there: its manifest keeps its own paths.
+    let out = dir.path().join("o.mp4");
+    let again = |from: &std::path::Path| {
+        rave()
+            .current_dir(from)
+            .args(["upscale", "-i"])
+            .arg(&clip)
+            .arg("-o")
+            .arg(&out)
+            .arg("-m")
+            .arg(fixture("nearest_x2.onnx"))
+            .arg("--work")
+            .arg(&work)
+            .args(["--keep-work", "--overwrite"])
+            .output()
+            .unwrap()
+    };
+    assert_exit(&again(dir.path()), 0);
+    let o = again(&odd);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains("0 upscaled by this run"),
+        "{}",
+        stdout(&o)
+    );
 }

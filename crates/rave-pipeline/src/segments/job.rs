@@ -161,7 +161,10 @@ pub fn prepare(
     let opts = &config.segments;
     let work = (!config.null_output).then(|| work_of(config));
     if let Some(work) = &work {
-        check_recordable(config)?;
+        // A resumed job keeps its manifest's paths: only a new plan records these.
+        if opts.restart || !work.has_manifest() {
+            check_recordable(config)?;
+        }
         work.check_input_outside(&config.input)?;
     }
     if let Some(work) = &work
