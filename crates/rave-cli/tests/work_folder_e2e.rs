@@ -353,6 +353,22 @@ fn an_input_named_as_a_work_file_in_the_work_folder_is_refused_and_kept() {
     let link = d.join("film.mp4");
     std::os::unix::fs::symlink(&input, &link).unwrap();
     refused(&upscale(&link, &d.join("out.mp4"), &m, &[]));
+    // A link in the folder under a work file's name, to a file elsewhere: removing the link
+    // would take the input from its path.
+    let other = d.join("other");
+    std::fs::create_dir(&other).unwrap();
+    let other_work = other.join(".out.mp4.rave-work");
+    std::fs::create_dir(&other_work).unwrap();
+    let named = other_work.join("seg-00002.mp4");
+    std::os::unix::fs::symlink(&clip, &named).unwrap();
+    let o = upscale(&named, &other.join("out.mp4"), &m, &[]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("under the name of one of RAVE's work files"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(named.symlink_metadata().is_ok(), "the link is kept");
 
     // A job planned in a --work folder, then restarted with the input moved into it.
     let planned = d.join("planned");

@@ -267,20 +267,30 @@ impl WorkFolder {
     /// gives its own work files (`seg-00000.mp4`, say): a job here, planned, resumed or
     /// restarted, would write over it or remove it, and the input is never touched.
     pub fn check_input_outside(&self, input: &Path) -> Result<()> {
-        let (Ok(input), Ok(dir)) = (input.canonicalize(), self.dir.canonicalize()) else {
+        let Ok(dir) = self.dir.canonicalize() else {
             return Ok(());
         };
-        let name = input
-            .file_name()
-            .map(|n| n.to_string_lossy().to_lowercase());
-        if input.parent() == Some(dir.as_path())
-            && name.is_some_and(|n| work_files::classify(&n).is_some())
-        {
+        // The file as named (a link there would be removed, the input gone from its path)
+        // and the file it resolves to. Names are compared in lower case: on a file system
+        // that ignores case, RAVE's seg-00000.mp4 is the user's SEG-00000.MP4.
+        let in_folder = |path: &Path| {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase());
+            parent.unwrap_or(Path::new(".")).canonicalize().ok() == Some(dir.clone())
+                && name.is_some_and(|n| work_files::classify(&n).is_some())
+        };
+        let resolved = input.canonicalize().ok();
+        let named_there = in_folder(input);
+        if named_there || resolved.as_deref().is_some_and(in_folder) {
+            let shown = match (named_there, resolved.as_deref()) {
+                (false, Some(file)) => file,
+                _ => input,
+            };
             return Err(EngineError::WorkFolderMismatch {
                 work: self.dir.clone(),
                 reason: format!(
                     "the input {} is in it under the name of one of RAVE's work files, which a job there writes over and removes; rename or move the input, or give --work another folder",
-                    input.display()
+                    shown.display()
                 ),
             });
         }
