@@ -21,8 +21,10 @@ pub fn install_dir() -> Option<PathBuf> {
     if let Some(home) = std::env::var_os("RAVE_HOME").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(home));
     }
-    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(xdg).join("rave"));
+    // A relative XDG_DATA_HOME is ignored, as the XDG specification says.
+    let xdg = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from);
+    if let Some(xdg) = xdg.filter(|x| x.is_absolute()) {
+        return Some(xdg.join("rave"));
     }
     let home = std::env::home_dir().filter(|h| h.is_absolute())?;
     Some(home.join(".local/share/rave"))

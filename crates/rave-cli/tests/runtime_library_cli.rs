@@ -152,6 +152,15 @@ fn an_unset_home_never_makes_the_working_directory_the_install_folder() {
     };
     let o = bare(&["models", "--json"]);
     assert!(!stdout(&o).contains("planted"), "{}", stdout(&o));
+    // A relative XDG_DATA_HOME is the working directory too: ignored.
+    let o = rave()
+        .args(["models", "--json"])
+        .current_dir(dir.path())
+        .env_remove("RAVE_HOME")
+        .env("XDG_DATA_HOME", ".local/share")
+        .output()
+        .unwrap();
+    assert!(!stdout(&o).contains("planted"), "{}", stdout(&o));
     let o = bare(&["upscale", "-i", "in.mp4", "-o", "o.mp4", "-m", "planted"]);
     assert_exit(&o, 5);
     assert!(

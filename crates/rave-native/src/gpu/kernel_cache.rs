@@ -21,12 +21,16 @@ pub enum CacheUse {
     Compiled,
 }
 
-/// The cache folder from the environment, `None` when caching is off.
+/// The cache folder from the environment, `None` when caching is off: `RAVE_KERNEL_CACHE`
+/// (empty turns caching off), else `$XDG_CACHE_HOME/rave/kernels`, else
+/// `~/.cache/rave/kernels` (the home folder from `$HOME`, or the password database where it
+/// is unset). A relative `XDG_CACHE_HOME` or home is ignored, as the XDG specification
+/// says: it would make the working directory's files the cache, and load them.
 pub fn default_dir() -> Option<PathBuf> {
     dir_from(
         std::env::var_os("RAVE_KERNEL_CACHE"),
         std::env::var_os("XDG_CACHE_HOME"),
-        std::env::var_os("HOME"),
+        std::env::home_dir().map(PathBuf::into_os_string),
     )
 }
 
@@ -38,10 +42,16 @@ fn dir_from(
     match explicit {
         Some(d) if d.is_empty() => None,
         Some(d) => Some(PathBuf::from(d)),
-        None => match xdg.filter(|x| !x.is_empty()) {
-            Some(x) => Some(PathBuf::from(x).join("rave/kernels")),
-            None => home.map(|h| PathBuf::from(h).join(".cache/rave/kernels")),
-        },
+        None => {
+            let absolute =
+                |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+            match xdg.and_then(absolute) {
+                Some(x) => Some(x.join("rave/kernels")),
+                None => home
+                    .and_then(absolute)
+                    .map(|h| h.join(".cache/rave/kernels")),
+            }
+        }
     }
 }
 
@@ -188,6 +198,13 @@ mod tests {
             Some(PathBuf::from("/h/.cache/rave/kernels"))
         );
         assert_eq!(dir_from(None, None, None), None);
+        // Relative values would make the working directory the cache.
+        assert_eq!(
+            dir_from(None, os("rel"), os("/h")),
+            Some(PathBuf::from("/h/.cache/rave/kernels"))
+        );
+        assert_eq!(dir_from(None, None, os("")), None);
+        assert_eq!(dir_from(None, None, os(".")), None);
     }
 
     #[test]
