@@ -229,23 +229,31 @@ fn an_alpha_channel_is_said_to_be_dropped() {
         ],
     );
     let opaque = clip(d, "opaque.mov", &["-c:v", "prores_ks", "-profile:v", "3"]);
-    // Palette PNGs: every entry has room for alpha; only colours the pixels use count.
+    // Palette PNGs and GIFs: every entry or pixel has room for alpha; only transparent
+    // pixels count.
     let palette = clip(d, "palette.mkv", &["-vf", "format=pal8", "-c:v", "png"]);
+    let gif = clip(d, "opaque.gif", &[]);
     let half_clear = "[0]format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='if(lt(X,48),0,255)',split[a][b];[a]palettegen=reserve_transparent=1[p];[b][p]paletteuse=alpha_threshold=128";
     let see_through = clip(
         d,
         "see_through.mkv",
         &["-filter_complex", half_clear, "-c:v", "png"],
     );
+    let see_through_gif = clip(d, "see_through.gif", &["-filter_complex", half_clear]);
     for (input, what) in [
         (&qtrle, Some("(argb)")),
         (&prores, Some("(yuva444p")),
         (&vp9, Some("(WebM alpha_mode)")),
         (&opaque, None),
         (&palette, None),
+        (&gif, None),
+        (
+            &see_through_gif,
+            Some("(bgra, with transparent pixels in its first frame)"),
+        ),
         (
             &see_through,
-            Some("(pal8, a palette with transparent colours)"),
+            Some("(pal8, with transparent pixels in its first frame)"),
         ),
     ] {
         let output = d.join("out.mkv");

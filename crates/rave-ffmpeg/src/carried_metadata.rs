@@ -2,7 +2,7 @@
 //! mastering display and content light level, from the container or else the bitstream) and
 //! what it cannot keep, said once.
 
-use ffmpeg_next::ffi::{AVFieldOrder, AVPacketSideDataType, AVPixelFormat};
+use ffmpeg_next::ffi::{AVFieldOrder, AVPacketSideDataType};
 use ffmpeg_next::format::context::{Input, Output};
 
 use crate::codec_choice::{Container, VideoCodec};
@@ -57,7 +57,7 @@ impl CarriedMetadata {
                 ));
             }
         }
-        if let Some(what) = alpha_of(input, index) {
+        if let Some(what) = crate::alpha::alpha_of(input, index) {
             carried.warnings.push(format!(
                 "the input has an alpha channel ({what}); RAVE upscales the colour only and writes video without transparency"
             ));
@@ -156,45 +156,6 @@ pub fn interlace_warning(order: &str) -> String {
     format!(
         "the input is interlaced ({order}); RAVE upscales whole frames and writes progressive video; deinterlace first for best results (e.g. ffmpeg -vf bwdif)"
     )
-}
-
-/// What says that video stream `index` of `input` is transparent: its pixel format (PNG,
-/// ProRes 4444, QuickTime RLE), or WebM's `alpha_mode` (VP8/VP9 alpha in side data). A
-/// palette format (GIF, palette PNG) has room for alpha in every entry; it counts only
-/// where the first frame's palette uses it.
-fn alpha_of(input: &Input, index: usize) -> Option<String> {
-    let params = sys::stream_params(input, index);
-    let format = crate::frame_convert::pixel_from_raw(params.format);
-    if format == AVPixelFormat::AV_PIX_FMT_PAL8 {
-        let opaque = sys::input_path(input)
-            .and_then(|path| crate::first_frame::first_frame(&path, index))
-            .is_some_and(|frame| palette_is_opaque(&frame));
-        return (!opaque).then(|| "pal8, a palette with transparent colours".to_string());
-    }
-    if sys::pixel_has_alpha(format) {
-        return Some(sys::pixel_name(format));
-    }
-    let stream = input.stream(index)?;
-    (stream.metadata().get("alpha_mode") == Some("1")).then(|| "WebM alpha_mode".to_string())
-}
-
-/// Whether every pixel of a PAL8 frame has a fully opaque colour: the palette is 256
-/// entries of native-endian 0xAARRGGBB, and only the entries the pixels use count (a
-/// decoder may leave unused ones zero, alpha included).
-fn palette_is_opaque(frame: &ffmpeg_next::frame::Video) -> bool {
-    let Some(palette) = sys::palette(frame) else {
-        return false;
-    };
-    let indices = frame.data(0);
-    let opaque = |i: u8| {
-        let e = &palette[4 * usize::from(i)..][..4];
-        u32::from_ne_bytes([e[0], e[1], e[2], e[3]]) >> 24 == 0xFF
-    };
-    let (width, stride) = (frame.width() as usize, frame.stride(0));
-    indices
-        .chunks(stride.max(1))
-        .take(frame.height() as usize)
-        .all(|row| row.iter().take(width).all(|&i| opaque(i)))
 }
 
 /// The display field order of an interlaced stream; `None` for progressive or unknown.

@@ -1,6 +1,7 @@
 //! Media IO on the system FFmpeg libraries: probe, demux and software decode into host
 //! frames, software encode, and muxing with every other stream copied untouched.
 
+mod alpha;
 mod continuity;
 mod declared;
 mod decodable_leading;
