@@ -15,7 +15,10 @@
 - two_outputs.onnx: the input as it is, then nearest x2, as two outputs -> must be rejected
   (which output is the picture would be a guess).
 - blocks32_x2.onnx: nearest x2 behind a space-to-depth/depth-to-space pair of block 32, so
-  its sides must be multiples of 32 (a 16x16 probe frame fails; a 64x64 one runs).
+  its sides must be multiples of 32 (a 16x16 probe frame fails, a 64x64 one runs, 40x24
+  fails) -> must be rejected: most frame sizes would fail mid-run.
+- min20_x2.onnx: nearest x2 plus zero times the mean of a 20x20 average pool of the input,
+  so it needs sides of 20 px or more (a 16x16 probe frame fails; 64x64 and 40x24 run).
 - padded_x2.onnx: nearest x2, then 16 px of padding right and below: x3 on the 16x16 probe
   frame, another size on any other -> must fail as a model problem, not a bug.
 Usage: make_test_models.py [OUT_DIR]
@@ -87,6 +90,22 @@ def two_outputs(out, name):
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
 
 
+def min20_x2(out, name):
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
+    zero = numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero")
+    nodes = [
+        helper.make_node("Resize", ["input", "", "scales"], ["x2"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        helper.make_node("AveragePool", ["input"], ["pooled"], kernel_shape=[20, 20]),
+        helper.make_node("ReduceMean", ["pooled"], ["mean"], keepdims=1),
+        helper.make_node("Mul", ["mean", "zero"], ["nothing"]),
+        helper.make_node("Add", ["x2", "nothing"], ["output"]),
+    ]
+    g = helper.make_graph(nodes, name, [image("input", ["n", 3, "h", "w"])],
+                          [image("output", ["n", 3, "h2", "w2"])], [scales, zero])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
+
+
 def unary(out, name, in_shape, out_shape, op="Relu", **attrs):
     node = helper.make_node(op, ["input"], ["output"], **attrs)
     g = helper.make_graph([node], name, [image("input", in_shape)], [image("output", out_shape)])
@@ -106,6 +125,7 @@ def main():
     padded_x2(out, "padded_x2")
     blocks32_x2(out, "blocks32_x2")
     two_outputs(out, "two_outputs")
+    min20_x2(out, "min20_x2")
     unary(out, "half_scale", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"], op="AveragePool", kernel_shape=[2, 2], strides=[2, 2])
     print(out)
 

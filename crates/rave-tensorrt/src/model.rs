@@ -15,6 +15,8 @@ use crate::runtime::OrtRuntime;
 /// Side lengths of the probe input used to measure the scale of dynamic-shape models, in
 /// the order tried.
 const PROBE_SIDES: [usize; 2] = [16, 64];
+/// A probe size that is no multiple of 16 either way, run where only the larger probe ran.
+const ODD_PROBE: (usize, usize) = (40, 24);
 /// Largest upscale factor RAVE accepts.
 const MAX_SCALE: u32 = 16;
 
@@ -283,13 +285,42 @@ fn probe_scale(
     input: ImageShape,
     format: PixelFormat,
 ) -> Result<u32> {
-    let mut failures = Vec::new();
+    let (mut failures, mut failed_sizes) = (Vec::new(), Vec::new());
+    let size = |side: usize| {
+        (
+            input.width.map_or(side, |v| v as usize),
+            input.height.map_or(side, |v| v as usize),
+        )
+    };
     for side in PROBE_SIDES {
-        let h = input.height.map_or(side, |v| v as usize);
-        let w = input.width.map_or(side, |v| v as usize);
+        let (w, h) = size(side);
         match probe_output(session, input_name, input.batch, (w, h), format) {
-            Ok(out_shape) => return scale_of_probe(path, input.batch, (w, h), &out_shape),
-            Err(e) => failures.push(format!("{w}x{h}: {}", first_line(&e.to_string()))),
+            Ok(out_shape) if failures.is_empty() => {
+                return scale_of_probe(path, input.batch, (w, h), &out_shape);
+            }
+            Ok(out_shape) => {
+                // The small probe failed: a minimum size is fine, sizes that must be
+                // multiples of a block are not (most videos' are not), so a size that is
+                // no multiple of 16 must run too.
+                let scale = scale_of_probe(path, input.batch, (w, h), &out_shape)?;
+                let (ow, oh) = (
+                    input.width.map_or(ODD_PROBE.0, |v| v as usize),
+                    input.height.map_or(ODD_PROBE.1, |v| v as usize),
+                );
+                return match probe_output(session, input_name, input.batch, (ow, oh), format) {
+                    Ok(_) => Ok(scale),
+                    Err(e) => Err(EngineError::ModelMetadata(format!(
+                        "{}: the model runs on a {w}x{h} frame but not on {} or {ow}x{oh} ({}): it takes only some frame sizes (sides that are multiples of a block size, say), and RAVE runs any; export it so that it pads its input to the size it needs",
+                        path.display(),
+                        failed_sizes.join(", "),
+                        first_line(&e.to_string())
+                    ))),
+                };
+            }
+            Err(e) => {
+                failures.push(format!("{w}x{h}: {}", first_line(&e.to_string())));
+                failed_sizes.push(format!("{w}x{h}"));
+            }
         }
         if input.height.is_some() && input.width.is_some() {
             break;

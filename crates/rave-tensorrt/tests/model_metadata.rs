@@ -71,8 +71,22 @@ fn a_file_that_is_not_onnx_is_invalid_and_named() {
 }
 
 #[test]
-fn a_model_whose_sides_must_be_multiples_of_32_is_probed_at_a_size_it_takes() {
-    // A 16x16 probe frame fails in its space-to-depth stage; the 64x64 one runs.
-    let m = LoadedModel::inspect(runtime(), &fixture("blocks32_x2.onnx")).unwrap();
+fn a_model_that_needs_a_minimum_size_is_probed_at_a_size_it_takes() {
+    // A 16x16 probe frame fails in its 20x20 pooling stage; 64x64 and 40x24 run.
+    let m = LoadedModel::inspect(runtime(), &fixture("min20_x2.onnx")).unwrap();
     assert_eq!(m.scale, 2);
+}
+
+#[test]
+fn a_model_whose_sides_must_be_multiples_of_a_block_is_refused_up_front() {
+    // 64x64 runs, 16x16 and 40x24 do not: most videos' frames would fail mid-run.
+    let e = LoadedModel::inspect(runtime(), &fixture("blocks32_x2.onnx")).unwrap_err();
+    assert_eq!(e.family().exit_code(), 5);
+    let text = e.to_string();
+    assert!(
+        text.contains("the model runs on a 64x64 frame but not on 16x16")
+            && text.contains("or 40x24")
+            && text.contains("takes only some frame sizes"),
+        "{text}"
+    );
 }
