@@ -276,8 +276,9 @@ fn scale_from(path: &Path, input_hw: (u32, u32), output_hw: (u32, u32)) -> Resul
 }
 
 /// Run one small grey frame through a dynamic-shape model and measure the scale: 16x16
-/// first (cheap for any model), then 64x64 where the run fails, for models whose sides
-/// must be multiples of 32 or at least 20 px (a space-to-depth or pooling stage).
+/// first (cheap for any model), then 64x64 where the run fails, for a model that needs
+/// sides of 20 px or more (a pooling stage); one that then fails on 40x24 takes only some
+/// sizes (multiples of a block, a space-to-depth stage) and is refused.
 fn probe_scale(
     session: &mut Session,
     path: &Path,
