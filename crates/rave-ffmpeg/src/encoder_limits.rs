@@ -30,8 +30,9 @@ impl SizeLimits {
     /// or a segfault) on widths 34..=48, whose half-size lookahead is three 8x8 blocks wide,
     /// at any height and bit depth: `ffmpeg -f lavfi -i testsrc2=size=40x32 -c:v libx265`.
     /// It also refuses a strip under 32 px across and over 4208 px long, either way round
-    /// ("non-conformant bitstreams not allowed": no HEVC level fits it; 4208x16, 16x4208 and
-    /// 4300x32 open, 4210x16, 16x4210 and 4300x24 do not).
+    /// ("non-conformant bitstreams not allowed": no HEVC level fits it; at preset ultrafast
+    /// 4208x16, 16x4208 and 4300x32 open, 4210x16, 16x4210 and 4300x24 do not; slower presets
+    /// open up to 4222 long, and the lower bound is the one held).
     pub fn of(codec: VideoCodec) -> Self {
         match codec {
             VideoCodec::H264 => Self {

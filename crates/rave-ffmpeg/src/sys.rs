@@ -266,12 +266,25 @@ pub enum DryRunStream<'a> {
     Planned(&'a ffmpeg_next::codec::Parameters, ffi::AVRational),
 }
 
+/// What `muxer_dry_run`'s stream is made from.
+enum DrySource<'a> {
+    /// A copied input stream.
+    Stream(*mut ffi::AVStream),
+    /// Planned parameters and a time base.
+    Params(&'a ffmpeg_next::codec::Parameters, ffi::AVRational),
+}
+
 /// Ask muxer `muxer` whether it takes `stream`, without writing anything: the stream is set
 /// up alone in a throwaway context that writes into memory and the muxer is initialised; a
 /// copied stream's parameters are complete, so the header is written too. FFmpeg's own
 /// checks run (codec tags, per-format refusals such as AV1 in QuickTime, Matroska's codec
 /// list); the answer is its error, if any.
 pub fn muxer_dry_run(muxer: &CStr, stream: DryRunStream<'_>) -> Result<(), ffmpeg_next::Error> {
+    // Looked up before anything is allocated: a bad index panics with nothing to free.
+    let source = match stream {
+        DryRunStream::Copied(input, index) => DrySource::Stream(input_stream(input, index)),
+        DryRunStream::Planned(params, time_base) => DrySource::Params(params, time_base),
+    };
     let mut ctx: *mut ffi::AVFormatContext = null_mut();
     // SAFETY: `muxer` is a NUL-terminated name; on success `ctx` is a new context we own.
     let r =
@@ -290,15 +303,14 @@ pub fn muxer_dry_run(muxer: &CStr, stream: DryRunStream<'_>) -> Result<(), ffmpe
             r = if st.is_null() {
                 ffi::AVERROR(ffi::ENOMEM)
             } else {
-                match stream {
-                    DryRunStream::Copied(input, index) => {
-                        let src = input_stream(input, index);
+                match source {
+                    DrySource::Stream(src) => {
                         (*st).time_base = (*src).time_base;
                         (*st).disposition = (*src).disposition;
                         ffi::av_dict_copy(&mut (*st).metadata, (*src).metadata, 0);
                         ffi::avcodec_parameters_copy((*st).codecpar, (*src).codecpar)
                     }
-                    DryRunStream::Planned(params, time_base) => {
+                    DrySource::Params(params, time_base) => {
                         (*st).time_base = time_base;
                         ffi::avcodec_parameters_copy((*st).codecpar, params.as_ptr())
                     }
