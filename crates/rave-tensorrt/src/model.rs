@@ -127,10 +127,16 @@ pub fn check_model_file(path: &Path) -> Result<()> {
 }
 
 /// A name a model file gives itself, as RAVE prints it: control characters (a line break,
-/// a terminal escape that could forge a line of RAVE's) and surrounding spaces are left
-/// out, and it is cut at 64 characters; `None` where nothing is left.
+/// a terminal escape that could forge a line of RAVE's), bidirectional overrides and line
+/// separators, and surrounding spaces are left out, and it is cut at 64 characters; `None`
+/// where nothing is left.
 fn printable_name(name: &str) -> Option<String> {
-    let kept: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
+    // Bidirectional overrides and line separators rearrange or break a line as surely.
+    let shown = |c: &char| {
+        !c.is_control()
+            && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    let kept: String = name.chars().filter(shown).take(64).collect();
     let kept = kept.trim();
     (!kept.is_empty()).then(|| kept.to_owned())
 }
@@ -409,6 +415,10 @@ mod tests {
             Some("x2[31mrave: error: fake")
         );
         assert_eq!(printable_name(" \t\r\n"), None);
+        assert_eq!(
+            printable_name("x2\u{202E}gnp.exe\u{2028}").as_deref(),
+            Some("x2gnp.exe")
+        );
         assert_eq!(printable_name(&"n".repeat(100)).map(|n| n.len()), Some(64));
     }
 
