@@ -228,10 +228,30 @@ fn a_fixed_size_model_without_tiles_is_a_model_problem_saying_what_would_run_it(
     assert_exit(&o, 5);
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("takes fixed 64x64 inputs, the video is 150x90; --tile auto tiles it"),
-        "{err}"
-    );
+    let said = "takes fixed 64x64 inputs, the video is 150x90; --tile off gives it whole frames (--tile auto tiles it)";
+    assert!(err.contains(said), "{err}");
+    // rave plan and rave benchmark refuse it the same way (a plan went through, a benchmark
+    // failed as an internal error).
+    let m = fixture("fixed_64x64_x2.onnx");
+    let work = dir.path().join("work");
+    let plan = [
+        "plan",
+        "-o",
+        out.to_str().unwrap(),
+        "--work",
+        work.to_str().unwrap(),
+    ];
+    for command in [&plan[..], &["benchmark", "--frames", "2"][..]] {
+        let o = rave()
+            .args(command)
+            .args(["-i", input.to_str().unwrap(), "-m", m.to_str().unwrap()])
+            .args(["--tile", "off"])
+            .output()
+            .unwrap();
+        assert_exit(&o, 5);
+        assert!(stderr(&o).contains(said), "{command:?}: {}", stderr(&o));
+    }
+    assert!(!dir.path().join("work").exists(), "nothing planned");
     // A frame smaller than the model: tiles cannot help.
     let small = make_clip(dir.path(), "small.mp4", "32x32", 2);
     let o = upscale(&small, &out, &fixture("fixed_64x64_x2.onnx"), &[]);

@@ -173,7 +173,18 @@ pub fn decide(
         tiles: None,
         report: TilingReport::off(reason),
     };
+    // The whole frame goes to the model as it is: a fixed-size model of another size
+    // cannot take it (refused here, where `rave plan` and `rave benchmark` ask too).
+    let whole_frame_refused = |given: &str| {
+        EngineError::ModelMetadata(format!(
+            "{}: model {} takes {} inputs, the video is {fw}x{fh}; {given} gives it whole frames (--tile auto tiles it)",
+            model.display(),
+            meta.name,
+            accepted(meta)
+        ))
+    };
     let (tile, reason) = match request.mode {
+        TileMode::Off if !meta.accepts(fw, fh) => return Err(whole_frame_refused("--tile off")),
         TileMode::Off => return Ok(off("--tile off")),
         TileMode::Auto if meta.accepts(fw, fh) => {
             return Ok(off("the model takes the whole frame"));
@@ -192,6 +203,9 @@ pub fn decide(
         }
         TileMode::Size { width, height } => {
             let tile = (width.min(fw), height.min(fh));
+            if tile == frame && !meta.accepts(fw, fh) {
+                return Err(whole_frame_refused(&format!("--tile {width}x{height}")));
+            }
             if tile == frame {
                 return Ok(off(&format!(
                     "--tile {width}x{height} covers the {fw}x{fh} frame in one tile"
@@ -341,6 +355,24 @@ mod tests {
             (150, 90),
         );
         assert_eq!(off.unwrap().report.describe(), "off: --tile off");
+        // Whole frames to a fixed-size model of another size: a model problem, found here.
+        for mode in [
+            TileMode::Off,
+            TileMode::Size {
+                width: 200,
+                height: 200,
+            },
+        ] {
+            let e = decide(
+                &request(mode),
+                Path::new(M),
+                &meta(Some((64, 48))),
+                (150, 90),
+            )
+            .unwrap_err();
+            assert_eq!(e.family().exit_code(), 5, "{e}");
+            assert!(e.to_string().contains("gives it whole frames"), "{e}");
+        }
     }
 
     #[test]
