@@ -175,15 +175,30 @@ fn reuse_note(upscaled: u64, out: u64) -> String {
 /// What to do after a batch that did not finish: running it again finishes what was
 /// interrupted, not started, or failed for a reason outside the input; an input refused
 /// for what it holds (exit 3: damaged, not a video) fails the same way again, as does one
-/// whose output these options cannot write (exit 4: a stream the container cannot hold, a
-/// frame size the encoder cannot code), and one that could not be read (exit 3: gone,
-/// moved, no permission) needs the user first.
+/// these options cannot do (exit 4: a stream the container cannot hold, a frame size the
+/// encoder cannot code; exit 5: frames the model cannot take; exit 2: an option or work
+/// folder), and one that could not be read (exit 3: gone, moved, no permission) needs the
+/// user first.
 fn batch_advice(b: &BatchReport) -> Vec<String> {
     let failed_with = |r: &InputResult, kinds: &[&str]| {
         r.status == InputStatus::Failed && r.error.as_ref().is_some_and(|e| kinds.contains(&e.kind))
     };
-    let unwritable =
-        |r: &&InputResult| failed_with(r, &["stream_unstorable", "output_size_unsupported"]);
+    // Refused for what these options cannot do with this input: its output (a stream the
+    // container cannot hold, a size the encoder cannot code), the model with its frames,
+    // an option or work folder (exit 2).
+    let unwritable = |r: &&InputResult| {
+        failed_with(
+            r,
+            &[
+                "stream_unstorable",
+                "output_size_unsupported",
+                "model_metadata",
+            ],
+        ) || (r.status == InputStatus::Failed
+            && r.error
+                .as_ref()
+                .is_some_and(|e| e.family == ErrorFamily::Usage))
+    };
     let refused = |r: &&InputResult| {
         r.status == InputStatus::Failed
             && r.error
@@ -226,7 +241,7 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     }
     if unwritable_outputs > 0 {
         advice.push(format!(
-            "{unwritable_outputs} input(s) failed with exit 4 because their output cannot be written with these options (a stream the container cannot hold, or a frame size the encoder cannot code: the reason is above); running again does not change that; upscale each on its own (rave upscale -i IN -o OUT) as its message advises"
+            "{unwritable_outputs} input(s) failed for what these options cannot do with them (exit 2, 4 or 5: a stream the container cannot hold, a frame size the encoder or the model cannot take, an option or work folder; the reason is above); running again does not change that; upscale each on its own (rave upscale -i IN -o OUT) as its message advises"
         ));
     }
     if refused_inputs > 0 {

@@ -320,7 +320,23 @@ fn an_output_the_options_cannot_write_is_not_offered_a_rerun() {
     let text = stdout(&o);
     assert!(!text.contains("to finish the batch"), "{text}");
     assert!(
-        text.contains("1 input(s) failed with exit 4 because their output cannot be written with these options"),
+        text.contains("1 input(s) failed for what these options cannot do with them"),
+        "{text}"
+    );
+    // Frames a fixed-size model cannot take even in tiles (exit 5): the same.
+    let sizes = dir.path().join("sizes");
+    std::fs::create_dir(&sizes).unwrap();
+    make_clip(&sizes, "small.mp4", "20x16", 2);
+    make_clip(&sizes, "large.mp4", "96x64", 2);
+    let m = fixture("fixed_64x48_x2.onnx");
+    let out = dir.path().join("sizes_out");
+    let o = run(&["upscale", "-i", s(&sizes), "-o", s(&out), "-m", s(&m)]);
+    assert_exit(&o, 5);
+    assert_eq!(sorted_names(&out), ["large.mp4"]);
+    let text = stdout(&o);
+    assert!(!text.contains("to finish the batch"), "{text}");
+    assert!(
+        text.contains("1 input(s) failed for what these options cannot do with them"),
         "{text}"
     );
 }
