@@ -490,7 +490,7 @@ fn probe_json_describes_the_clip() {
 }
 
 #[test]
-fn probe_estimates_frames_of_a_matroska_clip_starting_late() {
+fn probe_estimates_the_frames_of_a_matroska_video_track_not_of_the_file() {
     // Matroska declares no frame count, and its length is where the timeline ends: a clip
     // whose 40 frames start at 1.5 s says 3.1 s. 78 frames were estimated before.
     let dir = scratch();
@@ -514,6 +514,16 @@ fn probe_estimates_frames_of_a_matroska_clip_starting_late() {
     assert_eq!(v["video"]["frame_count"], 40, "{v}");
     let span = v["video"]["duration_s"].as_f64().unwrap();
     assert!((span - 1.6).abs() < 0.01, "{span}");
+    // Audio that runs on after the video: the file ends with it, the video's track before.
+    let long_audio = dir.path().join("long_audio.mkv");
+    lavfi_clip(
+        &long_audio,
+        &["testsrc2=s=64x48:r=25:d=2", "sine=d=4"],
+        &["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "libopus"],
+    );
+    let o = run(&["probe", long_audio.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["video"]["frame_count"], 50, "{v}");
 }
 
 #[test]

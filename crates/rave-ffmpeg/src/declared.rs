@@ -106,6 +106,17 @@ pub(crate) fn is_matroska(format: &str) -> bool {
     format.split(',').any(|f| f == "matroska" || f == "webm")
 }
 
+/// Where a Matroska stream ends by its own DURATION tag (`DURATION` or `DURATION-lang`),
+/// in seconds of its timeline.
+pub(crate) fn duration_tag_s(stream: &ffmpeg_next::Stream) -> Option<f64> {
+    let tags = stream.metadata();
+    tags.iter()
+        .find(|(k, _)| {
+            k.eq_ignore_ascii_case("DURATION") || k.to_ascii_uppercase().starts_with("DURATION-")
+        })
+        .and_then(|(_, v)| parse_clock(v))
+}
+
 /// Seconds of a Matroska duration tag: "HH:MM:SS.nnnnnnnnn".
 fn parse_clock(text: &str) -> Option<f64> {
     let mut parts = text.trim().split(':');

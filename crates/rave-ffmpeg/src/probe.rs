@@ -134,8 +134,9 @@ impl MediaInfo {
 
 /// The video's span from the file's length, for a stream that declares none of its own.
 /// A Matroska/WebM file's length is where its timeline ends, counted from 0 (a clip cut
-/// from 1.5 s to 5.5 s says 5.5 s): the stream's first timestamp is taken off, or the
-/// frame count read from it would count the 1.5 s before the first frame.
+/// from 1.5 s to 5.5 s says 5.5 s), and where its longest track ends: the video track's
+/// own end is taken where a DURATION tag gives it, and the stream's first timestamp is
+/// taken off, or the frame count read from it would count the time without video.
 fn file_span_s(
     ictx: &ffmpeg_next::format::context::Input,
     vs: &ffmpeg_next::Stream,
@@ -145,8 +146,11 @@ fn file_span_s(
     if !declared::is_matroska(ictx.format().name()) || start == ffmpeg_next::ffi::AV_NOPTS_VALUE {
         return Some(length);
     }
+    // Where the video's own track ends, from the per-track DURATION tag FFmpeg's and
+    // mkvmerge's muxers write, else where the file ends (a longer audio track ends it).
+    let end = declared::duration_tag_s(vs).unwrap_or(length);
     let start_s = start as f64 * to_f64(vs.time_base());
-    Some((length - start_s.max(0.0)).max(0.0))
+    Some((end - start_s.max(0.0)).max(0.0))
 }
 
 /// Describe the media file at `path`.
