@@ -279,6 +279,16 @@ fn model_problems_exit_5() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(!out.exists(), "no output for a failed run");
     }
+    // A model that needs sides of 20 px, on 16x16 frames: the error names the model and
+    // the frame size, not only ONNX Runtime's words.
+    let tiny = make_clip(dir.path(), "tiny.mp4", "16x16", 2);
+    let o = upscale(&tiny, &out, &fixture("min20_x2.onnx"), &[]);
+    assert_exit(&o, 5);
+    assert!(
+        stderr(&o).contains("frame 0: model min20_x2 on 1 frame(s) of 16x16: "),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A model path that is a pipe or a device was hashed before it was checked: the run waited

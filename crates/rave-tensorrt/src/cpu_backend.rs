@@ -105,7 +105,15 @@ impl CpuBackend {
                 ort::inputs![self.metadata.input_name.as_str() => tensor],
                 &*self.run_options,
             )
-            .map_err(ort_error)?;
+            .map_err(|e| {
+                // Which model and which frame size: a model that takes only some sizes
+                // fails here on the first frame, with ONNX Runtime's words alone.
+                EngineError::Inference(format!(
+                    "model {} on {n} frame(s) of {w}x{h}: {}",
+                    self.metadata.name,
+                    crate::model::first_line(&e.to_string())
+                ))
+            })?;
         let (shape, out) = outputs[0].try_extract_tensor::<f32>().map_err(ort_error)?;
         let s = self.metadata.scale;
         let (ow, oh) = (w * s, h * s);
