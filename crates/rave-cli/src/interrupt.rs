@@ -1,6 +1,7 @@
 //! Ctrl+C and SIGTERM: the first stops the run in progress (and, in a batch, every input
 //! after it); the second removes the unfinished output and leaves at once.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -132,7 +133,9 @@ fn say(message: &str) {
             "{}",
             serde_json::json!({"event": "interrupt", "message": message})
         ),
-        false => errln!("\nrave: {message}"),
+        // Below the bar on a terminal; a log or a pipe gets no empty line.
+        false if std::io::stderr().is_terminal() => errln!("\nrave: {message}"),
+        false => errln!("rave: {message}"),
     }
 }
 

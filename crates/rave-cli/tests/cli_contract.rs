@@ -579,6 +579,17 @@ fn benchmark_json_reports_each_stage_and_the_bottleneck() {
         "{}",
         stdout(&o)
     );
+    // NVENC's presets are not the software encoders'; the advice names no option
+    // benchmark lacks.
+    let o = benchmark(&["--preset", "p4"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o)
+            .contains("p1..p7 are NVENC's presets; rave benchmark measures the software encoders")
+            && !stderr(&o).contains("--encoder"),
+        "{}",
+        stderr(&o)
+    );
     // The encode stage of the codec the user will write (its advice names --codec too).
     for (codec, encoder, preset) in [("hevc", "libx265", "veryfast"), ("av1", "libsvtav1", "8")] {
         let o = benchmark(&["--frames", "2", "--codec", codec, "--json"]);
