@@ -292,15 +292,17 @@ fn probe_scale(
     input: ImageShape,
     format: PixelFormat,
 ) -> Result<u32> {
-    let (mut failures, mut failed_sizes) = (Vec::new(), Vec::new());
-    let size = |side: usize| {
+    // The probe sizes this model's fixed sides leave: (width, height) asked for.
+    let size = |(w, h): (usize, usize)| {
         (
-            input.width.map_or(side, |v| v as usize),
-            input.height.map_or(side, |v| v as usize),
+            input.width.map_or(w, |v| v as usize),
+            input.height.map_or(h, |v| v as usize),
         )
     };
+    // Each size that failed, with ONNX Runtime's first line.
+    let mut failures: Vec<(String, String)> = Vec::new();
     for side in PROBE_SIDES {
-        let (w, h) = size(side);
+        let (w, h) = size((side, side));
         match probe_output(session, input_name, input.batch, (w, h), format) {
             Ok(out_shape) if failures.is_empty() => {
                 return scale_of_probe(path, input.batch, (w, h), &out_shape);
@@ -310,24 +312,22 @@ fn probe_scale(
                 // multiples of a block are not (most videos' are not), so a size that is
                 // no multiple of 16 must run too.
                 let scale = scale_of_probe(path, input.batch, (w, h), &out_shape)?;
-                let (ow, oh) = (
-                    input.width.map_or(ODD_PROBE.0, |v| v as usize),
-                    input.height.map_or(ODD_PROBE.1, |v| v as usize),
-                );
+                let (ow, oh) = size(ODD_PROBE);
                 return match probe_output(session, input_name, input.batch, (ow, oh), format) {
                     Ok(_) => Ok(scale),
                     Err(e) => Err(EngineError::ModelMetadata(format!(
                         "{}: the model runs on a {w}x{h} frame but not on {} or {ow}x{oh} ({}): it takes only some frame sizes (sides that are multiples of a block size, say), and RAVE runs any; export it so that it pads its input to the size it needs",
                         path.display(),
-                        failed_sizes.join(", "),
+                        failures
+                            .iter()
+                            .map(|(size, _)| size.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
                         first_line(&e.to_string())
                     ))),
                 };
             }
-            Err(e) => {
-                failures.push(format!("{w}x{h}: {}", first_line(&e.to_string())));
-                failed_sizes.push(format!("{w}x{h}"));
-            }
+            Err(e) => failures.push((format!("{w}x{h}"), first_line(&e.to_string()))),
         }
         if input.height.is_some() && input.width.is_some() {
             break;
@@ -337,7 +337,11 @@ fn probe_scale(
     Err(EngineError::Inference(format!(
         "{}: measuring the scale with a probe frame failed ({})",
         path.display(),
-        failures.join("; ")
+        failures
+            .iter()
+            .map(|(size, why)| format!("{size}: {why}"))
+            .collect::<Vec<_>>()
+            .join("; ")
     )))
 }
 
