@@ -11,6 +11,7 @@ pub mod damage;
 #[cfg(feature = "debug-alloc")]
 pub mod debug_alloc;
 pub mod error;
+pub mod file_kind;
 pub mod frame;
 pub mod gpu;
 pub mod metrics;

@@ -2,7 +2,6 @@
 //! file (a pipe, stdin, a device), not media, no video stream, or a codec this FFmpeg cannot
 //! decode.
 
-use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use ffmpeg_next::format::context::Input;
@@ -40,7 +39,7 @@ pub fn open(path: &Path) -> Result<Input> {
         return Err(unreadable("is a directory, not a video file".into()));
     }
     // Checked before opening: opening a pipe nobody writes to would wait forever.
-    if let Some(what) = not_a_regular_file(path, meta.file_type()) {
+    if let Some(what) = rave_core::file_kind::special_file(path, meta.file_type()) {
         return Err(unreadable(format!(
             "is {what}, not a regular file; {READ_ONCE_HINT}"
         )));
@@ -108,30 +107,6 @@ fn structure_by_signature(path: &Path) -> Option<crate::structure_check::Structu
         _ => return None,
     };
     crate::structure_check::check(path, format)
-}
-
-/// What `path` is when it is not a regular file or folder: "a pipe (stdin)", "a device", ...
-fn not_a_regular_file(path: &Path, kind: std::fs::FileType) -> Option<&'static str> {
-    let stdin = ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]
-        .iter()
-        .any(|p| path == Path::new(p));
-    if kind.is_fifo() {
-        Some(if stdin {
-            "stdin, a pipe"
-        } else {
-            "a pipe (FIFO)"
-        })
-    } else if kind.is_char_device() || kind.is_block_device() {
-        Some(if stdin {
-            "stdin, a terminal or device"
-        } else {
-            "a device"
-        })
-    } else if kind.is_socket() {
-        Some(if stdin { "stdin, a socket" } else { "a socket" })
-    } else {
-        None
-    }
 }
 
 /// Whether `stream` is cover art (an attached picture): a still image, not a video.

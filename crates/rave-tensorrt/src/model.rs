@@ -93,7 +93,6 @@ impl LoadedModel {
 /// Refuse a model path that is missing or is not a regular file (a folder, a pipe, a device)
 /// before the runtime, or a hash of it, reads it: a pipe would wait and a device read on.
 pub fn check_model_file(path: &Path) -> Result<()> {
-    use std::os::unix::fs::FileTypeExt;
     let kind = match std::fs::metadata(path) {
         Ok(meta) => meta.file_type(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -113,12 +112,8 @@ pub fn check_model_file(path: &Path) -> Result<()> {
         return Ok(());
     } else if kind.is_dir() {
         "a folder"
-    } else if kind.is_fifo() {
-        "a pipe (FIFO)"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
     } else {
-        "not a regular file"
+        rave_core::file_kind::special_file(path, kind).unwrap_or("not a regular file")
     };
     Err(EngineError::ModelInvalid {
         path: path.to_path_buf(),
