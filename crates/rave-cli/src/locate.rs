@@ -21,13 +21,7 @@ pub fn install_dir() -> Option<PathBuf> {
     if let Some(home) = std::env::var_os("RAVE_HOME").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(home));
     }
-    // A relative XDG_DATA_HOME is ignored, as the XDG specification says.
-    let xdg = std::env::var_os("XDG_DATA_HOME").map(PathBuf::from);
-    if let Some(xdg) = xdg.filter(|x| x.is_absolute()) {
-        return Some(xdg.join("rave"));
-    }
-    let home = std::env::home_dir().filter(|h| h.is_absolute())?;
-    Some(home.join(".local/share/rave"))
+    rave_core::user_dirs::xdg_base("XDG_DATA_HOME", ".local/share").map(|d| d.join("rave"))
 }
 
 fn exe_dir() -> Option<PathBuf> {

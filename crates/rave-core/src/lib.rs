@@ -17,5 +17,6 @@ pub mod gpu;
 pub mod metrics;
 pub mod tiling;
 pub mod types;
+pub mod user_dirs;
 
 pub use error::{EngineError, ErrorFamily, Result};

@@ -42,16 +42,8 @@ fn dir_from(
     match explicit {
         Some(d) if d.is_empty() => None,
         Some(d) => Some(PathBuf::from(d)),
-        None => {
-            let absolute =
-                |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
-            match xdg.and_then(absolute) {
-                Some(x) => Some(x.join("rave/kernels")),
-                None => home
-                    .and_then(absolute)
-                    .map(|h| h.join(".cache/rave/kernels")),
-            }
-        }
+        None => rave_core::user_dirs::base_dir(xdg, home.map(PathBuf::from), ".cache")
+            .map(|d| d.join("rave/kernels")),
     }
 }
 
