@@ -75,9 +75,7 @@ impl ProgressSink for ProgressLines {
     }
 
     fn warning(&self, message: &str) {
-        if self.said.first_time(message) {
-            errln!("rave: warning: {message}");
-        }
+        self.said.warn(message);
     }
 }
 

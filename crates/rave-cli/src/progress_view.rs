@@ -38,13 +38,20 @@ pub(crate) struct Said(Mutex<Vec<String>>);
 
 impl Said {
     /// Whether `message` is new (and remember it).
-    pub(crate) fn first_time(&self, message: &str) -> bool {
+    fn first_time(&self, message: &str) -> bool {
         let mut said = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let new = !said.iter().any(|m| m == message);
         if new {
             said.push(message.to_string());
         }
         new
+    }
+
+    /// Print `message` as a warning line, the first time only.
+    pub(crate) fn warn(&self, message: &str) {
+        if self.first_time(message) {
+            errln!("rave: warning: {message}");
+        }
     }
 }
 
@@ -57,9 +64,7 @@ impl ProgressSink for Quiet {
     fn frame_written(&self, _: &Progress) {}
     fn finished(&self) {}
     fn warning(&self, message: &str) {
-        if self.0.first_time(message) {
-            errln!("rave: warning: {message}");
-        }
+        self.0.warn(message);
     }
 }
 
