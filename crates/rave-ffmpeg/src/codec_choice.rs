@@ -142,9 +142,7 @@ impl EncoderSettings {
                 VideoCodec::Av1 => "0 (slowest) to 13 (fastest)".to_string(),
                 _ => X26X_PRESETS.join(", "),
             };
-            let nvenc = crate::nvenc_settings::nvenc_preset(codec, Some(&preset))
-                .is_ok_and(|p| p == preset);
-            let hint = match nvenc {
+            let hint = match crate::nvenc_settings::is_nvenc_own_preset(&preset) {
                 true => " (p1..p7 are NVENC's presets: --encoder nvenc)",
                 false => "",
             };

@@ -63,6 +63,11 @@ pub struct NvencConfig {
     pub notes: Vec<String>,
 }
 
+/// Whether `preset` is one of NVENC's own (p1..p7, any case), not a software encoder's.
+pub fn is_nvenc_own_preset(preset: &str) -> bool {
+    NVENC_PRESETS.contains(&preset.to_ascii_lowercase().as_str())
+}
+
 /// The NVENC preset for `preset` (None: p4), or why it is not one.
 pub fn nvenc_preset(codec: VideoCodec, preset: Option<&str>) -> Result<&'static str> {
     let Some(given) = preset else {

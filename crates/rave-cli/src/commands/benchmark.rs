@@ -38,9 +38,7 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         CodecArg::Av1 => (VideoCodec::Av1, None),
     };
     let preset = args.preset.as_deref().or(default_preset);
-    let nvenc_own =
-        |p: &str| rave_ffmpeg::nvenc_settings::nvenc_preset(codec, Some(p)).is_ok_and(|n| n == p);
-    if let Some(p) = preset.filter(|p| nvenc_own(&p.to_ascii_lowercase())) {
+    if let Some(p) = preset.filter(|p| rave_ffmpeg::nvenc_settings::is_nvenc_own_preset(p)) {
         // The hint EncoderSettings gives (--encoder nvenc) is not an option here.
         return Err(rave_core::error::EngineError::Config(format!(
             "--preset {p}: p1..p7 are NVENC's presets; rave benchmark measures the software encoders (libx264, libx265, SVT-AV1: --preset ultrafast..placebo, or 0..13 for av1)"
