@@ -29,15 +29,6 @@ pub(crate) fn declared_of(
         return Declared::default();
     };
     let is_mov = is_mov(format);
-    let tags = stream.metadata();
-    let tag = |name: &str| {
-        tags.iter()
-            .find(|(k, _)| {
-                k.eq_ignore_ascii_case(name)
-                    || k.to_ascii_uppercase().starts_with(&format!("{name}-"))
-            })
-            .map(|(_, v)| v.to_owned())
-    };
     let packets = if is_mov && stream.frames() > 0 {
         // The index after edit lists; an empty one means the demuxer could not build it.
         match sys::index_entries(input, index) {
@@ -45,7 +36,7 @@ pub(crate) fn declared_of(
             n => Some(n),
         }
     } else {
-        tag("NUMBER_OF_FRAMES").and_then(|v| v.trim().parse().ok())
+        stream_tag(&stream, "NUMBER_OF_FRAMES").and_then(|v| v.trim().parse().ok())
     };
     let tb = stream.time_base();
     let units = |seconds: f64| {
@@ -60,9 +51,7 @@ pub(crate) fn declared_of(
     let end = if declared_times && stream.duration() > 0 && !is_matroska(format) {
         Some(stream.duration())
     } else {
-        tag("DURATION")
-            .and_then(|v| parse_clock(&v))
-            .and_then(units)
+        duration_tag_s(&stream).and_then(units)
     };
     Declared { packets, end }
 }
@@ -109,12 +98,19 @@ pub(crate) fn is_matroska(format: &str) -> bool {
 /// Where a Matroska stream ends by its own DURATION tag (`DURATION` or `DURATION-lang`),
 /// in seconds of its timeline.
 pub(crate) fn duration_tag_s(stream: &ffmpeg_next::Stream) -> Option<f64> {
-    let tags = stream.metadata();
-    tags.iter()
+    stream_tag(stream, "DURATION").and_then(|v| parse_clock(&v))
+}
+
+/// The value of a Matroska stream's tag `name`, under its own name or with a language
+/// (`NAME-eng`), in any case.
+fn stream_tag(stream: &ffmpeg_next::Stream, name: &str) -> Option<String> {
+    stream
+        .metadata()
+        .iter()
         .find(|(k, _)| {
-            k.eq_ignore_ascii_case("DURATION") || k.to_ascii_uppercase().starts_with("DURATION-")
+            k.eq_ignore_ascii_case(name) || k.to_ascii_uppercase().starts_with(&format!("{name}-"))
         })
-        .and_then(|(_, v)| parse_clock(v))
+        .map(|(_, v)| v.to_owned())
 }
 
 /// Seconds of a Matroska duration tag: "HH:MM:SS.nnnnnnnnn".
