@@ -180,36 +180,27 @@ fn reuse_note(upscaled: u64, out: u64) -> String {
 /// folder), and one that could not be read (exit 3: gone, moved, no permission) needs the
 /// user first.
 fn batch_advice(b: &BatchReport) -> Vec<String> {
-    let failed_with = |r: &InputResult, kinds: &[&str]| {
-        r.status == InputStatus::Failed && r.error.as_ref().is_some_and(|e| kinds.contains(&e.kind))
-    };
+    /// The error of an input that failed.
+    fn failure(r: &InputResult) -> Option<&crate::failure::ErrorObject> {
+        r.error.as_ref().filter(|_| r.status == InputStatus::Failed)
+    }
     // Refused for what these options cannot do with this input: its output (a stream the
     // container cannot hold, a size the encoder cannot code), the model with its frames,
     // an option or work folder (exit 2).
     let unwritable = |r: &&InputResult| {
-        failed_with(
-            r,
-            &[
+        failure(r).is_some_and(|e| {
+            [
                 "stream_unstorable",
                 "output_size_unsupported",
                 "model_metadata",
-            ],
-        ) || (r.status == InputStatus::Failed
-            && r.error
-                .as_ref()
-                .is_some_and(|e| e.family == ErrorFamily::Usage))
+            ]
+            .contains(&e.kind)
+                || e.family == ErrorFamily::Usage
+        })
     };
-    let refused = |r: &&InputResult| {
-        r.status == InputStatus::Failed
-            && r.error
-                .as_ref()
-                .is_some_and(|e| e.family == ErrorFamily::Input)
-    };
+    let refused = |r: &&InputResult| failure(r).is_some_and(|e| e.family == ErrorFamily::Input);
     let unreadable = |r: &&InputResult| {
-        refused(r)
-            && r.error
-                .as_ref()
-                .is_some_and(|e| e.kind == "input_unreadable")
+        failure(r).is_some_and(|e| e.family == ErrorFamily::Input && e.kind == "input_unreadable")
     };
     let unreadable_inputs = b.results.iter().filter(unreadable).count();
     let refused_inputs = b.results.iter().filter(refused).count() - unreadable_inputs;
