@@ -33,7 +33,7 @@ pub fn run_upscale(
         config,
         progress,
         cancel,
-        &mut || {
+        &mut |_| {
             if !config.null_output {
                 target = Some(OutputTarget::prepare(
                     &config.output,

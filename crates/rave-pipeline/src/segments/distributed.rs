@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use rave_core::damage::InputDamage;
 use rave_core::error::{EngineError, Result};
-use rave_ffmpeg::{Container, WriterSummary, probe};
+use rave_ffmpeg::{Container, MediaInfo, WriterSummary, probe};
 use serde::Serialize;
 
 use super::commit::{FrameCheck, commit_segment, mark_running, mark_unfinished};
@@ -50,7 +50,7 @@ pub fn plan(
     let runtime = rave_tensorrt::OrtRuntime::load(&config.runtime_candidates)?;
     let model = rave_tensorrt::LoadedModel::inspect(runtime, &config.model)?;
     let clock = super::startup::StartupClock::new(std::time::Instant::now());
-    let mut worker_checks = || refused_by_every_worker(config, &model);
+    let mut worker_checks = |info: &MediaInfo| refused_by_every_worker(config, &model, info);
     let job = job::prepare(config, progress, cancel, &mut worker_checks, &clock)?;
     Ok(job.manifest)
 }
@@ -62,8 +62,8 @@ pub fn plan(
 fn refused_by_every_worker(
     config: &UpscaleConfig,
     model: &rave_core::backend::ModelMetadata,
+    info: &MediaInfo,
 ) -> Result<()> {
-    let info = probe(&config.input)?;
     let size = info.frame_size()?;
     crate::tiling_choice::decide(&config.tiling, &config.model, model, size)?;
     let codec = config.encoder.codec;

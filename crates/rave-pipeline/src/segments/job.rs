@@ -93,14 +93,14 @@ fn settings_of(
 }
 
 /// Prepare the job of `config`: plan it (or resume the one its work folder holds).
-/// `after_input_checks` runs once the input is known to be usable (the output's checks
-/// come next, before the long read of the whole input). `clock` times the steps: `probe`,
-/// then `index` (a new job) or `resume`.
+/// `after_input_checks` runs once the input is known to be usable, given what its probe
+/// found (the output's checks come next, before the long read of the whole input). `clock`
+/// times the steps: `probe`, then `index` (a new job) or `resume`.
 pub fn prepare(
     config: &UpscaleConfig,
     progress: &dyn ProgressSink,
     cancel: &CancelToken,
-    after_input_checks: &mut dyn FnMut() -> Result<()>,
+    after_input_checks: &mut dyn FnMut(&rave_ffmpeg::MediaInfo) -> Result<()>,
     clock: &StartupClock,
 ) -> Result<PreparedJob> {
     let began = std::time::Instant::now();
@@ -130,7 +130,7 @@ pub fn prepare(
         reader.video_index(),
         container,
     );
-    after_input_checks()?;
+    after_input_checks(&info)?;
     // Every stream the output must copy is checked against its container now, not after the
     // upscale.
     let streams = rave_ffmpeg::stream_plan::plan_streams(

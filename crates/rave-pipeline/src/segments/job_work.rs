@@ -332,7 +332,7 @@ mod tests {
             &config,
             &NoProgress,
             &CancelToken::new(),
-            &mut || Ok(()),
+            &mut |_| Ok(()),
             &clock,
         )
         .unwrap();
