@@ -246,15 +246,7 @@ impl WorkFolder {
                 if taken.len() > 1 { ", ..." } else { "" }
             ));
         }
-        let same_folder = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        };
-        let output_name = output.file_name().map(|n| n.to_string_lossy().into_owned());
-        let output_dir = output.parent().filter(|p| !p.as_os_str().is_empty());
-        if output_name.is_some_and(|n| work_files::classify(&n.to_lowercase()).is_some())
-            && same_folder(output_dir.unwrap_or(Path::new(".")), &self.dir)
-        {
+        if self.names_as_work_file(output) {
             return refuse(format!(
                 "the output {} would be one of RAVE's work files there (removed when the job ends); name the output otherwise or give --work another folder",
                 output.display()
@@ -267,21 +259,15 @@ impl WorkFolder {
     /// gives its own work files (`seg-00000.mp4`, say): a job here, planned, resumed or
     /// restarted, would write over it or remove it, and the input is never touched.
     pub fn check_input_outside(&self, input: &Path) -> Result<()> {
-        let Ok(dir) = self.dir.canonicalize() else {
-            return Ok(());
-        };
         // The file as named (a link there would be removed, the input gone from its path)
-        // and the file it resolves to. Names are compared in lower case: on a file system
-        // that ignores case, RAVE's seg-00000.mp4 is the user's SEG-00000.MP4.
-        let in_folder = |path: &Path| {
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-            let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase());
-            parent.unwrap_or(Path::new(".")).canonicalize().ok() == Some(dir.clone())
-                && name.is_some_and(|n| work_files::classify(&n).is_some())
-        };
+        // and the file it resolves to.
         let resolved = input.canonicalize().ok();
-        let named_there = in_folder(input);
-        if named_there || resolved.as_deref().is_some_and(in_folder) {
+        let named_there = self.names_as_work_file(input);
+        if named_there
+            || resolved
+                .as_deref()
+                .is_some_and(|file| self.names_as_work_file(file))
+        {
             let shown = match (named_there, resolved.as_deref()) {
                 (false, Some(file)) => file,
                 _ => input,
@@ -295,6 +281,22 @@ impl WorkFolder {
             });
         }
         Ok(())
+    }
+
+    /// Whether `path` is in this folder under a name RAVE gives its work files. Names are
+    /// compared in lower case: on a file system that ignores case, RAVE's seg-00000.mp4 is
+    /// the user's SEG-00000.MP4.
+    fn names_as_work_file(&self, path: &Path) -> bool {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase());
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        name.is_some_and(|n| work_files::classify(&n).is_some())
+            && match (
+                parent.unwrap_or(Path::new(".")).canonicalize(),
+                self.dir.canonicalize(),
+            ) {
+                (Ok(parent), Ok(dir)) => parent == dir,
+                _ => false,
+            }
     }
 
     /// Remove the segment files of a job whose manifest is gone from this folder, RAVE's
