@@ -207,10 +207,10 @@ fn plan_refuses_what_every_segment_worker_would() {
         &["-vf", "format=yuv444p,crop=17:9:0:0", "-c:v", "ffv1"],
     );
     let work = d.join("job");
-    let plan = |model: &str, extra: &[&str]| {
+    let plan_of = |input: &Path, output: &str, model: &str, extra: &[&str]| {
         rave()
             .args(["plan", "-i", input.to_str().unwrap(), "-o"])
-            .arg(d.join("out.mp4"))
+            .arg(d.join(output))
             .arg("-m")
             .arg(fixture(model))
             .arg("--work")
@@ -219,6 +219,7 @@ fn plan_refuses_what_every_segment_worker_would() {
             .output()
             .unwrap()
     };
+    let plan = |model: &str, extra: &[&str]| plan_of(&input, "out.mp4", model, extra);
     let o = plan("fixed_64x48_x2.onnx", &[]);
     assert_exit(&o, 5);
     assert!(stderr(&o).contains("tiles cannot help"), "{}", stderr(&o));
@@ -230,16 +231,8 @@ fn plan_refuses_what_every_segment_worker_would() {
         stderr(&o)
     );
     let clip = make_clip(d, "48x32.mp4", "48x32", 5);
-    let o = rave()
-        .args(["plan", "-i", clip.to_str().unwrap(), "-o"])
-        .arg(d.join("out.mov"))
-        .arg("-m")
-        .arg(fixture("nearest_x2.onnx"))
-        .arg("--work")
-        .arg(&work)
-        .args(["--codec", "av1", "--preset", "12"])
-        .output()
-        .unwrap();
+    let av1 = ["--codec", "av1", "--preset", "12"];
+    let o = plan_of(&clip, "out.mov", "nearest_x2.onnx", &av1);
     assert_exit(&o, 4);
     assert!(
         stderr(&o).contains("AV1 video cannot be stored in QuickTime"),
