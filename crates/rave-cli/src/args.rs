@@ -213,6 +213,16 @@ pub enum CodecArg {
     Av1,
 }
 
+impl From<CodecArg> for rave_ffmpeg::VideoCodec {
+    fn from(codec: CodecArg) -> Self {
+        match codec {
+            CodecArg::H264 => Self::H264,
+            CodecArg::Hevc => Self::Hevc,
+            CodecArg::Av1 => Self::Av1,
+        }
+    }
+}
+
 /// Where inference runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DeviceArg {

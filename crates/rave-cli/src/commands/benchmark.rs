@@ -6,7 +6,7 @@ use rave_ffmpeg::{EncoderSettings, VideoCodec};
 use rave_pipeline::benchmark::run_benchmark;
 use rave_pipeline::segments::work_folder::WorkFolder;
 
-use crate::args::{BenchmarkArgs, CodecArg, GlobalArgs, UpscaleArgs};
+use crate::args::{BenchmarkArgs, GlobalArgs, UpscaleArgs};
 use crate::commands::upscale::pipeline_config;
 use crate::interrupt::interrupt_on_ctrl_c;
 use crate::{progress_view, summary};
@@ -32,11 +32,9 @@ pub fn run(global: &GlobalArgs, args: &BenchmarkArgs) -> Result<i32> {
         std::process::id(),
         scratch_extension(&args.input)
     ));
-    let (codec, default_preset) = match args.codec {
-        CodecArg::H264 => (VideoCodec::H264, Some("veryfast")),
-        CodecArg::Hevc => (VideoCodec::Hevc, Some("veryfast")),
-        CodecArg::Av1 => (VideoCodec::Av1, None),
-    };
+    let codec = VideoCodec::from(args.codec);
+    // x264's and x265's veryfast, as before there was --codec; SVT-AV1's own default.
+    let default_preset = (codec != VideoCodec::Av1).then_some("veryfast");
     let preset = args.preset.as_deref().or(default_preset);
     if let Some(p) = preset.filter(|p| rave_ffmpeg::nvenc_settings::is_nvenc_own_preset(p)) {
         // The hint EncoderSettings gives (--encoder nvenc) is not an option here.

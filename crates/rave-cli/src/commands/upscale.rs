@@ -140,11 +140,7 @@ fn choose_codec(
         }
         (c, i) => c.or(i).unwrap_or(CodecArg::H264),
     };
-    let codec = match chosen {
-        CodecArg::H264 => VideoCodec::H264,
-        CodecArg::Hevc => VideoCodec::Hevc,
-        CodecArg::Av1 => VideoCodec::Av1,
-    };
+    let codec = VideoCodec::from(chosen);
     if encoder == EncoderArg::Nvenc {
         // Before the input is read: a small 8-bit test session (frames are on the GPU unless
         // --device cpu); the session at the output's size is asked once the input is read.
