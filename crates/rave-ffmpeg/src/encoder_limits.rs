@@ -67,10 +67,13 @@ impl SizeLimits {
         let safe = self
             .broken_widths
             .is_none_or(|(lo, hi)| !(lo..=hi).contains(&width));
-        let not_a_long_strip = self
-            .narrow_strip
-            .is_none_or(|(short, long)| width.min(height) >= short || width.max(height) <= long);
-        even && big_enough && small_enough && safe && not_a_long_strip
+        even && big_enough && small_enough && safe && !self.too_long_a_strip((width, height))
+    }
+
+    /// Whether a frame of `size` is a strip longer than the encoder codes (`narrow_strip`).
+    fn too_long_a_strip(self, (width, height): (u32, u32)) -> bool {
+        self.narrow_strip
+            .is_some_and(|(short, long)| width.min(height) < short && width.max(height) > long)
     }
 
     /// "an even width and height of at least 64x64 and at most 16384x8704", for a frame of
@@ -88,10 +91,7 @@ impl SizeLimits {
         if let Some((lo, hi)) = self.broken_widths {
             s += &format!(", and a width outside {lo}..{hi} (this build crashes on those)");
         }
-        if let Some((short, long)) = self
-            .narrow_strip
-            .filter(|&(short, long)| size.0.min(size.1) < short && size.0.max(size.1) > long)
-        {
+        if let Some((short, long)) = self.narrow_strip.filter(|_| self.too_long_a_strip(size)) {
             s += &format!(
                 ", and with a side under {short} px the other at most {long} px (no level of the standard fits a longer strip)"
             );
