@@ -209,11 +209,57 @@ impl Manifest {
                     .unwrap_or("unknown")
             )));
         }
-        serde_json::from_value(version).map_err(|e| {
+        let manifest: Self = serde_json::from_value(version).map_err(|e| {
             invalid(format!(
                 "manifest.json was damaged ({e}): plan the job again with --restart"
             ))
+        })?;
+        manifest.incoherence().map_or(Ok(manifest), |why| {
+            Err(invalid(format!(
+                "manifest.json was damaged or edited ({why}): its segments would not make the whole video; plan the job again with --restart"
+            )))
         })
+    }
+
+    /// Why the segments cannot be the job's frames, in order and without a gap or an
+    /// overlap (a manifest edited by hand or damaged); `None` for one RAVE planned.
+    fn incoherence(&self) -> Option<String> {
+        if self.segments.is_empty() {
+            return Some("it lists no segment".into());
+        }
+        let mut next_frame = 0;
+        let mut next_pts = None;
+        for (i, seg) in self.segments.iter().enumerate() {
+            let plan = &seg.plan;
+            if plan.index != i {
+                return Some(format!("segment {i} is numbered {}", plan.index));
+            }
+            if plan.first_frame != next_frame || plan.start_pts != next_pts || plan.frames == 0 {
+                return Some(format!(
+                    "segment {i} does not start where the one before it ends"
+                ));
+            }
+            if seg.state == SegmentState::Done && seg.file.is_none() {
+                return Some(format!("segment {i} is done but names no file"));
+            }
+            next_frame += plan.frames;
+            next_pts = plan.end_pts;
+            if next_pts.is_none() && i + 1 < self.segments.len() {
+                return Some(format!(
+                    "segment {i} runs to the end of the video, yet more follow"
+                ));
+            }
+        }
+        if next_frame != self.frames_total {
+            return Some(format!(
+                "its segments hold {next_frame} frames, the job {}",
+                self.frames_total
+            ));
+        }
+        if next_pts.is_some() && !self.ends_early {
+            return Some("its last segment stops before the end of the video".into());
+        }
+        None
     }
 
     /// Write the manifest to `path` atomically (temporary file, synced, renamed).
@@ -248,5 +294,83 @@ impl Manifest {
             .filter(|s| s.state == SegmentState::Done)
             .map(|s| s.plan.frames)
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segments::work_folder::tests::manifest_of;
+
+    /// A job of 30 frames in three planned segments of 10, cut at pts 1000 and 2000.
+    fn three_segments() -> Manifest {
+        let mut m = manifest_of("/in.mp4");
+        m.frames_total = 30;
+        m.segments = (0..3)
+            .map(|i| {
+                SegmentEntry::pending(PlannedSegment {
+                    index: i,
+                    first_frame: i as u64 * 10,
+                    frames: 10,
+                    start_pts: (i > 0).then_some(i as i64 * 1000),
+                    end_pts: (i < 2).then_some((i as i64 + 1) * 1000),
+                    seek_pts: (i > 0).then_some(i as i64 * 1000),
+                })
+            })
+            .collect();
+        m
+    }
+
+    fn read_back(m: &Manifest) -> std::result::Result<Manifest, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        m.write(&path).unwrap();
+        Manifest::read(&path, dir.path()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_planned_manifest_reads_back() {
+        assert!(three_segments().incoherence().is_none());
+        read_back(&three_segments()).unwrap();
+        let mut early = three_segments();
+        early.segments[2].plan.end_pts = Some(3000);
+        early.ends_early = true;
+        read_back(&early).unwrap();
+    }
+
+    #[test]
+    fn an_edited_manifest_that_would_make_a_short_video_is_refused() {
+        let mut dropped = three_segments();
+        dropped.segments.remove(1);
+        let mut shifted = three_segments();
+        shifted.segments[1].plan.first_frame = 12;
+        let mut fewer = three_segments();
+        fewer.frames_total = 20;
+        let mut short = three_segments();
+        short.segments[2].plan.frames = 5;
+        let mut stops = three_segments();
+        stops.segments[2].plan.end_pts = Some(2500);
+        let mut gap = three_segments();
+        gap.segments[2].plan.start_pts = Some(2100);
+        let mut none = three_segments();
+        none.segments.clear();
+        let mut nameless = three_segments();
+        nameless.segments[0].state = SegmentState::Done;
+        for (m, why) in [
+            (dropped, "segment 1 is numbered 2"),
+            (shifted, "segment 1 does not start where"),
+            (fewer, "hold 30 frames, the job 20"),
+            (short, "hold 25 frames, the job 30"),
+            (stops, "last segment stops before the end"),
+            (gap, "segment 2 does not start where"),
+            (none, "lists no segment"),
+            (nameless, "segment 0 is done but names no file"),
+        ] {
+            let err = read_back(&m).unwrap_err();
+            assert!(
+                err.contains(why) && err.contains("--restart"),
+                "{why}: {err}"
+            );
+        }
     }
 }

@@ -516,7 +516,10 @@ pub(crate) mod tests {
                 "tiling": "off"},
             "options": [], "invocation_dir": "/", "overwrite": false, "frames_total": 10,
             "ends_early": false, "segment_frames": 10, "single_reason": null,
-            "input_damage": {}, "segments": []
+            "input_damage": {}, "segments": [{"index": 0, "first_frame": 0, "frames": 10,
+                "start_pts": null, "end_pts": null, "seek_pts": null, "state": "pending",
+                "file": null, "sha256": null, "bytes": null, "frames_written": null,
+                "first_pts": null, "worker": null, "decode": null, "whole_file_damage": null}]
         }))
         .unwrap()
     }
