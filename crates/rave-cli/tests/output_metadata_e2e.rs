@@ -48,15 +48,22 @@ fn source_x2_rgb(input: &Path) -> Vec<u8> {
 #[test]
 fn rgb_sources_are_tagged_with_the_matrix_used_and_keep_their_colours() {
     let dir = scratch();
-    for (codec, pix_fmt) in [("png", "rgb24"), ("ffv1", "bgra"), ("png", "rgb48be")] {
+    let gradient =
+        "gradients=s=64x48:c0=0xff2000:c1=0x2040ff:x0=0:y0=0:x1=63:y1=47:rate=25:duration=0.12";
+    // Flat blocks, drawn in RGB, of colours that ffmpeg's RGB -> pal8 (a 3-3-2 palette)
+    // holds exactly (a gradient would be dithered into it, noise that 4:2:0 cannot hold). swscale turns a palette into YUV with BT.601 whatever it is told, so
+    // before the fix a pal8 source came out tagged BT.601 full range, or (told BT.709)
+    // with its red as (252, 20, 0).
+    let blocks = "color=c=0xfcfcff:s=64x48:r=25:d=0.12,format=rgb24,drawbox=x=0:y=0:w=32:h=48:color=0xfc0000:t=fill,drawbox=x=0:y=24:w=64:h=24:color=0x2448ff:t=fill";
+    let sources = [
+        ("png", "rgb24", gradient),
+        ("ffv1", "bgra", gradient),
+        ("png", "rgb48be", gradient),
+        ("png", "pal8", blocks),
+    ];
+    for (codec, pix_fmt, source) in sources {
         let input = dir.path().join(format!("{pix_fmt}.mkv"));
-        lavfi_clip(
-            &input,
-            &[
-                "gradients=s=64x48:c0=0xff2000:c1=0x2040ff:x0=0:y0=0:x1=63:y1=47:rate=25:duration=0.12",
-            ],
-            &["-pix_fmt", pix_fmt, "-c:v", codec],
-        );
+        lavfi_clip(&input, &[source], &["-pix_fmt", pix_fmt, "-c:v", codec]);
         assert_eq!(video_field(&input, "pix_fmt"), pix_fmt);
         let output = dir.path().join(format!("{pix_fmt}-out.mkv"));
         assert_exit(&nearest(&input, &output, &["--crf", "0"]), 0);
@@ -71,7 +78,10 @@ fn rgb_sources_are_tagged_with_the_matrix_used_and_keep_their_colours() {
         // Before the fix: 31 dB, and the green mean 7.6 levels off. What remains (1-2.6
         // levels, mostly darker) is swscale's own RGB -> YUV rounding: ffmpeg converting the
         // same source shows the same offsets.
-        assert!(p > 40.0, "{pix_fmt}: PSNR {p:.2} dB");
+        // The blocks' hard red/blue edges lose their chroma to 4:2:0 (28 dB, whatever the
+        // matrix): for them the means tell a wrong matrix (5 levels of green).
+        let least = if source == blocks { 25.0 } else { 40.0 };
+        assert!(p > least, "{pix_fmt}: PSNR {p:.2} dB");
         for c in 0..3 {
             assert!(
                 (a[c] - b[c]).abs() < 3.0,

@@ -43,6 +43,10 @@ pub struct FrameImporter {
     bit_depth: u8,
     scaler: Option<(OwnedScaler, Pixel, u32, u32)>,
     scratch: VideoFrame,
+    /// Paletted frames become BGRA first (swscale turns a palette into YUV with BT.601
+    /// whatever matrix it is told), then convert as RGB.
+    unpalette: Option<(OwnedScaler, Pixel, u32, u32)>,
+    unpaletted: VideoFrame,
 }
 
 impl FrameImporter {
@@ -54,11 +58,38 @@ impl FrameImporter {
             bit_depth: color.bit_depth,
             scaler: None,
             scratch: VideoFrame::empty(),
+            unpalette: None,
+            unpaletted: VideoFrame::empty(),
         }
     }
 
     /// Copy (converting if needed) a decoded frame.
     pub fn import(&mut self, frame: &VideoFrame) -> Result<YuvFrame> {
+        if !crate::sys::pixel_is_paletted(frame.format().into()) {
+            return self.import_unpaletted(frame);
+        }
+        let (fmt, w, h) = (frame.format(), frame.width(), frame.height());
+        let stale =
+            !matches!(&self.unpalette, Some((_, f, sw, sh)) if *f == fmt && *sw == w && *sh == h);
+        if stale {
+            let scaler = Scaler::get(fmt, w, h, Pixel::BGRA, w, h, Flags::POINT).map_err(|e| {
+                EngineError::Decode(format!("cannot convert pixel format {fmt:?}: {e}"))
+            })?;
+            self.unpalette = Some((OwnedScaler(scaler), fmt, w, h));
+        }
+        let (scaler, ..) = self.unpalette.as_mut().expect("scaler set above");
+        let mut rgb = std::mem::replace(&mut self.unpaletted, VideoFrame::empty());
+        scaler
+            .0
+            .run(frame, &mut rgb)
+            .map_err(|e| EngineError::Decode(format!("pixel format conversion failed: {e}")))?;
+        let imported = self.import_unpaletted(&rgb);
+        self.unpaletted = rgb;
+        imported
+    }
+
+    /// Copy (converting if needed) a decoded frame of a format without a palette.
+    fn import_unpaletted(&mut self, frame: &VideoFrame) -> Result<YuvFrame> {
         let target = working_format(self.bit_depth);
         let (fmt, w, h) = (frame.format(), frame.width(), frame.height());
         let same_layout = fmt == target || (target == Pixel::YUV420P && fmt == Pixel::YUVJ420P);

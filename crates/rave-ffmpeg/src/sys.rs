@@ -429,12 +429,23 @@ pub fn frame_is_damaged(frame: *const ffi::AVFrame) -> bool {
     }
 }
 
-/// Whether a pixel format holds RGB (packed or planar) rather than YUV or grey samples.
-pub fn pixel_is_rgb(format: ffi::AVPixelFormat) -> bool {
+/// Whether a pixel format's descriptor has any of `flags` (`AV_PIX_FMT_FLAG_*`).
+fn pixel_has_flag(format: ffi::AVPixelFormat, flags: i32) -> bool {
     // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
     let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
     // SAFETY: non-null descriptors are static.
-    !desc.is_null() && unsafe { (*desc).flags } & ffi::AV_PIX_FMT_FLAG_RGB as u64 != 0
+    !desc.is_null() && unsafe { (*desc).flags } & flags as u64 != 0
+}
+
+/// Whether a pixel format holds RGB (packed or planar, or a palette of RGB colours) rather
+/// than YUV or grey samples.
+pub fn pixel_is_rgb(format: ffi::AVPixelFormat) -> bool {
+    pixel_has_flag(format, ffi::AV_PIX_FMT_FLAG_RGB | ffi::AV_PIX_FMT_FLAG_PAL)
+}
+
+/// Whether a pixel format's samples index a palette (pal8).
+pub fn pixel_is_paletted(format: ffi::AVPixelFormat) -> bool {
+    pixel_has_flag(format, ffi::AV_PIX_FMT_FLAG_PAL)
 }
 
 /// Tell swscale which matrix (an `SWS_CS_*` value) and ranges to convert with: the source's
