@@ -3,6 +3,7 @@
 
 mod alpha;
 mod continuity;
+mod cover_attachment;
 mod declared;
 mod decodable_leading;
 mod decoded;

@@ -14,6 +14,8 @@ use rave_core::error::{EngineError, Result};
 
 use crate::carried_metadata::CarriedMetadata;
 use crate::codec_choice::{Container, VideoCodec};
+use crate::cover_attachment;
+use crate::input::is_cover_art;
 use crate::reader::CopiedPacket;
 use crate::source_tag::{SOURCE_TAG, source_tag_value};
 use crate::stream_plan;
@@ -114,6 +116,35 @@ pub struct Muxer {
 }
 
 /// Give output stream `index` the pixel aspect ratio `sar`, where it is known (not 0/1).
+/// Add cover-art stream `index` of `input` to a Matroska `output` as an attachment (the
+/// `nth` picture: see `cover_attachment`).
+fn attach_cover(
+    output: &mut Output,
+    input: &Input,
+    index: usize,
+    nth: usize,
+) -> std::result::Result<(), String> {
+    let codec = input
+        .stream(index)
+        .map(|s| s.parameters().id())
+        .unwrap_or(ffmpeg_next::codec::Id::None);
+    let (Some(picture), Some(tags)) = (
+        cover_attachment::picture(input, index),
+        cover_attachment::tags(input, index, codec, nth),
+    ) else {
+        return Err(format!(
+            "stream #{index} (cover art) holds no picture Matroska can attach"
+        ));
+    };
+    let mut ost = output
+        .add_stream(ffmpeg_next::encoder::find(ffmpeg_next::codec::Id::None))
+        .map_err(|e| e.to_string())?;
+    ost.set_metadata(tags);
+    let out_index = ost.index();
+    cover_attachment::make_attachment(output, out_index, codec, &picture);
+    Ok(())
+}
+
 fn keep_sample_aspect_ratio(output: &mut Output, index: usize, sar: Rational) {
     if sar.numerator() > 0 && sar.denominator() > 0 {
         sys::set_sample_aspect_ratio(output, index, sar);
@@ -186,6 +217,7 @@ impl Muxer {
             encoder: video.codec.encoder_name().into(),
             ..Default::default()
         };
+        let container_is_matroska = description.container == Some(Container::Matroska);
         if let (Some(src), Some((plan, carried))) = (source, plan) {
             let input = src.input;
             sys::copy_disposition(input, src.video_index, &mut output, 0);
@@ -193,8 +225,15 @@ impl Muxer {
             summary.skipped_streams = plan.skipped;
             summary.warnings = carried.warnings;
             routes = vec![None; input.nb_streams() as usize];
+            let mut covers = 0;
             for &idx in &plan.copied {
                 let ist = input.stream(idx).expect("planned stream");
+                if container_is_matroska && is_cover_art(&ist) {
+                    covers += 1;
+                    attach_cover(&mut output, input, idx, covers).map_err(unwritable)?;
+                    summary.copied_streams.push(idx);
+                    continue;
+                }
                 let out_index = {
                     let mut ost = output
                         .add_stream(ffmpeg_next::encoder::find(ffmpeg_next::codec::Id::None))

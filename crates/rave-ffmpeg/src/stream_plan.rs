@@ -10,6 +10,7 @@ use ffmpeg_next::media::Type;
 use rave_core::error::{EngineError, Result};
 
 use crate::codec_choice::{Container, VideoCodec};
+use crate::cover_attachment;
 use crate::frame_convert::working_format;
 use crate::input::is_cover_art;
 use crate::sys::{self, DryRunStream};
@@ -22,8 +23,7 @@ pub struct StreamPlan {
     /// Streams left out, with the reason.
     pub skipped: Vec<String>,
     /// What the user should know of the copied streams: another video stream (not cover
-    /// art) is copied at its own size, not upscaled; cover art in Matroska becomes a video
-    /// track.
+    /// art) is copied at its own size, not upscaled.
     pub warnings: Vec<String>,
 }
 
@@ -61,16 +61,23 @@ fn codec_id(codec: VideoCodec) -> Id {
 /// Whether `container`'s muxer takes `stream`: it lists the codec (attachments are not
 /// codecs: Matroska stores them as attachments, the others cannot) and sets the stream up
 /// without error. A muxer can set up codecs it does not list (Matroska takes PNG as a
-/// Video-for-Windows track, losing cover-art semantics); those are refused. So is cover art
-/// in QuickTime: FFmpeg 5.1's mov muxer accepts it and writes it only in MP4 mode.
+/// Video-for-Windows track, losing cover-art semantics); those are refused. Cover art goes
+/// into Matroska as an attachment (`cover_attachment`), where its picture format has a
+/// MIME type; it is refused in QuickTime: FFmpeg 5.1's mov muxer accepts it and writes it
+/// only in MP4 mode.
 fn holds(container: Container, stream: DryRunStream<'_>) -> bool {
     let muxer = muxer_name(container);
     let listed = match stream {
         DryRunStream::Copied(input, index) => {
             let params = sys::stream_params(input, index);
             let cover_art = input.stream(index).is_some_and(|s| is_cover_art(&s));
-            if cover_art && container == Container::Mov {
-                return false;
+            match (cover_art, container) {
+                (true, Container::Mov) => return false,
+                (true, Container::Matroska) => {
+                    let codec = Id::from(params.codec_id);
+                    return cover_attachment::attachable(codec).is_some();
+                }
+                _ => {}
             }
             params.codec_type == ffmpeg_next::ffi::AVMediaType::AVMEDIA_TYPE_ATTACHMENT
                 || sys::muxer_lists_codec(muxer, params.codec_id)
@@ -180,13 +187,8 @@ pub fn plan_streams(
                 "{}: {describe} cannot be stored in {} by this FFmpeg; {}",
                 shown_as.display(),
                 container.label(),
-                refusal_advice(container, stream, index, kind)
+                refusal_advice(container, input, video_index, index)
             )));
-        }
-        if cover_art && container == Container::Matroska {
-            plan.warnings.push(format!(
-                "{describe} goes into Matroska as a one-frame video track, not as cover art (FFmpeg 5.1 writes none there); write .mp4 to keep it as cover art"
-            ));
         }
         if kind == Type::Video && !cover_art {
             let p = sys::stream_params(input, index);
@@ -222,27 +224,51 @@ fn describe(index: usize, kind: Type, codec: Id, cover_art: bool) -> String {
     .to_lowercase()
 }
 
-/// What to do about a stream `container` refuses: the other containers that hold it, else
-/// drop or convert it.
-fn refusal_advice(
-    container: Container,
-    stream: DryRunStream<'_>,
-    index: usize,
-    kind: Type,
-) -> String {
+/// The first stream of `input` that would be copied (not the main video, not one left out)
+/// and `container` cannot hold, if any.
+fn first_refused(input: &Input, video_index: usize, container: Container) -> Option<usize> {
+    input
+        .streams()
+        .filter(|s| s.index() != video_index)
+        .filter(|s| !matches!(s.parameters().medium(), Type::Data | Type::Unknown))
+        .filter(|s| missing_parameters(sys::stream_params(input, s.index())).is_none())
+        .map(|s| s.index())
+        .find(|&i| !holds(container, DryRunStream::Copied(input, i)))
+}
+
+/// What to do about stream `index` of `input`, which `container` refuses: the other
+/// containers that hold every stream; where those that hold this one refuse another, or
+/// none holds it, drop or convert it.
+fn refusal_advice(container: Container, input: &Input, video_index: usize, index: usize) -> String {
+    let stream = DryRunStream::Copied(input, index);
     let others = others_holding(container, stream);
-    if !others.is_empty() {
-        return format!("write to {} instead", extensions(&others));
+    let whole: Vec<Container> = others
+        .iter()
+        .copied()
+        .filter(|c| first_refused(input, video_index, *c).is_none())
+        .collect();
+    if !whole.is_empty() {
+        return format!("write to {} instead", extensions(&whole));
     }
+    let drop =
+        format!("drop that stream first (ffmpeg -i INPUT -map 0 -map -0:{index} -c copy OUTPUT)");
+    if let Some(&other) = others.first() {
+        let blocked = first_refused(input, video_index, other).expect("no container holds all");
+        return format!(
+            "{} could hold it but not stream #{blocked}, so no container RAVE writes holds every stream of this file: {drop}, or drop or convert stream #{blocked}",
+            extensions(&others)
+        );
+    }
+    let kind = input
+        .stream(index)
+        .map_or(Type::Unknown, |s| s.parameters().medium());
     let convert = match (kind, container) {
         (Type::Subtitle, Container::Matroska) => ", or convert it (-c:s srt)",
         (Type::Subtitle, _) => ", or convert it (-c:s mov_text)",
         (Type::Audio, _) => ", or convert it (-c:a aac)",
         _ => "",
     };
-    format!(
-        "no container RAVE writes (.mp4, .mov, .mkv) can hold it: drop that stream first (ffmpeg -i INPUT -map 0 -map -0:{index} -c copy OUTPUT){convert}"
-    )
+    format!("no container RAVE writes (.mp4, .mov, .mkv) can hold it: {drop}{convert}")
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub fn color_names(params: &ffi::AVCodecParameters) -> [String; 4] {
 
 /// Input stream `index` of `input`; an index the context does not have panics (a caller's
 /// bug) instead of reading past the stream array.
-fn input_stream(input: &Input, index: usize) -> *mut ffi::AVStream {
+pub(crate) fn input_stream(input: &Input, index: usize) -> *mut ffi::AVStream {
     // SAFETY: the context is open for the borrow: `streams` holds `nb_streams` valid stream
     // pointers, and `index` is checked against that count before the read.
     unsafe {
@@ -48,7 +48,7 @@ fn input_stream(input: &Input, index: usize) -> *mut ffi::AVStream {
 }
 
 /// Output stream `index` of `output`; an index the context does not have panics.
-fn output_stream(output: &mut Output, index: usize) -> *mut ffi::AVStream {
+pub(crate) fn output_stream(output: &mut Output, index: usize) -> *mut ffi::AVStream {
     // SAFETY: as in `input_stream`, for the output context borrowed mutably.
     unsafe {
         let ctx = output.as_mut_ptr();
