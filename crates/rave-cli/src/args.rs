@@ -20,7 +20,8 @@ Exit codes:
   3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec; a
        pipe, stdin or a device (save it to a regular file first)
   4    output problem: exists (use --overwrite), being written by another rave run, cannot
-       be written, encode or mux failure
+       be written, a stream the container cannot hold (code 310), a frame size the
+       encoder cannot code (code 307), encode or mux failure
   5    model problem: missing, not ONNX, or not an image-to-image model, or a fixed-size
        model the frames cannot be tiled for (smaller than its input, or --tile off)
   6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or
@@ -345,7 +346,8 @@ pub struct GpuArgs {
           value_parser = bounds::whole::<usize>(0, MAX_GPU))]
     pub gpu_index: Option<usize>,
     /// GPUs to spread the segments over: indices like 0,1, or all (see `rave devices`);
-    /// each runs its own segment workers (--jobs of them, default 2), with its own model,
+    /// each runs its own segment workers (`rave upscale`: --jobs of them, default 2;
+    /// `rave benchmark`: one), with its own model,
     /// streams and memory budget. The list is checked before any work: GPUs this machine
     /// does not have are refused (exit 2), also where --device auto would otherwise run on
     /// the CPU. `--gpus 0` is the default run, as without --gpus (on a machine without a
@@ -395,7 +397,8 @@ pub struct GpuArgs {
     /// tiled (--tile auto) or refused before the first frame (exit 2 where even the smallest
     /// tile does not fit, 6 where a given --tile does not); the report gives the peak used.
     /// Proves on a big GPU that a run fits a small one (the CUDA context itself, about
-    /// 0.5 GiB, and NVDEC's surfaces are not in it) [default: the GPU's free memory].
+    /// 0.5 GiB, and NVDEC's surfaces are not in it). At least 16MiB [default: the GPU's
+    /// free memory].
     #[arg(long, value_name = "SIZE", value_parser = bounds::vram_size)]
     pub vram_limit: Option<usize>,
 }
@@ -438,7 +441,7 @@ pub struct UpscaleArgs {
     /// is upscaled in turn; one that fails is reported and the others are still done.
     #[arg(short, long, value_name = "IN", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
-    /// Output file: .mp4, .mkv or .mov (use .mkv for subtitles MP4 cannot hold). With
+    /// Output file: .mp4 (or .m4v), .mkv or .mov (use .mkv for subtitles MP4 cannot hold). With
     /// several inputs, a folder input, or OUT an existing folder or ending in '/': the output
     /// folder (created if missing), where each output takes its input's file name, and its
     /// extension when RAVE writes that container (.mp4 .m4v .mov .mkv), else .mkv.
