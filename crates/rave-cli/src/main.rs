@@ -61,7 +61,7 @@ fn main() {
         Command::Models(a) => commands::models::run(&cli.global, a),
         Command::Devices(a) => commands::devices::run(&cli.global, a),
         Command::Plan(a) => commands::distributed::plan(&cli.global, a, &raw),
-        Command::Segment(a) => commands::distributed::segment(a),
+        Command::Segment(a) => commands::distributed::segment(&cli.global, a),
         Command::Assemble(a) => commands::distributed::assemble(a),
         Command::Status(a) => commands::distributed::status(a),
     });

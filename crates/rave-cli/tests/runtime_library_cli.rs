@@ -181,3 +181,50 @@ fn an_unset_home_never_makes_the_working_directory_the_install_folder() {
     let lib = planted.join("lib");
     assert!(!err.contains(lib.to_str().unwrap()), "{err}");
 }
+
+/// `rave segment` on a cluster node takes that node's own `--ort-lib` (relative to where it
+/// was started) in place of the planning machine's, and it must load there too; `rave
+/// models` likewise refuses a named library that does not load instead of listing every
+/// model as "ONNX Runtime not found". Before: both ignored the option and exited 0.
+#[test]
+fn segment_and_models_take_their_own_ort_library_and_it_must_load() {
+    let dir = scratch();
+    let clip = make_clip(dir.path(), "in.mp4", "32x32", 2);
+    let work = dir.path().join("job");
+    let o = run(&[
+        "plan",
+        "-i",
+        clip.to_str().unwrap(),
+        "-o",
+        dir.path().join("o.mp4").to_str().unwrap(),
+        "-m",
+        fixture("nearest_x2.onnx").to_str().unwrap(),
+        "--work",
+        work.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let segment = |ort: &str| {
+        rave()
+            .current_dir(dir.path())
+            .args(["segment", "--work", "job", "--index", "0", "--ort-lib", ort])
+            .env_remove("ORT_DYLIB_PATH")
+            .output()
+            .unwrap()
+    };
+    let o = segment("nope.so");
+    assert_exit(&o, 6);
+    let named = format!("{} (from --ort-lib)", dir.path().join("nope.so").display());
+    assert!(stderr(&o).contains(&named), "{}", stderr(&o));
+    let installed = rave_home().join("lib/libonnxruntime.so");
+    assert_exit(&segment(installed.to_str().unwrap()), 0);
+    let o = rave()
+        .args(["models", "--ort-lib", "/nope.so"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 6);
+    assert!(
+        stderr(&o).contains("/nope.so (from --ort-lib)"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -2,7 +2,7 @@
 //! workers through a shared work folder. The plan records the `rave upscale` options; every
 //! later command rebuilds the same configuration from them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use rave_core::error::{EngineError, Result};
@@ -83,13 +83,19 @@ pub fn plan(global: &GlobalArgs, args: &UpscaleArgs, raw: &[String]) -> Result<i
     Ok(0)
 }
 
-/// `rave segment`: process one segment.
-pub fn segment(args: &SegmentCmdArgs) -> Result<i32> {
+/// `rave segment`: process one segment, with this node's `--ort-lib` / `--models-dir` where
+/// given (each node may have ONNX Runtime or the models elsewhere) in place of the plan's.
+pub fn segment(global: &GlobalArgs, args: &SegmentCmdArgs) -> Result<i32> {
     let index = match args.index {
         Some(i) => i,
         None => index_from_environment()?,
     };
-    let (config, _) = job_config(&args.work, false)?;
+    let own = GlobalArgs {
+        // Relative to where this worker was started, not where the job was planned.
+        models_dir: global.models_dir.as_deref().map(absolute),
+        ort_lib: global.ort_lib.as_deref().map(absolute),
+    };
+    let (config, _) = job_config_with(&args.work, false, Some(&own))?;
     let cancel = interrupt_on_ctrl_c(interrupt::ON_SEGMENT)?;
     let progress = progress_view::sink_for(crate::args::ProgressArg::Auto);
     let report = distributed::run_segment(&config, index, progress.as_ref(), &cancel)?;
@@ -216,6 +222,21 @@ fn options_after(raw: &[String], name: &str) -> Vec<String> {
 /// The configuration the job in `work` was planned with, rebuilt from its options (relative
 /// paths as seen from where it was planned), using `work` as its work folder.
 fn job_config(work: &Path, keep_work: bool) -> Result<(UpscaleConfig, Manifest)> {
+    job_config_with(work, keep_work, None)
+}
+
+/// A path as from the working directory now (kept as given where that cannot be read).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `job_config`, with the model folder and runtime library `own` names (where it names
+/// them) in place of the plan's.
+fn job_config_with(
+    work: &Path,
+    keep_work: bool,
+    own: Option<&GlobalArgs>,
+) -> Result<(UpscaleConfig, Manifest)> {
     let manifest = WorkFolder::at(work).read()?;
     let work = rave_pipeline::segments::job::absolute(work);
     if manifest.options.is_empty() {
@@ -239,8 +260,12 @@ fn job_config(work: &Path, keep_work: bool) -> Result<(UpscaleConfig, Manifest)>
     let Command::Upscale(args) = cli.command else {
         unreachable!("parsed as upscale");
     };
-    let mut config =
-        super::upscale::config_for(&cli.global, &args, &manifest.input, &manifest.output)?;
+    let mut global = cli.global;
+    if let Some(own) = own {
+        global.models_dir = own.models_dir.clone().or(global.models_dir);
+        global.ort_lib = own.ort_lib.clone().or(global.ort_lib);
+    }
+    let mut config = super::upscale::config_for(&global, &args, &manifest.input, &manifest.output)?;
     config.segments.work = Some(work);
     config.segments.keep_work |= keep_work;
     Ok((config, manifest))

@@ -96,6 +96,11 @@ impl EngineEligibility {
 pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
     let dirs = locate::model_dirs(global)?;
     let candidates = locate::runtime_candidates(global);
+    // A library named by --ort-lib or ORT_DYLIB_PATH must load, here as in a run (no model
+    // would be shown as "ONNX Runtime not found" while one was named).
+    if candidates.iter().any(|c| c.explicit) {
+        OrtRuntime::load(&candidates)?;
+    }
     let entries: Vec<ModelEntry> = locate::installed_models(&dirs)
         .into_iter()
         .map(|(name, path)| {
