@@ -1,6 +1,6 @@
 //! Log lines (tracing's warnings, `-v` output) on stderr's copy from start-up (`console`),
 //! each in one write; with `--progress jsonl`, where every line on stderr is a JSON event,
-//! as `log` events, and a panic's message one too.
+//! as `log` events (a panic's message too: see `panics`).
 
 use std::io::Write;
 
@@ -74,13 +74,6 @@ impl Drop for LogLine {
 /// The `log` event of `message` at `level`.
 fn event(level: &str, message: &str) -> serde_json::Value {
     serde_json::json!({"event": "log", "level": level, "message": message})
-}
-
-/// Print a panic's message as a `log` event (at ERROR) instead of plain text.
-pub fn panics_as_events() {
-    std::panic::set_hook(Box::new(|info| {
-        errln!("{}", event("ERROR", &format!("panic: {info}")));
-    }));
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod failure;
 mod interrupt;
 mod locate;
 mod log_lines;
+mod panics;
 mod progress_lines;
 mod progress_view;
 mod summary;
@@ -54,20 +55,26 @@ fn main() {
     let jsonl = cli.command.progress() == Some(args::ProgressArg::Jsonl);
     console::set_modes(json, jsonl);
     init_logging(cli.verbose, jsonl);
-    let result = gpu_stand_in().and_then(|()| match &cli.command {
-        Command::Upscale(a) => commands::upscale::run(&cli.global, a),
-        Command::Benchmark(a) => commands::benchmark::run(&cli.global, a),
-        Command::Probe(a) => commands::probe::run(a),
-        Command::Models(a) => commands::models::run(&cli.global, a),
-        Command::Devices(a) => commands::devices::run(&cli.global, a),
-        Command::Plan(a) => commands::distributed::plan(&cli.global, a, &raw),
-        Command::Segment(a) => commands::distributed::segment(&cli.global, a),
-        Command::Assemble(a) => commands::distributed::assemble(a),
-        Command::Status(a) => commands::distributed::status(a),
-    });
-    match result {
-        Ok(code) => std::process::exit(code),
-        Err(e) => std::process::exit(failure::report(&e, json, jsonl)),
+    panics::install(json, jsonl);
+    let run = || {
+        panics::injected();
+        gpu_stand_in().and_then(|()| match &cli.command {
+            Command::Upscale(a) => commands::upscale::run(&cli.global, a),
+            Command::Benchmark(a) => commands::benchmark::run(&cli.global, a),
+            Command::Probe(a) => commands::probe::run(a),
+            Command::Models(a) => commands::models::run(&cli.global, a),
+            Command::Devices(a) => commands::devices::run(&cli.global, a),
+            Command::Plan(a) => commands::distributed::plan(&cli.global, a, &raw),
+            Command::Segment(a) => commands::distributed::segment(&cli.global, a),
+            Command::Assemble(a) => commands::distributed::assemble(a),
+            Command::Status(a) => commands::distributed::status(a),
+        })
+    };
+    // Unwind safety: nothing the run touched is used after a panic; the process exits.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(Ok(code)) => std::process::exit(code),
+        Ok(Err(e)) => std::process::exit(failure::report(&e, json, jsonl)),
+        Err(_) => std::process::exit(panics::reached_main(json, jsonl)),
     }
 }
 
@@ -103,7 +110,7 @@ fn quiet_encoder_logs() {
 }
 
 /// Log to stderr at the level `-v` asks (or RAVE_LOG's filter); with `--progress jsonl`
-/// (`jsonl`) each line, and a panic's message, is a `log` event.
+/// (`jsonl`) each line is a `log` event.
 fn init_logging(verbose: u8, jsonl: bool) {
     let level = match verbose {
         0 => "warn",
@@ -116,7 +123,6 @@ fn init_logging(verbose: u8, jsonl: bool) {
         .with_env_filter(filter)
         .with_target(false);
     if jsonl {
-        log_lines::panics_as_events();
         lines
             .with_writer(log_lines::LogLines { events: true })
             .with_ansi(false)
