@@ -352,3 +352,62 @@ fn a_song_with_cover_art_is_refused_as_only_cover_art() {
         "{err}"
     );
 }
+
+/// A data stream (here telemetry tagged as a GoPro's `gpmd`) is not copied: once only the
+/// summary's "skipped" line said so; now a warning on stderr and in `mux.warnings` names
+/// it, and its ffmpeg command muxes it back in from the input.
+#[test]
+fn a_data_stream_left_out_is_warned_about_with_the_command_that_keeps_it() {
+    let dir = scratch();
+    let d = dir.path();
+    let base = make_clip(d, "base.mp4", "48x32", 3);
+    let blob = d.join("blob.bin");
+    std::fs::write(&blob, vec![7u8; 2000]).unwrap();
+    let input = d.join("telemetry.mov");
+    ffmpeg(&[
+        "-i",
+        base.to_str().unwrap(),
+        "-f",
+        "data",
+        "-i",
+        blob.to_str().unwrap(),
+        "-map",
+        "0",
+        "-map",
+        "1",
+        "-c",
+        "copy",
+        "-tag:d",
+        "gpmd",
+        input.to_str().unwrap(),
+    ]);
+    let output = d.join("out.mp4");
+    let o = nearest(&input, &output, &["--json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let warnings = v["mux"]["warnings"].to_string();
+    let index = 2;
+    let said = format!("stream #{index} (data bin_data) 'gpmd' is left out of the output");
+    assert!(warnings.contains(&said), "{warnings}");
+    assert!(stderr(&o).contains(&said), "{}", stderr(&o));
+    // The command it gives works.
+    let kept = d.join("KEPT.mov");
+    ffmpeg(&[
+        "-i",
+        output.to_str().unwrap(),
+        "-i",
+        input.to_str().unwrap(),
+        "-map",
+        "0",
+        "-map",
+        &format!("1:{index}"),
+        "-c",
+        "copy",
+        kept.to_str().unwrap(),
+    ]);
+    let tags = ffprobe(
+        &kept,
+        &["-show_entries", "stream=codec_tag_string", "-of", "csv=p=0"],
+    );
+    assert!(tags.contains("gpmd"), "{tags}");
+}

@@ -167,10 +167,23 @@ pub fn plan_streams(
         let cover_art = is_cover_art(&ist);
         let describe = describe(index, kind, ist.parameters().id(), cover_art);
         if matches!(kind, Type::Data | Type::Unknown) {
-            plan.skipped.push(format!(
-                "{describe}: {}",
-                recreated_track(input, index).unwrap_or("data streams are not copied")
-            ));
+            match recreated_track(input, index) {
+                Some(recreated) => plan.skipped.push(format!("{describe}: {recreated}")),
+                None => {
+                    // Telemetry (a GoPro's gpmd), KLV, SCTE-35: lost, so said as a warning,
+                    // not only in the summary.
+                    let tag = sys::stream_params(input, index).codec_tag.to_le_bytes();
+                    let tag = match tag.iter().all(u8::is_ascii_alphanumeric) {
+                        true => format!(" '{}'", String::from_utf8_lossy(&tag)),
+                        false => String::new(),
+                    };
+                    let why = "data streams are not copied";
+                    plan.skipped.push(format!("{describe}: {why}"));
+                    plan.warnings.push(format!(
+                        "{describe}{tag} is left out of the output: RAVE copies audio, subtitles and attachments, not data streams (telemetry, KLV, SCTE-35); to keep it, mux it back in from the input (ffmpeg -i OUTPUT -i INPUT -map 0 -map 1:{index} -c copy KEPT.mov)"
+                    ));
+                }
+            }
             continue;
         }
         if let Some(missing) = missing_parameters(sys::stream_params(input, index)) {
