@@ -166,6 +166,50 @@ fn rotation_is_kept_in_quicktime_and_warned_about_once_in_matroska() {
     assert_eq!(warned[0]["message"], said[0].as_str());
 }
 
+/// The display matrix's translation of `path`'s video (tx, ty in 16.16), as ffprobe dumps
+/// it (its third row).
+fn translation(path: &Path) -> (i64, i64) {
+    let text = ffprobe(path, &["-select_streams", "v:0", "-show_streams"]);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("00000002:"))
+        .unwrap_or_else(|| panic!("no display matrix: {text}"));
+    let v: Vec<i64> = row[9..]
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (v[0], v[1])
+}
+
+/// An iPhone's 90° matrix also moves the rotated picture back into view, by the frame's
+/// height, in the input's pixels; Apple's players apply that offset, so the upscaled
+/// picture needs it in its own pixels (it was copied as it was: half the picture out of
+/// view there).
+#[test]
+fn a_rotation_offset_is_scaled_with_the_picture() {
+    let dir = scratch();
+    let rotated = rotated_clip(dir.path());
+    // FFmpeg writes no offset: put an iPhone's (the 48x32 frame's height, 32 px) into the
+    // tkhd matrix, stored as nine big-endian words.
+    let mut bytes = std::fs::read(&rotated).unwrap();
+    let words = |m: [i32; 9]| -> Vec<u8> { m.iter().flat_map(|v| v.to_be_bytes()).collect() };
+    let plain = words([0, -65536, 0, 65536, 0, 0, 0, 0, 1 << 30]);
+    let at = bytes
+        .windows(plain.len())
+        .position(|w| w == plain.as_slice())
+        .expect("the tkhd matrix of a 90° rotation");
+    let offset = words([0, -65536, 0, 65536, 0, 0, 32 << 16, 0, 1 << 30]);
+    bytes[at..at + offset.len()].copy_from_slice(&offset);
+    let input = dir.path().join("iphone.mov");
+    std::fs::write(&input, bytes).unwrap();
+    assert_eq!(translation(&input), (32 << 16, 0));
+    for name in ["out.mov", "out.mp4"] {
+        let output = dir.path().join(name);
+        assert_exit(&nearest(&input, &output, &[]), 0);
+        assert_eq!(translation(&output), (64 << 16, 0), "{name}");
+    }
+}
+
 #[test]
 fn interlaced_input_is_warned_about_once_and_progressive_input_is_not() {
     let dir = scratch();

@@ -16,6 +16,8 @@ const IDENTITY: [i32; 9] = [1 << 16, 0, 0, 0, 1 << 16, 0, 0, 0, 1 << 30];
 pub struct CarriedMetadata {
     /// Display matrix (rotation/flip) to store, where the container can.
     display_matrix: Option<[i32; 9]>,
+    /// The input video's frame size: the matrix's translation is in its pixels.
+    source_size: (i32, i32),
     /// Mastering-display side data, as the input stream (or its first frame) holds it.
     mastering: Option<Vec<u8>>,
     /// Content-light-level side data, as the input stream (or its first frame) holds it.
@@ -38,6 +40,10 @@ impl CarriedMetadata {
                 index,
                 AVPacketSideDataType::AV_PKT_DATA_CONTENT_LIGHT_LEVEL,
             ),
+            source_size: {
+                let p = sys::stream_params(input, index);
+                (p.width, p.height)
+            },
             ..Default::default()
         };
         // Most HDR10 files hold it in the bitstream only (x265's SEI): read it there.
@@ -71,6 +77,8 @@ impl CarriedMetadata {
     /// Attach what the container keeps to output stream `index` (before its header).
     pub fn apply(&self, output: &mut Output, index: usize) {
         if let Some(matrix) = &self.display_matrix {
+            let matrix =
+                scaled_translation(matrix, self.source_size, sys::frame_size(output, index));
             let bytes: Vec<u8> = matrix.iter().flat_map(|v| v.to_ne_bytes()).collect();
             sys::set_stream_side_data(
                 output,
@@ -127,6 +135,23 @@ impl CarriedMetadata {
         }
         params
     }
+}
+
+/// `matrix` with its translation (the offset that brings a rotated picture back into view,
+/// in pixels of a `from`-sized frame: an iPhone's 90° matrix moves it by the height) for the
+/// picture upscaled to `to` (both sides scaled alike): Apple's players apply the whole
+/// matrix, so an offset left in the input's pixels would place the upscaled picture partly
+/// out of view.
+fn scaled_translation(matrix: &[i32; 9], from: (i32, i32), to: (i32, i32)) -> [i32; 9] {
+    let mut out = *matrix;
+    if from.0 <= 0 || to.0 <= 0 {
+        return out;
+    }
+    for at in [6, 7] {
+        let scaled = i64::from(matrix[at]) * i64::from(to.0) / i64::from(from.0);
+        out[at] = scaled.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+    }
+    out
 }
 
 /// Whether FFmpeg 5.1's muxer writes a stream's display matrix: MP4 and QuickTime do (tkhd

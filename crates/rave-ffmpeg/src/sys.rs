@@ -60,6 +60,16 @@ pub(crate) fn output_stream(output: &mut Output, index: usize) -> *mut ffi::AVSt
     }
 }
 
+/// The frame size (width, height) set on output stream `index`'s codec parameters.
+pub fn frame_size(output: &mut Output, index: usize) -> (i32, i32) {
+    // SAFETY: the stream is valid (`output_stream`) and has allocated codec parameters
+    // (avformat_new_stream); they are only read.
+    unsafe {
+        let params = (*output_stream(output, index)).codecpar;
+        ((*params).width, (*params).height)
+    }
+}
+
 /// Raw codec parameters of input stream `index`.
 pub fn stream_params(input: &Input, index: usize) -> &ffi::AVCodecParameters {
     // SAFETY: the stream is valid (`input_stream`) and every demuxed stream has allocated
