@@ -194,8 +194,7 @@ fn odd_output_sizes_are_refused_before_any_work_for_every_codec() {
     let dir = scratch();
     let input = odd_clip(dir.path());
     let x3 = installed_model("realesr-animevideov3-x3");
-    let crop =
-        "crop the input to 16x8 first (ffmpeg -i INPUT -vf crop=16:8:0:0 -c:a copy CROPPED.mkv)";
+    let crop = "crop the input to 16x8 first (ffmpeg -i INPUT -map 0 -map -0:d? -c copy -c:v:0 ffv1 -filter:v:0 crop=16:8:0:0 CROPPED.mkv)";
     for (codec, needs, fix) in [
         (
             "h264",
@@ -229,6 +228,50 @@ fn odd_output_sizes_are_refused_before_any_work_for_every_codec() {
         assert_eq!(v["error"]["code"], 307);
     }
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
+    // The command given works and keeps every stream (once it was `-vf crop -c:a copy`,
+    // which kept one audio track of several and re-encoded the video lossily).
+    let two_tracks = dir.path().join("two-tracks.mkv");
+    ffmpeg(&[
+        "-i",
+        input.to_str().unwrap(),
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=duration=0.12",
+        "-map",
+        "0:v",
+        "-map",
+        "1",
+        "-map",
+        "1",
+        "-c:v",
+        "copy",
+        two_tracks.to_str().unwrap(),
+    ]);
+    let command = crop.split_once("(ffmpeg ").unwrap().1.trim_end_matches(')');
+    let cropped = dir.path().join("CROPPED.mkv");
+    let args: Vec<String> = command
+        .split(' ')
+        .map(|a| match a {
+            "INPUT" => two_tracks.display().to_string(),
+            "CROPPED.mkv" => cropped.display().to_string(),
+            a => a.to_string(),
+        })
+        .collect();
+    ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(video_field(&cropped, "codec_name"), "ffv1");
+    let streams = ffprobe(
+        &cropped,
+        &["-show_entries", "stream=codec_type", "-of", "csv=p=0"],
+    );
+    assert_eq!(
+        streams.lines().filter(|l| *l == "audio").count(),
+        2,
+        "{streams}"
+    );
+    let output = dir.path().join("cropped-x3.mkv");
+    assert_exit(&upscale(&cropped, &output, &x3, &[]), 0);
+    assert_eq!(video_field(&output, "width"), "48");
 }
 
 #[test]

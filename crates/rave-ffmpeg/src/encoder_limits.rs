@@ -125,8 +125,9 @@ fn advice(codec: VideoCodec, input: (u32, u32), scale: u32) -> String {
     let output = (input.0 * scale, input.1 * scale);
     let even = (input.0 & !1, input.1 & !1);
     let odd = !output.0.is_multiple_of(2) || !output.1.is_multiple_of(2);
+    // Every stream kept (the data streams Matroska cannot hold aside), the video lossless.
     let crop = format!(
-        "crop the input to {}x{} first (ffmpeg -i INPUT -vf crop={}:{}:0:0 -c:a copy CROPPED.mkv)",
+        "crop the input to {}x{} first (ffmpeg -i INPUT -map 0 -map -0:d? -c copy -c:v:0 ffv1 -filter:v:0 crop={}:{}:0:0 CROPPED.mkv)",
         even.0, even.1, even.0, even.1
     );
     let cropped_fits = |c: VideoCodec| {
@@ -195,7 +196,7 @@ mod tests {
         assert_eq!(e.family().exit_code(), 4);
         assert_eq!(
             e.to_string(),
-            "17x9 upscaled x3 is 51x27, but libx264 needs an even width and height of at least 2x2 and at most 16384x16384; crop the input to 16x8 first (ffmpeg -i INPUT -vf crop=16:8:0:0 -c:a copy CROPPED.mkv)"
+            "17x9 upscaled x3 is 51x27, but libx264 needs an even width and height of at least 2x2 and at most 16384x16384; crop the input to 16x8 first (ffmpeg -i INPUT -map 0 -map -0:d? -c copy -c:v:0 ffv1 -filter:v:0 crop=16:8:0:0 CROPPED.mkv)"
         );
         assert!(check_output_size(VideoCodec::H264, (16, 8), 3).is_ok());
         assert!(check_output_size(VideoCodec::H264, (17, 9), 2).is_ok());
@@ -209,7 +210,7 @@ mod tests {
         assert!(msg.ends_with("use --codec h264 or hevc"), "{msg}");
         let e = check_output_size(VideoCodec::Av1, (11, 9), 3).unwrap_err();
         assert!(
-            e.to_string().ends_with("crop the input to 10x8 first (ffmpeg -i INPUT -vf crop=10:8:0:0 -c:a copy CROPPED.mkv) and use --codec h264 or hevc"),
+            e.to_string().ends_with("crop the input to 10x8 first (ffmpeg -i INPUT -map 0 -map -0:d? -c copy -c:v:0 ffv1 -filter:v:0 crop=10:8:0:0 CROPPED.mkv) and use --codec h264 or hevc"),
             "{e}"
         );
         let e = check_output_size(VideoCodec::H264, (9000, 100), 2).unwrap_err();
