@@ -37,6 +37,8 @@ pub struct DecodeStats {
     /// Where (seconds into the output) the input's timestamps restarted and the timeline
     /// was continued across them (joined or spliced MPEG-TS/PS).
     pub timestamp_resets: Vec<f64>,
+    /// Frames passed on that carried closed captions (CEA-608/708 as A/53 user data).
+    pub captioned_frames: u64,
 }
 
 /// A decoded picture: in host memory (software decoder) or on the GPU (NVDEC).
@@ -53,6 +55,9 @@ pub struct DecodedFrame {
     pub meta: FrameMeta,
     /// Its pixels.
     pub image: DecodedImage,
+    /// Its closed captions (A/53), until the reader hands the frame out and they go to its
+    /// `CaptionStore`.
+    pub captions: Option<Vec<u8>>,
 }
 
 /// Which frames of the video a reader passes on: those whose timestamps fall in

@@ -158,8 +158,9 @@ impl VideoEncoder {
         self.geometry.time_base
     }
 
-    /// Send one frame; its pts must be in the encoder's time base.
-    pub fn send(&mut self, frame: &HostYuvFrame) -> Result<()> {
+    /// Send one frame, with its closed captions where it has some (libx264 writes them);
+    /// its pts must be in the encoder's time base.
+    pub fn send(&mut self, frame: &HostYuvFrame, captions: Option<&[u8]>) -> Result<()> {
         let g = &self.geometry;
         if frame.image.width != g.width || frame.image.height != g.height {
             return Err(EngineError::DimensionMismatch(format!(
@@ -170,6 +171,9 @@ impl VideoEncoder {
         let mut av = VideoFrame::new(working_format(g.bit_depth), g.width, g.height);
         export(&frame.image, &mut av);
         av.set_pts(Some(frame.meta.pts));
+        if let Some(captions) = captions {
+            crate::captions::attach(&mut av, captions);
+        }
         self.encoder
             .send_frame(&av)
             .map_err(|e| EngineError::Encode(format!("frame {}: {e}", frame.meta.index)))?;
@@ -360,7 +364,7 @@ mod tests {
             || {
                 let mut enc = open(VideoCodec::Av1, "12", 64, 64).unwrap();
                 for index in 0..3 {
-                    enc.send(&black_64(index)).unwrap();
+                    enc.send(&black_64(index), None).unwrap();
                     while enc.receive().unwrap().is_some() {}
                 }
                 drop(enc);
@@ -384,7 +388,7 @@ mod tests {
                 VideoEncoder::open(&settings, geometry(64, 64), &color(), false, &[]).unwrap();
             let mut packets = 0;
             for index in 0..3 {
-                enc.send(&black_64(index)).unwrap();
+                enc.send(&black_64(index), None).unwrap();
                 while enc.receive().unwrap().is_some() {
                     packets += 1;
                 }

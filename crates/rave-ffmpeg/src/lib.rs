@@ -18,6 +18,7 @@ mod sys;
 
 pub mod audio_check;
 pub mod bitstream_hdr;
+pub mod captions;
 pub mod carried_metadata;
 pub mod codec_choice;
 pub mod color;

@@ -103,6 +103,8 @@ pub struct MediaWriter {
     finished: bool,
     /// The earliest timestamp of the frames sent.
     first_pts: Option<i64>,
+    /// The reader's closed captions, where this encoder writes them.
+    captions: Option<std::sync::Arc<crate::captions::CaptionStore>>,
 }
 
 /// Open the encoder for `reader`'s video upscaled to `width` x `height`, as `container`
@@ -211,11 +213,19 @@ impl MediaWriter {
         if let Some(n) = nvenc {
             muxer.set_encoder_name(n.config.encoder);
         }
+        // libx264 writes closed captions handed to it with a frame; the others here cannot.
+        let captions = matches!(&encoder, SegmentEncoder::Software(_))
+            .then(|| reader.captions())
+            .filter(|_| settings.codec == crate::codec_choice::VideoCodec::H264);
+        if let Some(store) = &captions {
+            store.keep();
+        }
         Ok(Self {
             encoder,
             muxer,
             finished: false,
             first_pts: None,
+            captions,
         })
     }
 
@@ -274,7 +284,10 @@ impl FrameSink for MediaWriter {
                 .map_or(frame.meta.pts, |p| p.min(frame.meta.pts)),
         );
         match &mut self.encoder {
-            SegmentEncoder::Software(e) => e.send(&frame)?,
+            SegmentEncoder::Software(e) => {
+                let captions = self.captions.as_ref().and_then(|c| c.take(frame.meta.pts));
+                e.send(&frame, captions.as_deref())?
+            }
             SegmentEncoder::Nvenc(_) => {
                 return Err(rave_core::error::EngineError::InvariantViolation(format!(
                     "frame {}: a host frame reached the NVENC encoder",

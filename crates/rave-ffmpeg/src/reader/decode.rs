@@ -143,6 +143,7 @@ impl VideoReader {
                         self.stats.timestamp_fixes += 1;
                     }
                     let keyframe = self.decoder.frame().is_key();
+                    let captions = crate::captions::of_frame(self.decoder.frame());
                     let image = self.decoder.take_image()?;
                     if matches!(image, DecodedImage::Cuda(_)) {
                         self.stats.nvdec_frames += 1;
@@ -154,7 +155,11 @@ impl VideoReader {
                     };
                     self.next_index += 1;
                     self.stats.frames += 1;
-                    self.pending.push_back(DecodedFrame { meta, image });
+                    self.pending.push_back(DecodedFrame {
+                        meta,
+                        image,
+                        captions,
+                    });
                 }
                 Received::Eof => {
                     self.finished = true;
@@ -202,6 +207,7 @@ impl FrameSource for VideoReader {
             Some(DecodedFrame {
                 meta,
                 image: DecodedImage::Host(image),
+                ..
             }) => Ok(Some(HostYuvFrame { meta, image })),
             Some(_) => Err(EngineError::InvariantViolation(
                 "an NVDEC frame reached the host-frame reader".into(),
@@ -218,8 +224,13 @@ impl VideoReader {
                 self.place_leading(None);
             }
             if self.leading == 0
-                && let Some(frame) = self.pending.pop_front()
+                && let Some(mut frame) = self.pending.pop_front()
             {
+                // Its timestamp is final now (leading frames get theirs late).
+                if let Some(captions) = frame.captions.take() {
+                    self.stats.captioned_frames += 1;
+                    self.captions.put(frame.meta.pts, captions);
+                }
                 return Ok(Some(frame));
             }
             if self.finished {

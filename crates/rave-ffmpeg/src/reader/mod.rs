@@ -40,6 +40,8 @@ pub struct VideoReader {
     next_index: u64,
     finished: bool,
     stats: DecodeStats,
+    /// The closed captions of the frames handed out, for the encoder.
+    captions: std::sync::Arc<crate::captions::CaptionStore>,
 }
 
 impl VideoReader {
@@ -123,6 +125,7 @@ impl VideoReader {
                 ..Default::default()
             },
             decoder,
+            captions: Default::default(),
         })
     }
 
@@ -164,6 +167,12 @@ impl VideoReader {
     /// Counters so far.
     pub fn stats(&self) -> &DecodeStats {
         &self.stats
+    }
+
+    /// Where the closed captions of the frames handed out wait for an encoder that writes
+    /// them (`CaptionStore::keep`).
+    pub fn captions(&self) -> std::sync::Arc<crate::captions::CaptionStore> {
+        self.captions.clone()
     }
 
     /// Whether the input is an MPEG transport or program stream whose video starts before

@@ -217,6 +217,7 @@ pub fn decode_stats_of<'a>(
             stats.nvdec_refused.clone_from(&d.nvdec_refused);
         }
         stats.timestamp_fixes += d.timestamp_fixes;
+        stats.captioned_frames += d.captioned_frames;
     }
     stats
 }

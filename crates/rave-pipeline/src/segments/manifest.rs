@@ -49,6 +49,9 @@ pub struct SegmentDecode {
     pub first_problem: Option<String>,
     /// Whether a decoded frame was interlaced.
     pub interlaced: bool,
+    /// Frames that carried closed captions (absent in manifests of older runs).
+    #[serde(default)]
+    pub captioned_frames: u64,
 }
 
 impl SegmentDecode {
@@ -64,6 +67,7 @@ impl SegmentDecode {
             decoder_errors: damage.decoder_errors,
             first_problem: damage.first_problem.clone(),
             interlaced,
+            captioned_frames: stats.captioned_frames,
         }
     }
 }

@@ -396,6 +396,12 @@ pub fn run_job(
         progress.warning(&warning);
         warnings.push(warning);
     }
+    let nvenc = first.encoder.0.is_some();
+    let encoded = (!config.null_output).then_some((config.encoder.codec, nvenc));
+    if let Some(w) = rave_ffmpeg::captions::lost(decode.captioned_frames, encoded) {
+        progress.warning(&w);
+        warnings.push(w);
+    }
     if saw_interlaced(&manifest) && !mux.warnings.iter().any(|w| w.contains("interlaced")) {
         let w = rave_ffmpeg::carried_metadata::interlace_warning("seen in its frames");
         progress.warning(&w);
