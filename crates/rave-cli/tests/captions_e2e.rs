@@ -12,7 +12,13 @@ use common::*;
 /// The six caption bytes (two CEA-608 byte pairs) of frame `n`: letters of a message.
 fn caption_of(n: usize) -> [u8; 6] {
     let text = b"HELLO WORLD ";
-    let parity = |c: u8| c | if c.count_ones().is_multiple_of(2) { 0x80 } else { 0 };
+    let parity = |c: u8| {
+        c | if c.count_ones().is_multiple_of(2) {
+            0x80
+        } else {
+            0
+        }
+    };
     let (a, b) = (text[(2 * n) % text.len()], text[(2 * n + 1) % text.len()]);
     [0xfc, parity(a), parity(b), 0xfd, 0x80, 0x80]
 }

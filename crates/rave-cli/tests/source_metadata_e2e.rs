@@ -411,3 +411,46 @@ fn a_data_stream_left_out_is_warned_about_with_the_command_that_keeps_it() {
     );
     assert!(tags.contains("gpmd"), "{tags}");
 }
+
+/// A phone's QuickTime keys (location, make, model, creation date: what photo libraries
+/// place and date a clip by) are kept in `.mov` and `.mp4` as the `mdta` keys they came as
+/// (FFmpeg's default writes only the tags it knows: they were lost), and the output's own
+/// file-type brands are not hidden by the source's.
+#[test]
+fn an_iphones_quicktime_keys_are_kept_in_mov_and_mp4() {
+    let dir = scratch();
+    let d = dir.path();
+    let base = make_clip(d, "base.mp4", "48x32", 3);
+    let input = d.join("phone.mov");
+    let keys = [
+        ("com.apple.quicktime.make", "Apple"),
+        ("com.apple.quicktime.model", "iPhone 14"),
+        (
+            "com.apple.quicktime.location.ISO6709",
+            "+48.8583+002.2945+035.000/",
+        ),
+        (
+            "com.apple.quicktime.creationdate",
+            "2023-06-01T14:34:56+0200",
+        ),
+    ];
+    let mut args = vec!["-i".to_string(), base.display().to_string()];
+    args.extend(["-c", "copy", "-movflags", "use_metadata_tags"].map(String::from));
+    for (k, v) in keys {
+        args.extend(["-metadata".to_string(), format!("{k}={v}")]);
+    }
+    args.push(input.display().to_string());
+    ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    for (name, brand) in [("out.mov", "qt  "), ("out.mp4", "isom")] {
+        let output = d.join(name);
+        assert_exit(&nearest(&input, &output, &[]), 0);
+        let tags = ffprobe(&output, &["-show_entries", "format_tags", "-of", "json"]);
+        let tags: serde_json::Value = serde_json::from_str(&tags).unwrap();
+        let tags = &tags["format"]["tags"];
+        for (k, v) in keys {
+            assert_eq!(tags[k], v, "{name}: {k} in {tags}");
+        }
+        assert_eq!(tags["major_brand"], brand, "{name}: {tags}");
+        assert!(tags["RAVE_SOURCE"].is_string(), "{name}: {tags}");
+    }
+}

@@ -145,6 +145,15 @@ fn attach_cover(
     Ok(())
 }
 
+/// Whether `input`'s metadata holds QuickTime `mdta` keys (`com.apple.quicktime.*`, as an
+/// iPhone writes its location, make, model and creation date).
+fn keeps_apple_keys(input: &Input) -> bool {
+    input
+        .metadata()
+        .iter()
+        .any(|(key, _)| key.starts_with("com.apple.quicktime."))
+}
+
 fn keep_sample_aspect_ratio(output: &mut Output, index: usize, sar: Rational) {
     if sar.numerator() > 0 && sar.denominator() > 0 {
         sys::set_sample_aspect_ratio(output, index, sar);
@@ -277,7 +286,14 @@ impl Muxer {
                     .add_chapter(ch.id(), ch.time_base(), start, end, &title)
                     .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
             }
-            let mut metadata = input.metadata().to_owned();
+            // The source's file-type box, read as tags, describes its container, not ours
+            // (written as `mdta` keys, it would hide the output's own brands).
+            let mut metadata = ffmpeg_next::Dictionary::new();
+            for (key, value) in input.metadata().iter() {
+                if !matches!(key, "major_brand" | "minor_version" | "compatible_brands") {
+                    metadata.set(key, value);
+                }
+            }
             metadata.set(SOURCE_TAG, &source_tag_value(src.path));
             output.set_metadata(metadata);
         }
@@ -288,6 +304,14 @@ impl Muxer {
                 "video_track_timescale",
                 &video.time_base.denominator().to_string(),
             );
+        }
+        if let (Some(src), Some(Container::Mp4 | Container::Mov)) = (source, description.container)
+            && keeps_apple_keys(src.input)
+        {
+            // A phone's QuickTime keys (location, make, model, creation date) are kept only
+            // as `mdta` keys, the form the source holds them in: FFmpeg's default writes only
+            // the iTunes-style tags it knows and drops them.
+            header_options.set("movflags", "use_metadata_tags");
         }
         if description.container == Some(Container::Matroska) {
             // Matroska stores codec delay (Opus pre-skip) itself; FFmpeg's default shift to
