@@ -81,6 +81,9 @@ struct StreamRoute {
     last_dts: Option<i64>,
     /// A subtitle stream: a cue running past the cut ends there.
     subtitle: bool,
+    /// Leave out the packets the source's edit list hides (all but the one before the
+    /// start, the decoder's pre-roll): Matroska has no edit list, a player would play them.
+    drop_hidden: bool,
 }
 
 /// An output file being written.
@@ -266,6 +269,7 @@ impl Muxer {
                     offset: 0,
                     last_dts: None,
                     subtitle: ist.parameters().medium() == ffmpeg_next::media::Type::Subtitle,
+                    drop_hidden: container_is_matroska,
                 });
                 summary.copied_streams.push(idx);
             }
@@ -442,10 +446,19 @@ impl Muxer {
                 packet.set_duration(left);
             }
         }
+        let hidden = sys::packet_is_discarded(&packet);
         packet.rescale_ts(route.input_tb, route.output_tb);
         if route.offset != 0 {
             packet.set_pts(packet.pts().map(|t| t + route.offset));
             packet.set_dts(packet.dts().map(|t| t + route.offset));
+        }
+        // A copied stream cut with the video (an MP4 trimmed with stream copy): the audio
+        // before the cut is still in the file, hidden by its edit list.
+        if let (true, true, Some(pts)) = (route.drop_hidden, hidden, packet.pts())
+            && pts + 2 * packet.duration().max(1) <= 0
+        {
+            self.summary.hidden_packets += 1;
+            return Ok(CopyOutcome::Written);
         }
         // A subtitle cue that starts before the picture (the output starts with the video
         // and audio): Matroska would move its start to zero and keep its length, showing it

@@ -40,6 +40,9 @@ pub struct WriterSummary {
     pub trimmed_packets: u64,
     /// Subtitle cues left out because they end before the picture starts.
     pub cues_before_picture: u64,
+    /// Packets of other streams the source's edit list hides (an MP4 trimmed with stream
+    /// copy), left out of a Matroska output, which has no edit list to hide them.
+    pub hidden_packets: u64,
     /// Input streams copied, by index.
     pub copied_streams: Vec<usize>,
     /// Input streams left out, with the reason.

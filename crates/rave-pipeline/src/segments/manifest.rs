@@ -238,7 +238,7 @@ impl Manifest {
             if plan.index != i {
                 return Some(format!("segment {i} is numbered {}", plan.index));
             }
-            if plan.first_frame != next_frame || plan.start_pts != next_pts || plan.frames == 0 {
+            if plan.first_frame != next_frame || plan.start_pts != next_pts {
                 return Some(format!(
                     "segment {i} does not start where the one before it ends"
                 ));
