@@ -169,6 +169,10 @@ fn describe_matrix(matrix: &[i32; 9]) -> String {
         return "a mirrored display matrix".into();
     }
     let degrees = (sys::rotation_degrees(matrix) * 100.0).round() / 100.0;
+    if degrees == 0.0 {
+        // Not a rotation: a matrix that scales or moves the picture (or a damaged header).
+        return "a display matrix that scales or moves the picture".into();
+    }
     format!(
         "rotation {}°",
         if degrees == -180.0 { 180.0 } else { degrees }
@@ -288,6 +292,10 @@ mod tests {
         assert_eq!(describe_matrix(&mirrored), "a mirrored display matrix");
         let half = [-(1 << 16), 0, 0, 0, -(1 << 16), 0, 0, 0, 1 << 30];
         assert_eq!(describe_matrix(&half), "rotation 180°");
+        // Damaged header bits or a scaled picture: no "rotation 0°".
+        let scaled = [2 << 16, 0, 0, 0, 1 << 16, 0, 0, 0, 1 << 30];
+        let text = describe_matrix(&scaled);
+        assert_eq!(text, "a display matrix that scales or moves the picture");
         assert_eq!(field_order(AVFieldOrder::AV_FIELD_PROGRESSIVE), None);
         assert_eq!(field_order(AVFieldOrder::AV_FIELD_UNKNOWN), None);
         assert_eq!(
