@@ -144,7 +144,7 @@ fn say(message: &str) {
 fn aborted() {
     let object = ErrorObject {
         kind: "aborted",
-        message: "aborted by a second Ctrl+C; what was not finalized was removed".into(),
+        message: "aborted by a second Ctrl+C; the output being written was removed (the work folder keeps the segments finished: the same command resumes, and clears what this run left half-written there)".into(),
         ..ErrorObject::of(&EngineError::Cancelled)
     };
     let line = format!("\nrave: {}", object.message);
