@@ -13,7 +13,7 @@ Exit codes:
   0    success
   1    internal error (a bug in RAVE; please report it)
   2    bad option or value (each numeric option says its accepted range), a GPU-only
-       option with --device cpu, a --tile the model cannot take, a --vram-limit too small
+       option with --device cpu, a --tile its input shapes exclude, a --vram-limit too small
        for the model even in the smallest tiles, --gpus naming a GPU the machine lacks,
        a --models-dir / RAVE_MODELS_DIR that is not a folder, or a work folder holding
        another job, other settings or an input changed since (--restart starts over)

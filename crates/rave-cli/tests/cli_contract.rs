@@ -289,6 +289,14 @@ fn model_problems_exit_5() {
         "{}",
         stderr(&o)
     );
+    // Tiles too small for it (--tile 10x10 on 32x32 frames): it says to give larger tiles.
+    let o = upscale(&clip, &out, &fixture("min20_x2.onnx"), &["--tile", "10x10"]);
+    assert_exit(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains("(on tiles of 10x10: a model that downsamples inside needs larger tiles; give a larger --tile, or --tile auto)"),
+        "{err}"
+    );
 }
 
 /// A model path that is a pipe or a device was hashed before it was checked: the run waited

@@ -205,7 +205,15 @@ where
                 .iter()
                 .map(|&(f, t)| self.ops.crop(&plan, &frames[f], &tiles[t]))
                 .collect::<Result<Vec<_>>>()?;
-            let out = self.inner.upscale(&cut)?;
+            let out = self.inner.upscale(&cut).map_err(|e| match e {
+                // A model that takes whole frames may still refuse small tiles (pooling or
+                // strided layers leave nothing of them): say what to change.
+                EngineError::Inference(m) => EngineError::Inference(format!(
+                    "{m} (on tiles of {}x{}: a model that downsamples inside needs larger tiles; give a larger --tile, or --tile auto)",
+                    plan.tile.0, plan.tile.1
+                )),
+                e => e,
+            })?;
             drop(cut);
             if out.len() != batch.len() {
                 return Err(EngineError::InvariantViolation(format!(
