@@ -271,20 +271,16 @@ fn clip_with(dir: &Path, name: &str, extra_args: &[&str]) -> PathBuf {
 
 /// A clip with cover art `picture` (an image file) as stream #2.
 fn with_cover_art(dir: &Path, name: &str, picture: &Path) -> PathBuf {
-    let c = picture.to_str().unwrap();
-    let args = [
-        "-i",
-        c,
-        "-map",
-        "0",
-        "-map",
+    let base = make_clip(dir, &format!("base-{name}.mp4"), "48x32", 3);
+    let out = dir.join(name);
+    mux_copy(
+        &base,
+        picture,
         "1",
-        "-c",
-        "copy",
-        "-disposition:v:1",
-        "attached_pic",
-    ];
-    clip_with(dir, name, &args)
+        &["-disposition:v:1", "attached_pic"],
+        &out,
+    );
+    out
 }
 
 /// The picture bytes of cover-art stream `index` of `path`, its file name tag, and whether
@@ -369,22 +365,13 @@ fn refusals_name_the_containers_that_can_hold_the_stream() {
     let both = with_cover_art(dir.path(), "both.mp4", &cover);
     let both = {
         let out = dir.path().join("both-movtext.mp4");
-        let (b, m) = (both.to_str().unwrap(), mov_text.to_str().unwrap());
-        ffmpeg(&[
-            "-i",
-            b,
-            "-i",
-            m,
-            "-map",
-            "0",
-            "-map",
+        mux_copy(
+            &both,
+            &mov_text,
             "1:s",
-            "-c",
-            "copy",
-            "-disposition:v:1",
-            "attached_pic",
-            out.to_str().unwrap(),
-        ]);
+            &["-disposition:v:1", "attached_pic"],
+            &out,
+        );
         out
     };
     let s302m = clip_with(

@@ -392,19 +392,7 @@ fn a_data_stream_left_out_is_warned_about_with_the_command_that_keeps_it() {
     assert!(stderr(&o).contains(&said), "{}", stderr(&o));
     // The command it gives works.
     let kept = d.join("KEPT.mov");
-    ffmpeg(&[
-        "-i",
-        output.to_str().unwrap(),
-        "-i",
-        input.to_str().unwrap(),
-        "-map",
-        "0",
-        "-map",
-        &format!("1:{index}"),
-        "-c",
-        "copy",
-        kept.to_str().unwrap(),
-    ]);
+    mux_copy(&output, &input, &format!("1:{index}"), &[], &kept);
     let tags = ffprobe(
         &kept,
         &["-show_entries", "stream=codec_tag_string", "-of", "csv=p=0"],

@@ -17,6 +17,18 @@ pub fn lavfi_clip(path: &Path, sources: &[&str], output_args: &[&str]) {
     ffmpeg(&args);
 }
 
+/// ffmpeg copying `first`'s streams and those `second_map` picks of `second` (`"1"`, `"1:s"`)
+/// into `out`, `extra` (codec tags, dispositions) before it; the streams are not re-encoded.
+pub fn mux_copy(first: &Path, second: &Path, second_map: &str, extra: &[&str], out: &Path) {
+    let (a, b) = (first.to_str().unwrap(), second.to_str().unwrap());
+    let mut args = vec![
+        "-i", a, "-i", b, "-map", "0", "-map", second_map, "-c", "copy",
+    ];
+    args.extend_from_slice(extra);
+    args.push(out.to_str().unwrap());
+    ffmpeg(&args);
+}
+
 /// A small H.264 + AAC MP4 of moving test content (`frames` frames at 25 fps), tagged BT.709.
 pub fn make_clip(dir: &Path, name: &str, size: &str, frames: u32) -> PathBuf {
     let path = dir.join(name);
