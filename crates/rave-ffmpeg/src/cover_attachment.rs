@@ -86,3 +86,30 @@ pub fn make_attachment(output: &mut Output, index: usize, codec: Id, picture: &[
         }
     }
 }
+
+/// Add cover-art stream `index` of `input` to a Matroska `output` as an attachment (the
+/// `nth` picture: see `tags`).
+pub fn attach(
+    output: &mut Output,
+    input: &Input,
+    index: usize,
+    nth: usize,
+) -> std::result::Result<(), String> {
+    let codec = input
+        .stream(index)
+        .map(|s| s.parameters().id())
+        .unwrap_or(ffmpeg_next::codec::Id::None);
+    let (Some(picture), Some(tags)) = (picture(input, index), tags(input, index, codec, nth))
+    else {
+        return Err(format!(
+            "stream #{index} (cover art) holds no picture Matroska can attach"
+        ));
+    };
+    let mut ost = output
+        .add_stream(ffmpeg_next::encoder::find(ffmpeg_next::codec::Id::None))
+        .map_err(|e| e.to_string())?;
+    ost.set_metadata(tags);
+    let out_index = ost.index();
+    make_attachment(output, out_index, codec, &picture);
+    Ok(())
+}

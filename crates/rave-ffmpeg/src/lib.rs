@@ -12,6 +12,7 @@ mod first_frame;
 mod leading_packets;
 mod log_capture;
 mod log_watch;
+mod output_timeline;
 mod picture_coding;
 mod stderr_capture;
 mod sys;

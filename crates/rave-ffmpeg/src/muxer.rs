@@ -16,6 +16,7 @@ use crate::carried_metadata::CarriedMetadata;
 use crate::codec_choice::{Container, VideoCodec};
 use crate::cover_attachment;
 use crate::input::is_cover_art;
+use crate::output_timeline;
 use crate::reader::CopiedPacket;
 use crate::source_tag::{SOURCE_TAG, source_tag_value};
 use crate::stream_plan;
@@ -100,7 +101,7 @@ pub struct Muxer {
     /// Where the video written so far ends, in seconds of the input's timeline.
     video_end_s: f64,
     /// How far the input's timeline is moved back in the output, in the video's output
-    /// time base: the output starts at zero (see [`timeline_start_us`]).
+    /// time base: the output starts at zero (see [`output_timeline::timeline_start_us`]).
     video_shift: i64,
     /// A segment file (no container asked for): its timestamps are moved to start at zero
     /// where they would start below it (see [`Muxer::write_video`]).
@@ -118,36 +119,6 @@ pub struct Muxer {
     write_errors_as: Option<PathBuf>,
 }
 
-/// Give output stream `index` the pixel aspect ratio `sar`, where it is known (not 0/1).
-/// Add cover-art stream `index` of `input` to a Matroska `output` as an attachment (the
-/// `nth` picture: see `cover_attachment`).
-fn attach_cover(
-    output: &mut Output,
-    input: &Input,
-    index: usize,
-    nth: usize,
-) -> std::result::Result<(), String> {
-    let codec = input
-        .stream(index)
-        .map(|s| s.parameters().id())
-        .unwrap_or(ffmpeg_next::codec::Id::None);
-    let (Some(picture), Some(tags)) = (
-        cover_attachment::picture(input, index),
-        cover_attachment::tags(input, index, codec, nth),
-    ) else {
-        return Err(format!(
-            "stream #{index} (cover art) holds no picture Matroska can attach"
-        ));
-    };
-    let mut ost = output
-        .add_stream(ffmpeg_next::encoder::find(ffmpeg_next::codec::Id::None))
-        .map_err(|e| e.to_string())?;
-    ost.set_metadata(tags);
-    let out_index = ost.index();
-    cover_attachment::make_attachment(output, out_index, codec, &picture);
-    Ok(())
-}
-
 /// Whether `input`'s metadata holds QuickTime `mdta` keys (`com.apple.quicktime.*`, as an
 /// iPhone writes its location, make, model and creation date).
 fn keeps_apple_keys(input: &Input) -> bool {
@@ -157,6 +128,7 @@ fn keeps_apple_keys(input: &Input) -> bool {
         .any(|(key, _)| key.starts_with("com.apple.quicktime."))
 }
 
+/// Give output stream `index` the pixel aspect ratio `sar`, where it is known (not 0/1).
 fn keep_sample_aspect_ratio(output: &mut Output, index: usize, sar: Rational) {
     if sar.numerator() > 0 && sar.denominator() > 0 {
         sys::set_sample_aspect_ratio(output, index, sar);
@@ -193,7 +165,7 @@ impl Muxer {
         };
         let shift_us = match (source, &plan) {
             (Some(src), Some((plan, _))) => {
-                timeline_start_us(src.input, src.video_index, &plan.copied)
+                output_timeline::timeline_start_us(src.input, src.video_index, &plan.copied)
             }
             _ => 0,
         };
@@ -242,7 +214,8 @@ impl Muxer {
                 let ist = input.stream(idx).expect("planned stream");
                 if container_is_matroska && is_cover_art(&ist) {
                     covers += 1;
-                    attach_cover(&mut output, input, idx, covers).map_err(unwritable)?;
+                    cover_attachment::attach(&mut output, input, idx, covers)
+                        .map_err(unwritable)?;
                     summary.copied_streams.push(idx);
                     continue;
                 }
@@ -336,8 +309,9 @@ impl Muxer {
                         .expect("added stream")
                         .time_base();
                     route.output_tb = tb;
-                    route.offset = codec_delay_offset(src.input, idx, container, tb)
-                        - shift_us.rescale(AV_TIME_BASE_Q, tb);
+                    route.offset =
+                        output_timeline::codec_delay_offset(src.input, idx, container, tb)
+                            - shift_us.rescale(AV_TIME_BASE_Q, tb);
                 }
             }
         }
@@ -606,54 +580,6 @@ fn seconds_in(seconds: f64, time_base: Rational) -> i64 {
 fn is_invalid_data(e: &ffmpeg_next::Error) -> bool {
     matches!(e, ffmpeg_next::Error::InvalidData)
         || matches!(e, ffmpeg_next::Error::Other { errno } if *errno == ffmpeg_next::util::error::EINVAL)
-}
-
-/// Where the output's timeline starts on the input's, in microseconds, so that it starts at
-/// zero as `ffmpeg` makes it: the earliest start of the video and the copied audio when all
-/// start after zero (an MPEG-TS capture starts hours in; kept, an MP4 would open on that
-/// much empty edit and Matroska would declare that much duration), or when the video
-/// itself starts before zero (an MPEG-TS whose 33-bit clock wraps just after its start:
-/// Matroska cannot store the negative times, and an MP4 would hide them behind an edit).
-/// Audio starting a little before a video at zero (codec priming) moves nothing. Every
-/// stream keeps its offset from the others. Subtitle and data tracks do not count: a
-/// mov_text track starts with a filler sample at zero whatever the picture does.
-fn timeline_start_us(input: &Input, video_index: usize, copied: &[usize]) -> i64 {
-    use ffmpeg_next::media::Type;
-    let start_of = |i: usize| {
-        input
-            .stream(i)
-            .filter(|s| s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
-            .map(|s| s.start_time().rescale(s.time_base(), AV_TIME_BASE_Q))
-    };
-    let Some(video) = start_of(video_index) else {
-        return 0;
-    };
-    let earliest = copied
-        .iter()
-        .copied()
-        .filter(|&i| {
-            input
-                .stream(i)
-                .is_some_and(|s| s.parameters().medium() == Type::Audio)
-        })
-        .filter_map(start_of)
-        .fold(video, i64::min);
-    match (earliest > 0, video < 0) {
-        (true, _) | (_, true) => earliest,
-        _ => 0,
-    }
-}
-
-/// Matroska's demuxer subtracts an Opus track's codec delay from its timestamps, but the
-/// muxer does not add it back; add it here so copied Opus keeps its exact timestamps.
-fn codec_delay_offset(input: &Input, index: usize, container: Container, tb: Rational) -> i64 {
-    let is_opus = input
-        .stream(index)
-        .is_some_and(|s| s.parameters().id() == ffmpeg_next::codec::Id::OPUS);
-    if container != Container::Matroska || !is_opus {
-        return 0;
-    }
-    sys::opus_pre_skip(input, index).rescale(Rational::new(1, 48_000), tb)
 }
 
 fn fourcc(tag: &[u8; 4]) -> u32 {

@@ -1,0 +1,62 @@
+//! Where the output's timeline starts on the input's, and the offsets copied streams get so
+//! that their timestamps come out as the source's.
+
+use ffmpeg_next::ffi::AV_TIME_BASE_Q;
+use ffmpeg_next::format::context::Input;
+use ffmpeg_next::{Rational, Rescale};
+
+use crate::codec_choice::Container;
+use crate::sys;
+
+/// Where the output's timeline starts on the input's, in microseconds, so that it starts at
+/// zero as `ffmpeg` makes it: the earliest start of the video and the copied audio when all
+/// start after zero (an MPEG-TS capture starts hours in; kept, an MP4 would open on that
+/// much empty edit and Matroska would declare that much duration), or when the video
+/// itself starts before zero (an MPEG-TS whose 33-bit clock wraps just after its start:
+/// Matroska cannot store the negative times, and an MP4 would hide them behind an edit).
+/// Audio starting a little before a video at zero (codec priming) moves nothing. Every
+/// stream keeps its offset from the others. Subtitle and data tracks do not count: a
+/// mov_text track starts with a filler sample at zero whatever the picture does.
+pub(crate) fn timeline_start_us(input: &Input, video_index: usize, copied: &[usize]) -> i64 {
+    use ffmpeg_next::media::Type;
+    let start_of = |i: usize| {
+        input
+            .stream(i)
+            .filter(|s| s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
+            .map(|s| s.start_time().rescale(s.time_base(), AV_TIME_BASE_Q))
+    };
+    let Some(video) = start_of(video_index) else {
+        return 0;
+    };
+    let earliest = copied
+        .iter()
+        .copied()
+        .filter(|&i| {
+            input
+                .stream(i)
+                .is_some_and(|s| s.parameters().medium() == Type::Audio)
+        })
+        .filter_map(start_of)
+        .fold(video, i64::min);
+    match (earliest > 0, video < 0) {
+        (true, _) | (_, true) => earliest,
+        _ => 0,
+    }
+}
+
+/// Matroska's demuxer subtracts an Opus track's codec delay from its timestamps, but the
+/// muxer does not add it back; add it here so copied Opus keeps its exact timestamps.
+pub(crate) fn codec_delay_offset(
+    input: &Input,
+    index: usize,
+    container: Container,
+    tb: Rational,
+) -> i64 {
+    let is_opus = input
+        .stream(index)
+        .is_some_and(|s| s.parameters().id() == ffmpeg_next::codec::Id::OPUS);
+    if container != Container::Matroska || !is_opus {
+        return 0;
+    }
+    sys::opus_pre_skip(input, index).rescale(Rational::new(1, 48_000), tb)
+}
