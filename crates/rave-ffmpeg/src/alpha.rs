@@ -15,7 +15,7 @@ use crate::sys;
 pub(crate) fn alpha_of(input: &Input, index: usize) -> Option<String> {
     let params = sys::stream_params(input, index);
     let format = crate::frame_convert::pixel_from_raw(params.format);
-    let name = sys::pixel_name(format);
+    let name = crate::pixel_format::name(format);
     if format == AVPixelFormat::AV_PIX_FMT_PAL8 || Id::from(params.codec_id) == Id::GIF {
         let first =
             sys::input_path(input).and_then(|path| crate::first_frame::first_frame(&path, index));
@@ -27,7 +27,7 @@ pub(crate) fn alpha_of(input: &Input, index: usize) -> Option<String> {
             None => Some(name),
         };
     }
-    if sys::pixel_has_alpha(format) {
+    if crate::pixel_format::has_alpha(format) {
         return Some(name);
     }
     let stream = input.stream(index)?;

@@ -10,7 +10,7 @@ use crate::sys::RawColor;
 
 /// Significant bits per component of a pixel format (8 when unknown).
 pub fn bit_depth(format: Pixel) -> u8 {
-    crate::sys::pixel_bit_depth(format.into()).unwrap_or(8)
+    crate::pixel_format::bit_depth(format.into()).unwrap_or(8)
 }
 
 /// Whether the pixel format is one of the JPEG ("full range") YUV variants.
@@ -23,7 +23,7 @@ fn is_jpeg_format(format: Pixel) -> bool {
 
 /// Whether the pixel format holds RGB samples (PNG, FFV1 rgb, bgra, rgb48, gbrp, ...).
 pub fn is_rgb(format: Pixel) -> bool {
-    crate::sys::pixel_is_rgb(format.into())
+    crate::pixel_format::is_rgb(format.into())
 }
 
 /// The matrix, range and depth to convert with. Unspecified matrices default by frame

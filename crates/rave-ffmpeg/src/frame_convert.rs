@@ -65,7 +65,7 @@ impl FrameImporter {
 
     /// Copy (converting if needed) a decoded frame.
     pub fn import(&mut self, frame: &VideoFrame) -> Result<YuvFrame> {
-        if !crate::sys::pixel_is_paletted(frame.format().into()) {
+        if !crate::pixel_format::is_paletted(frame.format().into()) {
             return self.import_unpaletted(frame);
         }
         let (fmt, w, h) = (frame.format(), frame.width(), frame.height());

@@ -14,6 +14,7 @@ mod log_capture;
 mod log_watch;
 mod output_timeline;
 mod picture_coding;
+mod pixel_format;
 mod stderr_capture;
 mod sys;
 

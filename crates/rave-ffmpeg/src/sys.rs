@@ -439,25 +439,6 @@ pub fn frame_is_damaged(frame: *const ffi::AVFrame) -> bool {
     }
 }
 
-/// Whether a pixel format's descriptor has any of `flags` (`AV_PIX_FMT_FLAG_*`).
-fn pixel_has_flag(format: ffi::AVPixelFormat, flags: i32) -> bool {
-    // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
-    let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
-    // SAFETY: non-null descriptors are static.
-    !desc.is_null() && unsafe { (*desc).flags } & flags as u64 != 0
-}
-
-/// Whether a pixel format holds RGB (packed or planar, or a palette of RGB colours) rather
-/// than YUV or grey samples.
-pub fn pixel_is_rgb(format: ffi::AVPixelFormat) -> bool {
-    pixel_has_flag(format, ffi::AV_PIX_FMT_FLAG_RGB | ffi::AV_PIX_FMT_FLAG_PAL)
-}
-
-/// Whether a pixel format's samples index a palette (pal8).
-pub fn pixel_is_paletted(format: ffi::AVPixelFormat) -> bool {
-    pixel_has_flag(format, ffi::AV_PIX_FMT_FLAG_PAL)
-}
-
 /// Tell swscale which matrix (an `SWS_CS_*` value) and ranges to convert with: the source's
 /// for YUV input, the destination's for RGB -> YUV. Returns false when swscale cannot apply
 /// them to this pair of formats.
@@ -483,25 +464,6 @@ pub fn set_scaler_colorspace(
             1 << 16,
         ) >= 0
     }
-}
-
-/// Bits per sample of the first component of a pixel format, if FFmpeg knows the format.
-pub fn pixel_bit_depth(format: ffi::AVPixelFormat) -> Option<u8> {
-    // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
-    let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
-    if desc.is_null() {
-        return None;
-    }
-    // SAFETY: non-null descriptors are static and comp[0] always exists.
-    Some(unsafe { (*desc).comp[0].depth } as u8)
-}
-
-/// Whether pixel format `format` has an alpha plane.
-pub fn pixel_has_alpha(format: ffi::AVPixelFormat) -> bool {
-    // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
-    let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
-    // SAFETY: non-null descriptors are static.
-    !desc.is_null() && unsafe { (*desc).flags } & ffi::AV_PIX_FMT_FLAG_ALPHA as u64 != 0
 }
 
 /// Set the codec tag of output stream `index` (0 lets the muxer choose).
@@ -584,70 +546,4 @@ pub fn seek_to_keyframe(
         return Err(ffmpeg_next::Error::from(ret));
     }
     Ok(())
-}
-
-/// Whether a pixel format is YUV 4:2:0 with its three components (the layout NVDEC writes
-/// and RAVE's GPU path reads); None for an unknown format.
-pub fn pixel_is_yuv420(format: ffi::AVPixelFormat) -> Option<bool> {
-    // SAFETY: av_pix_fmt_desc_get returns null or a pointer to a static descriptor.
-    let desc = unsafe { ffi::av_pix_fmt_desc_get(format) };
-    if desc.is_null() {
-        return None;
-    }
-    // SAFETY: non-null descriptors are static.
-    let d = unsafe { &*desc };
-    let rgb = d.flags & ffi::AV_PIX_FMT_FLAG_RGB as u64 != 0;
-    Some(!rgb && d.nb_components >= 3 && d.log2_chroma_w == 1 && d.log2_chroma_h == 1)
-}
-
-/// FFmpeg's name of a pixel format ("yuv422p10le"), or "unknown".
-pub fn pixel_name(format: ffi::AVPixelFormat) -> String {
-    // SAFETY: av_get_pix_fmt_name returns null or a static NUL-terminated string.
-    let name = unsafe { ffi::av_get_pix_fmt_name(format) };
-    if name.is_null() {
-        return "unknown".into();
-    }
-    // SAFETY: non-null and NUL-terminated, as above.
-    unsafe { std::ffi::CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ffi::AVPixelFormat as F;
-
-    #[test]
-    fn only_three_component_yuv_4_2_0_counts_as_what_nvdec_writes() {
-        for format in [
-            F::AV_PIX_FMT_YUV420P,
-            F::AV_PIX_FMT_YUVJ420P,
-            F::AV_PIX_FMT_NV12,
-        ] {
-            assert_eq!(
-                pixel_is_yuv420(format),
-                Some(true),
-                "{}",
-                pixel_name(format)
-            );
-        }
-        assert_eq!(pixel_is_yuv420(F::AV_PIX_FMT_YUV420P10LE), Some(true));
-        for format in [
-            F::AV_PIX_FMT_YUV422P10LE,
-            F::AV_PIX_FMT_YUV444P,
-            F::AV_PIX_FMT_GRAY8,
-            F::AV_PIX_FMT_GBRP,
-        ] {
-            assert_eq!(
-                pixel_is_yuv420(format),
-                Some(false),
-                "{}",
-                pixel_name(format)
-            );
-        }
-        assert_eq!(pixel_is_yuv420(F::AV_PIX_FMT_NONE), None);
-        assert_eq!(pixel_name(F::AV_PIX_FMT_YUV422P10LE), "yuv422p10le");
-        assert_eq!(pixel_name(F::AV_PIX_FMT_NONE), "unknown");
-    }
 }

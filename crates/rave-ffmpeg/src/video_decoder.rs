@@ -68,9 +68,9 @@ impl VideoDecoder {
         let raw_format = pixel_from_raw(raw.format);
         let shape = StreamShape {
             codec: codec_name.clone(),
-            bit_depth: sys::pixel_bit_depth(raw_format).unwrap_or(8),
-            yuv420: sys::pixel_is_yuv420(raw_format),
-            pixel_format: sys::pixel_name(raw_format),
+            bit_depth: crate::pixel_format::bit_depth(raw_format).unwrap_or(8),
+            yuv420: crate::pixel_format::is_yuv420(raw_format),
+            pixel_format: crate::pixel_format::name(raw_format),
             size: (raw.width.max(0) as u32, raw.height.max(0) as u32),
         };
         let route = nvdec.map(|(d, extra)| (d.route(&shape), d, extra));
