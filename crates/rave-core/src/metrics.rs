@@ -104,9 +104,12 @@ pub struct StageSnapshot {
     pub frames: u64,
     /// Seconds the stage spent working (not waiting on its neighbours).
     pub busy_s: f64,
-    /// Mean busy time per frame in milliseconds.
+    /// Mean busy time per frame in milliseconds (time not tied to a frame, an encoder's
+    /// flush, included).
     pub avg_ms: f64,
-    /// Longest busy time of one frame in milliseconds.
+    /// Longest busy time of one frame in milliseconds (a single call: an encoder with
+    /// lookahead does most of a short run's work in its flush, so this can be below
+    /// `avg_ms`).
     pub peak_ms: f64,
     /// Frames per second the stage could sustain alone (`frames / busy_s`).
     pub capacity_fps: f64,
