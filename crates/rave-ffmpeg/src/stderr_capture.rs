@@ -15,7 +15,19 @@ unsafe extern "C" {
 
 const STDERR: c_int = 2;
 
-/// Run `f` with file descriptor 2 pointing into an unlinked temporary file; return its
+/// A file with no name (memfd_create): nothing is left behind, whatever ends the process.
+fn anonymous_file() -> Option<std::fs::File> {
+    unsafe extern "C" {
+        fn memfd_create(name: *const std::ffi::c_char, flags: std::ffi::c_uint) -> c_int;
+    }
+    const MFD_CLOEXEC: std::ffi::c_uint = 1;
+    // SAFETY: the name is a NUL-terminated literal; the call has no memory effects on us.
+    let fd = unsafe { memfd_create(c"rave-stderr".as_ptr(), MFD_CLOEXEC) };
+    // SAFETY: a non-negative result is a new descriptor that nothing else owns.
+    (fd >= 0).then(|| unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// Run `f` with file descriptor 2 pointing into a file with no name; return its
 /// result and what was written there. If the redirection cannot be set up, `f` runs with
 /// stderr untouched and the text is empty.
 ///
@@ -26,18 +38,21 @@ pub fn capture_stderr<R>(f: impl FnOnce() -> R) -> (R, String) {
     static SEQ: AtomicU32 = AtomicU32::new(0);
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let path = std::env::temp_dir().join(format!(
-        ".rave-stderr-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path);
-    let _ = std::fs::remove_file(&path);
-    let Ok(mut file) = file else {
+    let Some(mut file) = anonymous_file().or_else(|| {
+        // Where memfd_create is missing (old kernels): a temporary file, unlinked at once.
+        let path = std::env::temp_dir().join(format!(
+            ".rave-stderr-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path);
+        let _ = std::fs::remove_file(&path);
+        file.ok()
+    }) else {
         return (f(), String::new());
     };
     // SAFETY: dup on descriptor 2 has no memory effects; a negative result is handled.
