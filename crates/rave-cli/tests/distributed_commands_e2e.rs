@@ -304,17 +304,20 @@ fn ctrl_c_on_a_segment_worker_says_the_segment_is_not_kept_and_it_runs_again() {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["segments"][0]["state"].as_str().unwrap_or("").to_string()
     };
-    while state() != "running" {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the worker ended early"
-        );
-        assert!(
-            started.elapsed().as_secs() < 60,
-            "the segment never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let wait_running = |child: &mut std::process::Child| {
+        while state() != "running" {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the worker ended early"
+            );
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "the segment never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    wait_running(&mut child);
     // SAFETY: kill(2) on our own child's process id (not yet reaped); it reads no memory.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
@@ -336,6 +339,30 @@ fn ctrl_c_on_a_segment_worker_says_the_segment_is_not_kept_and_it_runs_again() {
         })
         .count();
     assert_eq!(temps, 0, "the unfinished segment's file is removed");
+    // A worker killed outright cannot mark its segment pending again: `rave status` tells
+    // it stopped from its process being gone (it said "running (or stopped)").
+    let mut killed = rave()
+        .args(["segment", "--work", w, "--index", "0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_running(&mut killed);
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert_eq!(state(), "running", "as the killed worker left it");
+    let status = run(&["status", "--work", w]);
+    assert!(
+        stdout(&status).contains(&format!(
+            ":{} has ended; the next run redoes it",
+            killed.id()
+        )),
+        "{}",
+        stdout(&status)
+    );
+    let json = run(&["status", "--work", w, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(v["stopped"], serde_json::json!([0]));
     let again = rave()
         .args(["segment", "--work", w, "--index", "0"])
         .output()

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use rave_core::error::{EngineError, Result};
 use rave_pipeline::UpscaleConfig;
+use rave_pipeline::segments::commit;
 use rave_pipeline::segments::distributed;
 use rave_pipeline::segments::job::file_present;
 use rave_pipeline::segments::manifest::{Manifest, SegmentState};
@@ -163,6 +164,15 @@ pub fn status(args: &StatusArgs) -> Result<i32> {
         .map(|s| s.plan.index)
         .collect();
     let done = manifest.segments.len() - manifest.missing().len() - lost.len();
+    // Marked running by a process of this host that has ended (killed, or aborted by a
+    // second Ctrl+C): stopped, whatever the manifest says.
+    let stopped: Vec<usize> = manifest
+        .segments
+        .iter()
+        .filter(|s| s.state == SegmentState::Running)
+        .filter(|s| s.worker.as_deref().is_some_and(commit::worker_has_ended))
+        .map(|s| s.plan.index)
+        .collect();
     let value = serde_json::json!({
         "input": manifest.input,
         "output": manifest.output,
@@ -170,13 +180,16 @@ pub fn status(args: &StatusArgs) -> Result<i32> {
         "total": manifest.segments.len(),
         "done": done,
         "lost": lost,
+        "stopped": stopped,
         "segments": manifest.segments,
     });
-    super::print_result(args.json, &value, |_| print_status(&manifest, done, &lost));
+    super::print_result(args.json, &value, |_| {
+        print_status(&manifest, done, &lost, &stopped)
+    });
     Ok(0)
 }
 
-fn print_status(manifest: &Manifest, done: usize, lost: &[usize]) {
+fn print_status(manifest: &Manifest, done: usize, lost: &[usize], stopped: &[usize]) {
     outln!(
         "{} -> {}: {done} of {} segments done",
         manifest.input.display(),
@@ -184,24 +197,23 @@ fn print_status(manifest: &Manifest, done: usize, lost: &[usize]) {
         manifest.segments.len()
     );
     for s in &manifest.segments {
+        let worker = s.worker.as_deref().unwrap_or("a worker");
         let state = match s.state {
             SegmentState::Done if lost.contains(&s.plan.index) => {
-                "done, but its file is missing or changed: the next run redoes it"
+                "done, but its file is missing or changed: the next run redoes it".to_string()
             }
-            SegmentState::Done => "done",
-            SegmentState::Running => "running (or stopped)",
-            SegmentState::Pending => "pending",
+            SegmentState::Done => "done".into(),
+            SegmentState::Running if stopped.contains(&s.plan.index) => {
+                format!("stopped: {worker} has ended; the next run redoes it")
+            }
+            SegmentState::Running => format!("running (or stopped) by {worker}"),
+            SegmentState::Pending => "pending".into(),
         };
         outln!(
-            "  {:>5}  frames {:>8}-{:<8} {state}{}",
+            "  {:>5}  frames {:>8}-{:<8} {state}",
             s.plan.index,
             s.plan.first_frame,
             s.plan.first_frame + s.plan.frames.saturating_sub(1),
-            s.worker
-                .as_ref()
-                .filter(|_| s.state == SegmentState::Running)
-                .map(|w| format!(" by {w}"))
-                .unwrap_or_default()
         );
     }
 }

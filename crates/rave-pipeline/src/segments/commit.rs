@@ -19,6 +19,17 @@ pub fn worker_name() -> String {
     format!("{}:{}", super::work_files::this_host(), std::process::id())
 }
 
+/// Whether the worker `name` (as [`worker_name`] wrote it) is known to have ended: a process
+/// of this host that no longer exists (a run killed, or aborted by a second Ctrl+C, before
+/// it could mark its segments pending again). A worker of another host may still run.
+pub fn worker_has_ended(name: &str) -> bool {
+    let Some((host, pid)) = name.rsplit_once(':') else {
+        return false;
+    };
+    pid.parse::<i32>()
+        .is_ok_and(|pid| !super::work_files::temp_owner_may_run(Some(host), pid))
+}
+
 /// Mark segment `index` as being worked on (for `rave status`); a done one is left alone.
 pub fn mark_running(work: &WorkFolder, index: usize) -> Result<()> {
     let mut locked = work.lock()?;
