@@ -416,3 +416,47 @@ fn plan_takes_an_output_folder_like_upscale() {
         stderr(&o)
     );
 }
+
+/// `rave assemble` joins finished segments: it runs no model, so the node assembling need
+/// not have the plan's model folder, model or runtime library (it failed with exit 2 on
+/// a --models-dir of the planning machine that it did not have).
+#[test]
+fn assemble_needs_neither_the_plans_model_folder_nor_its_model() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = make_clip(d, "in.mp4", "32x32", 20);
+    let models = d.join("models");
+    std::fs::create_dir(&models).unwrap();
+    std::fs::copy(fixture("nearest_x2.onnx"), models.join("nearest_x2.onnx")).unwrap();
+    let work = d.join("job");
+    let w = work.to_str().unwrap();
+    let o = run(&[
+        "plan",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        d.join("out.mp4").to_str().unwrap(),
+        "-m",
+        "nearest_x2",
+        "--models-dir",
+        models.to_str().unwrap(),
+        "--ort-lib",
+        rave_home().join("lib/libonnxruntime.so").to_str().unwrap(),
+        "--segment-frames",
+        "10",
+        "--work",
+        w,
+    ]);
+    assert_exit(&o, 0);
+    let total = manifest_done(&work).unwrap().1;
+    for i in 0..total {
+        assert_exit(
+            &run(&["segment", "--work", w, "--index", &i.to_string()]),
+            0,
+        );
+    }
+    std::fs::remove_dir_all(&models).unwrap();
+    let o = run(&["assemble", "--work", w]);
+    assert_exit(&o, 0);
+    assert_eq!(frame_times(&d.join("out.mp4")).len(), 20);
+}

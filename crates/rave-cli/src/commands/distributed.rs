@@ -96,7 +96,7 @@ pub fn segment(global: &GlobalArgs, args: &SegmentCmdArgs) -> Result<i32> {
         models_dir: global.models_dir.as_deref().map(absolute),
         ort_lib: global.ort_lib.as_deref().map(absolute),
     };
-    let (config, _) = job_config_with(&args.work, false, Some(&own))?;
+    let (config, _) = job_config(&args.work, false, Role::Segment(&own))?;
     let cancel = interrupt_on_ctrl_c(interrupt::ON_SEGMENT)?;
     let progress = progress_view::sink_for(crate::args::ProgressArg::Auto);
     let report = distributed::run_segment(&config, index, progress.as_ref(), &cancel)?;
@@ -124,7 +124,7 @@ pub fn segment(global: &GlobalArgs, args: &SegmentCmdArgs) -> Result<i32> {
 
 /// `rave assemble`: write the output.
 pub fn assemble(args: &WorkArgs) -> Result<i32> {
-    let (mut config, _) = job_config(&args.work, args.keep_work)?;
+    let (mut config, _) = job_config(&args.work, args.keep_work, Role::Assemble)?;
     config.overwrite |= args.overwrite;
     let cancel = interrupt_on_ctrl_c(interrupt::ON_ASSEMBLE)?;
     let report = distributed::assemble(&config, &cancel)?;
@@ -231,10 +231,13 @@ fn options_after(raw: &[String], name: &str) -> Vec<String> {
     }
 }
 
-/// The configuration the job in `work` was planned with, rebuilt from its options (relative
-/// paths as seen from where it was planned), using `work` as its work folder.
-fn job_config(work: &Path, keep_work: bool) -> Result<(UpscaleConfig, Manifest)> {
-    job_config_with(work, keep_work, None)
+/// What the job's configuration is rebuilt for.
+enum Role<'a> {
+    /// A worker: the model folder and runtime library this node names (where it names
+    /// them) in place of the plan's.
+    Segment(&'a GlobalArgs),
+    /// Joining the segments: no model runs, so none is looked for.
+    Assemble,
 }
 
 /// A path as from the working directory now (kept as given where that cannot be read).
@@ -242,13 +245,10 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// `job_config`, with the model folder and runtime library `own` names (where it names
-/// them) in place of the plan's.
-fn job_config_with(
-    work: &Path,
-    keep_work: bool,
-    own: Option<&GlobalArgs>,
-) -> Result<(UpscaleConfig, Manifest)> {
+/// The configuration the job in `work` was planned with, rebuilt for `role` from its
+/// options (relative paths as seen from where it was planned), using `work` as its work
+/// folder.
+fn job_config(work: &Path, keep_work: bool, role: Role<'_>) -> Result<(UpscaleConfig, Manifest)> {
     let manifest = WorkFolder::at(work).read()?;
     let work = rave_pipeline::segments::job::absolute(work);
     if manifest.options.is_empty() {
@@ -273,11 +273,15 @@ fn job_config_with(
         unreachable!("parsed as upscale");
     };
     let mut global = cli.global;
-    if let Some(own) = own {
-        global.models_dir = own.models_dir.clone().or(global.models_dir);
-        global.ort_lib = own.ort_lib.clone().or(global.ort_lib);
-    }
-    let mut config = super::upscale::config_for(&global, &args, &manifest.input, &manifest.output)?;
+    let (input, output) = (&manifest.input, &manifest.output);
+    let mut config = match role {
+        Role::Assemble => super::upscale::config_with_model(&args, input, output, &manifest.model)?,
+        Role::Segment(own) => {
+            global.models_dir = own.models_dir.clone().or(global.models_dir);
+            global.ort_lib = own.ort_lib.clone().or(global.ort_lib);
+            super::upscale::config_for(&global, &args, input, output)?
+        }
+    };
     config.segments.work = Some(work);
     config.segments.keep_work |= keep_work;
     Ok((config, manifest))

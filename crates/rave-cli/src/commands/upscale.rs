@@ -86,6 +86,25 @@ pub fn config_for(
     pipeline_config(global, &args.run, args, encoder, input, output)
 }
 
+/// `config_for` where the model is `model` as it is, found or not (`rave assemble` joins
+/// segments: it runs no model, and its node need not have the plan's models, model folder
+/// or runtime library).
+pub fn config_with_model(
+    args: &UpscaleArgs,
+    input: &Path,
+    output: &Path,
+    model: &Path,
+) -> Result<UpscaleConfig> {
+    let global = GlobalArgs {
+        models_dir: None,
+        ort_lib: None,
+    };
+    let encoder = encoder_settings(args)?;
+    config_of(&global, &args.run, args, encoder, (input, output), || {
+        Ok(model.to_path_buf())
+    })
+}
+
 /// The encoder settings of `--codec`, `--encoder`, `--crf` and `--preset`: `auto` asks for
 /// NVENC where a session opens at the output's size (decided once the input is read) and
 /// the software encoder otherwise; `nvenc` is refused here, before the input is read, where
@@ -178,6 +197,21 @@ pub fn pipeline_config(
     input: &Path,
     output: &Path,
 ) -> Result<UpscaleConfig> {
+    config_of(global, run, args, encoder, (input, output), || {
+        locate::resolve_model(&run.model, &locate::model_dirs(global)?)
+    })
+}
+
+/// The run configuration with the model `model` finds (asked after the options are
+/// checked, so an option error comes first).
+fn config_of(
+    global: &GlobalArgs,
+    run: &RunArgs,
+    args: &UpscaleArgs,
+    encoder: EncoderSettings,
+    (input, output): (&Path, &Path),
+    model: impl FnOnce() -> Result<std::path::PathBuf>,
+) -> Result<UpscaleConfig> {
     let given = run.gpu.given();
     if run.device == DeviceArg::Cpu && !given.is_empty() {
         return Err(EngineError::Config(format!(
@@ -200,7 +234,7 @@ pub fn pipeline_config(
         inject_failure: injected_failure()?,
         input: input.to_path_buf(),
         output: output.to_path_buf(),
-        model: locate::resolve_model(&run.model, &locate::model_dirs(global)?)?,
+        model: model()?,
         encoder,
         device: match run.device {
             DeviceArg::Auto => Device::Auto,

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::commit::{FrameCheck, commit_segment, mark_running, mark_unfinished};
 use super::finish::{OutputJob, done_prefix, job_damage, write_output};
-use super::job::{self, Replan, check_same_job, verify_done_naming};
+use super::job::{self, Replan, check_same_files, check_same_job, verify_done_naming};
 use super::manifest::Manifest;
 use super::work_folder::WorkFolder;
 use super::worker::{JobSpec, RunShared, Worker};
@@ -231,8 +231,9 @@ pub fn assemble(config: &UpscaleConfig, cancel: &CancelToken) -> Result<Assemble
     let work = work_of(config);
     work.check_input_outside(&config.input)?;
     let planned = work.read()?;
-    let bit_depth = planned.settings.bit_depth;
-    check_same_job(&planned, config, (&work, Replan::WithRavePlan), bit_depth)?;
+    // The segments hold the upscaled frames: the model (perhaps not on this node) is not
+    // read again.
+    check_same_files(&planned, config, (&work, Replan::WithRavePlan))?;
     // Held while the segments are read: another process finishing (a second assemble, a
     // late worker) leaves the folder to this one.
     let claim = work.claim(false)?;

@@ -386,7 +386,29 @@ pub fn check_same_job(
     (work, replan): (&WorkFolder, Replan),
     bit_depth: u8,
 ) -> Result<()> {
-    let refuse = |what: String| EngineError::WorkFolderMismatch {
+    check_same_files(manifest, config, (work, replan))?;
+    let segment_frames = config
+        .segments
+        .segment_frames
+        .unwrap_or(manifest.settings.segment_frames);
+    let now = settings_of(config, bit_depth, segment_frames)?;
+    let differences = manifest.settings.differences(&now);
+    if !differences.is_empty() {
+        return Err(refusal(
+            work,
+            replan,
+            format!(
+                "settings changed since it was planned: {}",
+                differences.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Why the job planned in `work` cannot be resumed: `what`, and how to plan it again.
+fn refusal(work: &WorkFolder, replan: Replan, what: String) -> EngineError {
+    EngineError::WorkFolderMismatch {
         work: work.path().to_path_buf(),
         reason: format!(
             "the job planned here cannot be resumed: {what}; {} (its finished segments are discarded), or --work DIR for a separate job",
@@ -395,7 +417,18 @@ pub fn check_same_job(
                 Replan::WithRavePlan => "plan it again with `rave plan ... --restart`",
             }
         ),
-    };
+    }
+}
+
+/// Refuse to join (or resume) a job whose input or output is not `config`'s, or whose
+/// input changed since it was planned (the settings are not compared: joining the
+/// segments runs no model).
+pub fn check_same_files(
+    manifest: &Manifest,
+    config: &UpscaleConfig,
+    (work, replan): (&WorkFolder, Replan),
+) -> Result<()> {
+    let refuse = |what: String| refusal(work, replan, what);
     if !same_path(&manifest.input, &absolute(&config.input)) {
         return Err(refuse(format!(
             "it upscales {}, not {}",
@@ -414,18 +447,6 @@ pub fn check_same_job(
         return Err(refuse(format!(
             "the input {} changed since it was planned (size, modification time or content)",
             config.input.display()
-        )));
-    }
-    let segment_frames = config
-        .segments
-        .segment_frames
-        .unwrap_or(manifest.settings.segment_frames);
-    let now = settings_of(config, bit_depth, segment_frames)?;
-    let differences = manifest.settings.differences(&now);
-    if !differences.is_empty() {
-        return Err(refuse(format!(
-            "settings changed since it was planned: {}",
-            differences.join(", ")
         )));
     }
     Ok(())
