@@ -351,6 +351,13 @@ fn cover_art_goes_into_matroska_as_an_attachment_read_back_as_cover_art() {
         assert!(!stderr(&o).contains("WARN"), "{}", stderr(&o));
         assert_eq!(cover_of(&mp4, 2).0, bytes, "{extension}: back into MP4");
     }
+    // MP4's cover box also holds BMP: kept from MP4 to MP4 (it was refused: "write to .mkv").
+    let bmp = dir.path().join("picture.bmp");
+    lavfi_clip(&bmp, &["testsrc2=size=32x32"], &["-frames:v", "1"]);
+    let input = with_cover_art(dir.path(), "bmp-cover.mp4", &bmp);
+    let mp4 = dir.path().join("bmp-out.mp4");
+    assert_exit(&nearest(&input, &mp4, &[]), 0);
+    assert_eq!(cover_of(&mp4, 2).0, std::fs::read(&bmp).unwrap());
 }
 
 #[test]

@@ -77,6 +77,12 @@ fn holds(container: Container, stream: DryRunStream<'_>) -> bool {
                     let codec = Id::from(params.codec_id);
                     return cover_attachment::attachable(codec).is_some();
                 }
+                // MP4's `covr` box holds JPEG, PNG and BMP pictures (the muxer writes them
+                // whatever its codec list says).
+                (true, Container::Mp4) => {
+                    let codec = Id::from(params.codec_id);
+                    return matches!(codec, Id::MJPEG | Id::PNG | Id::BMP);
+                }
                 _ => {}
             }
             params.codec_type == ffmpeg_next::ffi::AVMediaType::AVMEDIA_TYPE_ATTACHMENT
