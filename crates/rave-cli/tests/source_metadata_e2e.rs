@@ -390,14 +390,27 @@ fn a_data_stream_left_out_is_warned_about_with_the_command_that_keeps_it() {
     let said = format!("stream #{index} (data bin_data) 'gpmd' is left out of the output");
     assert!(warnings.contains(&said), "{warnings}");
     assert!(stderr(&o).contains(&said), "{}", stderr(&o));
-    // The command it gives works.
-    let kept = d.join("KEPT.mov");
+    // The command it gives works, in the output's own container (an MP4's Opus or cover
+    // art would not go into a .mov).
+    let kept = d.join("KEPT.mp4");
+    assert!(
+        warnings.contains(&format!("-map 0 -map 1:{index} -c copy KEPT.mp4")),
+        "{warnings}"
+    );
     mux_copy(&output, &input, &format!("1:{index}"), &[], &kept);
     let tags = ffprobe(
         &kept,
         &["-show_entries", "stream=codec_tag_string", "-of", "csv=p=0"],
     );
     assert!(tags.contains("gpmd"), "{tags}");
+    // Matroska holds none: it says to write .mp4 or .mov first.
+    let o = nearest(&input, &d.join("out.mkv"), &[]);
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).contains("Matroska holds no data stream: to keep it, write .mp4 or .mov"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A phone's QuickTime keys (location, make, model, creation date: what photo libraries

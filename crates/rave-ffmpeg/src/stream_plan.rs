@@ -185,8 +185,19 @@ pub fn plan_streams(
                     };
                     let why = "data streams are not copied";
                     plan.skipped.push(format!("{describe}: {why}"));
+                    // The command keeps every stream of the output in its own container;
+                    // Matroska holds no data stream at all.
+                    let keep = match container {
+                        Container::Matroska => format!(
+                            "Matroska holds no data stream: to keep it, write .mp4 or .mov, then mux it back in from the input (ffmpeg -i OUTPUT -i INPUT -map 0 -map 1:{index} -c copy KEPT.mp4)"
+                        ),
+                        _ => format!(
+                            "to keep it, mux it back in from the input (ffmpeg -i OUTPUT -i INPUT -map 0 -map 1:{index} -c copy KEPT{})",
+                            container.extension()
+                        ),
+                    };
                     plan.warnings.push(format!(
-                        "{describe}{tag} is left out of the output: RAVE copies audio, subtitles and attachments, not data streams (telemetry, KLV, SCTE-35); to keep it, mux it back in from the input (ffmpeg -i OUTPUT -i INPUT -map 0 -map 1:{index} -c copy KEPT.mov)"
+                        "{describe}{tag} is left out of the output: RAVE copies audio, subtitles and attachments, not data streams (telemetry, KLV, SCTE-35); {keep}"
                     ));
                 }
             }
