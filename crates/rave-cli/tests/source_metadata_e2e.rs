@@ -415,7 +415,8 @@ fn a_data_stream_left_out_is_warned_about_with_the_command_that_keeps_it() {
 
 /// A phone's QuickTime keys (location, make, model, creation date: what photo libraries
 /// place and date a clip by) are kept in `.mov` and `.mp4` as the `mdta` keys they came as
-/// (FFmpeg's default writes only the tags it knows: they were lost), and the output's own
+/// (FFmpeg's default writes only the tags it knows: they were lost), a common tag also
+/// under its QuickTime name (in that form FFmpeg writes no `©nam`), and the output's own
 /// file-type brands are not hidden by the source's.
 #[test]
 fn an_iphones_quicktime_keys_are_kept_in_mov_and_mp4() {
@@ -440,6 +441,7 @@ fn an_iphones_quicktime_keys_are_kept_in_mov_and_mp4() {
     for (k, v) in keys {
         args.extend(["-metadata".to_string(), format!("{k}={v}")]);
     }
+    args.extend(["-metadata", "title=My Title"].map(String::from));
     args.push(input.display().to_string());
     ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
     for (name, brand) in [("out.mov", "qt  "), ("out.mp4", "isom")] {
@@ -452,6 +454,13 @@ fn an_iphones_quicktime_keys_are_kept_in_mov_and_mp4() {
             assert_eq!(tags[k], v, "{name}: {k} in {tags}");
         }
         assert_eq!(tags["major_brand"], brand, "{name}: {tags}");
+        // As `mdta` keys FFmpeg writes no ©nam: the title also goes under its QuickTime
+        // name, which Apple's players read.
+        assert_eq!(tags["title"], "My Title", "{name}: {tags}");
+        assert_eq!(
+            tags["com.apple.quicktime.title"], "My Title",
+            "{name}: {tags}"
+        );
         assert!(tags["RAVE_SOURCE"].is_string(), "{name}: {tags}");
     }
 }

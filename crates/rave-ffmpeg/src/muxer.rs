@@ -15,10 +15,10 @@ use rave_core::error::{EngineError, Result};
 use crate::carried_metadata::CarriedMetadata;
 use crate::codec_choice::{Container, VideoCodec};
 use crate::cover_attachment;
+use crate::global_tags;
 use crate::input::is_cover_art;
 use crate::output_timeline;
 use crate::reader::CopiedPacket;
-use crate::source_tag::{SOURCE_TAG, source_tag_value};
 use crate::stream_plan;
 use crate::sys;
 use crate::writer::{CopyOutcome, WriterSummary};
@@ -119,15 +119,6 @@ pub struct Muxer {
     write_errors_as: Option<PathBuf>,
 }
 
-/// Whether `input`'s metadata holds QuickTime `mdta` keys (`com.apple.quicktime.*`, as an
-/// iPhone writes its location, make, model and creation date).
-fn keeps_apple_keys(input: &Input) -> bool {
-    input
-        .metadata()
-        .iter()
-        .any(|(key, _)| key.starts_with("com.apple.quicktime."))
-}
-
 /// Give output stream `index` the pixel aspect ratio `sar`, where it is known (not 0/1).
 fn keep_sample_aspect_ratio(output: &mut Output, index: usize, sar: Rational) {
     if sar.numerator() > 0 && sar.denominator() > 0 {
@@ -202,6 +193,10 @@ impl Muxer {
             ..Default::default()
         };
         let container_is_matroska = description.container == Some(Container::Matroska);
+        let mdta = match (source, description.container) {
+            (Some(src), Some(container)) => global_tags::as_mdta_keys(src.input, container),
+            _ => false,
+        };
         if let (Some(src), Some((plan, carried))) = (source, plan) {
             let input = src.input;
             sys::copy_disposition(input, src.video_index, &mut output, 0);
@@ -263,16 +258,7 @@ impl Muxer {
                     .add_chapter(ch.id(), ch.time_base(), start, end, &title)
                     .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
             }
-            // The source's file-type box, read as tags, describes its container, not ours
-            // (written as `mdta` keys, it would hide the output's own brands).
-            let mut metadata = ffmpeg_next::Dictionary::new();
-            for (key, value) in input.metadata().iter() {
-                if !matches!(key, "major_brand" | "minor_version" | "compatible_brands") {
-                    metadata.set(key, value);
-                }
-            }
-            metadata.set(SOURCE_TAG, &source_tag_value(src.path));
-            output.set_metadata(metadata);
+            output.set_metadata(global_tags::of(input, src.path, mdta));
         }
         let mut header_options = ffmpeg_next::Dictionary::new();
         if description.container.is_none() && video.time_base.numerator() == 1 {
@@ -282,9 +268,7 @@ impl Muxer {
                 &video.time_base.denominator().to_string(),
             );
         }
-        if let (Some(src), Some(Container::Mp4 | Container::Mov)) = (source, description.container)
-            && keeps_apple_keys(src.input)
-        {
+        if mdta {
             // A phone's QuickTime keys (location, make, model, creation date) are kept only
             // as `mdta` keys, the form the source holds them in: FFmpeg's default writes only
             // the iTunes-style tags it knows and drops them.
