@@ -217,6 +217,33 @@ fn segment_and_models_take_their_own_ort_library_and_it_must_load() {
     assert!(stderr(&o).contains(&named), "{}", stderr(&o));
     let installed = rave_home().join("lib/libonnxruntime.so");
     assert_exit(&segment(installed.to_str().unwrap()), 0);
+    // Planned with a library this node does not have, run without --ort-lib: it says the
+    // path came from the plan and which option gives this node's.
+    let copy = dir.path().join("planned.so");
+    std::fs::copy(&installed, &copy).unwrap();
+    let work2 = dir.path().join("job2");
+    let o = run(&[
+        "plan",
+        "-i",
+        clip.to_str().unwrap(),
+        "-o",
+        dir.path().join("o2.mp4").to_str().unwrap(),
+        "-m",
+        fixture("nearest_x2.onnx").to_str().unwrap(),
+        "--ort-lib",
+        copy.to_str().unwrap(),
+        "--work",
+        work2.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    std::fs::remove_file(&copy).unwrap();
+    let o = run(&["segment", "--work", work2.to_str().unwrap(), "--index", "0"]);
+    assert_exit(&o, 2);
+    let said = format!(
+        "the job was planned with --ort-lib {}, which this machine does not have: give this machine's with `rave segment ... --ort-lib PATH`",
+        copy.display()
+    );
+    assert!(stderr(&o).contains(&said), "{}", stderr(&o));
     let o = rave()
         .args(["models", "--ort-lib", "/nope.so"])
         .output()

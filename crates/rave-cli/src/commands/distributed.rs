@@ -277,6 +277,22 @@ fn job_config(work: &Path, keep_work: bool, role: Role<'_>) -> Result<(UpscaleCo
     let mut config = match role {
         Role::Assemble => super::upscale::config_with_model(&args, input, output, &manifest.model)?,
         Role::Segment(own) => {
+            // The plan's paths are the planning machine's: where one is not on this node,
+            // say so, and which option of `rave segment` gives this node's own.
+            for (planned, given, option) in [
+                (&global.models_dir, &own.models_dir, "--models-dir DIR"),
+                (&global.ort_lib, &own.ort_lib, "--ort-lib PATH"),
+            ] {
+                if let (Some(p), None) = (planned, given)
+                    && !p.exists()
+                {
+                    return Err(EngineError::Config(format!(
+                        "the job was planned with {} {}, which this machine does not have: give this machine's with `rave segment ... {option}`",
+                        option.split(' ').next().unwrap_or(option),
+                        p.display()
+                    )));
+                }
+            }
             global.models_dir = own.models_dir.clone().or(global.models_dir);
             global.ort_lib = own.ort_lib.clone().or(global.ort_lib);
             super::upscale::config_for(&global, &args, input, output)?
