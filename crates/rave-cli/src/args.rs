@@ -53,8 +53,8 @@ Environment:
   RAVE_INJECT_FAILURE  for testing a run's failure handling: FRAMES[@GPU] makes each segment
                    worker's inference (with @GPU, only that GPU's workers', never the
                    CPU's) fail like a broken GPU after FRAMES frames
-  RAVE_INJECT_PANIC  for testing how a bug is reported: any value makes the command panic
-                   (said in one line, exit 1)
+  RAVE_INJECT_PANIC  for testing how a bug is reported: the command panics (`thread`: on
+                   a thread, as the stages run; said in one line, exit 1)
   RAVE_TEST_GPU_COPIES  for testing --gpus on a machine with one GPU: N (2 to 8) shows
                    GPU 0 as GPUs 0 to N-1, each running on GPU 0 (speeds are one GPU's)";
 

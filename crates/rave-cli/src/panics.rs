@@ -40,7 +40,11 @@ fn error(what: &str) -> EngineError {
 pub fn install(json: bool, jsonl: bool) {
     std::panic::set_hook(Box::new(move |info| {
         let what = describe(info);
-        let _ = FIRST.set(what.clone());
+        // Only the first: a scoped thread's panic panics its scope again ("a scoped thread
+        // panicked"), which says nothing more.
+        if FIRST.set(what.clone()).is_err() {
+            return;
+        }
         if jsonl {
             let event = serde_json::json!({"event": "log", "level": "ERROR", "message": format!("panic: {what}")});
             errln!("{event}");
@@ -62,9 +66,14 @@ pub fn reached_main(json: bool, jsonl: bool) -> i32 {
     object.exit_code
 }
 
-/// `RAVE_INJECT_PANIC`: panic here, to test the above end to end.
+/// `RAVE_INJECT_PANIC`: panic here (`thread`: on a scoped thread, as the pipeline's stages
+/// and segment workers run), to test the above end to end.
 pub fn injected() {
-    if std::env::var_os("RAVE_INJECT_PANIC").is_some() {
-        panic!("injected by RAVE_INJECT_PANIC");
+    match std::env::var("RAVE_INJECT_PANIC").as_deref() {
+        Err(std::env::VarError::NotPresent) => {}
+        Ok("thread") => std::thread::scope(|s| {
+            s.spawn(|| panic!("injected on a thread by RAVE_INJECT_PANIC"));
+        }),
+        _ => panic!("injected by RAVE_INJECT_PANIC"),
     }
 }

@@ -59,4 +59,21 @@ fn a_panic_is_one_line_and_exit_1_in_every_output_form() {
     assert_eq!(last["event"], "error", "{last}");
     assert_eq!(last["error"]["exit_code"], 1);
     assert!(!out.exists());
+
+    // On a thread (where the stages and segment workers run): still one line, the
+    // thread's own panic, not the scope's "a scoped thread panicked" after it.
+    let o = rave()
+        .args(["upscale", "-i", clip.to_str().unwrap(), "-o"])
+        .arg(&out)
+        .args(["-m", fixture("nearest_x2.onnx").to_str().unwrap()])
+        .env("RAVE_INJECT_PANIC", "thread")
+        .output()
+        .unwrap();
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("injected on a thread by RAVE_INJECT_PANIC"),
+        "{err}"
+    );
 }
