@@ -142,9 +142,15 @@ fn say(message: &str) {
 /// Say that a second Ctrl+C aborts the run: its last words, as the error of a run that
 /// failed (the JSON error with `--json`, an `error` event with `--progress jsonl`).
 fn aborted() {
+    // A benchmark's scratch (its passes' output and work folder) goes whole; a run's work
+    // folder stays for the next run.
+    let message = match lock(&SCRATCH).is_empty() {
+        true => "aborted by a second Ctrl+C; the output being written was removed (the work folder keeps the segments finished: the same command resumes, and clears what this run left half-written there)",
+        false => "aborted by a second Ctrl+C; its scratch files were removed",
+    };
     let object = ErrorObject {
         kind: "aborted",
-        message: "aborted by a second Ctrl+C; the output being written was removed (the work folder keeps the segments finished: the same command resumes, and clears what this run left half-written there)".into(),
+        message: message.into(),
         ..ErrorObject::of(&EngineError::Cancelled)
     };
     let line = format!("\nrave: {}", object.message);

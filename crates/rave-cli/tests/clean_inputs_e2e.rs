@@ -4,7 +4,8 @@
 //! video, MP4 cut with `ffmpeg -ss ... -c copy` (an edit list whose first packets are only
 //! decoded to rebuild the picture, then discarded), a stream-copy remux into AVI, an MP4
 //! whose chapter list runs past the media's end. Each one is upscaled completely: every
-//! frame and every audio packet of the source is in the output.
+//! frame and every audio packet of the source is in the output (but those an MP4 edit list
+//! hides before the start, which a Matroska output leaves out).
 
 mod common;
 
@@ -12,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 
-/// Frames and audio packets of `path`, as ffprobe counts them.
+/// Frames and audio packets of `path`, as ffprobe counts them, less the audio packets an
+/// MP4 edit list hides before the start (flagged discarded: `D`) but the last, the
+/// decoder's pre-roll: a Matroska output, which has no edit list, leaves those out.
 fn counts(path: &Path) -> (usize, usize) {
     let frames = frame_times(path).len();
     let audio = ffprobe(
@@ -21,13 +24,19 @@ fn counts(path: &Path) -> (usize, usize) {
             "-select_streams",
             "a:0",
             "-show_entries",
-            "packet=pts_time",
+            "packet=pts_time,duration_time,flags",
             "-of",
             "csv=p=0",
         ],
     )
     .lines()
     .filter(|l| !l.trim().is_empty())
+    .filter(|l| {
+        let f: Vec<&str> = l.split(',').collect();
+        let (pts, dur) = (f[0].parse::<f64>(), f[1].parse::<f64>());
+        let hidden = f.get(2).is_some_and(|flags| flags.contains('D'));
+        !matches!((hidden, pts, dur), (true, Ok(p), Ok(d)) if p + 2.0 * d <= 1e-6)
+    })
     .count();
     (frames, audio)
 }

@@ -85,6 +85,8 @@ struct StreamRoute {
     /// Leave out the packets the source's edit list hides (all but the one before the
     /// start, the decoder's pre-roll): Matroska has no edit list, a player would play them.
     drop_hidden: bool,
+    /// Packets of this stream stand alone (PCM, AC-3, E-AC-3): none is kept as pre-roll.
+    no_preroll: bool,
 }
 
 /// An output file being written.
@@ -117,6 +119,12 @@ pub struct Muxer {
     cues_shortened: u64,
     /// The file write errors name, where it is not `shown_as` (a segment's file).
     write_errors_as: Option<PathBuf>,
+}
+
+/// Whether an audio codec's packets decode on their own, with no pre-roll before them.
+fn stands_alone(codec: ffmpeg_next::codec::Id) -> bool {
+    use ffmpeg_next::codec::Id;
+    matches!(codec, Id::AC3 | Id::EAC3) || format!("{codec:?}").starts_with("PCM_")
 }
 
 /// Give output stream `index` the pixel aspect ratio `sar`, where it is known (not 0/1).
@@ -238,6 +246,7 @@ impl Muxer {
                     last_dts: None,
                     subtitle: ist.parameters().medium() == ffmpeg_next::media::Type::Subtitle,
                     drop_hidden: container_is_matroska,
+                    no_preroll: stands_alone(ist.parameters().id()),
                 });
                 summary.copied_streams.push(idx);
             }
@@ -412,8 +421,9 @@ impl Muxer {
         }
         // A copied stream cut with the video (an MP4 trimmed with stream copy): the audio
         // before the cut is still in the file, hidden by its edit list.
+        let kept_before = if route.no_preroll { 0 } else { packet.duration().max(1) };
         if let (true, true, Some(pts)) = (route.drop_hidden, hidden, packet.pts())
-            && pts + 2 * packet.duration().max(1) <= 0
+            && pts + packet.duration().max(1) + kept_before <= 0
         {
             self.summary.hidden_packets += 1;
             return Ok(CopyOutcome::Written);
