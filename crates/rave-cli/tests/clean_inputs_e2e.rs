@@ -296,3 +296,29 @@ fn max_frames_inside_a_b_frame_group_sees_no_missing_frame_slots() {
         assert_eq!(frame_times(&output).len().to_string(), n);
     }
 }
+
+/// A file named like a timestamp (`2024-01-01T10:30:00.mp4`) or `file:x.mp4`, given as a
+/// bare name: FFmpeg read the part before the colon as a protocol, refusing the first as
+/// "not a media file" and upscaling another file, `x.mp4`, for the second (exit 0).
+#[test]
+fn names_with_a_colon_are_the_files_they_name() {
+    let dir = scratch();
+    let d = dir.path();
+    let clip = make_clip(d, "clip.mp4", "48x32", 10);
+    let decoy = make_clip(d, "x.mp4", "64x48", 5);
+    assert!(decoy.exists());
+    for name in ["2024-01-01T10:30:00.mp4", "file:x.mp4"] {
+        std::fs::copy(&clip, d.join(name)).unwrap();
+        let out = format!("out-{}.mkv", name.replace(':', "-"));
+        let o = rave()
+            .current_dir(d)
+            .args(["upscale", "-i", name, "-o", &out, "-m"])
+            .arg(fixture("nearest_x2.onnx"))
+            .output()
+            .unwrap();
+        assert_exit(&o, 0);
+        let output = d.join(&out);
+        assert_eq!(video_field(&output, "width"), "96", "{name}");
+        assert_eq!(frame_times(&output).len(), 10, "{name}");
+    }
+}

@@ -51,7 +51,7 @@ pub fn open(path: &Path) -> Result<Input> {
             reason: "file is empty".into(),
         });
     }
-    let input = ffmpeg_next::format::input(&path).map_err(|e| EngineError::NotAVideo {
+    let input = ffmpeg_next::format::input(&as_local_file(path)).map_err(|e| EngineError::NotAVideo {
         path: path.to_path_buf(),
         reason: match structure_by_signature(path) {
             // An MP4 cut before its index (at the end) cannot be opened at all: say why.
@@ -74,7 +74,7 @@ pub fn open(path: &Path) -> Result<Input> {
         &(DEEP_PROBE_SECONDS * 1_000_000).to_string(),
     );
     deeper.set("probesize", &DEEP_PROBE_BYTES.to_string());
-    Ok(ffmpeg_next::format::input_with_dictionary(&path, deeper).unwrap_or(input))
+    Ok(ffmpeg_next::format::input_with_dictionary(&as_local_file(path), deeper).unwrap_or(input))
 }
 
 /// How far into a file FFmpeg reads for the parameters of a stream whose first packets come
@@ -152,6 +152,49 @@ pub fn video_stream_index(input: &Input, path: &Path) -> Result<usize> {
                     (false, false) => format!("has no video stream (found: {})", found.join(", ")),
                 },
             })
+        }
+    }
+}
+
+/// `path` as FFmpeg must be given it to read that file: a relative name whose first part
+/// reads as a URL scheme (`2024-01-01T10:30:00.mp4`, `file:x.mp4`, `http:y.mkv`) would be
+/// opened as that protocol's URL (another file, the network, stdin), so it gets `./`.
+pub fn as_local_file(path: &Path) -> std::path::PathBuf {
+    let text = path.to_string_lossy();
+    let first = text.split('/').next().unwrap_or("");
+    let scheme_like = first.split_once(':').is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    match path.is_relative() && scheme_like {
+        true => Path::new(".").join(path),
+        false => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_that_reads_as_a_url_is_made_a_local_file() {
+        for (given, opened) in [
+            ("2024-01-01T10:30:00.mp4", "./2024-01-01T10:30:00.mp4"),
+            ("file:x.mp4", "./file:x.mp4"),
+            ("pipe:0.mp4", "./pipe:0.mp4"),
+            ("plain.mp4", "plain.mp4"),
+            ("dir/a:b.mp4", "dir/a:b.mp4"),
+            ("/abs/http:x.mp4", "/abs/http:x.mp4"),
+            (":odd.mp4", ":odd.mp4"),
+            ("my clip: take 2.mp4", "my clip: take 2.mp4"),
+        ] {
+            assert_eq!(
+                as_local_file(Path::new(given)),
+                Path::new(opened),
+                "{given}"
+            );
         }
     }
 }
