@@ -171,15 +171,33 @@ pub fn temp_name(target_name: &str) -> String {
 }
 
 /// Whether `name` is one of RAVE's temporary files: `.NAME.rave.tmp`, or an older
-/// `.NAME.rave-PID.tmp`; returns the PID of the older form.
+/// `.NAME.rave-PID.tmp`, NAME being an output RAVE writes (`.mp4`, `.m4v`, `.mov`, `.mkv`);
+/// returns the PID of the older form.
 fn temp_file_kind(name: &str) -> Option<Option<u32>> {
     let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
-    if rest.len() > ".rave".len() && rest.ends_with(".rave") {
-        return Some(None);
-    }
-    let (stem, pid) = rest.rsplit_once(".rave-")?;
-    let pid = pid.parse::<u32>().ok()?;
-    (!stem.is_empty()).then_some(Some(pid))
+    let (stem, pid) = match rest.strip_suffix(".rave") {
+        Some(stem) => (stem, None),
+        None => {
+            let (stem, pid) = rest.rsplit_once(".rave-")?;
+            (stem, Some(pid.parse::<u32>().ok()?))
+        }
+    };
+    let output = Path::new(stem)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| ["mp4", "m4v", "mov", "mkv"].contains(&e.to_ascii_lowercase().as_str()));
+    output.then_some(pid)
+}
+
+/// The files the runs of this process read (a batch's inputs): never swept, whatever their
+/// names (see [`protect_inputs`]).
+static INPUTS: Mutex<Vec<FileId>> = Mutex::new(Vec::new());
+
+/// Never remove `paths` (the inputs of a batch) as temporary files of dead runs: one named
+/// like RAVE's temporary file would be swept by another input's run.
+pub fn protect_inputs(paths: &[&Path]) {
+    let mut inputs = INPUTS.lock().unwrap_or_else(|e| e.into_inner());
+    inputs.extend(paths.iter().filter_map(|p| FileId::of_path(p)));
 }
 
 /// Remove RAVE temporary files in `dir` left by runs that are no longer alive (their lock
@@ -211,7 +229,11 @@ fn remove_if_unlocked(path: &Path, spare: Option<FileId>) -> bool {
         return false;
     };
     let id = FileId::of(&meta);
-    if !meta.file_type().is_file() || Some(id) == spare {
+    let protected = INPUTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&id);
+    if !meta.file_type().is_file() || Some(id) == spare || protected {
         return false;
     }
     // Non-blocking, in case the path became a FIFO since it was looked at.
@@ -264,8 +286,16 @@ mod tests {
         std::fs::write(&legacy_live, b"x").unwrap();
         let input = d.path().join(".in.mp4.rave.tmp");
         std::fs::write(&input, b"the user's input").unwrap();
-        let user_files =
-            [".rave.tmp", "x.rave.tmp", ".notes.tmp", ".a.raven.tmp"].map(|n| d.path().join(n));
+        // Not names RAVE gives (no output extension: a user's `.notes.rave.tmp` was swept).
+        let user_files = [
+            ".rave.tmp",
+            "x.rave.tmp",
+            ".notes.tmp",
+            ".a.raven.tmp",
+            ".notes.rave.tmp",
+            ".clip.avi.rave.tmp",
+        ]
+        .map(|n| d.path().join(n));
         for f in &user_files {
             std::fs::write(f, b"keep").unwrap();
         }
@@ -276,6 +306,15 @@ mod tests {
         assert_eq!(removed, expected);
         assert!(live.exists() && legacy_live.exists() && input.exists());
         assert!(user_files.iter().all(|f| f.exists()));
+        // Another input of the batch named like a dead run's file is not swept either.
+        let other_input = d.path().join(".w.mp4.rave.tmp");
+        std::fs::write(&other_input, b"another input of the batch").unwrap();
+        protect_inputs(&[other_input.as_path()]);
+        assert_eq!(
+            sweep_stale(d.path(), FileId::of_path(&input)),
+            Vec::<PathBuf>::new()
+        );
+        assert!(other_input.exists());
         drop(held);
         assert_eq!(sweep_stale(d.path(), FileId::of_path(&input)), vec![live]);
         assert!(input.exists());

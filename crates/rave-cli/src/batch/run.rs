@@ -48,6 +48,8 @@ pub fn run(
             Ok(config)
         })
         .collect::<Result<Vec<_>>>()?;
+    let inputs: Vec<&Path> = jobs.iter().map(|j| j.input.as_path()).collect();
+    rave_pipeline::output_lock::protect_inputs(&inputs);
     std::fs::create_dir_all(folder).map_err(|e| EngineError::OutputUnwritable {
         path: folder.to_path_buf(),
         reason: format!("cannot create the output folder: {e}"),
