@@ -31,6 +31,9 @@ pub const ON_ASSEMBLE: &str = "finishing the output: joining only copies the fin
 /// Set once the command's runs are over: Ctrl+C then has nothing left to stop.
 static WORK_OVER: AtomicBool = AtomicBool::new(false);
 
+/// The runs are a batch's (installed with [`ON_BATCH`]): finishing it takes --skip-existing.
+static IN_BATCH: AtomicBool = AtomicBool::new(false);
+
 /// Folders a second Ctrl+C removes before leaving: scratch that no later run resumes.
 static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -74,6 +77,7 @@ impl Interrupts {
     /// process with SIGXFSZ, so the run ends with a write error (exit 4) and removes its
     /// temporary file.
     pub fn install(first: &'static str) -> Result<Self> {
+        IN_BATCH.store(first == ON_BATCH, Ordering::SeqCst);
         // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code;
         // nothing in RAVE relies on SIGXFSZ's default action.
         unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
@@ -144,9 +148,15 @@ fn say(message: &str) {
 fn aborted() {
     // A benchmark's scratch (its passes' output and work folder) goes whole; a run's work
     // folder stays for the next run.
-    let message = match lock(&SCRATCH).is_empty() {
-        true => "aborted by a second Ctrl+C; the output being written was removed (the work folder keeps the segments finished: the same command resumes, and clears what this run left half-written there)",
-        false => "aborted by a second Ctrl+C; its scratch files were removed",
+    let message = match (lock(&SCRATCH).is_empty(), IN_BATCH.load(Ordering::SeqCst)) {
+        (false, _) => "aborted by a second Ctrl+C; its scratch files were removed",
+        // The outputs finished stay: the same command would stop on the first of them.
+        (true, true) => {
+            "aborted by a second Ctrl+C; the output being written was removed (the outputs finished are kept, and the work folder the segments finished: run the same command again with --skip-existing to finish the batch)"
+        }
+        (true, false) => {
+            "aborted by a second Ctrl+C; the output being written was removed (the work folder keeps the segments finished: the same command resumes, and clears what this run left half-written there)"
+        }
     };
     let object = ErrorObject {
         kind: "aborted",
