@@ -340,3 +340,19 @@ fn an_output_the_options_cannot_write_is_not_offered_a_rerun() {
         "{text}"
     );
 }
+
+/// A folder's `NAME.partial.EXT` is left out only where EXT is a container RAVE writes: a
+/// user's `take.partial-2.avi` was dropped without a word.
+#[test]
+fn a_partial_named_video_of_a_container_rave_does_not_write_is_upscaled() {
+    let dir = scratch();
+    let d = dir.path().join("in");
+    std::fs::create_dir(&d).unwrap();
+    clip(&d, "take.partial-2.avi");
+    clip(&d, "normal.mp4");
+    clip(&d, "old.partial.mp4");
+    let out = dir.path().join("out");
+    let o = upscale_with(&["-i", s(&d), "-o", s(&out)]);
+    assert_exit(&o, 0);
+    assert_eq!(sorted_names(&out), ["normal.mp4", "take.partial-2.mkv"]);
+}

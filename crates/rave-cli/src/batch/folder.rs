@@ -39,6 +39,14 @@ fn is_rave_partial(path: &Path) -> bool {
     let Some(stem) = path.file_stem().map(|s| s.to_string_lossy()) else {
         return false;
     };
+    // RAVE writes .mp4, .m4v, .mov and .mkv only: a `take.partial-2.avi` is the user's.
+    let written = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .is_some_and(|e| ["mp4", "m4v", "mov", "mkv"].contains(&e.as_str()));
+    if !written {
+        return false;
+    }
     match stem.rsplit_once(".partial") {
         Some((name, "")) => !name.is_empty(),
         Some((name, n)) => {
@@ -97,6 +105,8 @@ mod tests {
         for name in [
             "clip.mp4",
             "clip.partial-.mp4",
+            "take.partial-2.avi",
+            "clip.partial.ts",
             "clip.partial-x.mp4",
             ".partial.mp4",
             "partial.mp4",
