@@ -421,7 +421,11 @@ impl Muxer {
         }
         // A copied stream cut with the video (an MP4 trimmed with stream copy): the audio
         // before the cut is still in the file, hidden by its edit list.
-        let kept_before = if route.no_preroll { 0 } else { packet.duration().max(1) };
+        let kept_before = if route.no_preroll {
+            0
+        } else {
+            packet.duration().max(1)
+        };
         if let (true, true, Some(pts)) = (route.drop_hidden, hidden, packet.pts())
             && pts + packet.duration().max(1) + kept_before <= 0
         {

@@ -73,7 +73,18 @@ pub enum Plan {
 /// ends in a video extension.
 pub fn plan(inputs: &[PathBuf], output: &Path) -> Result<Plan> {
     let folders: Vec<&PathBuf> = inputs.iter().filter(|p| p.is_dir()).collect();
-    let output_is_folder = output.is_dir() || output.as_os_str().to_string_lossy().ends_with('/');
+    let text = output.as_os_str().to_string_lossy();
+    let slash = text.ends_with('/');
+    // `-o clip.mp4/` where clip.mp4 is a file: a folder asked for where a file stands.
+    let without_slash = Path::new(text.trim_end_matches('/'));
+    if slash && without_slash.exists() && !without_slash.is_dir() {
+        return Err(EngineError::Config(format!(
+            "-o {} asks for an output folder, but {} is a file; name a folder that is not one (e.g. -o upscaled/)",
+            output.display(),
+            without_slash.display()
+        )));
+    }
+    let output_is_folder = output.is_dir() || slash;
     if let ([input], [], false) = (inputs, folders.as_slice(), output_is_folder) {
         return Ok(Plan::Single(InputJob {
             input: input.clone(),
@@ -272,6 +283,17 @@ mod tests {
         }
         let err = plan(&inputs, &a).unwrap_err();
         assert!(err.to_string().contains("names a file"), "{err}");
+        // A folder spelt over an existing file (`-o a.mp4/`): a usage error, also for one
+        // input (it was exit 4, "cannot create the output folder: File exists").
+        let over_file = PathBuf::from(format!("{}/", a.display()));
+        for given in [&inputs[..], std::slice::from_ref(&b)] {
+            let err = plan(given, &over_file).unwrap_err();
+            assert_eq!(err.family().exit_code(), 2);
+            assert!(
+                err.to_string().contains("is a file; name a folder"),
+                "{err}"
+            );
+        }
         let out = dir.path().join("upscaled");
         let Plan::Batch { folder, jobs, .. } = plan(&inputs, &out).unwrap() else {
             panic!("a batch");
