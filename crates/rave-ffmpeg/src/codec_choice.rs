@@ -180,14 +180,14 @@ impl Container {
 
     /// The container for `path`'s extension.
     pub fn from_path(path: &Path) -> Result<Self> {
+        if let Some(container) = Self::of_extension(path) {
+            return Ok(container);
+        }
         let ext = path
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase())
             .unwrap_or_default();
         match ext.as_str() {
-            "mp4" | "m4v" => Ok(Container::Mp4),
-            "mov" => Ok(Container::Mov),
-            "mkv" => Ok(Container::Matroska),
             "" => Err(EngineError::Config(format!(
                 "{}: the output name has no extension; end it in .mp4, .mkv or .mov, or in '/' for an output folder",
                 path.display(),
@@ -197,6 +197,18 @@ impl Container {
                 path.display(),
                 ext
             ))),
+        }
+    }
+
+    /// The container RAVE writes for `path`'s extension (`.mp4`/`.m4v`, `.mov`, `.mkv`, any
+    /// case); `None` for another extension or none.
+    pub fn of_extension(path: &Path) -> Option<Self> {
+        let ext = path.extension()?.to_string_lossy().to_ascii_lowercase();
+        match ext.as_str() {
+            "mp4" | "m4v" => Some(Container::Mp4),
+            "mov" => Some(Container::Mov),
+            "mkv" => Some(Container::Matroska),
+            _ => None,
         }
     }
 

@@ -124,7 +124,7 @@ pub struct Muxer {
 /// Whether an audio codec's packets decode on their own, with no pre-roll before them.
 fn stands_alone(codec: ffmpeg_next::codec::Id) -> bool {
     use ffmpeg_next::codec::Id;
-    matches!(codec, Id::AC3 | Id::EAC3) || format!("{codec:?}").starts_with("PCM_")
+    matches!(codec, Id::AC3 | Id::EAC3) || codec.name().starts_with("pcm_")
 }
 
 /// Give output stream `index` the pixel aspect ratio `sar`, where it is known (not 0/1).

@@ -182,11 +182,7 @@ fn temp_file_kind(name: &str) -> Option<Option<u32>> {
             (stem, Some(pid.parse::<u32>().ok()?))
         }
     };
-    let output = Path::new(stem)
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| ["mp4", "m4v", "mov", "mkv"].contains(&e.to_ascii_lowercase().as_str()));
-    output.then_some(pid)
+    rave_ffmpeg::Container::of_extension(Path::new(stem)).map(|_| pid)
 }
 
 /// The files the runs of this process read (a batch's inputs): never swept, whatever their

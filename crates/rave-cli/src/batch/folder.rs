@@ -40,11 +40,7 @@ fn is_rave_partial(path: &Path) -> bool {
         return false;
     };
     // RAVE writes .mp4, .m4v, .mov and .mkv only: a `take.partial-2.avi` is the user's.
-    let written = path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .is_some_and(|e| ["mp4", "m4v", "mov", "mkv"].contains(&e.as_str()));
-    if !written {
+    if rave_ffmpeg::Container::of_extension(path).is_none() {
         return false;
     }
     match stem.rsplit_once(".partial") {

@@ -14,13 +14,9 @@ use crate::{progress_view, summary};
 /// The scratch file's extension: the input's own where RAVE writes that container (its
 /// other streams then fit, MP4's mov_text subtitles among them), else Matroska.
 fn scratch_extension(input: &std::path::Path) -> &'static str {
-    match input
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("mp4" | "m4v") => "mp4",
-        Some("mov") => "mov",
+    match rave_ffmpeg::Container::of_extension(input) {
+        Some(rave_ffmpeg::Container::Mp4) => "mp4",
+        Some(rave_ffmpeg::Container::Mov) => "mov",
         _ => "mkv",
     }
 }
