@@ -10,7 +10,7 @@ use rave_core::error::{EngineError, Result};
 use rave_pipeline::CancelToken;
 use rave_pipeline::cancel::StopReason;
 
-use crate::console::{self, errln};
+use crate::console::{self, errln, outln};
 use crate::failure::{self, ErrorObject};
 
 /// The first Ctrl+C of `rave upscale` of one file: the run ends as a partial output.
@@ -34,6 +34,10 @@ static WORK_OVER: AtomicBool = AtomicBool::new(false);
 /// The runs are a batch's (installed with [`ON_BATCH`]): finishing it takes --skip-existing.
 static IN_BATCH: AtomicBool = AtomicBool::new(false);
 
+/// The batch's inputs that ended (as `--json` lists them): a second Ctrl+C's JSON error
+/// keeps them, so a script still learns which outputs are done.
+static ENDED: Mutex<Vec<serde_json::Value>> = Mutex::new(Vec::new());
+
 /// Folders a second Ctrl+C removes before leaving: scratch that no later run resumes.
 static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -41,6 +45,12 @@ static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// folder, such as a benchmark's, that nobody would resume.
 pub fn remove_on_abort(folder: &Path) {
     lock(&SCRATCH).push(folder.to_path_buf());
+}
+
+/// A batch input ended as `result` (its entry in the `--json` document's `results`): a second
+/// Ctrl+C's JSON error lists it.
+pub fn input_ended(result: serde_json::Value) {
+    lock(&ENDED).push(result);
 }
 
 /// Remove the folders given to [`remove_on_abort`].
@@ -144,7 +154,8 @@ fn say(message: &str) {
 }
 
 /// Say that a second Ctrl+C aborts the run: its last words, as the error of a run that
-/// failed (the JSON error with `--json`, an `error` event with `--progress jsonl`).
+/// failed (the JSON error with `--json`, in a batch with the `results` of the inputs that
+/// ended before; an `error` event with `--progress jsonl`).
 fn aborted() {
     // A benchmark's scratch (its passes' output and work folder) goes whole; a run's work
     // folder stays for the next run.
@@ -164,7 +175,17 @@ fn aborted() {
         ..ErrorObject::of(&EngineError::Cancelled)
     };
     let line = format!("\nrave: {}", object.message);
-    failure::say(&object, None, &line, console::json(), console::jsonl());
+    let json = console::json();
+    if json {
+        let mut doc = serde_json::json!({ "error": &object });
+        if IN_BATCH.load(Ordering::SeqCst) {
+            doc["results"] = lock(&ENDED).clone().into();
+        }
+        outln!("{doc}");
+    }
+    if console::jsonl() || !json {
+        failure::say(&object, None, &line, false, console::jsonl());
+    }
 }
 
 /// `m` locked, also after a thread panicked holding it (the data stays usable).

@@ -289,6 +289,41 @@ fn a_second_ctrl_c_removes_the_temp_file_before_leaving() {
 }
 
 #[test]
+fn a_second_ctrl_c_in_a_json_batch_still_lists_the_inputs_done() {
+    let dir = scratch();
+    let d = dir.path();
+    let inputs = d.join("in");
+    std::fs::create_dir(&inputs).unwrap();
+    make_clip(&inputs, "a.mp4", "32x32", 10);
+    // As above: finalizing the second input after the first Ctrl+C takes long enough.
+    make_photo_clip(&inputs, "b.mp4", 640, 360, 150);
+    let out = d.join("out");
+    let m = fixture("nearest_x2.onnx");
+    let mut run = Running::start(
+        &inputs,
+        &out,
+        &["-m", m.to_str().unwrap(), "--preset", "veryslow", "--json"],
+    );
+    run.wait_for("b.mp4");
+    run.wait_frames(5);
+    run.signal("-INT");
+    run.wait_for("stopping");
+    run.signal("-INT");
+    let (code, out_text, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    // Before: only the error, so a script could not tell that a.mp4 was finished.
+    let doc: serde_json::Value = serde_json::from_str(&out_text).expect("the --json error");
+    assert_eq!(doc["error"]["kind"], "aborted", "{doc}");
+    let results = doc["results"].as_array().expect("the inputs that ended");
+    assert_eq!(results.len(), 1, "{doc}");
+    assert_eq!(results[0]["status"], "done");
+    assert_eq!(results[0]["output"], out.join("a.mp4").to_str().unwrap());
+    assert_eq!(results[0]["report"]["frames_out"], 10);
+    assert_eq!(frame_times(&out.join("a.mp4")).len(), 10);
+    assert_eq!(sorted_names(&out), [".b.mp4.rave-work", "a.mp4"]);
+}
+
+#[test]
 fn ctrl_c_before_the_first_frame_keeps_nothing() {
     let dir = scratch();
     let d = dir.path();

@@ -67,7 +67,7 @@ pub fn run(
             // A run that died after its output took its name left the work folder.
             rave_pipeline::segments::job::remove_finished_work(config);
             progress_view::announce_skip(args.run.progress, Some((i + 1, jobs.len())), job);
-            results.push(InputResult::skipped(job));
+            ended(&mut results, InputResult::skipped(job));
             continue;
         }
         progress_view::announce_input(args.run.progress, (i + 1, jobs.len()), job);
@@ -85,7 +85,7 @@ pub fn run(
             Ok(_) => {}
             Err(err) => failure::report_input(err, &job.input, json, jsonl),
         }
-        results.push(InputResult::of_run(job, run));
+        ended(&mut results, InputResult::of_run(job, run));
     }
     let mut batch = BatchReport::new(folder.to_path_buf(), results, interrupts.asked());
     batch.left_out = left_out;
@@ -95,4 +95,10 @@ pub fn run(
     }
     crate::commands::print_result(json, &batch, summary::print_batch);
     Ok(batch.exit_code)
+}
+
+/// Add `result` to the batch's: an input ended (a second Ctrl+C's JSON error lists it too).
+fn ended(results: &mut Vec<InputResult>, result: InputResult) {
+    crate::interrupt::input_ended(serde_json::to_value(&result).unwrap_or_default());
+    results.push(result);
 }
