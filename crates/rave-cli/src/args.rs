@@ -20,8 +20,9 @@ Exit codes:
   3    input problem: missing, unreadable, not a video, corrupt, or undecodable codec; a
        pipe, stdin or a device (save it to a regular file first)
   4    output problem: exists (use --overwrite), being written by another rave run, cannot
-       be written, a stream the container cannot hold (code 310), a frame size the
-       encoder cannot code (code 307), encode or mux failure
+       be written, a name RAVE cannot use until it changes (a folder or a link to nothing
+       in its place, too long; code 507), a stream the container cannot hold (code 310), a
+       frame size the encoder cannot code (code 307), encode or mux failure
   5    model problem: missing, not ONNX, or not an image-to-image model, or a fixed-size
        model the frames cannot be tiled for (smaller than its input, or --tile off)
   6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or

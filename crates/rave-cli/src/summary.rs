@@ -177,8 +177,9 @@ fn reuse_note(upscaled: u64, out: u64) -> String {
 /// for what it holds (exit 3: damaged, not a video) fails the same way again, as does one
 /// these options cannot do (exit 4: a stream the container cannot hold, a frame size the
 /// encoder cannot code; exit 5: frames the model cannot take; exit 2: an option or work
-/// folder), and one that could not be read (exit 3: gone, moved, no permission) needs the
-/// user first.
+/// folder), as does one whose output's name cannot be used (exit 4: a folder or a link to
+/// nothing in its place, a name too long), and one that could not be read (exit 3: gone,
+/// moved, no permission) needs the user first.
 fn batch_advice(b: &BatchReport) -> Vec<String> {
     /// The error of an input that failed.
     fn failure(r: &InputResult) -> Option<&crate::failure::ErrorObject> {
@@ -198,6 +199,9 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
                 || e.family == ErrorFamily::Usage
         })
     };
+    // Refused for its output's name: a folder or a link to nothing in its place, a name too
+    // long for the files RAVE puts beside it (exit 4), until the user changes it.
+    let misnamed = |r: &&InputResult| failure(r).is_some_and(|e| e.kind == "output_name_unusable");
     let refused = |r: &&InputResult| failure(r).is_some_and(|e| e.family == ErrorFamily::Input);
     let unreadable = |r: &&InputResult| {
         failure(r).is_some_and(|e| e.family == ErrorFamily::Input && e.kind == "input_unreadable")
@@ -205,10 +209,11 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     let unreadable_inputs = b.results.iter().filter(unreadable).count();
     let refused_inputs = b.results.iter().filter(refused).count() - unreadable_inputs;
     let unwritable_outputs = b.results.iter().filter(unwritable).count();
+    let misnamed_outputs = b.results.iter().filter(misnamed).count();
     let resumable = b
         .results
         .iter()
-        .filter(|r| !refused(r) && !unwritable(r))
+        .filter(|r| !refused(r) && !unwritable(r) && !misnamed(r))
         .any(|r| {
             matches!(
                 r.status,
@@ -233,6 +238,11 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     if unwritable_outputs > 0 {
         advice.push(format!(
             "{unwritable_outputs} input(s) failed for what these options cannot do with them (exit 2, 4 or 5: a stream the container cannot hold, a frame size the encoder or the model cannot take, an option or work folder; the reason is above); running again does not change that; upscale each on its own (rave upscale -i IN -o OUT) as its message advises"
+        ));
+    }
+    if misnamed_outputs > 0 {
+        advice.push(format!(
+            "{misnamed_outputs} input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, or a name too long; the reason is above); running again fails the same way until that name is free or the input renamed; then run again with --skip-existing"
         ));
     }
     if refused_inputs > 0 {

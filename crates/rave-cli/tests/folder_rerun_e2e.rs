@@ -391,3 +391,71 @@ fn a_name_that_is_not_utf8_is_refused_alone_with_one_line() {
     );
     assert_eq!(events.last().unwrap()["event"], "batch");
 }
+
+#[test]
+fn inputs_refused_for_their_output_name_are_not_promised_to_a_rerun() {
+    let dir = scratch();
+    let input = dir.path().join("in");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir(&input).unwrap();
+    clip(&input, "a.mp4");
+    clip(&input, "folder.mp4");
+    clip(&input, "link.mp4");
+    let long = format!("{}.mp4", "x".repeat(246));
+    clip(&input, &long);
+    std::fs::create_dir(out.join("folder.mp4")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("gone.mp4"), out.join("link.mp4")).unwrap();
+    // With --skip-existing too: a link to nothing is no finished output.
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--skip-existing"]);
+    assert_exit(&o, 4);
+    let text = stdout(&o);
+    assert!(text.contains("1 done, 3 failed"), "{text}");
+    // Before: "to finish the batch, run the same command again with --skip-existing", which
+    // failed the same three again.
+    assert!(!text.contains("to finish the batch"), "{text}");
+    assert!(
+        text.contains("3 input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, or a name too long; the reason is above)"),
+        "{text}"
+    );
+    let err = stderr(&o);
+    for said in [
+        format!(
+            "{}: cannot write output: is a directory",
+            s(&out.join("folder.mp4"))
+        ),
+        format!(
+            "{}: cannot write output: a symbolic link to nothing has its name (it points to {}); remove the link, or pass --overwrite to replace it",
+            s(&out.join("link.mp4")),
+            s(&dir.path().join("gone.mp4"))
+        ),
+        "shorten it to 243 bytes at most".to_string(),
+    ] {
+        assert!(err.contains(&said), "{said}\n{err}");
+    }
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--skip-existing", "--json"]);
+    let v = document(&o);
+    let kinds: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["error"]["kind"]
+                .as_str()
+                .unwrap_or(r["status"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "skipped",
+            "output_name_unusable",
+            "output_name_unusable",
+            "output_name_unusable"
+        ]
+    );
+    assert!(
+        std::fs::symlink_metadata(out.join("link.mp4")).is_ok(),
+        "the link is left"
+    );
+}

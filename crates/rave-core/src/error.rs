@@ -139,6 +139,16 @@ pub enum EngineError {
         /// Why.
         reason: String,
     },
+    /// The output's name cannot be used, and will not on any run until the user changes it:
+    /// too long for the names RAVE derives from it, the input's own, a folder or a link to
+    /// nothing in its place.
+    #[error("{path}: cannot write output: {reason}")]
+    OutputNameUnusable {
+        /// The output path.
+        path: PathBuf,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// An option or configuration value is invalid.
     #[error("{0}")]
     Config(String),
@@ -359,6 +369,7 @@ impl EngineError {
             InputUnreadable { .. } => 500,
             OutputExists(_) => 501,
             OutputUnwritable { .. } => 502,
+            OutputNameUnusable { .. } => 507,
             Config(_) => 503,
             Io(_) => 504,
             Cancelled => 600,
@@ -402,6 +413,7 @@ impl EngineError {
             InputUnreadable { .. } => "input_unreadable",
             OutputExists(_) => "output_exists",
             OutputUnwritable { .. } => "output_unwritable",
+            OutputNameUnusable { .. } => "output_name_unusable",
             Config(_) => "config",
             Io(_) => "io",
             Cancelled => "cancelled",
@@ -434,6 +446,7 @@ impl EngineError {
             | Demux(_) => ErrorFamily::Input,
             OutputExists(_)
             | OutputUnwritable { .. }
+            | OutputNameUnusable { .. }
             | Encode(_)
             | Mux(_)
             | StreamUnstorable(_)
@@ -478,6 +491,10 @@ mod tests {
             EngineError::Config(String::new()),
             EngineError::Cancelled,
             EngineError::OutputInUse(PathBuf::new()),
+            EngineError::OutputNameUnusable {
+                path: PathBuf::new(),
+                reason: String::new(),
+            },
             EngineError::CancelledBeforeOutput,
             EngineError::OutputSizeUnsupported {
                 encoder: String::new(),

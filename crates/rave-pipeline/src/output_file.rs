@@ -50,13 +50,13 @@ const NAME_MAX_BYTES: usize = 255;
 const MAX_OUTPUT_NAME_BYTES: usize = NAME_MAX_BYTES - 12;
 
 fn place(target: &Path, input: &Path) -> Result<Place> {
-    let unwritable = |reason: &str| EngineError::OutputUnwritable {
+    let unusable = |reason: &str| EngineError::OutputNameUnusable {
         path: target.to_path_buf(),
         reason: reason.into(),
     };
     let name = target
         .file_name()
-        .ok_or_else(|| unwritable("is not a file name"))?
+        .ok_or_else(|| unusable("is not a file name"))?
         .to_string_lossy()
         .into_owned();
     let bytes = {
@@ -64,7 +64,7 @@ fn place(target: &Path, input: &Path) -> Result<Place> {
         target.file_name().map_or(0, |n| n.as_bytes().len())
     };
     if bytes > MAX_OUTPUT_NAME_BYTES {
-        return Err(unwritable(&format!(
+        return Err(unusable(&format!(
             "its name is {bytes} bytes; RAVE names files beside it with up to {} bytes more (its temporary file, work folder, a partial output), past the {NAME_MAX_BYTES} a file name may have: shorten it to {MAX_OUTPUT_NAME_BYTES} bytes at most",
             NAME_MAX_BYTES - MAX_OUTPUT_NAME_BYTES
         )));
@@ -74,16 +74,39 @@ fn place(target: &Path, input: &Path) -> Result<Place> {
         _ => PathBuf::from("."),
     };
     if !dir.is_dir() {
-        return Err(unwritable("its folder does not exist"));
+        return Err(EngineError::OutputUnwritable {
+            path: target.to_path_buf(),
+            reason: "its folder does not exist".into(),
+        });
     }
     let input = FileId::of_path(input);
     if input.is_some() && FileId::of_path(target) == input {
-        return Err(unwritable("is the input file; choose another output path"));
+        return Err(unusable("is the input file; choose another output path"));
     }
     if target.is_dir() {
-        return Err(unwritable("is a directory"));
+        return Err(unusable("is a directory"));
     }
     Ok(Place { name, dir, input })
+}
+
+/// Refuse `target` when something has its name and `overwrite` was not given: a file (or
+/// folder) that exists, or a symbolic link to nothing, said as such (a rerun, even with
+/// `--skip-existing`, finds it again).
+fn refuse_taken(target: &Path, overwrite: bool) -> Result<()> {
+    if overwrite || target.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    if target.metadata().is_err() {
+        let points_to = std::fs::read_link(target).unwrap_or_default();
+        return Err(EngineError::OutputNameUnusable {
+            path: target.to_path_buf(),
+            reason: format!(
+                "a symbolic link to nothing has its name (it points to {}); remove the link, or pass --overwrite to replace it",
+                points_to.display()
+            ),
+        });
+    }
+    Err(EngineError::OutputExists(target.to_path_buf()))
 }
 
 impl OutputTarget {
@@ -92,20 +115,13 @@ impl OutputTarget {
     /// only with `overwrite`.
     pub fn check(target: &Path, input: &Path, overwrite: bool) -> Result<()> {
         place(target, input)?;
-        if target.symlink_metadata().is_ok() && !overwrite {
-            return Err(EngineError::OutputExists(target.to_path_buf()));
-        }
-        Ok(())
+        refuse_taken(target, overwrite)
     }
 
     /// Check that `target` may be written (not the input, exists only with `overwrite`,
     /// folder present), remove temporary files of dead runs from its folder, and reserve
     /// the temporary path (refused while another run holds it).
     pub fn prepare(target: &Path, input: &Path, overwrite: bool) -> Result<Self> {
-        let unwritable = |reason: &str| EngineError::OutputUnwritable {
-            path: target.to_path_buf(),
-            reason: reason.into(),
-        };
         let Place { name, dir, input } = place(target, input)?;
         let is_input = |p: &Path| input.is_some() && FileId::of_path(p) == input;
         for stale in sweep_stale(&dir, input) {
@@ -113,9 +129,10 @@ impl OutputTarget {
         }
         let temp = dir.join(temp_name(&name));
         if is_input(&temp) {
-            return Err(unwritable(
-                "its temporary file name is the input's; rename the input",
-            ));
+            return Err(EngineError::OutputNameUnusable {
+                path: target.to_path_buf(),
+                reason: "its temporary file name is the input's; rename the input".into(),
+            });
         }
         let reservation = Reservation::take(&temp).map_err(|e| match e {
             ReserveError::Busy => EngineError::OutputInUse(target.to_path_buf()),
@@ -127,9 +144,9 @@ impl OutputTarget {
         })?;
         // Only now, holding the reservation: a run that finished just before sees its
         // result here.
-        if target.symlink_metadata().is_ok() && !overwrite {
+        if let Err(taken) = refuse_taken(target, overwrite) {
             reservation.remove();
-            return Err(EngineError::OutputExists(target.to_path_buf()));
+            return Err(taken);
         }
         Ok(Self {
             target: target.to_path_buf(),
