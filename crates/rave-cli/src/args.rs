@@ -98,8 +98,9 @@ pub enum Command {
     Probe(ProbeArgs),
     /// List the installed models with their scale.
     Models(ModelsArgs),
-    /// Show the GPUs, what NVDEC decodes, whether NVENC opens, and which ONNX Runtime GPU
-    /// providers load (and why not).
+    /// Show the GPUs, what NVDEC decodes, whether NVENC opens, which ONNX Runtime library
+    /// loads and which of its GPU providers do (and why not); exit 6 where ONNX Runtime does
+    /// not load (nothing could run, GPU or not).
     Devices(DevicesArgs),
     /// Plan an upscale as segments for several machines: write the job's manifest into the
     /// work folder (--work, on storage every worker shares) and print the segment count.

@@ -510,8 +510,36 @@ fn devices_reports_gpus_or_says_plainly_there_is_none() {
         let o = run(&["devices"]);
         assert_exit(&o, 0);
         assert!(stdout(&o).contains("runs on the CPU"), "{}", stdout(&o));
+        // The CPU path needs ONNX Runtime: which library loads is said.
+        assert!(stdout(&o).contains("ONNX Runtime: /"), "{}", stdout(&o));
     } else {
         assert!(gpus[0]["name"].as_str().is_some_and(|n| !n.is_empty()));
         assert!(v["nvenc"].as_array().is_some_and(|a| !a.is_empty()));
+    }
+    assert!(v["onnxruntime_library"].as_str().is_some(), "{v}");
+}
+
+#[test]
+fn devices_fails_where_onnx_runtime_does_not_load() {
+    // Before: without a GPU, "RAVE runs on the CPU here" and exit 0, though nothing could run.
+    for json in [false, true] {
+        let mut cmd = rave();
+        cmd.arg("devices")
+            .env("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so");
+        if json {
+            cmd.arg("--json");
+        }
+        let o = cmd.output().unwrap();
+        assert_exit(&o, 6);
+        let text = stdout(&o);
+        assert!(
+            text.contains("/nonexistent/libonnxruntime.so (from ORT_DYLIB_PATH): cannot use it as the ONNX Runtime library"),
+            "{text}"
+        );
+        assert!(!text.contains("runs on the CPU"), "{text}");
+        if json {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert!(v["onnxruntime_library"].is_null(), "{v}");
+        }
     }
 }

@@ -1,8 +1,9 @@
-//! `rave devices`: the GPUs, what NVDEC decodes, whether NVENC opens, and which ONNX Runtime
-//! GPU providers load (with the reason when one does not). Without a GPU it says so and
-//! succeeds.
+//! `rave devices`: the GPUs, what NVDEC decodes, whether NVENC opens, which ONNX Runtime
+//! library loads and which of its GPU providers do (with the reason when one does not).
+//! Without a GPU it says so and succeeds where ONNX Runtime loads (the CPU path needs it);
+//! an ONNX Runtime that does not load is exit 6, GPU or not: nothing could run.
 
-use rave_core::error::Result;
+use rave_core::error::{EngineError, Result};
 use rave_core::gpu::{DeviceInfo, GpuContext, list_devices};
 use rave_ffmpeg::hw_caps::{NvdecCap, NvencStatus, nvdec_caps, nvenc_status};
 use rave_tensorrt::OrtRuntime;
@@ -26,23 +27,40 @@ struct DevicesReport {
     providers: Vec<ProviderStatus>,
 }
 
-/// Run `rave devices`.
+/// Run `rave devices`: exit 0, or 6 where ONNX Runtime does not load.
 pub fn run(global: &GlobalArgs, args: &DevicesArgs) -> Result<i32> {
     let report = match list_devices() {
-        Err(e) => DevicesReport {
-            gpus: Vec::new(),
-            no_gpu_reason: Some(e.to_string()),
-            nvdec: None,
-            nvdec_error: None,
-            nvenc: Vec::new(),
-            onnxruntime_library: None,
-            onnxruntime_error: None,
-            providers: Vec::new(),
-        },
+        Err(e) => {
+            // The CPU path needs ONNX Runtime too: say whether it loads.
+            let (library, ort_error) = match OrtRuntime::load(&locate::runtime_candidates(global)) {
+                Ok(rt) => (Some(rt.library().display().to_string()), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            DevicesReport {
+                gpus: Vec::new(),
+                no_gpu_reason: Some(e.to_string()),
+                nvdec: None,
+                nvdec_error: None,
+                nvenc: Vec::new(),
+                onnxruntime_library: library,
+                onnxruntime_error: ort_error,
+                providers: Vec::new(),
+            }
+        }
         Ok(gpus) => gpu_report(global, gpus),
     };
     super::print_result(args.json, &report, print);
-    Ok(0)
+    Ok(match report.onnxruntime_error {
+        Some(_) => runtime_exit_code(),
+        None => 0,
+    })
+}
+
+/// The exit code of an ONNX Runtime that does not load (6), as `rave upscale` ends with.
+fn runtime_exit_code() -> i32 {
+    EngineError::RuntimeLibrary(String::new())
+        .family()
+        .exit_code()
 }
 
 fn gpu_report(global: &GlobalArgs, gpus: Vec<DeviceInfo>) -> DevicesReport {
@@ -81,7 +99,17 @@ fn gpu_report(global: &GlobalArgs, gpus: Vec<DeviceInfo>) -> DevicesReport {
 fn print(r: &DevicesReport) {
     if let Some(reason) = &r.no_gpu_reason {
         outln!("{reason}");
-        outln!("RAVE runs on the CPU here (`rave upscale --device cpu`).");
+        match (&r.onnxruntime_library, &r.onnxruntime_error) {
+            (Some(lib), _) => {
+                outln!("ONNX Runtime: {lib}");
+                outln!("RAVE runs on the CPU here (`rave upscale --device cpu`).");
+            }
+            (None, Some(e)) => {
+                outln!("ONNX Runtime: {e}");
+                outln!("RAVE cannot run here until ONNX Runtime loads (see above).");
+            }
+            (None, None) => {}
+        }
         return;
     }
     for g in &r.gpus {
