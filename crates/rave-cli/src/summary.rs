@@ -6,7 +6,7 @@ use rave_pipeline::RunReport;
 use rave_pipeline::benchmark::BenchmarkReport;
 use rave_pipeline::report::RunStatus;
 
-use crate::batch::{BatchReport, InputResult, InputStatus};
+use crate::batch::{BatchReport, InputResult, InputStatus, LeftOutReason};
 use crate::console::outln;
 use crate::failure;
 
@@ -150,11 +150,19 @@ pub fn print_batch(b: &BatchReport) {
         }
     }
     for l in &b.left_out {
-        outln!(
-            "  left out     {} (RAVE's output of {}, not an input)",
-            l.file.display(),
-            l.output_of.display()
-        );
+        let file = l.file.display();
+        match (l.reason, &l.output_of) {
+            (LeftOutReason::OutputOfInput, Some(source)) => outln!(
+                "  left out     {file} (RAVE's output of {}, not an input)",
+                source.display()
+            ),
+            (LeftOutReason::RavePartial, _) | (LeftOutReason::OutputOfInput, None) => outln!(
+                "  left out     {file} (RAVE's partial output of an interrupted run, not an input)"
+            ),
+            (LeftOutReason::PartialName, _) => outln!(
+                "  left out     {file} (named as RAVE names a partial output; to upscale it, give it with -i {file})"
+            ),
+        }
     }
     for line in batch_advice(b) {
         outln!("{line}");

@@ -355,4 +355,47 @@ fn a_partial_named_video_of_a_container_rave_does_not_write_is_upscaled() {
     let o = upscale_with(&["-i", s(&d), "-o", s(&out)]);
     assert_exit(&o, 0);
     assert_eq!(sorted_names(&out), ["normal.mp4", "take.partial-2.mkv"]);
+    // The MP4 named like a partial output is not dropped without a word: listed, with how
+    // to have it upscaled.
+    let old = d.join("old.partial.mp4");
+    assert!(
+        stdout(&o).contains(&format!(
+            "left out     {} (named as RAVE names a partial output; to upscale it, give it with -i {})",
+            s(&old),
+            s(&old)
+        )),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A folder's `NAME.partial.mkv` is RAVE's only where it carries RAVE's tag (every Matroska
+/// output does): the user's own is upscaled, RAVE's left out and listed; before, both were
+/// dropped without a word.
+#[test]
+fn a_partial_named_matroska_is_left_out_only_when_rave_wrote_it() {
+    let dir = scratch();
+    let d = dir.path().join("in");
+    std::fs::create_dir(&d).unwrap();
+    clip(&d, "Mine.partial.mkv");
+    clip(&d, "a.mp4");
+    // RAVE's partial of a.mp4 (an interrupted run's output carries the same tag).
+    let rave_made = dir.path().join("made");
+    let o = upscale_with(&[
+        "-i",
+        s(&d.join("a.mp4")),
+        "-o",
+        s(&rave_made.with_extension("mkv")),
+    ]);
+    assert_exit(&o, 0);
+    std::fs::rename(rave_made.with_extension("mkv"), d.join("a.partial.mkv")).unwrap();
+    let out = dir.path().join("out");
+    let o = upscale_with(&["-i", s(&d), "-o", s(&out), "--json"]);
+    assert_exit(&o, 0);
+    assert_eq!(sorted_names(&out), ["Mine.partial.mkv", "a.mp4"]);
+    let v = document(&o);
+    assert_eq!(v["left_out"][0]["file"], s(&d.join("a.partial.mkv")), "{v}");
+    assert_eq!(v["left_out"][0]["reason"], "rave_partial", "{v}");
+    assert!(v["left_out"][0].get("output_of").is_none(), "{v}");
+    assert_eq!(v["left_out"].as_array().map(Vec::len), Some(1), "{v}");
 }

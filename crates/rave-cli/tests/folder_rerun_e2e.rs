@@ -283,6 +283,7 @@ fn a_batch_into_its_own_folder_can_run_again() {
     );
     assert_eq!(v["left_out"][0]["file"], s(&folder.join("a.mkv")), "{v}");
     assert_eq!(v["left_out"][0]["output_of"], s(&a), "{v}");
+    assert_eq!(v["left_out"][0]["reason"], "output_of_input", "{v}");
     assert_eq!(std::fs::read(folder.join("a.mkv")).unwrap(), a_out);
     assert_eq!(frame_times(&folder.join("b.mkv")).len(), FRAMES);
     let o = upscale_with(&["-i", s(&folder), "-o", s(&folder), "--skip-existing"]);

@@ -1,9 +1,14 @@
 //! The videos of an input folder: the files directly in it with a video extension, sorted by
-//! name; hidden files and RAVE's own temporary and partial files are left out.
+//! name; hidden files and RAVE's own temporary files are skipped, its partial outputs left
+//! out (and listed).
 
 use std::path::{Path, PathBuf};
 
 use rave_core::error::{EngineError, Result};
+use rave_ffmpeg::Container;
+use rave_ffmpeg::source_tag::upscaled_from;
+
+use super::plan::{LeftOut, LeftOutReason};
 
 /// The extensions (lower case) a folder's file must have to be taken as a video.
 pub const VIDEO_EXTENSIONS: &[&str] = &[
@@ -40,7 +45,7 @@ fn is_rave_partial(path: &Path) -> bool {
         return false;
     };
     // RAVE writes .mp4, .m4v, .mov and .mkv only: a `take.partial-2.avi` is the user's.
-    if rave_ffmpeg::Container::of_extension(path).is_none() {
+    if Container::of_extension(path).is_none() {
         return false;
     }
     match stem.rsplit_once(".partial") {
@@ -54,8 +59,26 @@ fn is_rave_partial(path: &Path) -> bool {
     }
 }
 
-/// The videos directly in `dir`, sorted by file name; an error (exit 3) when it holds none.
-pub fn videos_in(dir: &Path) -> Result<Vec<PathBuf>> {
+/// Whether a file named like RAVE's partial output is left out (and why) or taken: RAVE's
+/// Matroska outputs always carry the `RAVE_SOURCE` tag, so one without it is the user's; its
+/// MP4 and MOV outputs carry it only where the source held QuickTime keys, so one of those
+/// without it cannot be told and is left out, listed, for the user to give with `-i`.
+fn partial_left_out(path: &Path) -> Option<LeftOut> {
+    let reason = match (upscaled_from(path), Container::of_extension(path)) {
+        (Some(_), _) => LeftOutReason::RavePartial,
+        (None, Some(Container::Matroska)) => return None,
+        (None, _) => LeftOutReason::PartialName,
+    };
+    Some(LeftOut {
+        file: path.to_path_buf(),
+        output_of: None,
+        reason,
+    })
+}
+
+/// The videos directly in `dir`, sorted by file name, and the files in it left out as
+/// RAVE's partial outputs; an error (exit 3) when it holds no video.
+pub fn videos_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<LeftOut>)> {
     let unreadable = |reason: String| EngineError::InputUnreadable {
         path: dir.to_path_buf(),
         reason,
@@ -63,26 +86,40 @@ pub fn videos_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| unreadable(format!("cannot list the folder: {e}")))?;
     let mut videos = Vec::new();
+    let mut partials = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| unreadable(format!("cannot list the folder: {e}")))?;
         let path = entry.path();
         let hidden = entry.file_name().to_string_lossy().starts_with('.');
         // Subfolders are not entered; a link to a folder is a folder.
-        if hidden || path.is_dir() || !has_video_extension(&path) || is_rave_partial(&path) {
+        if hidden || path.is_dir() || !has_video_extension(&path) {
             continue;
+        }
+        if is_rave_partial(&path) {
+            if let Some(left_out) = partial_left_out(&path) {
+                partials.push(left_out);
+                continue;
+            }
         }
         // A name that is not UTF-8 is kept: the batch fails that input alone (see
         // `not_utf8_input`) and upscales the others.
         videos.push(path);
     }
+    partials.sort_by(|a, b| a.file.file_name().cmp(&b.file.file_name()));
     if videos.is_empty() {
-        return Err(unreadable(
-            "no video files in this folder (taken: the files directly in it with a video extension such as .mp4 .mkv .mov .avi .webm .ts; hidden files, RAVE's .partial files and subfolders are skipped); point -i at the folder that holds the videos"
-                .into(),
-        ));
+        let partial_note = match partials.first() {
+            Some(first) => format!(
+                "; it holds only files named as RAVE's partial outputs, such as {}: to upscale one, give it with -i",
+                first.file.display()
+            ),
+            None => String::new(),
+        };
+        return Err(unreadable(format!(
+            "no video files in this folder (taken: the files directly in it with a video extension such as .mp4 .mkv .mov .avi .webm .ts; hidden files, RAVE's .partial files and subfolders are skipped){partial_note}; point -i at the folder that holds the videos"
+        )));
     }
     videos.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-    Ok(videos)
+    Ok((videos, partials))
 }
 
 #[cfg(test)]
@@ -131,12 +168,29 @@ mod tests {
         }
         std::fs::create_dir(d.join("sub.mp4")).unwrap();
         std::fs::write(d.join("sub.mp4/inner.mp4"), b"x").unwrap();
-        let names: Vec<String> = videos_in(d)
-            .unwrap()
+        let (videos, partials) = videos_in(d).unwrap();
+        let names: Vec<String> = videos
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["a.mp4", "b.MKV", "c.avi"]);
+        // Not media, so no tag: named like RAVE's MP4 partials, which cannot be told.
+        let left: Vec<(String, LeftOutReason)> = partials
+            .iter()
+            .map(|l| {
+                (
+                    l.file.file_name().unwrap().to_string_lossy().into(),
+                    l.reason,
+                )
+            })
+            .collect();
+        assert_eq!(
+            left,
+            [
+                ("a.partial-2.mp4".to_string(), LeftOutReason::PartialName),
+                ("a.partial.mp4".to_string(), LeftOutReason::PartialName)
+            ]
+        );
     }
 
     #[test]

@@ -6,6 +6,6 @@ mod plan;
 mod report;
 mod run;
 
-pub use plan::{InputJob, Plan, plan};
+pub use plan::{InputJob, LeftOutReason, Plan, plan};
 pub use report::{BatchReport, InputResult, InputStatus};
 pub use run::{FINISH_BATCH, run};

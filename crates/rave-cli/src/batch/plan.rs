@@ -40,14 +40,32 @@ impl InputJob {
     }
 }
 
-/// A file given as an input (usually in a listed folder) that is RAVE's output of another
-/// input of the batch, and is left out as an input: the batch wrote it on an earlier pass.
+/// A file given as an input (usually in a listed folder) that is left out as an input:
+/// RAVE's output of another input of the batch (the batch wrote it on an earlier pass), or
+/// a folder's file named as RAVE names a partial output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LeftOut {
     /// The file left out.
     pub file: PathBuf,
     /// The input it was upscaled from (its `RAVE_SOURCE` tag holds that name's digest).
-    pub output_of: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_of: Option<PathBuf>,
+    /// Why it is not an input.
+    pub reason: LeftOutReason,
+}
+
+/// Why a file given is not taken as an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeftOutReason {
+    /// RAVE's output of another input of the batch.
+    OutputOfInput,
+    /// RAVE's partial output of an interrupted run (its `RAVE_SOURCE` tag says so).
+    RavePartial,
+    /// An MP4 or MOV named as RAVE names a partial output (`NAME.partial.EXT`), without the
+    /// tag that would tell (RAVE's MP4 and MOV outputs mostly cannot carry it): the user
+    /// gives it with `-i` to have it upscaled.
+    PartialName,
 }
 
 /// What `rave upscale` was asked to do.
@@ -102,9 +120,14 @@ pub fn plan(inputs: &[PathBuf], output: &Path) -> Result<Plan> {
         )));
     }
     let mut jobs = Vec::new();
+    let mut folder_left_out = Vec::new();
     for input in inputs {
         let files = match input.is_dir() {
-            true => folder::videos_in(input)?,
+            true => {
+                let (videos, partials) = folder::videos_in(input)?;
+                folder_left_out.extend(partials);
+                videos
+            }
             false => vec![input.clone()],
         };
         jobs.extend(files.into_iter().map(|input| InputJob {
@@ -112,7 +135,8 @@ pub fn plan(inputs: &[PathBuf], output: &Path) -> Result<Plan> {
             input,
         }));
     }
-    let (jobs, left_out) = leave_out_earlier_outputs(jobs);
+    let (jobs, mut left_out) = leave_out_earlier_outputs(jobs);
+    left_out.extend(folder_left_out);
     refuse_collisions(&jobs)?;
     Ok(Plan::Batch {
         folder: output.to_path_buf(),
@@ -141,7 +165,8 @@ fn leave_out_earlier_outputs(jobs: Vec<InputJob>) -> (Vec<InputJob>, Vec<LeftOut
         match source_of(job) {
             Some(source) => left_out.push(LeftOut {
                 file: job.input.clone(),
-                output_of: source.input.clone(),
+                output_of: Some(source.input.clone()),
+                reason: LeftOutReason::OutputOfInput,
             }),
             None => kept.push(job.clone()),
         }
