@@ -3,12 +3,12 @@
 # against the CPU, MPEG-TS files near the 33-bit clock wrap and a variable-rate video's last frame on NVDEC; on the H200 after
 # the staged calls of scripts/gpu_tests.sh stage unpacked /opt/rave-dev (the corpus in
 # .device/corpus: RAVE_CORPUS_DIR=$PWD/.device/corpus cargo test --release -p rave-cli --test damage_corpus).
-# Usage: bash scripts/gpu_suite_damage_wrap.sh suite|damage|vfr|metadata
+# Usage: bash scripts/gpu_suite_damage_wrap.sh suite|damage|vfr|metadata|recent
 set -uo pipefail
 source /opt/rave-dev/env.sh
 export PATH="/opt/rave-dev/payload:$PATH"
 out="${OUT:-$(pwd)/gpu-results}"; mkdir -p "$out"
-case "${1:?suite|damage|vfr|metadata}" in
+case "${1:?suite|damage|vfr|metadata|recent}" in
 suite)
   RAVE_NO_NCU=1 RAVE_NO_PEERS=1 RAVE_SKIP_KERNEL_BENCH=1 bash scripts/gpu_tests.sh run > "$out/gpu_tests.log" 2>&1
   echo "gpu_tests rc $?"; grep -E "passed|failed|FAIL" "$out/gpu_tests.log" | tail -8
@@ -76,5 +76,44 @@ metadata)
     rave upscale -i "$w/chapters.mp4" -o "$w/chapters.out.mp4" --device gpu --progress off > "$w/log" 2>&1
     echo "mp4 chapters past the media: exit $?, frames $(frames "$w/chapters.mp4") in / $(frames "$w/chapters.out.mp4") out, chapters $(probe -show_entries chapter=end_time -of csv=p=0 "$w/chapters.out.mp4" | grep -v '^$' | tr '\n' ' ')"
   } | tee "$out/metadata.txt"
+  ;;
+recent)
+  # The thirteenth and fourteenth sessions' stream fixes on the GPU path, against the CPU
+  # path on the same inputs (scripts/make_recent_fixtures.sh made them into .device/recent,
+  # carried): closed captions, cover art, audio hidden by an edit list, rotation, iPhone
+  # QuickTime keys, palette pictures, a bitstream pixel aspect ratio. Each output is
+  # described (streams, frames, audio packets, caption bytes, tags) and the two compared.
+  w=$(mktemp -d); in=.device/recent
+  probe() { ffprobe -v error "$@"; }
+  # The caption bytes (cc_data after the A/53 header) of every picture, sorted: the same
+  # set in and out (the decode order differs once the encoder uses B-frames).
+  captions() {
+    local cc; cc=$(ffmpeg -v error -nostdin -i "$1" -map 0:v:0 -c copy -bsf:v h264_mp4toannexb -f h264 - 2>/dev/null \
+      | od -An -v -tx1 | tr -s ' \n' '  ' | grep -oE '47 41 39 34 03 .. .. ([0-9a-f]{2} ){6}' | cut -d' ' -f8-13 | sort)
+    echo "$(grep -c . <<< "$cc") pictures, $(sort -u <<< "$cc" | grep -c .) distinct, set $(md5sum <<< "$cc" | cut -c1-12)"
+  }
+  describe() {
+    echo "streams: $(probe -show_entries stream=codec_type,codec_name,width,height,sample_aspect_ratio:stream_disposition=attached_pic:stream_tags=filename,mimetype -of csv=p=0 "$1" | tr '\n' ' ')"
+    echo "rotation: $(probe -select_streams v:0 -show_entries stream_side_data=rotation -of csv=p=0 "$1" | grep -v '^$' | tr '\n' ' ')"
+    echo "video frames: $(probe -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" | grep -v '^$' | head -1)"
+    echo "audio packets: $(probe -select_streams a -show_entries packet=pts -of csv=p=0 "$1" | grep -c .)"
+    echo "start $(probe -show_entries format=start_time -of csv=p=0 "$1") s, lasts $(probe -show_entries format=duration -of csv=p=0 "$1") s"
+    echo "captions: $(captions "$1")"
+    echo "tags: $(probe -show_entries format_tags -of compact=p=0 "$1" | tr '|' '\n' | grep -v -E 'encoder|major_brand|minor_version|compatible_brands' | sort | tr '\n' ' ')"
+  }
+  {
+    for case in "cc.mp4 mp4" "cc.mp4 mp4 --segment-frames 20" "cover.mp4 mkv" "cover.mp4 mp4" "trim.mp4 mkv" "trim.mp4 mp4" \
+                "rot90.mp4 mp4" "rot90.mp4 mkv" "iphone.mov mov" "pal8.mkv mp4" "sar_bitstream.mp4 mkv" "sar_bitstream.mp4 mp4"; do
+      set -- $case; name=$1; ext=$2; shift 2
+      for dev in gpu cpu; do
+        rave upscale -i "$in/$name" -o "$w/$dev.$ext" --device $dev --overwrite --progress off "$@" > "$w/$dev.log" 2>&1
+        echo "exit $?" > "$w/$dev.txt"; describe "$w/$dev.$ext" >> "$w/$dev.txt" 2>&1
+      done
+      echo "== $name -> $ext ${*:-} (gpu: $(grep -m1 -o 'decoder[^;,]*' "$w/gpu.log"); input captions: $(captions "$in/$name"))"
+      if cmp -s "$w/gpu.txt" "$w/cpu.txt"; then echo "gpu and cpu agree:"; sed 's/^/  /' "$w/gpu.txt"
+      else echo "gpu and cpu DIFFER:"; diff "$w/cpu.txt" "$w/gpu.txt" | sed 's/^/  /'; fi
+      grep -h -i 'warning' "$w/gpu.log" | head -3 | sed 's/^/  gpu says: /'
+    done
+  } | tee "$out/recent.txt"
   ;;
 esac

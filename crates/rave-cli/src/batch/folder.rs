@@ -95,11 +95,11 @@ pub fn videos_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<LeftOut>)> {
         if hidden || path.is_dir() || !has_video_extension(&path) {
             continue;
         }
-        if is_rave_partial(&path) {
-            if let Some(left_out) = partial_left_out(&path) {
-                partials.push(left_out);
-                continue;
-            }
+        if is_rave_partial(&path)
+            && let Some(left_out) = partial_left_out(&path)
+        {
+            partials.push(left_out);
+            continue;
         }
         // A name that is not UTF-8 is kept: the batch fails that input alone (see
         // `not_utf8_input`) and upscales the others.
