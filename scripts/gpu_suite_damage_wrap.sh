@@ -106,7 +106,8 @@ recent)
                 "rot90.mp4 mp4" "rot90.mp4 mkv" "iphone.mov mov" "pal8.mkv mp4" "sar_bitstream.mp4 mkv" "sar_bitstream.mp4 mp4"; do
       set -- $case; name=$1; ext=$2; shift 2
       for dev in gpu cpu; do
-        rave upscale -i "$in/$name" -o "$w/$dev.$ext" --device $dev --overwrite --progress off "$@" > "$w/$dev.log" 2>&1
+        rm -f "$w/$dev.$ext"
+        rave upscale -i "$in/$name" -o "$w/$dev.$ext" --device $dev --progress off "$@" > "$w/$dev.log" 2>&1
         echo "exit $?" > "$w/$dev.txt"; describe "$w/$dev.$ext" >> "$w/$dev.txt" 2>&1
       done
       echo "== $name -> $ext ${*:-} (gpu: $(grep -m1 -o 'decoder[^;,]*' "$w/gpu.log"); input captions: $(captions "$in/$name"))"
