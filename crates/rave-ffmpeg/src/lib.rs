@@ -14,6 +14,7 @@ mod leading_packets;
 mod log_capture;
 mod log_watch;
 mod output_timeline;
+mod packet_duration;
 mod picture_coding;
 mod pixel_format;
 mod stderr_capture;

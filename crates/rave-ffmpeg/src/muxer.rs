@@ -18,6 +18,7 @@ use crate::cover_attachment;
 use crate::global_tags;
 use crate::input::is_cover_art;
 use crate::output_timeline;
+use crate::packet_duration::DurationFill;
 use crate::reader::CopiedPacket;
 use crate::stream_plan;
 use crate::sys;
@@ -97,6 +98,8 @@ pub struct Muxer {
     video_tb: Rational,
     last_video_dts: Option<i64>,
     routes: Vec<Option<StreamRoute>>,
+    /// Per input stream, the durations of a copied audio stream's packets that have none.
+    durations: Vec<Option<DurationFill>>,
     /// The muxer needs strictly increasing decode timestamps (MP4/MOV; Matroska takes equal
     /// ones).
     strict_dts: bool,
@@ -196,6 +199,7 @@ impl Muxer {
             if hevc_in_mp4 { fourcc(b"hvc1") } else { 0 },
         );
         let mut routes = Vec::new();
+        let mut durations = Vec::new();
         let mut summary = WriterSummary {
             encoder: video.codec.encoder_name().into(),
             ..Default::default()
@@ -212,6 +216,7 @@ impl Muxer {
             summary.skipped_streams = plan.skipped;
             summary.warnings = carried.warnings;
             routes = vec![None; input.nb_streams() as usize];
+            durations = (0..input.nb_streams() as usize).map(|_| None).collect();
             let mut covers = 0;
             for &idx in &plan.copied {
                 let ist = input.stream(idx).expect("planned stream");
@@ -248,6 +253,7 @@ impl Muxer {
                     drop_hidden: container_is_matroska,
                     no_preroll: stands_alone(ist.parameters().id()),
                 });
+                durations[idx] = DurationFill::for_stream(&ist);
                 summary.copied_streams.push(idx);
             }
             for ch in input.chapters() {
@@ -315,6 +321,7 @@ impl Muxer {
             video_tb,
             last_video_dts: None,
             routes,
+            durations,
             strict_dts,
             video_end_s: f64::NEG_INFINITY,
             video_shift: shift_us.rescale(AV_TIME_BASE_Q, video_tb),
@@ -407,6 +414,9 @@ impl Muxer {
             .filter(|t| t.is_finite())
             .unwrap_or(0.0);
         let mut packet = copied.packet;
+        if let Some(Some(fill)) = self.durations.get_mut(copied.input_stream) {
+            fill.fill(&mut packet);
+        }
         if let (true, Some(cut), Some(pts)) = (route.subtitle, self.cut_at_s, packet.pts()) {
             let left = seconds_in(cut, route.input_tb) - pts;
             if packet.duration() > left && left > 0 {
