@@ -24,6 +24,22 @@ static JSON: AtomicBool = AtomicBool::new(false);
 /// `--progress jsonl` was given: every line on stderr is a JSON event.
 static JSONL: AtomicBool = AtomicBool::new(false);
 
+/// `path` for a line of text: its control characters (a newline in a file name) escaped as
+/// `\n`, `\t`, `\u{1b}`, so that what RAVE prints about it stays on one line.
+pub fn shown(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    match text.chars().any(char::is_control) {
+        false => text,
+        true => text
+            .chars()
+            .map(|c| match c.is_control() {
+                true => c.escape_default().to_string(),
+                false => c.to_string(),
+            })
+            .collect(),
+    }
+}
+
 /// Record the command's output modes (`--json`, `--progress jsonl`), for what prints
 /// outside the command's own flow (the Ctrl+C handler).
 pub fn set_modes(json: bool, jsonl: bool) {

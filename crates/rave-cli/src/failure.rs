@@ -50,7 +50,7 @@ pub fn say(object: &ErrorObject, input: Option<&Path>, line: &str, json: bool, j
 
 /// `message` about `input`, starting with the input's path unless it names it already.
 pub fn naming(message: &str, input: &Path) -> String {
-    let shown = input.display().to_string();
+    let shown = crate::console::shown(input);
     match message.contains(&shown) {
         true => message.to_string(),
         false => format!("{shown}: {message}"),

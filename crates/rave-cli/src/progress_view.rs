@@ -9,7 +9,7 @@ use rave_pipeline::{Progress, ProgressSink};
 
 use crate::args::ProgressArg;
 use crate::batch::{BatchReport, InputJob, InputStatus};
-use crate::console::errln;
+use crate::console::{self, errln};
 
 /// Pick the progress display for `mode`.
 pub fn sink_for(mode: ProgressArg) -> Box<dyn ProgressSink> {
@@ -182,8 +182,8 @@ pub fn announce_input(mode: ProgressArg, at: (usize, usize), job: &InputJob) {
             "rave: [{}/{}] {} -> {}",
             at.0,
             at.1,
-            job.input.display(),
-            job.output.display()
+            console::shown(&job.input),
+            console::shown(&job.output)
         );
     }
 }
@@ -207,8 +207,8 @@ pub fn announce_skip(mode: ProgressArg, at: Option<(usize, usize)>, job: &InputJ
     } else if shows_bar(mode) {
         errln!(
             "rave: {place}{} skipped: {} exists (--skip-existing)",
-            job.input.display(),
-            job.output.display()
+            console::shown(&job.input),
+            console::shown(&job.output)
         );
     }
 }

@@ -7,7 +7,7 @@ use rave_pipeline::benchmark::BenchmarkReport;
 use rave_pipeline::report::RunStatus;
 
 use crate::batch::{BatchReport, InputResult, InputStatus, LeftOutReason};
-use crate::console::outln;
+use crate::console::{self, outln};
 use crate::failure;
 
 /// After `rave upscale`.
@@ -18,8 +18,8 @@ pub fn print_run(r: &RunReport) {
     };
     outln!(
         "{what}: {} -> {}\n  {} frames in, {} out, {}x{} -> {}x{} with {} (x{}) on {}\n  {} crf {} preset {}; {:.1} s, {:.2} fps{}",
-        r.input.display(),
-        r.output.display(),
+        console::shown(&r.input),
+        console::shown(&r.output),
         r.frames_in,
         r.frames_out,
         r.input_size[0],
@@ -111,7 +111,7 @@ fn print_segments(s: &rave_pipeline::report::SegmentsReport) {
     }
     outln!("{line}");
     if let (true, Some(work)) = (s.work_kept, &s.work) {
-        outln!("  work folder kept: {}", work.display());
+        outln!("  work folder kept: {}", console::shown(work));
     }
 }
 
@@ -127,11 +127,11 @@ pub fn print_batch(b: &BatchReport) {
     outln!(
         "batch: {} input(s) into {}: {}",
         b.results.len(),
-        b.output_folder.display(),
+        console::shown(&b.output_folder),
         counts.join(", ")
     );
     for r in &b.results {
-        let (input, output) = (r.input.display(), r.output.display());
+        let (input, output) = (console::shown(&r.input), console::shown(&r.output));
         let frames = r.report.as_ref().map_or(0, |r| r.frames_out);
         let reason = r.error.as_ref().map_or("", |e| e.message.as_str());
         let about = failure::naming(reason, &r.input);
@@ -150,11 +150,11 @@ pub fn print_batch(b: &BatchReport) {
         }
     }
     for l in &b.left_out {
-        let file = l.file.display();
+        let file = console::shown(&l.file);
         match (l.reason, &l.output_of) {
             (LeftOutReason::OutputOfInput, Some(source)) => outln!(
                 "  left out     {file} (RAVE's output of {}, not an input)",
-                source.display()
+                console::shown(source)
             ),
             (LeftOutReason::RavePartial, _) | (LeftOutReason::OutputOfInput, None) => outln!(
                 "  left out     {file} (RAVE's partial output of an interrupted run, not an input)"
@@ -376,7 +376,7 @@ pub fn print_gpu(g: &rave_pipeline::report::GpuRunReport) {
 /// After `rave probe`.
 pub fn print_probe(i: &MediaInfo) {
     let v = &i.video;
-    outln!("{}: {}", i.path.display(), i.container);
+    outln!("{}: {}", console::shown(&i.path), i.container);
     if let Some(d) = i.duration_s {
         outln!("  duration   {d:.3} s");
     }

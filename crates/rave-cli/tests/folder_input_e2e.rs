@@ -399,3 +399,40 @@ fn a_partial_named_matroska_is_left_out_only_when_rave_wrote_it() {
     assert!(v["left_out"][0].get("output_of").is_none(), "{v}");
     assert_eq!(v["left_out"].as_array().map(Vec::len), Some(1), "{v}");
 }
+
+/// A file name with a newline or a tab (legal on Linux) is printed with it escaped: every
+/// line about an input stays one line. Before: the name split the error line and the
+/// summary's in two.
+#[test]
+fn names_with_control_characters_stay_on_one_line() {
+    let dir = scratch();
+    let d = dir.path().join("in");
+    std::fs::create_dir(&d).unwrap();
+    clip(&d, "ok\tclip.mp4");
+    truncated(&d, "bad\nname.mp4");
+    let out = dir.path().join("out");
+    let o = upscale_with(&["-i", s(&d), "-o", s(&out)]);
+    assert_exit(&o, 3);
+    let (text, err) = (stdout(&o), stderr(&o));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  done") && l.contains("ok\\tclip.mp4 -> ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  failed") && l.contains("bad\\nname.mp4")),
+        "{text}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("rave: error: ") && l.contains("bad\\nname.mp4")),
+        "{err}"
+    );
+    for line in text.lines().chain(err.lines()) {
+        assert!(
+            !line.starts_with("name.mp4"),
+            "a name split a line: {line:?}"
+        );
+    }
+}
