@@ -324,6 +324,86 @@ fn a_second_ctrl_c_in_a_json_batch_still_lists_the_inputs_done() {
 }
 
 #[test]
+fn an_interrupted_input_leaves_the_output_name_of_a_users_partial_named_input_alone() {
+    let dir = scratch();
+    let d = dir.path();
+    let inputs = d.join("in");
+    std::fs::create_dir(&inputs).unwrap();
+    let slow = make_photo_clip(d, "slow.mp4", 640, 360, 150);
+    ffmpeg(&[
+        "-i",
+        slow.to_str().unwrap(),
+        "-c",
+        "copy",
+        inputs.join("a.mkv").to_str().unwrap(),
+    ]);
+    // The user's own file, named as RAVE names a partial output: an input, whose output is
+    // out/a.partial.mkv.
+    let small = make_clip(d, "small.mp4", "32x32", 10);
+    let users = inputs.join("a.partial.mkv");
+    ffmpeg(&[
+        "-i",
+        small.to_str().unwrap(),
+        "-c",
+        "copy",
+        users.to_str().unwrap(),
+    ]);
+    let out = d.join("out");
+    let m = fixture("nearest_x2.onnx");
+    let mut run = Running::start(
+        &inputs,
+        &out,
+        &["-m", m.to_str().unwrap(), "--preset", "veryslow", "--json"],
+    );
+    run.wait_frames(5);
+    run.signal("-INT");
+    let (code, text, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Before: a.mkv's partial took out/a.partial.mkv, and the next --skip-existing run
+    // skipped the user's input as done.
+    let partial = out.join("a.partial-2.mkv");
+    assert_eq!(
+        doc["results"][0]["output"],
+        partial.to_str().unwrap(),
+        "{doc}"
+    );
+    assert!(!out.join("a.partial.mkv").exists());
+    let o = rave()
+        .args([
+            "upscale",
+            "-i",
+            inputs.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .args(["-m", m.to_str().unwrap(), "--skip-existing", "--json"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let statuses: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["done", "done"], "{v}");
+    let size = ffprobe(
+        &out.join("a.partial.mkv"),
+        &[
+            "-select_streams",
+            "v",
+            "-show_entries",
+            "stream=width,height",
+            "-of",
+            "csv=p=0",
+        ],
+    );
+    assert_eq!(size.trim(), "64,64", "the user's file upscaled");
+}
+
+#[test]
 fn ctrl_c_before_the_first_frame_keeps_nothing() {
     let dir = scratch();
     let d = dir.path();

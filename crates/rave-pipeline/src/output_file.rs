@@ -31,6 +31,8 @@ pub struct OutputTarget {
     settled: AtomicBool,
     /// Where the finished file went when the target appeared during the run.
     kept_as: std::sync::OnceLock<PathBuf>,
+    /// Names this run's partial output must not take (see [`OutputTarget::clear_of`]).
+    others: Vec<PathBuf>,
 }
 
 /// Where an output goes: its file name and folder, and the input's identity.
@@ -40,8 +42,6 @@ struct Place {
     input: Option<FileId>,
 }
 
-/// `target`'s place, refused when it has no file name, its folder does not exist, it is
-/// the input (by device and inode: a hard link too) or a folder.
 /// The longest file name Linux file systems take, in bytes.
 const NAME_MAX_BYTES: usize = 255;
 
@@ -49,6 +49,8 @@ const NAME_MAX_BYTES: usize = 255;
 /// more) and `NAME.partial-999.EXT` (12 more) beside it.
 const MAX_OUTPUT_NAME_BYTES: usize = NAME_MAX_BYTES - 12;
 
+/// `target`'s place, refused when it has no file name, its folder does not exist, it is
+/// the input (by device and inode: a hard link too) or a folder.
 fn place(target: &Path, input: &Path) -> Result<Place> {
     let unusable = |reason: &str| EngineError::OutputNameUnusable {
         path: target.to_path_buf(),
@@ -155,6 +157,7 @@ impl OutputTarget {
             overwrite,
             settled: AtomicBool::new(false),
             kept_as: std::sync::OnceLock::new(),
+            others: Vec::new(),
         })
     }
 
@@ -166,6 +169,13 @@ impl OutputTarget {
     /// The final path.
     pub fn target(&self) -> &Path {
         &self.target
+    }
+
+    /// This target's partial output (and a finished file kept beside it) does not take any
+    /// of `paths`: the outputs of a batch's other inputs.
+    pub fn clear_of(mut self, paths: &[PathBuf]) -> Self {
+        self.others = paths.to_vec();
+        self
     }
 
     /// Where a cancelled run's finalized output goes first: `NAME.partial.EXT`.
@@ -252,6 +262,7 @@ impl OutputTarget {
         let first = self.partial_path();
         if self.overwrite
             && !self.is_input(&first)
+            && !self.others.contains(&first)
             && !first.is_dir()
             && std::fs::rename(self.temp_path(), &first).is_ok()
         {
@@ -272,6 +283,9 @@ impl OutputTarget {
     fn place_numbered(&self, tag: &str, from: u32) -> Result<PathBuf> {
         for n in from..=MAX_NUMBERED {
             let path = numbered(&self.target, tag, n);
+            if self.others.contains(&path) {
+                continue;
+            }
             match rename_no_replace(self.temp_path(), &path) {
                 Ok(()) => {
                     self.settled.store(true, Ordering::SeqCst);
@@ -416,6 +430,24 @@ mod tests {
             std::fs::read(dir.path().join("out-2.mp4")).unwrap(),
             b"finished"
         );
+    }
+
+    #[test]
+    fn a_partial_does_not_take_the_name_of_another_inputs_output() {
+        let (dir, input) = setup();
+        let d = dir.path();
+        // A batch of clip.mkv and the user's clip.partial.mkv: the latter's output is
+        // out/clip.partial.mkv, which clip.mkv's partial must leave alone, with --overwrite
+        // too, whether that output exists yet or not.
+        let others = [d.join("clip.partial.mkv"), d.join("clip.partial-2.mkv")];
+        for (overwrite, want) in [(false, "clip.partial-3.mkv"), (true, "clip.partial-4.mkv")] {
+            let t = OutputTarget::prepare(&d.join("clip.mkv"), &input, overwrite)
+                .unwrap()
+                .clear_of(&others);
+            std::fs::write(t.temp_path(), b"partial").unwrap();
+            assert_eq!(t.keep_partial().unwrap(), d.join(want));
+        }
+        assert!(!others[0].exists() && !others[1].exists());
     }
 
     #[test]

@@ -35,11 +35,10 @@ pub fn run_upscale(
         cancel,
         &mut |_| {
             if !config.null_output {
-                target = Some(OutputTarget::prepare(
-                    &config.output,
-                    &config.input,
-                    config.overwrite,
-                )?);
+                target = Some(
+                    OutputTarget::prepare(&config.output, &config.input, config.overwrite)?
+                        .clear_of(&config.segments.other_outputs),
+                );
             }
             Ok(())
         },

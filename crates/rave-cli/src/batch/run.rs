@@ -45,6 +45,11 @@ pub fn run(
                 &j.output,
             )?;
             config.segments.rerun.clone_from(&rerun);
+            config.segments.other_outputs = jobs
+                .iter()
+                .filter(|other| other.output != j.output)
+                .map(|other| other.output.clone())
+                .collect();
             Ok(config)
         })
         .collect::<Result<Vec<_>>>()?;

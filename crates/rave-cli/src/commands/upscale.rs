@@ -262,6 +262,7 @@ fn config_of(
             restart: args.segments.restart,
             scratch: false,
             rerun: None,
+            other_outputs: Vec::new(),
             options: Vec::new(),
         },
     })
