@@ -440,9 +440,10 @@ impl GpuArgs {
 pub struct UpscaleArgs {
     /// Input video; or several (-i a.mkv -i b.mp4, or -i a.mkv b.mp4), or a folder: the
     /// files directly in it with a video extension (.mp4 .mkv .mov .avi .webm .ts ...),
-    /// sorted by name, hidden files, RAVE's NAME.partial.EXT files and RAVE's outputs of
-    /// the videos beside them (a batch into its own folder, run again) left out. Each input
-    /// is upscaled in turn; one that fails is reported and the others are still done.
+    /// sorted by name, hidden files, RAVE's partial outputs (NAME.partial.EXT: a Matroska one
+    /// only where it carries RAVE's tag) and RAVE's outputs of the videos beside them (a
+    /// batch into its own folder, run again) left out and listed. Each input is upscaled in
+    /// turn; one that fails is reported and the others are still done.
     #[arg(short, long, value_name = "IN", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
     /// Output file: .mp4 (or .m4v), .mkv or .mov (use .mkv for subtitles MP4 cannot hold). With

@@ -38,6 +38,10 @@ static IN_BATCH: AtomicBool = AtomicBool::new(false);
 /// keeps them, so a script still learns which outputs are done.
 static ENDED: Mutex<Vec<serde_json::Value>> = Mutex::new(Vec::new());
 
+/// The batch document's fields known before any input runs (`output_folder`, `left_out`),
+/// for a second Ctrl+C's JSON error.
+static BATCH: Mutex<Option<serde_json::Value>> = Mutex::new(None);
+
 /// Folders a second Ctrl+C removes before leaving: scratch that no later run resumes.
 static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -45,6 +49,12 @@ static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// folder, such as a benchmark's, that nobody would resume.
 pub fn remove_on_abort(folder: &Path) {
     lock(&SCRATCH).push(folder.to_path_buf());
+}
+
+/// A batch starts: `fields` are its document's fields known now (`output_folder`,
+/// `left_out`), which a second Ctrl+C's JSON error carries as the batch's own would.
+pub fn batch_started(fields: serde_json::Value) {
+    *lock(&BATCH) = Some(fields);
 }
 
 /// A batch input ended as `result` (its entry in the `--json` document's `results`): a second
@@ -163,7 +173,7 @@ fn aborted() {
         (false, _) => "aborted by a second Ctrl+C; its scratch files were removed",
         // The outputs finished stay: the same command would stop on the first of them.
         (true, true) => {
-            "aborted by a second Ctrl+C; the output being written was removed (the outputs finished are kept, and the work folder the segments finished: run the same command again with --skip-existing to finish the batch)"
+            "aborted by a second Ctrl+C; the output being written was removed (the finished outputs are kept, and the work folder keeps the finished segments: run the same command again with --skip-existing to finish the batch)"
         }
         (true, false) => {
             "aborted by a second Ctrl+C; the output being written was removed (the work folder keeps the segments finished: the same command resumes, and clears what this run left half-written there)"
@@ -179,6 +189,13 @@ fn aborted() {
     if json {
         let mut doc = serde_json::json!({ "error": &object });
         if IN_BATCH.load(Ordering::SeqCst) {
+            // The batch's document as far as it got: the same fields, and the error.
+            if let Some(serde_json::Value::Object(fields)) = lock(&BATCH).clone() {
+                for (key, value) in fields {
+                    doc[key] = value;
+                }
+            }
+            doc["exit_code"] = object.exit_code.into();
             doc["results"] = lock(&ENDED).clone().into();
         }
         outln!("{doc}");

@@ -246,6 +246,9 @@ fn inputs_that_would_share_an_output_or_be_overwritten_are_refused_before_any_wo
     assert_refused(&o, 4, "it is the input file");
     assert_eq!(std::fs::read(&x).unwrap(), before, "the input is untouched");
     assert_eq!(sorted_names(&d.join("x")), ["clip.mp4"]);
+    // The same kind as a single run's output that is its input.
+    let o = upscale_with(&["-i", s(&d.join("x")), "-o", s(&d.join("x")), "--json"]);
+    assert_eq!(document(&o)["error"]["kind"], "output_name_unusable");
 }
 
 #[test]

@@ -315,6 +315,9 @@ fn a_second_ctrl_c_in_a_json_batch_still_lists_the_inputs_done() {
     let doc: serde_json::Value = serde_json::from_str(&out_text).expect("the --json error");
     assert_eq!(doc["error"]["kind"], "aborted", "{doc}");
     let results = doc["results"].as_array().expect("the inputs that ended");
+    // The batch document's shape, as far as the batch got.
+    assert_eq!(doc["output_folder"], out.to_str().unwrap(), "{doc}");
+    assert_eq!(doc["exit_code"], 130, "{doc}");
     assert_eq!(results.len(), 1, "{doc}");
     assert_eq!(results[0]["status"], "done");
     assert_eq!(results[0]["output"], out.join("a.mp4").to_str().unwrap());

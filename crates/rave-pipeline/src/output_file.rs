@@ -86,7 +86,9 @@ fn place(target: &Path, input: &Path) -> Result<Place> {
         return Err(unusable("is the input file; choose another output path"));
     }
     if target.is_dir() {
-        return Err(unusable("is a directory"));
+        return Err(unusable(
+            "is a directory; move or rename that folder, or choose another output name",
+        ));
     }
     Ok(Place { name, dir, input })
 }

@@ -107,15 +107,19 @@ pub fn videos_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<LeftOut>)> {
     }
     partials.sort_by(|a, b| a.file.file_name().cmp(&b.file.file_name()));
     if videos.is_empty() {
-        let partial_note = match partials.first() {
-            Some(first) => format!(
-                "; it holds only files named as RAVE's partial outputs, such as {}: to upscale one, give it with -i",
-                first.file.display()
+        let partial_note = match partials
+            .iter()
+            .find(|p| p.reason == LeftOutReason::PartialName)
+        {
+            Some(named) => format!(
+                "; it holds only RAVE's partial outputs or files named like them, such as {}: to upscale one of yours, give it with -i",
+                named.file.display()
             ),
+            None if !partials.is_empty() => "; it holds only RAVE's partial outputs".into(),
             None => String::new(),
         };
         return Err(unreadable(format!(
-            "no video files in this folder (taken: the files directly in it with a video extension such as .mp4 .mkv .mov .avi .webm .ts; hidden files, RAVE's .partial files and subfolders are skipped){partial_note}; point -i at the folder that holds the videos"
+            "no video files in this folder (taken: the files directly in it with a video extension such as .mp4 .mkv .mov .avi .webm .ts; hidden files, subfolders and RAVE's partial outputs are skipped){partial_note}; point -i at the folder that holds the videos"
         )));
     }
     videos.sort_by(|a, b| a.file_name().cmp(&b.file_name()));

@@ -224,12 +224,12 @@ fn refuse_collisions(jobs: &[InputJob]) -> Result<()> {
                 true => String::new(),
                 false => format!(" {}", input.input.display()),
             };
-            return Err(clash(
-                &job.output,
-                format!(
+            return Err(EngineError::OutputNameUnusable {
+                path: job.output.clone(),
+                reason: format!(
                     "it is the input file{which}; choose an output folder other than the input's"
                 ),
-            ));
+            });
         }
     }
     Ok(())

@@ -62,6 +62,11 @@ pub fn run(
     let json = args.run.json;
     let jsonl = args.run.progress == crate::args::ProgressArg::Jsonl;
     let interrupts = Interrupts::install(crate::interrupt::ON_BATCH)?;
+    let mut fields = serde_json::json!({ "output_folder": folder.to_string_lossy() });
+    if !left_out.is_empty() {
+        fields["left_out"] = serde_json::to_value(&left_out).unwrap_or_default();
+    }
+    crate::interrupt::batch_started(fields);
     let mut results = Vec::with_capacity(jobs.len());
     for (i, (job, config)) in jobs.iter().zip(&configs).enumerate() {
         if interrupts.asked() {
