@@ -403,20 +403,23 @@ fn inputs_refused_for_their_output_name_are_not_promised_to_a_rerun() {
     clip(&input, "a.mp4");
     clip(&input, "folder.mp4");
     clip(&input, "link.mp4");
+    clip(&input, "work.mp4");
     let long = format!("{}.mp4", "x".repeat(246));
     clip(&input, &long);
     std::fs::create_dir(out.join("folder.mp4")).unwrap();
     std::os::unix::fs::symlink(dir.path().join("gone.mp4"), out.join("link.mp4")).unwrap();
+    // A file where the job's work folder goes.
+    std::fs::write(out.join(".work.mp4.rave-work"), b"x").unwrap();
     // With --skip-existing too: a link to nothing is no finished output.
     let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--skip-existing"]);
     assert_exit(&o, 4);
     let text = stdout(&o);
-    assert!(text.contains("1 done, 3 failed"), "{text}");
+    assert!(text.contains("1 done, 4 failed"), "{text}");
     // Before: "to finish the batch, run the same command again with --skip-existing", which
     // failed the same three again.
     assert!(!text.contains("to finish the batch"), "{text}");
     assert!(
-        text.contains("3 input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, or a name too long; the reason is above)"),
+        text.contains("4 input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, or a name too long; the reason is above)"),
         "{text}"
     );
     let err = stderr(&o);
@@ -431,6 +434,10 @@ fn inputs_refused_for_their_output_name_are_not_promised_to_a_rerun() {
             s(&dir.path().join("gone.mp4"))
         ),
         "shorten it to 243 bytes at most".to_string(),
+        format!(
+            "{}: cannot write output: work folder: a file, not a folder, has its name; move or remove it",
+            s(&out.join(".work.mp4.rave-work"))
+        ),
     ] {
         assert!(err.contains(&said), "{said}\n{err}");
     }
@@ -450,6 +457,7 @@ fn inputs_refused_for_their_output_name_are_not_promised_to_a_rerun() {
         kinds,
         [
             "skipped",
+            "output_name_unusable",
             "output_name_unusable",
             "output_name_unusable",
             "output_name_unusable"

@@ -141,7 +141,7 @@ pub enum EngineError {
     },
     /// The output's name cannot be used, and will not on any run until the user changes it:
     /// too long for the names RAVE derives from it, the input's own, a folder or a link to
-    /// nothing in its place.
+    /// nothing in its place, or a file where its work folder goes.
     #[error("{path}: cannot write output: {reason}")]
     OutputNameUnusable {
         /// The output path.

@@ -105,6 +105,20 @@ impl WorkFolder {
 
     /// Create the folder (and its parents).
     pub fn create(&self) -> Result<()> {
+        // Something that is not a folder has its name (a file, a link to nothing): every run
+        // would fail the same way until it is moved.
+        if let Ok(meta) = std::fs::symlink_metadata(&self.dir)
+            && !self.dir.is_dir()
+        {
+            let what = match meta.file_type().is_symlink() {
+                true => "a symbolic link to nothing",
+                false => "a file, not a folder,",
+            };
+            return Err(EngineError::OutputNameUnusable {
+                path: self.dir.clone(),
+                reason: format!("work folder: {what} has its name; move or remove it"),
+            });
+        }
         std::fs::create_dir_all(&self.dir).map_err(|e| self.error(format!("cannot create it: {e}")))
     }
 
