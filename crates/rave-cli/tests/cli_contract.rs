@@ -540,6 +540,11 @@ fn devices_fails_where_onnx_runtime_does_not_load() {
         if json {
             let v: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert!(v["onnxruntime_library"].is_null(), "{v}");
+            assert_eq!(
+                (&v["error"]["kind"], &v["error"]["exit_code"]),
+                (&"runtime_library".into(), &6.into()),
+                "{v}"
+            );
         }
     }
 }

@@ -25,6 +25,9 @@ struct DevicesReport {
     onnxruntime_library: Option<String>,
     onnxruntime_error: Option<String>,
     providers: Vec<ProviderStatus>,
+    /// Where ONNX Runtime does not load: the error (exit 6), as other commands give it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<crate::failure::ErrorObject>,
 }
 
 /// Run `rave devices`: exit 0, or 6 where ONNX Runtime does not load.
@@ -45,22 +48,19 @@ pub fn run(global: &GlobalArgs, args: &DevicesArgs) -> Result<i32> {
                 onnxruntime_library: library,
                 onnxruntime_error: ort_error,
                 providers: Vec::new(),
+                error: None,
             }
         }
         Ok(gpus) => gpu_report(global, gpus),
     };
+    let mut report = report;
+    report.error = report
+        .onnxruntime_error
+        .as_ref()
+        .map(|e| crate::failure::ErrorObject::of(&EngineError::RuntimeLibrary(e.clone())));
     super::print_result(args.json, &report, print);
-    Ok(match report.onnxruntime_error {
-        Some(_) => runtime_exit_code(),
-        None => 0,
-    })
-}
-
-/// The exit code of an ONNX Runtime that does not load (6), as `rave upscale` ends with.
-fn runtime_exit_code() -> i32 {
-    EngineError::RuntimeLibrary(String::new())
-        .family()
-        .exit_code()
+    // 6 where ONNX Runtime does not load, as `rave upscale` ends with.
+    Ok(report.error.as_ref().map_or(0, |e| e.exit_code))
 }
 
 fn gpu_report(global: &GlobalArgs, gpus: Vec<DeviceInfo>) -> DevicesReport {
@@ -93,6 +93,7 @@ fn gpu_report(global: &GlobalArgs, gpus: Vec<DeviceInfo>) -> DevicesReport {
         onnxruntime_library: library,
         onnxruntime_error: ort_error,
         providers,
+        error: None,
     }
 }
 
