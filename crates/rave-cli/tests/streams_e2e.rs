@@ -111,6 +111,14 @@ fn ten_bit_bt2020_stays_ten_bit_with_its_colour_tags_in_hevc() {
             "tv",
         ],
     );
+    // The default codec keeps the depth as H.264 High 10, which most hardware players
+    // cannot play: said, with the codec that keeps it where they can.
+    let h264 = dir.path().join("h264.mkv");
+    let o = upscale_nearest(&input, &h264, &["--preset", "ultrafast"]);
+    assert_exit(&o, 0);
+    assert_eq!(video_field(&h264, "profile"), "High 10");
+    let note = "the output is H.264 High 10 (the input is 10-bit): mpv, VLC and ffmpeg play it, most TVs, phones and browsers do not; --codec hevc keeps the depth in a form they play";
+    assert!(stderr(&o).contains(note), "{}", stderr(&o));
     let output = dir.path().join("out.mkv");
     let o = upscale_nearest(
         &input,
@@ -118,6 +126,7 @@ fn ten_bit_bt2020_stays_ten_bit_with_its_colour_tags_in_hevc() {
         &["--codec", "hevc", "--preset", "ultrafast"],
     );
     assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("High 10"), "{}", stderr(&o));
     assert_eq!(video_field(&output, "codec_name"), "hevc");
     assert_eq!(video_field(&output, "pix_fmt"), "yuv420p10le");
     for field in [

@@ -240,9 +240,32 @@ impl Container {
     }
 }
 
+/// The note for an input of `input_bits` (above 8) that libx264 keeps at its depth: H.264
+/// High 10, which software players play and most hardware decoders (TVs, phones, browsers)
+/// do not. `None` for another codec, an 8-bit input, or NVENC (it writes 8-bit H.264).
+pub fn high10_note(codec: VideoCodec, nvenc: bool, input_bits: u8) -> Option<String> {
+    (codec == VideoCodec::H264 && !nvenc && input_bits > 8).then(|| {
+        format!(
+            "the output is H.264 High 10 (the input is {input_bits}-bit): mpv, VLC and ffmpeg play it, most TVs, phones and browsers do not; --codec hevc keeps the depth in a form they play"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_ten_bit_h264_from_libx264_is_noted() {
+        let note = high10_note(VideoCodec::H264, false, 10).unwrap();
+        assert!(
+            note.starts_with("the output is H.264 High 10 (the input is 10-bit)"),
+            "{note}"
+        );
+        assert!(high10_note(VideoCodec::H264, false, 8).is_none());
+        assert!(high10_note(VideoCodec::H264, true, 10).is_none());
+        assert!(high10_note(VideoCodec::Hevc, false, 10).is_none());
+    }
 
     #[test]
     fn settings_validate_per_encoder() {

@@ -402,6 +402,13 @@ pub fn run_job(
         progress.warning(&w);
         warnings.push(w);
     }
+    if let Some((codec, nvenc)) = encoded
+        && let Some(w) =
+            rave_ffmpeg::codec_choice::high10_note(codec, nvenc, manifest.settings.bit_depth)
+    {
+        progress.warning(&w);
+        warnings.push(w);
+    }
     if saw_interlaced(&manifest) && !mux.warnings.iter().any(|w| w.contains("interlaced")) {
         let w = rave_ffmpeg::carried_metadata::interlace_warning("seen in its frames");
         progress.warning(&w);
