@@ -240,7 +240,7 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     }
     if unreadable_inputs > 0 {
         advice.push(format!(
-            "{unreadable_inputs} input(s) could not be read (exit 3: gone, moved, not readable by you, or not a regular file; the reason is above); once each is a readable file in its place, run again with --skip-existing"
+            "{unreadable_inputs} input(s) could not be read (exit 3: gone, moved, not readable by you, not a regular file, or a name that is not UTF-8; the reason is above); once each is a readable file in its place (renamed where its name was the reason), run again with --skip-existing"
         ));
     }
     if unwritable_outputs > 0 {

@@ -28,7 +28,7 @@ fn an_input_that_cannot_be_read_is_named_with_what_to_do_once_it_is_back() {
     );
     let text = stdout(&o);
     assert!(
-        text.contains("1 input(s) could not be read (exit 3: gone, moved, not readable by you, or not a regular file; the reason is above); once each is a readable file in its place, run again with --skip-existing")
+        text.contains("1 input(s) could not be read (exit 3: gone, moved, not readable by you, not a regular file, or a name that is not UTF-8; the reason is above); once each is a readable file in its place (renamed where its name was the reason), run again with --skip-existing")
             && !text.contains("--allow-corrupt"),
         "{text}"
     );

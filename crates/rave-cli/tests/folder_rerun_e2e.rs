@@ -367,6 +367,13 @@ fn a_name_that_is_not_utf8_is_refused_alone_with_one_line() {
     let v = document(&o);
     assert_eq!(v["results"][0]["status"], "done", "{v}");
     assert_eq!(v["results"][1]["status"], "failed", "{v}");
+    // The batch's advice covers the name, not only a file gone or unreadable.
+    let o = upscale_with(&["-i", s(&folder), "-o", s(&out), "--skip-existing"]);
+    assert!(
+        stdout(&o).contains("or a name that is not UTF-8; the reason is above); once each is a readable file in its place (renamed where its name was the reason)"),
+        "{}",
+        stdout(&o)
+    );
     assert_eq!(v["results"][1]["error"]["exit_code"], 3, "{v}");
     assert!(
         v["results"][1]["input"]
