@@ -105,16 +105,19 @@ recent)
     for case in "cc.mp4 mp4" "cc.mp4 mp4 --segment-frames 20" "cover.mp4 mkv" "cover.mp4 mp4" "trim.mp4 mkv" "trim.mp4 mp4" \
                 "rot90.mp4 mp4" "rot90.mp4 mkv" "iphone.mov mov" "pal8.mkv mp4" "sar_bitstream.mp4 mkv" "sar_bitstream.mp4 mp4"; do
       set -- $case; name=$1; ext=$2; shift 2
+      # Each case in a folder of its own: a failed run's work folder or partial file does
+      # not meet the next case.
+      c=$(mktemp -d -p "$w")
       for dev in gpu cpu; do
-        rm -f "$w/$dev.$ext"
-        rave upscale -i "$in/$name" -o "$w/$dev.$ext" --device $dev --progress off "$@" > "$w/$dev.log" 2>&1
-        echo "exit $?" > "$w/$dev.txt"; describe "$w/$dev.$ext" >> "$w/$dev.txt" 2>&1
+        rave upscale -i "$in/$name" -o "$c/$dev.$ext" --device $dev --progress off "$@" > "$c/$dev.log" 2>&1
+        echo "exit $?" > "$c/$dev.txt"; describe "$c/$dev.$ext" >> "$c/$dev.txt" 2>&1
       done
-      echo "== $name -> $ext ${*:-} (gpu: $(grep -m1 -o 'decoder[^;,]*' "$w/gpu.log"); input captions: $(captions "$in/$name"))"
-      if cmp -s "$w/gpu.txt" "$w/cpu.txt"; then echo "gpu and cpu agree:"; sed 's/^/  /' "$w/gpu.txt"
-      else echo "gpu and cpu DIFFER:"; diff "$w/cpu.txt" "$w/gpu.txt" | sed 's/^/  /'; fi
-      grep -h -i 'warning' "$w/gpu.log" | head -3 | sed 's/^/  gpu says: /'
+      echo "== $name -> $ext ${*:-} (gpu: $(grep -m1 -o 'decoder[^;,]*' "$c/gpu.log"); input captions: $(captions "$in/$name"))"
+      if cmp -s "$c/gpu.txt" "$c/cpu.txt"; then echo "gpu and cpu agree:"; sed 's/^/  /' "$c/gpu.txt"
+      else echo "gpu and cpu DIFFER:"; diff "$c/cpu.txt" "$c/gpu.txt" | sed 's/^/  /'; fi
+      grep -h -i 'warning' "$c/gpu.log" | head -3 | sed 's/^/  gpu says: /'
     done
   } | tee "$out/recent.txt"
+  rm -rf "$w"
   ;;
 esac

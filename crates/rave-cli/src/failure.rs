@@ -51,6 +51,12 @@ pub fn say(object: &ErrorObject, input: Option<&Path>, line: &str, json: bool, j
 /// `message` about `input`, starting with the input's path unless it names it already.
 pub fn naming(message: &str, input: &Path) -> String {
     let shown = crate::console::shown(input);
+    // `message` put the name on one line (a newline in it became a space): that form is
+    // replaced by the escaped one, not named twice.
+    let raw = one_line(&input.display().to_string());
+    if raw != shown && !raw.is_empty() && message.contains(&raw) {
+        return message.replace(&raw, &shown);
+    }
     match message.contains(&shown) {
         true => message.to_string(),
         false => format!("{shown}: {message}"),

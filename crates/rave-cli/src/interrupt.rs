@@ -42,6 +42,16 @@ static ENDED: Mutex<Vec<serde_json::Value>> = Mutex::new(Vec::new());
 /// for a second Ctrl+C's JSON error.
 static BATCH: Mutex<Option<serde_json::Value>> = Mutex::new(None);
 
+/// Set by whoever prints the command's one `--json` document first: the result, or a
+/// second Ctrl+C's error, never both.
+static FINAL_DOCUMENT: AtomicBool = AtomicBool::new(false);
+
+/// Claim the printing of the command's `--json` document: false where it was claimed
+/// already (a second Ctrl+C's error and the result racing), and then nothing is printed.
+pub fn claim_final_document() -> bool {
+    !FINAL_DOCUMENT.swap(true, Ordering::SeqCst)
+}
+
 /// Folders a second Ctrl+C removes before leaving: scratch that no later run resumes.
 static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -186,7 +196,7 @@ fn aborted() {
     };
     let line = format!("\nrave: {}", object.message);
     let json = console::json();
-    if json {
+    if json && claim_final_document() {
         let mut doc = serde_json::json!({ "error": &object });
         if IN_BATCH.load(Ordering::SeqCst) {
             // The batch's document as far as it got: the same fields, and the error.

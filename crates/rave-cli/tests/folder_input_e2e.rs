@@ -437,5 +437,8 @@ fn names_with_control_characters_stay_on_one_line() {
             !line.starts_with("name.mp4"),
             "a name split a line: {line:?}"
         );
+        // Named once, escaped: not also in the message's one-line form.
+        assert!(!line.contains("bad name.mp4"), "{line:?}");
+        assert!(line.matches("bad\\nname.mp4").count() <= 1, "{line:?}");
     }
 }

@@ -442,7 +442,7 @@ fn inputs_refused_for_their_output_name_are_not_promised_to_a_rerun() {
         ),
         "shorten it to 243 bytes at most".to_string(),
         format!(
-            "{}: cannot write output: work folder: a file, not a folder, has its name; move or remove it",
+            "{}: cannot write output: work folder: a file is where it goes; move or remove it",
             s(&out.join(".work.mp4.rave-work"))
         ),
     ] {

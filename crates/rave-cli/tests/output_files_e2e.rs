@@ -295,6 +295,8 @@ fn a_second_ctrl_c_in_a_json_batch_still_lists_the_inputs_done() {
     let inputs = d.join("in");
     std::fs::create_dir(&inputs).unwrap();
     make_clip(&inputs, "a.mp4", "32x32", 10);
+    // Left out of the inputs (named as RAVE names a partial output), and listed so.
+    make_clip(&inputs, "c.partial.mp4", "32x32", 3);
     // As above: finalizing the second input after the first Ctrl+C takes long enough.
     make_photo_clip(&inputs, "b.mp4", 640, 360, 150);
     let out = d.join("out");
@@ -318,6 +320,7 @@ fn a_second_ctrl_c_in_a_json_batch_still_lists_the_inputs_done() {
     // The batch document's shape, as far as the batch got.
     assert_eq!(doc["output_folder"], out.to_str().unwrap(), "{doc}");
     assert_eq!(doc["exit_code"], 130, "{doc}");
+    assert_eq!(doc["left_out"][0]["reason"], "partial_name", "{doc}");
     assert_eq!(results.len(), 1, "{doc}");
     assert_eq!(results[0]["status"], "done");
     assert_eq!(results[0]["output"], out.join("a.mp4").to_str().unwrap());

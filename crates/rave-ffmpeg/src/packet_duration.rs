@@ -2,7 +2,9 @@
 //! gives them). MP4 and MOV end a track at its last packet's start plus that packet's
 //! duration, so a last packet without one was written and then hidden: its samples never
 //! played (FFmpeg's own stream copy loses them the same way). The stream's decoder says how
-//! many samples such a packet holds.
+//! many samples such a packet holds: exactly for codecs whose packets decode on their own
+//! without delay (ALAC, PCM, FLAC, WavPack, TTA); where a decoder holds frames back, the
+//! count may be a neighbour's, still the length of a packet of that stream.
 
 use ffmpeg_next::codec::Parameters;
 use ffmpeg_next::format::stream::Stream;
@@ -58,15 +60,20 @@ impl DurationFill {
 
     /// How long `packet` lasts by its decoded samples, in the stream's time base.
     fn decoded_duration(&mut self, packet: &Packet) -> Option<i64> {
+        let time_base = self.time_base;
         let decoder = self.decoder()?;
-        let rate = i32::try_from(decoder.rate()).ok().filter(|&r| r > 0)?;
         decoder.send_packet(packet).ok()?;
-        let mut samples = 0i64;
+        let mut duration = 0i64;
         let mut frame = ffmpeg_next::frame::Audio::empty();
         while decoder.receive_frame(&mut frame).is_ok() {
-            samples += frame.samples() as i64;
+            // Each frame's own rate: HE-AAC's stream parameters may give half of it.
+            if let Ok(rate) = i32::try_from(frame.rate())
+                && rate > 0
+            {
+                duration += (frame.samples() as i64).rescale(Rational::new(1, rate), time_base);
+            }
         }
-        (samples > 0).then(|| samples.rescale(Rational::new(1, rate), self.time_base))
+        (duration > 0).then_some(duration)
     }
 
     /// The stream's decoder, opened on first use.

@@ -175,9 +175,10 @@ pub struct SegmentOptions {
     /// What resumes the job, where it is not "run the same command again" (an input of a
     /// batch without --skip-existing: its finished outputs would stop the same command).
     pub rerun: Option<String>,
-    /// The outputs of the batch's other inputs: an interrupted run's partial output does not
-    /// take their names (a user's `clip.partial.mkv` beside `clip.mkv` is an input too).
-    pub other_outputs: Vec<PathBuf>,
+    /// The outputs of a batch's inputs (shared by all of them): an interrupted run's partial
+    /// output does not take their names (a user's `clip.partial.mkv` beside `clip.mkv` is an
+    /// input too).
+    pub batch_outputs: std::sync::Arc<std::collections::HashSet<PathBuf>>,
     /// The `rave upscale` options of the run, recorded in the manifest so `rave segment`
     /// runs the same settings anywhere.
     pub options: Vec<String>,

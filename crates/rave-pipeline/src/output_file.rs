@@ -4,9 +4,11 @@
 //! finalized file becomes `NAME.partial.EXT` (or the first free `NAME.partial-N.EXT`); a failed
 //! run's is deleted. Nothing is replaced without `--overwrite`, and the input never is.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rave_core::error::{EngineError, Result};
@@ -31,8 +33,8 @@ pub struct OutputTarget {
     settled: AtomicBool,
     /// Where the finished file went when the target appeared during the run.
     kept_as: std::sync::OnceLock<PathBuf>,
-    /// Names this run's partial output must not take (see [`OutputTarget::clear_of`]).
-    others: Vec<PathBuf>,
+    /// Names this run's partial output must not take (see [`OutputTarget::avoiding`]).
+    others: Arc<HashSet<PathBuf>>,
 }
 
 /// Where an output goes: its file name and folder, and the input's identity.
@@ -159,7 +161,7 @@ impl OutputTarget {
             overwrite,
             settled: AtomicBool::new(false),
             kept_as: std::sync::OnceLock::new(),
-            others: Vec::new(),
+            others: Default::default(),
         })
     }
 
@@ -174,9 +176,9 @@ impl OutputTarget {
     }
 
     /// This target's partial output (and a finished file kept beside it) does not take any
-    /// of `paths`: the outputs of a batch's other inputs.
-    pub fn clear_of(mut self, paths: &[PathBuf]) -> Self {
-        self.others = paths.to_vec();
+    /// of `outputs`: a batch's (its own output is never such a name).
+    pub fn avoiding(mut self, outputs: Arc<HashSet<PathBuf>>) -> Self {
+        self.others = outputs;
         self
     }
 
@@ -442,10 +444,11 @@ mod tests {
         // out/clip.partial.mkv, which clip.mkv's partial must leave alone, with --overwrite
         // too, whether that output exists yet or not.
         let others = [d.join("clip.partial.mkv"), d.join("clip.partial-2.mkv")];
+        let batch: Arc<HashSet<PathBuf>> = Arc::new(others.iter().cloned().collect());
         for (overwrite, want) in [(false, "clip.partial-3.mkv"), (true, "clip.partial-4.mkv")] {
             let t = OutputTarget::prepare(&d.join("clip.mkv"), &input, overwrite)
                 .unwrap()
-                .clear_of(&others);
+                .avoiding(batch.clone());
             std::fs::write(t.temp_path(), b"partial").unwrap();
             assert_eq!(t.keep_partial().unwrap(), d.join(want));
         }

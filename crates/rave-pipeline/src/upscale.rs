@@ -37,7 +37,7 @@ pub fn run_upscale(
             if !config.null_output {
                 target = Some(
                     OutputTarget::prepare(&config.output, &config.input, config.overwrite)?
-                        .clear_of(&config.segments.other_outputs),
+                        .avoiding(config.segments.batch_outputs.clone()),
                 );
             }
             Ok(())

@@ -113,7 +113,7 @@ pub fn videos_in(dir: &Path) -> Result<(Vec<PathBuf>, Vec<LeftOut>)> {
         {
             Some(named) => format!(
                 "; it holds only RAVE's partial outputs or files named like them, such as {}: to upscale one of yours, give it with -i",
-                named.file.display()
+                crate::console::shown(&named.file)
             ),
             None if !partials.is_empty() => "; it holds only RAVE's partial outputs".into(),
             None => String::new(),

@@ -33,6 +33,8 @@ pub fn run(
 ) -> Result<i32> {
     // The same batch again would stop on the outputs already finished.
     let rerun = (!args.skip_existing).then(|| FINISH_BATCH.to_string());
+    let outputs: std::sync::Arc<std::collections::HashSet<_>> =
+        std::sync::Arc::new(jobs.iter().map(|j| j.output.clone()).collect());
     let configs = jobs
         .iter()
         .map(|j| {
@@ -45,11 +47,7 @@ pub fn run(
                 &j.output,
             )?;
             config.segments.rerun.clone_from(&rerun);
-            config.segments.other_outputs = jobs
-                .iter()
-                .filter(|other| other.output != j.output)
-                .map(|other| other.output.clone())
-                .collect();
+            config.segments.batch_outputs = outputs.clone();
             Ok(config)
         })
         .collect::<Result<Vec<_>>>()?;

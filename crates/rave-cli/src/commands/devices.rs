@@ -32,7 +32,7 @@ struct DevicesReport {
 
 /// Run `rave devices`: exit 0, or 6 where ONNX Runtime does not load.
 pub fn run(global: &GlobalArgs, args: &DevicesArgs) -> Result<i32> {
-    let report = match list_devices() {
+    let mut report = match list_devices() {
         Err(e) => {
             // The CPU path needs ONNX Runtime too: say whether it loads.
             let (library, ort_error) = match OrtRuntime::load(&locate::runtime_candidates(global)) {
@@ -53,7 +53,6 @@ pub fn run(global: &GlobalArgs, args: &DevicesArgs) -> Result<i32> {
         }
         Ok(gpus) => gpu_report(global, gpus),
     };
-    let mut report = report;
     report.error = report
         .onnxruntime_error
         .as_ref()

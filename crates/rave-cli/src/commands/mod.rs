@@ -23,6 +23,10 @@ pub fn exit_code_of(status: RunStatus) -> i32 {
 /// Print a command's result: pretty JSON on stdout with `--json`, else the human summary.
 pub fn print_result<T: serde::Serialize>(json: bool, value: &T, human: impl FnOnce(&T)) {
     if json {
+        // A second Ctrl+C printing its error document at this moment has the last word.
+        if !crate::interrupt::claim_final_document() {
+            return;
+        }
         match serde_json::to_string_pretty(value) {
             Ok(text) => outln!("{text}"),
             // Never an empty document in silence: what went wrong, on stderr.

@@ -262,7 +262,7 @@ fn config_of(
             restart: args.segments.restart,
             scratch: false,
             rerun: None,
-            other_outputs: Vec::new(),
+            batch_outputs: Default::default(),
             options: Vec::new(),
         },
     })

@@ -110,13 +110,14 @@ impl WorkFolder {
         if let Ok(meta) = std::fs::symlink_metadata(&self.dir)
             && !self.dir.is_dir()
         {
-            let what = match meta.file_type().is_symlink() {
-                true => "a symbolic link to nothing",
-                false => "a file, not a folder,",
+            let what = match (meta.file_type().is_symlink(), self.dir.exists()) {
+                (true, false) => "a symbolic link to nothing",
+                (true, true) => "a symbolic link to a file",
+                (false, _) => "a file",
             };
             return Err(EngineError::OutputNameUnusable {
                 path: self.dir.clone(),
-                reason: format!("work folder: {what} has its name; move or remove it"),
+                reason: format!("work folder: {what} is where it goes; move or remove it"),
             });
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| self.error(format!("cannot create it: {e}")))
