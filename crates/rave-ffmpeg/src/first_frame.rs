@@ -18,7 +18,7 @@ const MAX_READ_ERRORS: usize = 8;
 /// decodes within the first packets (damage is the reader's to report, not this
 /// look-ahead's).
 pub(crate) fn first_frame(path: &Path, index: usize) -> Option<ffmpeg_next::frame::Video> {
-    let mut input = ffmpeg_next::format::input(&crate::input::as_local_file(path)).ok()?;
+    let mut input = crate::input::open_file(path, None).ok()?;
     let params = input.stream(index)?.parameters();
     let mut decoder = ffmpeg_next::codec::context::Context::from_parameters(params)
         .ok()?

@@ -51,7 +51,7 @@ pub fn open(path: &Path) -> Result<Input> {
             reason: "file is empty".into(),
         });
     }
-    let input = ffmpeg_next::format::input(&as_local_file(path)).map_err(|e| EngineError::NotAVideo {
+    let input = open_file(path, None).map_err(|e| EngineError::NotAVideo {
         path: path.to_path_buf(),
         reason: match structure_by_signature(path) {
             // An MP4 cut before its index (at the end) cannot be opened at all: say why.
@@ -74,7 +74,7 @@ pub fn open(path: &Path) -> Result<Input> {
         &(DEEP_PROBE_SECONDS * 1_000_000).to_string(),
     );
     deeper.set("probesize", &DEEP_PROBE_BYTES.to_string());
-    Ok(ffmpeg_next::format::input_with_dictionary(&as_local_file(path), deeper).unwrap_or(input))
+    Ok(open_file(path, Some(deeper)).unwrap_or(input))
 }
 
 /// How far into a file FFmpeg reads for the parameters of a stream whose first packets come
@@ -156,10 +156,23 @@ pub fn video_stream_index(input: &Input, path: &Path) -> Result<usize> {
     }
 }
 
+/// Open the file at `path` with FFmpeg's demuxers (with `options` where given), as the file
+/// it names: every place RAVE opens a file goes through here (see [`as_local_file`]).
+pub(crate) fn open_file(
+    path: &Path,
+    options: Option<ffmpeg_next::Dictionary>,
+) -> std::result::Result<Input, ffmpeg_next::Error> {
+    let local = as_local_file(path);
+    match options {
+        Some(options) => ffmpeg_next::format::input_with_dictionary(&local, options),
+        None => ffmpeg_next::format::input(&local),
+    }
+}
+
 /// `path` as FFmpeg must be given it to read that file: a relative name whose first part
 /// reads as a URL scheme (`2024-01-01T10:30:00.mp4`, `file:x.mp4`, `http:y.mkv`) would be
 /// opened as that protocol's URL (another file, the network, stdin), so it gets `./`.
-pub fn as_local_file(path: &Path) -> std::path::PathBuf {
+fn as_local_file(path: &Path) -> std::path::PathBuf {
     let text = path.to_string_lossy();
     let first = text.split('/').next().unwrap_or("");
     let scheme_like = first.split_once(':').is_some_and(|(scheme, _)| {

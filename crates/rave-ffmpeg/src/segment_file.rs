@@ -21,7 +21,7 @@ impl SegmentFile {
     /// Open the segment file at `path`.
     pub fn open(path: &Path) -> Result<Self> {
         crate::init();
-        let input = ffmpeg_next::format::input(&crate::input::as_local_file(path)).map_err(|e| {
+        let input = crate::input::open_file(path, None).map_err(|e| {
             EngineError::Demux(format!(
                 "{}: the segment file cannot be read ({e}); it is redone when the job runs again",
                 path.display()

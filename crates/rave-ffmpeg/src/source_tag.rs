@@ -27,9 +27,8 @@ pub fn source_tag_value(input: &Path) -> String {
 pub fn upscaled_from(path: &Path) -> Option<String> {
     // FFmpeg takes UTF-8 names only (a file named otherwise is refused where it is run).
     path.to_str()?;
-    let (input, _logged) = crate::log_capture::capture_errors(|| {
-        ffmpeg_next::format::input(&crate::input::as_local_file(path))
-    });
+    let (input, _logged) =
+        crate::log_capture::capture_errors(|| crate::input::open_file(path, None));
     input.ok()?.metadata().get(SOURCE_TAG).map(str::to_owned)
 }
 
