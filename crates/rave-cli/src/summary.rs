@@ -151,15 +151,15 @@ pub fn print_batch(b: &BatchReport) {
     }
     for l in &b.left_out {
         let file = console::shown(&l.file);
-        match (l.reason, &l.output_of) {
-            (LeftOutReason::OutputOfInput, Some(source)) => outln!(
+        match &l.reason {
+            LeftOutReason::OutputOfInput { output_of } => outln!(
                 "  left out     {file} (RAVE's output of {}, not an input)",
-                console::shown(source)
+                console::shown(output_of)
             ),
-            (LeftOutReason::RavePartial, _) | (LeftOutReason::OutputOfInput, None) => outln!(
+            LeftOutReason::RavePartial => outln!(
                 "  left out     {file} (RAVE's partial output of an interrupted run, not an input)"
             ),
-            (LeftOutReason::PartialName, _) => outln!(
+            LeftOutReason::PartialName => outln!(
                 "  left out     {file} (named as RAVE names a partial output; to upscale it, give it with -i {file})"
             ),
         }

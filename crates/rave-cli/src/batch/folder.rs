@@ -71,7 +71,6 @@ fn partial_left_out(path: &Path) -> Option<LeftOut> {
     };
     Some(LeftOut {
         file: path.to_path_buf(),
-        output_of: None,
         reason,
     })
 }
@@ -184,7 +183,7 @@ mod tests {
             .map(|l| {
                 (
                     l.file.file_name().unwrap().to_string_lossy().into(),
-                    l.reason,
+                    l.reason.clone(),
                 )
             })
             .collect();

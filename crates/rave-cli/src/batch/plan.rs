@@ -47,19 +47,20 @@ impl InputJob {
 pub struct LeftOut {
     /// The file left out.
     pub file: PathBuf,
-    /// The input it was upscaled from (its `RAVE_SOURCE` tag holds that name's digest).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_of: Option<PathBuf>,
-    /// Why it is not an input.
+    /// Why it is not an input (`reason` in the JSON, with `output_of` where it has one).
+    #[serde(flatten)]
     pub reason: LeftOutReason,
 }
 
 /// Why a file given is not taken as an input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
 pub enum LeftOutReason {
     /// RAVE's output of another input of the batch.
-    OutputOfInput,
+    OutputOfInput {
+        /// The input it was upscaled from (its `RAVE_SOURCE` tag holds that name's digest).
+        output_of: PathBuf,
+    },
     /// RAVE's partial output of an interrupted run (its `RAVE_SOURCE` tag says so).
     RavePartial,
     /// An MP4 or MOV named as RAVE names a partial output (`NAME.partial.EXT`), without the
@@ -165,8 +166,9 @@ fn leave_out_earlier_outputs(jobs: Vec<InputJob>) -> (Vec<InputJob>, Vec<LeftOut
         match source_of(job) {
             Some(source) => left_out.push(LeftOut {
                 file: job.input.clone(),
-                output_of: Some(source.input.clone()),
-                reason: LeftOutReason::OutputOfInput,
+                reason: LeftOutReason::OutputOfInput {
+                    output_of: source.input.clone(),
+                },
             }),
             None => kept.push(job.clone()),
         }
