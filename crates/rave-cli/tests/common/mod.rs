@@ -1,6 +1,7 @@
 //! Shared helpers of the CLI tests: running `rave`, generating clips with the ffmpeg CLI
 //! (clips.rs), and reading outputs back with ffprobe (ffprobe.rs) and ffmpeg (independent
-//! of RAVE's own code); the segment tests' runs and clips (segments.rs).
+//! of RAVE's own code); the segment tests' runs and clips (segments.rs); a run in the background, interrupted
+//! (running.rs).
 
 #![allow(dead_code)]
 
@@ -8,6 +9,7 @@ pub mod batch;
 mod clips;
 mod ffprobe;
 mod hdr;
+pub mod running;
 mod segments;
 
 // Like the helpers themselves, each test binary uses only some of these.
