@@ -5,6 +5,10 @@
 // the weights. Operation for operation the same as rave_core::tiling::TilePlan::{extract,
 // blend} (compile with --fmad=false): for F32 the results equal the host's bit for bit.
 //
+// A tile may reach past the frame's right and bottom border (a model whose sides must be
+// multiples of a block, on a frame that is not): the crop reads the frame mirrored there
+// (rave_core::tiling::mirror), and the blend leaves out what lies outside the output.
+//
 // Planar layouts: a frame is [channels][height][width] of F32 (float) or F16 (the bits of
 // a half in an unsigned short). Grid: x over columns, y over rows, z over channels (crop) or
 // 1 (the others); blocks of 32 x 8.
@@ -25,7 +29,22 @@ __device__ __forceinline__ void store(unsigned short* p, long long i, float v) {
     p[i] = h;
 }
 
-// dst[c][ty][tx] = src[c][y0 + ty][x0 + tx] for the tw x th tile at (x0, y0) of a fw x fh frame.
+// Where position i (0 or more) of a side of n pixels reads: i inside, mirrored about the last
+// pixel past it (the last not repeated), back and forth for a pad longer than the side.
+__device__ __forceinline__ int mirror(int i, int n) {
+    if (i < n) {
+        return i;
+    }
+    if (n == 1) {
+        return 0;
+    }
+    const int period = 2 * (n - 1);
+    const int r = i % period;
+    return r < n ? r : period - r;
+}
+
+// dst[c][ty][tx] = src[c][y0 + ty][x0 + tx] for the tw x th tile at (x0, y0) of a fw x fh frame
+// (mirrored past its right and bottom border).
 template <typename T>
 __device__ __forceinline__ void crop(const T* __restrict__ src, int fw, int fh,
                                      T* __restrict__ dst, int x0, int y0, int tw, int th) {
@@ -35,11 +54,14 @@ __device__ __forceinline__ void crop(const T* __restrict__ src, int fw, int fh,
     if (tx >= tw || ty >= th) {
         return;
     }
-    dst[((long long)c * th + ty) * tw + tx] = src[((long long)c * fh + y0 + ty) * fw + x0 + tx];
+    const int sx = mirror(x0 + tx, fw);
+    const int sy = mirror(y0 + ty, fh);
+    dst[((long long)c * th + ty) * tw + tx] = src[((long long)c * fh + sy) * fw + sx];
 }
 
 // For each pixel of the tw x th upscaled tile placed at (x0, y0) of the ow x oh output:
-// w = wx[tx] * wy[ty]; weight += w; sum[c] += w * tile[c] (the host's order and rounding).
+// w = wx[tx] * wy[ty]; weight += w; sum[c] += w * tile[c] (the host's order and rounding);
+// pixels of a padded tile outside the output are left out.
 template <typename T>
 __device__ __forceinline__ void accumulate(const T* __restrict__ tile, int tw, int th,
                                            float* __restrict__ sum, float* __restrict__ weight,
@@ -48,7 +70,7 @@ __device__ __forceinline__ void accumulate(const T* __restrict__ tile, int tw, i
                                            const float* __restrict__ wy, int channels) {
     const int tx = blockIdx.x * blockDim.x + threadIdx.x;
     const int ty = blockIdx.y * blockDim.y + threadIdx.y;
-    if (tx >= tw || ty >= th) {
+    if (tx >= tw || ty >= th || x0 + tx >= ow || y0 + ty >= oh) {
         return;
     }
     const float w = wx[tx] * wy[ty];

@@ -124,7 +124,8 @@ impl TileKernels {
     }
 
     /// Cut `tile` out of the planar `frame` (`frame_size`, `format`) into `dst`, planar
-    /// `3 x tile.height x tile.width`, queued on `stream`.
+    /// `3 x tile.height x tile.width`, queued on `stream`; a tile that starts inside the
+    /// frame may reach past its right and bottom border, where the frame is read mirrored.
     pub fn crop(
         &self,
         stream: &CudaStream,
@@ -140,9 +141,11 @@ impl TileKernels {
             .x
             .checked_add(tile.width)
             .zip(tile.y.checked_add(tile.height));
-        if ends.is_none_or(|(right, bottom)| right > fw || bottom > fh) {
+        if ends.is_none_or(|(right, bottom)| {
+            tile.x >= fw || tile.y >= fh || right > i32::MAX as u32 || bottom > i32::MAX as u32
+        }) {
             return Err(EngineError::DimensionMismatch(format!(
-                "tile {}x{} at ({}, {}) leaves the {fw}x{fh} frame",
+                "tile {}x{} at ({}, {}) starts outside the {fw}x{fh} frame",
                 tile.width, tile.height, tile.x, tile.y
             )));
         }
@@ -166,8 +169,8 @@ impl TileKernels {
             .arg(&w)
             .arg(&h);
         // SAFETY: the arguments match `tile_crop_*` in tile_kernels.cu; the frame holds its
-        // whole picture and `dst` the tile's (checked above), and the tile lies inside the
-        // frame, so every read and write is in bounds.
+        // whole picture and `dst` the tile's (checked above), and the kernel reads only
+        // mirrored positions inside the frame, so every read and write is in bounds.
         launched("tile_crop", unsafe {
             args.launch(grid(tile.width, tile.height, CHANNELS))
                 .map(|_| ())
@@ -176,7 +179,8 @@ impl TileKernels {
 
     /// Add the upscaled tile `output` (planar `3 x h x w` of `format`, `size` = (w, h)),
     /// placed at output pixel `at`, into `sums` with its weights `wx` (w f32) and `wy` (h f32,
-    /// from [`rave_core::tiling::TilePlan::tile_weights`]), queued on `stream`.
+    /// from [`rave_core::tiling::TilePlan::tile_weights`]), queued on `stream`; a padded
+    /// tile that starts inside the output may reach past it, where it is left out.
     #[allow(clippy::too_many_arguments)]
     pub fn accumulate(
         &self,
@@ -192,9 +196,11 @@ impl TileKernels {
         let (w, h) = size;
         let (ow, oh) = sums.size;
         let ends = at.0.checked_add(w).zip(at.1.checked_add(h));
-        if ends.is_none_or(|(right, bottom)| right > ow || bottom > oh) {
+        if ends.is_none_or(|(right, bottom)| {
+            at.0 >= ow || at.1 >= oh || right > i32::MAX as u32 || bottom > i32::MAX as u32
+        }) {
             return Err(EngineError::DimensionMismatch(format!(
-                "upscaled tile {w}x{h} at ({}, {}) leaves the {ow}x{oh} output",
+                "upscaled tile {w}x{h} at ({}, {}) starts outside the {ow}x{oh} output",
                 at.0, at.1
             )));
         }
@@ -225,7 +231,8 @@ impl TileKernels {
             .arg(weights.1)
             .arg(&c);
         // SAFETY: the arguments match `tile_accumulate_*`; the tile, its weights and the
-        // sums hold what the sizes need (checked above) and the tile lies inside the output.
+        // sums hold what the sizes need (checked above), and the kernel writes only the
+        // tile's pixels inside the output.
         launched("tile_accumulate", unsafe {
             args.launch(grid(w, h, 1)).map(|_| ())
         })

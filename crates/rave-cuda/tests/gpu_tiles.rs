@@ -1,7 +1,8 @@
 //! The device tiling kernels against the host plan (rave_core::tiling): tiles cut on the GPU
 //! equal `TilePlan::extract`, and tiles blended on the GPU equal `TilePlan::blend` (bit for
 //! bit in F32, to the rounding of a half in F16), for odd frame sizes, tiles that do not
-//! divide them, and scales 1, 2 and 4. Needs a GPU: ignored elsewhere, run on the H200 by
+//! divide them, scales 1, 2 and 4, and tiles padded past the frame for a model of a side
+//! multiple (read mirrored, blended only inside the output). Needs a GPU: ignored elsewhere, run on the H200 by
 //! scripts/gpu_tests.sh.
 
 use cudarc::driver::CudaSlice;
@@ -50,14 +51,19 @@ fn tiles_cut_and_blended_on_the_gpu_equal_the_host_plan() {
     let upload = |b: &[u8]| -> CudaSlice<u8> { stream.clone_htod(b).unwrap() };
     let mut failures = Vec::new();
     for format in [PixelFormat::RgbPlanarF32, PixelFormat::RgbPlanarF16] {
-        for ((w, h), tile, overlap, scale) in [
-            ((53u32, 29u32), (20u32, 12u32), 5u32, 2u32),
-            ((150, 90), (64, 64), 16, 4),
-            ((37, 23), (16, 16), 4, 1),
-            ((33, 17), (64, 64), 16, 2),
+        for ((w, h), tile, overlap, scale, multiple) in [
+            ((53u32, 29u32), (20u32, 12u32), 5u32, 2u32, 1u32),
+            ((150, 90), (64, 64), 16, 4, 1),
+            ((37, 23), (16, 16), 4, 1, 1),
+            ((33, 17), (64, 64), 16, 2, 1),
+            ((66, 38), (128, 128), 16, 2, 8),
+            ((70, 38), (40, 40), 16, 2, 4),
+            ((5, 3), (8, 8), 0, 4, 8),
         ] {
-            let case = format!("{format:?} {w}x{h} tiles {tile:?} overlap {overlap} x{scale}");
-            let plan = TilePlan::new((w, h), tile, overlap).unwrap();
+            let case = format!(
+                "{format:?} {w}x{h} tiles {tile:?} overlap {overlap} x{scale} multiple {multiple}"
+            );
+            let plan = TilePlan::padded((w, h), tile, overlap, multiple).unwrap();
             let frame = values(3 * (w * h) as usize, 1);
             // The frame as the GPU holds it (in F16: the halves' values on both sides).
             let frame = floats_of(&bytes_of(&frame, format), format);

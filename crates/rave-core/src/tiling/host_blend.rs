@@ -72,9 +72,10 @@ impl HostBlend {
             self.plan.columns[i % across] as usize * s,
             self.plan.rows[i / across] as usize * s,
         );
-        for ty in 0..th {
+        // A tile padded past the frame's border adds only what lies inside the frame.
+        for ty in 0..th.min(oh - y0) {
             let row = (y0 + ty) * ow + x0;
-            for tx in 0..tw {
+            for tx in 0..tw.min(ow - x0) {
                 let w = wx[tx] * wy[ty];
                 self.weight[row + tx] += w;
                 for c in 0..ch {

@@ -7,6 +7,12 @@
 //! (zero at its own edge, where the model saw padding, one where the neighbour's edge is),
 //! and the weighted sums are divided by the weights' sum. Host blending of planar f32 RGB
 //! is here; a device one follows the same weights. [`Tiled`] runs any backend this way.
+//!
+//! A model that takes only sides that are multiples of a block (a pixel-unshuffle stage)
+//! gets tiles of such sides: where the frame is narrower than one, the tile reaches past
+//! its right or bottom border and reads the frame mirrored there (as PyTorch's "reflect"
+//! padding, which Real-ESRGAN's own inference pads with), and what the model makes of the
+//! part outside the frame is dropped from the blend.
 
 use std::ops::Range;
 
@@ -30,7 +36,8 @@ pub struct Tile {
     pub x: u32,
     /// Top row in the input.
     pub y: u32,
-    /// Width (the plan's tile width, or the frame's when narrower).
+    /// Width (the plan's tile width: the frame's, or the frame's padded to the model's
+    /// multiple, when the frame is narrower).
     pub width: u32,
     /// Height.
     pub height: u32,
@@ -41,7 +48,7 @@ pub struct Tile {
 pub struct TilePlan {
     /// Input frame width and height.
     pub frame: (u32, u32),
-    /// Tile width and height (at most the frame's).
+    /// Tile width and height (at most the frame's, padded to the plan's multiple).
     pub tile: (u32, u32),
     /// Input pixels neighbouring tiles share, at least (a border tile may share more).
     pub overlap: u32,
@@ -65,19 +72,53 @@ fn starts(len: u32, tile: u32, overlap: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Where position `i` (at or past 0) of a side of `len` pixels reads: itself inside the
+/// side, mirrored about its last pixel past it (the last pixel not repeated), back and forth
+/// for a pad longer than the side.
+pub fn mirror(i: u32, len: u32) -> u32 {
+    if i < len {
+        return i;
+    }
+    if len == 1 {
+        return 0;
+    }
+    let period = 2 * (len - 1);
+    let r = i % period;
+    if r < len { r } else { period - r }
+}
+
 impl TilePlan {
     /// Tiles of `tile` (width, height) over a `frame` sharing `overlap` input pixels; the
     /// tile is clipped to the frame. Refused: empty sizes, an overlap of half a tile or more
     /// (a tile would add nothing new) where the frame needs more than one tile.
     pub fn new(frame: (u32, u32), tile: (u32, u32), overlap: u32) -> Result<Self, String> {
+        Self::padded(frame, tile, overlap, 1)
+    }
+
+    /// As [`TilePlan::new`] for a model whose sides are multiples of `multiple`: a tile is
+    /// clipped to the frame padded to the next multiple (so it may reach past the frame's
+    /// right and bottom, where [`TilePlan::extract`] mirrors it). Refused too: a tile
+    /// narrower than the frame that is no multiple.
+    pub fn padded(
+        frame: (u32, u32),
+        tile: (u32, u32),
+        overlap: u32,
+        multiple: u32,
+    ) -> Result<Self, String> {
         let (fw, fh) = frame;
-        if fw == 0 || fh == 0 || tile.0 == 0 || tile.1 == 0 {
+        if fw == 0 || fh == 0 || tile.0 == 0 || tile.1 == 0 || multiple == 0 {
             return Err(format!(
                 "tiles of {}x{} over a {fw}x{fh} frame",
                 tile.0, tile.1
             ));
         }
-        let (tw, th) = (tile.0.min(fw), tile.1.min(fh));
+        let cover = |len: u32| len.div_ceil(multiple).saturating_mul(multiple);
+        let (tw, th) = (tile.0.min(cover(fw)), tile.1.min(cover(fh)));
+        if !tw.is_multiple_of(multiple) || !th.is_multiple_of(multiple) {
+            return Err(format!(
+                "tiles of {tw}x{th} for a model that takes sides that are multiples of {multiple}"
+            ));
+        }
         for (t, len) in [(tw, fw), (th, fh)] {
             if t < len && 2 * overlap >= t {
                 return Err(format!(
@@ -116,9 +157,15 @@ impl TilePlan {
         (self.columns.len() as u32, self.rows.len() as u32)
     }
 
-    /// Whether the frame is one tile (no cutting needed).
+    /// Whether the frame is one tile of its own size (nothing to cut or pad).
     pub fn is_whole(&self) -> bool {
-        self.columns.len() == 1 && self.rows.len() == 1
+        self.columns.len() == 1 && self.rows.len() == 1 && self.tile == self.frame
+    }
+
+    /// Whether the frame is one tile padded past its borders (a model of a side multiple
+    /// the frame is not).
+    pub fn is_padded_whole(&self) -> bool {
+        self.columns.len() == 1 && self.rows.len() == 1 && self.tile != self.frame
     }
 
     /// The blending weights of tile `i` of [`TilePlan::tiles`] at output scale `scale`,
@@ -182,15 +229,22 @@ impl TilePlan {
     }
 
     /// Tile `tile`'s input, planar `channels x height x width`, cut from the planar frame
-    /// `input`.
+    /// `input`; where the tile reaches past the frame, the frame mirrored ([`mirror`]).
     pub fn extract(&self, input: &[f32], channels: usize, tile: &Tile) -> Vec<f32> {
         let (fw, fh) = (self.frame.0 as usize, self.frame.1 as usize);
         let (w, h) = (tile.width as usize, tile.height as usize);
+        // The columns inside the frame are copied as a run, the rest read mirrored.
+        let inside = w.min(fw.saturating_sub(tile.x as usize));
         let mut out = Vec::with_capacity(channels * w * h);
         for c in 0..channels {
-            for y in 0..h {
-                let at = c * fw * fh + (tile.y as usize + y) * fw + tile.x as usize;
-                out.extend_from_slice(&input[at..at + w]);
+            for y in 0..h as u32 {
+                let row = c * fw * fh + mirror(tile.y + y, self.frame.1) as usize * fw;
+                let at = row + tile.x as usize;
+                out.extend_from_slice(&input[at..at + inside]);
+                out.extend(
+                    (inside as u32..w as u32)
+                        .map(|x| input[row + mirror(tile.x + x, self.frame.0) as usize]),
+                );
             }
         }
         out
@@ -291,6 +345,81 @@ mod tests {
                 .fold(0.0f32, f32::max);
             assert!(worst < 1e-5, "{tile:?} overlap {overlap}: {worst}");
         }
+    }
+
+    #[test]
+    fn a_block_models_plan_pads_the_frame_mirrored_and_blends_only_the_frame() {
+        let mirrored: Vec<u32> = (0..9).map(|i| mirror(i, 4)).collect();
+        assert_eq!(mirrored, [0, 1, 2, 3, 2, 1, 0, 1, 2]);
+        assert_eq!((mirror(5, 1), mirror(2, 2), mirror(3, 2)), (0, 0, 1));
+        // A 6x3 frame for a model of sides that are multiples of 4: one 8x4 tile.
+        let plan = TilePlan::padded((6, 3), (64, 64), 16, 4).unwrap();
+        assert!(plan.is_padded_whole() && !plan.is_whole());
+        let tiles = plan.tiles();
+        assert_eq!(
+            tiles,
+            vec![Tile {
+                x: 0,
+                y: 0,
+                width: 8,
+                height: 4
+            }]
+        );
+        let frame: Vec<f32> = (0..18).map(|v| v as f32).collect();
+        let cut = plan.extract(&frame, 1, &tiles[0]);
+        #[rustfmt::skip]
+        let expected = [
+            0, 1, 2, 3, 4, 5, 4, 3,
+            6, 7, 8, 9, 10, 11, 10, 9,
+            12, 13, 14, 15, 16, 17, 16, 15,
+            6, 7, 8, 9, 10, 11, 10, 9,
+        ];
+        assert_eq!(cut, expected.map(|v| v as f32));
+        // The padded part of the output is dropped: the frame comes back as it was.
+        assert_eq!(plan.blend(&[cut], 1, 1).unwrap(), frame);
+        // A tile narrower than the frame must be a multiple itself.
+        assert!(TilePlan::padded((100, 100), (30, 30), 4, 8).is_err());
+        assert!(
+            TilePlan::padded((6, 3), (8, 8), 0, 4)
+                .unwrap()
+                .is_padded_whole()
+        );
+    }
+
+    #[test]
+    fn a_pointwise_model_tiled_and_padded_equals_it_untiled() {
+        // Cut along x into tiles of 40, padded along y from 6 to 8 rows, upscaled x2.
+        let (w, h, s) = (100u32, 6u32, 2usize);
+        let input: Vec<f32> = (0..3 * w * h).map(|i| (i % 89) as f32 / 89.0).collect();
+        let model = |img: &[f32], iw: usize, ih: usize| -> Vec<f32> {
+            let mut out = vec![0.0; 3 * iw * s * ih * s];
+            for c in 0..3 {
+                for y in 0..ih * s {
+                    for x in 0..iw * s {
+                        out[(c * ih * s + y) * iw * s + x] = img[(c * ih + y / s) * iw + x / s];
+                    }
+                }
+            }
+            out
+        };
+        let plan = TilePlan::padded((w, h), (40, 40), 8, 8).unwrap();
+        assert_eq!((plan.tile, plan.grid()), ((40, 8), (3, 1)));
+        let outs: Vec<Vec<f32>> = plan
+            .tiles()
+            .iter()
+            .map(|t| {
+                let cut = plan.extract(&input, 3, t);
+                model(&cut, t.width as usize, t.height as usize)
+            })
+            .collect();
+        let blended = plan.blend(&outs, 3, s as u32).unwrap();
+        let whole = model(&input, w as usize, h as usize);
+        let worst = blended
+            .iter()
+            .zip(&whole)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-6, "{worst}");
     }
 
     #[test]

@@ -94,6 +94,8 @@ pub struct Tiled<U, O> {
     ops: O,
     tile: (u32, u32),
     overlap: u32,
+    /// What the inner model's sides must be multiples of.
+    multiple: u32,
     meta: ModelMetadata,
 }
 
@@ -127,10 +129,13 @@ where
             )));
         }
         // Any frame at least the model's smallest input: a tile is clipped to a frame
-        // smaller than it, and a frame larger than it is cut into tiles.
+        // smaller than it (padded to the model's multiple), and a frame larger than it is
+        // cut into tiles.
+        let multiple = model.side_multiple.max(1);
         let meta = ModelMetadata {
             max_input_hw: (u32::MAX, u32::MAX),
             fixed_batch: None,
+            side_multiple: 1,
             ..model.clone()
         };
         Ok(Self {
@@ -138,6 +143,7 @@ where
             ops,
             tile,
             overlap,
+            multiple,
             meta,
         })
     }
@@ -149,7 +155,7 @@ where
 
     /// The plan that cuts frames of `size` (width, height).
     pub fn plan(&self, size: (u32, u32)) -> Result<TilePlan> {
-        TilePlan::new(size, self.tile, self.overlap).map_err(EngineError::Config)
+        TilePlan::padded(size, self.tile, self.overlap, self.multiple).map_err(EngineError::Config)
     }
 }
 
@@ -272,6 +278,7 @@ mod tests {
                     max_input_hw: max,
                     tensor_format: PixelFormat::RgbPlanarF32,
                     fixed_batch: fixed.map(|_| 1),
+                    side_multiple: 1,
                 },
                 max_batch,
                 calls: Mutex::default(),
