@@ -15,8 +15,11 @@
 - two_outputs.onnx: the input as it is, then nearest x2, as two outputs -> must be rejected
   (which output is the picture would be a guess).
 - blocks32_x2.onnx: nearest x2 behind a space-to-depth/depth-to-space pair of block 32, so
-  its sides must be multiples of 32 (a 16x16 probe frame fails, a 64x64 one runs, 40x24
-  fails) -> must be rejected: most frame sizes would fail mid-run.
+  its sides must be multiples of 32 (a 16x16 probe frame fails, a 64x64 one runs, 65x65 to
+  80x80 fail, 96x96 runs) -> RAVE pads frames to multiples of 32.
+- blocks4_x2.onnx: the same with block 4 (as a pixel-unshuffle stage of Real-ESRGAN's x1
+  models): 16x16 runs, 17x17 and 18x18 fail, 20x20 runs -> frames padded to multiples of 4.
+- blocks128_x2.onnx: the same with block 128: no probe size up to 192x192 runs -> refused.
 - min20_x2.onnx: nearest x2 plus zero times the mean of a 20x20 average pool of the input,
   so it needs sides of 20 px or more (a 16x16 probe frame fails; 64x64 and 40x24 run).
 - padded_x2.onnx: nearest x2, then 16 px of padding right and below: x3 on the 16x16 probe
@@ -64,11 +67,11 @@ def padded_x2(out, name):
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
 
 
-def blocks32_x2(out, name):
+def blocks_x2(out, name, block):
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
     nodes = [
-        helper.make_node("SpaceToDepth", ["input"], ["blocks"], blocksize=32),
-        helper.make_node("DepthToSpace", ["blocks"], ["back"], blocksize=32, mode="DCR"),
+        helper.make_node("SpaceToDepth", ["input"], ["blocks"], blocksize=block),
+        helper.make_node("DepthToSpace", ["blocks"], ["back"], blocksize=block, mode="DCR"),
         helper.make_node("Resize", ["back", "", "scales"], ["output"], mode="nearest",
                          coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
     ]
@@ -123,7 +126,9 @@ def main():
     unary(out, "rank3", ["n", 3, "w"], ["n", 3, "w"])
     unary(out, "gray", ["n", 1, "h", "w"], ["n", 1, "h", "w"])
     padded_x2(out, "padded_x2")
-    blocks32_x2(out, "blocks32_x2")
+    blocks_x2(out, "blocks32_x2", 32)
+    blocks_x2(out, "blocks4_x2", 4)
+    blocks_x2(out, "blocks128_x2", 128)
     two_outputs(out, "two_outputs")
     min20_x2(out, "min20_x2")
     unary(out, "half_scale", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"], op="AveragePool", kernel_shape=[2, 2], strides=[2, 2])

@@ -36,7 +36,7 @@ fn model_problems_exit_5() {
         ),
         (
             fixture("padded_x2.onnx").to_str().unwrap(),
-            "padded_x2: its output is [1, 3, 80, 80] for an input of [1, 3, 32, 32], not [1, 3, 96, 96] (x3",
+            "padded_x2.onnx: its output is [1, 3, 50, 50] for an input of [1, 3, 17, 17], not [1, 3, 51, 51] (x3, as measured on a 16x16 probe frame)",
         ),
         (
             fixture("batch2_x2.onnx").to_str().unwrap(),

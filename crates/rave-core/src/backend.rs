@@ -33,6 +33,10 @@ pub struct ModelMetadata {
     pub tensor_format: PixelFormat,
     /// The batch size the model is fixed to, or `None` when its batch axis is dynamic.
     pub fixed_batch: Option<u32>,
+    /// What the sides of its dynamic axes must be multiples of (1: any size): a model that
+    /// folds pixels into channels (a pixel-unshuffle or space-to-depth stage, a window
+    /// attention) takes only multiples of its block, and is given frames padded to one.
+    pub side_multiple: u32,
 }
 
 impl ModelMetadata {
@@ -40,6 +44,28 @@ impl ModelMetadata {
     pub fn accepts(&self, width: u32, height: u32) -> bool {
         (self.min_input_hw.0..=self.max_input_hw.0).contains(&height)
             && (self.min_input_hw.1..=self.max_input_hw.1).contains(&width)
+            && self.fits_multiple(width, self.min_input_hw.1 == self.max_input_hw.1)
+            && self.fits_multiple(height, self.min_input_hw.0 == self.max_input_hw.0)
+    }
+
+    /// Whether a side of `len` is one the model takes along an axis (`fixed` where that
+    /// axis has one size, which the multiple does not apply to).
+    fn fits_multiple(&self, len: u32, fixed: bool) -> bool {
+        fixed || len.is_multiple_of(self.side_multiple.max(1))
+    }
+
+    /// The smallest input of at least `width` x `height` the model's multiple allows
+    /// (each dynamic side rounded up to a multiple; a fixed side as it is).
+    pub fn padded_size(&self, width: u32, height: u32) -> (u32, u32) {
+        let m = self.side_multiple.max(1);
+        let round = |len: u32, fixed: bool| match fixed {
+            true => len,
+            false => len.div_ceil(m).saturating_mul(m),
+        };
+        (
+            round(width, self.min_input_hw.1 == self.max_input_hw.1),
+            round(height, self.min_input_hw.0 == self.max_input_hw.0),
+        )
     }
 }
 

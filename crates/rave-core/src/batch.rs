@@ -182,6 +182,7 @@ mod tests {
             max_input_hw: (u32::MAX, u32::MAX),
             tensor_format: PixelFormat::RgbPlanarF32,
             fixed_batch,
+            side_multiple: 1,
         }
     }
 

@@ -120,6 +120,7 @@ impl NativeBackend {
             max_input_hw: (u32::MAX, u32::MAX),
             tensor_format: PixelFormat::RgbPlanarF32,
             fixed_batch: None,
+            side_multiple: 1,
         }
     }
 

@@ -15,8 +15,9 @@ use crate::runtime::OrtRuntime;
 /// Side lengths of the probe input used to measure the scale of dynamic-shape models, in
 /// the order tried.
 const PROBE_SIDES: [usize; 2] = [16, 64];
-/// A probe size that is no multiple of 16 either way, run where only the larger probe ran.
-const ODD_PROBE: (usize, usize) = (40, 24);
+/// The side multiples a dynamic-shape model is probed for, smallest first: frames are
+/// padded to the one it takes (a model that takes none of them is refused).
+const SIDE_MULTIPLES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Largest upscale factor RAVE accepts.
 const MAX_SCALE: u32 = 16;
 
@@ -224,8 +225,8 @@ fn extract_metadata(session: &mut Session, path: &Path, fp16_ok: bool) -> Result
             ));
         }
     }
-    let scale = match (input.height, input.width, output.height, output.width) {
-        (Some(ih), Some(iw), Some(oh), Some(ow)) => scale_from(path, (ih, iw), (oh, ow))?,
+    let (scale, side_multiple) = match (input.height, input.width, output.height, output.width) {
+        (Some(ih), Some(iw), Some(oh), Some(ow)) => (scale_from(path, (ih, iw), (oh, ow))?, 1),
         _ => probe_scale(session, path, &input_name, input, tensor_format)?,
     };
     let name = session
@@ -248,6 +249,7 @@ fn extract_metadata(session: &mut Session, path: &Path, fp16_ok: bool) -> Result
         ),
         tensor_format,
         fixed_batch: input.batch,
+        side_multiple: side_multiple as u32,
     })
 }
 
@@ -278,15 +280,17 @@ fn scale_from(path: &Path, input_hw: (u32, u32), output_hw: (u32, u32)) -> Resul
 
 /// Run one small grey frame through a dynamic-shape model and measure the scale: 16x16
 /// first (cheap for any model), then 64x64 where the run fails, for a model that needs
-/// sides of 20 px or more (a pooling stage); one that then fails on 40x24 takes only some
-/// sizes (multiples of a block, a space-to-depth stage) and is refused.
+/// sides of 20 px or more (a pooling stage). Then the sides it takes: the smallest of
+/// [`SIDE_MULTIPLES`] whose next odd multiple past the probe's side runs too, with the same
+/// scale (1 for most models; 2 or 4 for a pixel-unshuffle stage, 8 to 64 for window
+/// attention). Returns (scale, side multiple).
 fn probe_scale(
     session: &mut Session,
     path: &Path,
     input_name: &str,
     input: ImageShape,
     format: PixelFormat,
-) -> Result<u32> {
+) -> Result<(u32, usize)> {
     // The probe sizes this model's fixed sides leave: (width, height) asked for.
     let size = |(w, h): (usize, usize)| {
         (
@@ -299,28 +303,34 @@ fn probe_scale(
     for side in PROBE_SIDES {
         let (w, h) = size((side, side));
         match probe_output(session, input_name, input.batch, (w, h), format) {
-            Ok(out_shape) if failures.is_empty() => {
-                return scale_of_probe(path, input.batch, (w, h), &out_shape);
-            }
             Ok(out_shape) => {
-                // The small probe failed: a minimum size is fine, sizes that must be
-                // multiples of a block are not (most videos' are not), so a size that is
-                // no multiple of 16 must run too.
                 let scale = scale_of_probe(path, input.batch, (w, h), &out_shape)?;
-                let (ow, oh) = size(ODD_PROBE);
-                return match probe_output(session, input_name, input.batch, (ow, oh), format) {
-                    Ok(_) => Ok(scale),
-                    Err(e) => Err(EngineError::ModelMetadata(format!(
-                        "{}: the model runs on a {w}x{h} frame but not on {} or {ow}x{oh} ({}): it takes only some frame sizes (sides that are multiples of a block size, say), and RAVE runs any; export it so that it pads its input to the size it needs",
-                        path.display(),
-                        failures
-                            .iter()
-                            .map(|(size, _)| size.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        first_line(&e.to_string())
-                    ))),
-                };
+                let mut tried = failures;
+                for multiple in SIDE_MULTIPLES {
+                    // An odd multiple past `side`: it is no multiple of twice `multiple`.
+                    let k = side / multiple + 1;
+                    let odd = multiple * (k + 1 - k % 2);
+                    let (ow, oh) = size((odd, odd));
+                    match probe_output(session, input_name, input.batch, (ow, oh), format) {
+                        Ok(out_shape) => {
+                            same_scale(path, input.batch, (ow, oh), &out_shape, (scale, (w, h)))?;
+                            return Ok((scale, multiple));
+                        }
+                        Err(e) => tried.push((format!("{ow}x{oh}"), first_line(&e.to_string()))),
+                    }
+                }
+                return Err(EngineError::ModelMetadata(format!(
+                    "{}: the model runs on a {w}x{h} frame but not on {} ({}): it takes only some frame sizes (sides that are multiples of a block over {}, say), and RAVE pads frames to blocks of up to {} pixels only; export it so that it pads its input to the size it needs",
+                    path.display(),
+                    tried
+                        .iter()
+                        .map(|(size, _)| size.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    tried.last().map_or("", |(_, why)| why.as_str()),
+                    SIDE_MULTIPLES[SIDE_MULTIPLES.len() - 1],
+                    SIDE_MULTIPLES[SIDE_MULTIPLES.len() - 1],
+                )));
             }
             Err(e) => failures.push((format!("{w}x{h}"), first_line(&e.to_string()))),
         }
@@ -337,6 +347,30 @@ fn probe_scale(
             .map(|(size, why)| format!("{size}: {why}"))
             .collect::<Vec<_>>()
             .join("; ")
+    )))
+}
+
+/// An error unless a probe of `(w, h)` whose output shape is `out_shape` has the scale
+/// `scale` measured on the probe of `first` (a model that pads its output by a fixed
+/// amount has another factor at every size).
+fn same_scale(
+    path: &Path,
+    batch: Option<u32>,
+    (w, h): (usize, usize),
+    out_shape: &[i64],
+    (scale, first): (u32, (usize, usize)),
+) -> Result<()> {
+    let n = batch.map_or(1, |b| b as i64);
+    let s = scale as usize;
+    let expected = [n, 3, (h * s) as i64, (w * s) as i64];
+    if out_shape == expected {
+        return Ok(());
+    }
+    Err(EngineError::ModelMetadata(format!(
+        "{}: its output is {out_shape:?} for an input of [{n}, 3, {h}, {w}], not {expected:?} (x{scale}, as measured on a {}x{} probe frame); RAVE needs a model whose output is its input scaled by one whole factor at every size",
+        path.display(),
+        first.0,
+        first.1
     )))
 }
 

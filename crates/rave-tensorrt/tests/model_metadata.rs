@@ -78,15 +78,32 @@ fn a_model_that_needs_a_minimum_size_is_probed_at_a_size_it_takes() {
 }
 
 #[test]
-fn a_model_whose_sides_must_be_multiples_of_a_block_is_refused_up_front() {
-    // 64x64 runs, 16x16 and 40x24 do not: most videos' frames would fail mid-run.
-    let e = LoadedModel::inspect(runtime(), &fixture("blocks32_x2.onnx")).unwrap_err();
+fn a_model_whose_sides_must_be_multiples_of_a_block_says_which() {
+    // The side multiple is measured: 1 for most models, the block of a space-to-depth stage.
+    for (name, multiple) in [
+        ("nearest_x2.onnx", 1),
+        ("min20_x2.onnx", 1),
+        ("blocks4_x2.onnx", 4),
+        ("blocks32_x2.onnx", 32),
+        ("fixed_64x64_x2.onnx", 1),
+    ] {
+        let m = LoadedModel::inspect(runtime(), &fixture(name)).unwrap();
+        assert_eq!((m.scale, m.side_multiple), (2, multiple), "{name}");
+    }
+    let m = LoadedModel::inspect(runtime(), &fixture("blocks4_x2.onnx")).unwrap();
+    assert!(m.accepts(20, 8) && !m.accepts(18, 8) && !m.accepts(20, 6));
+    assert_eq!(m.padded_size(66, 38), (68, 40));
+}
+
+#[test]
+fn a_model_of_blocks_larger_than_rave_pads_is_refused_up_front() {
+    // 16x16, 64x64 and every odd multiple of 1 to 64 past 64 fail: most frames would too.
+    let e = LoadedModel::inspect(runtime(), &fixture("blocks128_x2.onnx")).unwrap_err();
     assert_eq!(e.family().exit_code(), 5);
     let text = e.to_string();
     assert!(
-        text.contains("the model runs on a 64x64 frame but not on 16x16")
-            && text.contains("or 40x24")
-            && text.contains("takes only some frame sizes"),
+        text.contains("blocks128_x2.onnx: measuring the scale with a probe frame failed (16x16: ")
+            && text.contains("; 64x64: "),
         "{text}"
     );
 }
