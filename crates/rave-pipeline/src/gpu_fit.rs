@@ -24,17 +24,25 @@ use crate::vram_fit::{Attempt, Budget, Need, fit, human, is_out_of_memory, small
 pub type Built = (Arc<GpuContext>, Box<dyn GpuInference>);
 
 /// The sizes to try, in order, for `request` where the tiling decided without memory is
-/// `tiles` (tile, overlap): under `auto` with no tiling needed, the whole frame and then
-/// smaller tiles; otherwise just what was decided.
+/// `tiles` (tile, overlap), for a model of sides that are multiples of `multiple`: under
+/// `auto` with the whole frame in one piece (as it is, or padded to the multiple), that and
+/// then smaller tiles; otherwise just what was decided.
 pub fn sizes_to_try(
     request: &TileRequest,
     tiles: Option<((u32, u32), u32)>,
     frame: (u32, u32),
+    multiple: u32,
 ) -> Vec<Option<(u32, u32)>> {
+    let smaller = || {
+        smaller_tiles(frame, request.overlap, multiple)
+            .into_iter()
+            .map(Some)
+    };
     match (request.mode, tiles) {
-        (TileMode::Auto, None) => std::iter::once(None)
-            .chain(smaller_tiles(frame, request.overlap).into_iter().map(Some))
-            .collect(),
+        (TileMode::Auto, None) => std::iter::once(None).chain(smaller()).collect(),
+        (TileMode::Auto, Some((tile, _))) if tile.0 >= frame.0 && tile.1 >= frame.1 => {
+            std::iter::once(Some(tile)).chain(smaller()).collect()
+        }
         (_, None) => vec![None],
         (_, Some((tile, _))) => vec![Some(tile)],
     }
@@ -134,8 +142,10 @@ pub struct FitRequest<'a> {
     pub decided: Tiling,
     /// The clip's frame size.
     pub frame: (u32, u32),
-    /// The model's scale and tensor format.
+    /// The model's scale.
     pub scale: u32,
+    /// What the model's sides must be multiples of (1: any).
+    pub side_multiple: u32,
     /// The tensor format of the model that runs.
     pub format: PixelFormat,
     /// Frames one backend call takes (each tiled one holds a blend at once).
@@ -162,13 +172,14 @@ pub fn build_fitted(
         decided,
         frame,
         scale,
+        side_multiple,
         format,
         channels,
         batch,
         budget,
         what,
     } = fit_request;
-    let sizes = sizes_to_try(request, decided.tiles, frame);
+    let sizes = sizes_to_try(request, decided.tiles, frame, side_multiple);
     // The decided tiles' own overlap where tiles were decided (lowered for a small
     // fixed-size model's tiles where none was given), else the one asked for.
     let overlap = decided.tiles.map_or(request.overlap, |(_, o)| o);
@@ -205,8 +216,9 @@ pub fn build_fitted(
     );
     let tiling = match (fitted.tile, decided.tiles) {
         // Shrunk by the fit: the whole frame (and maybe larger tiles) did not fit.
-        (Some(tile), None) => {
-            let plan = TilePlan::new(frame, tile, overlap).map_err(EngineError::Config)?;
+        (Some(tile), decided_tiles) if decided_tiles.map(|(t, _)| t) != Some(tile) => {
+            let plan = TilePlan::padded(frame, tile, overlap, side_multiple)
+                .map_err(EngineError::Config)?;
             let (across, down) = plan.grid();
             let whole = match fitted.too_big.first() {
                 Some((None, Need::Bytes(n))) => format!(" ({})", human(*n)),
@@ -263,16 +275,19 @@ mod tests {
     #[test]
     fn auto_tries_the_whole_frame_then_smaller_tiles_and_anything_else_one_size() {
         let auto = TileRequest::default();
-        let sizes = sizes_to_try(&auto, None, (1920, 1080));
+        let sizes = sizes_to_try(&auto, None, (1920, 1080), 1);
         assert_eq!(sizes[0], None);
         assert_eq!(sizes[1], Some((976, 556)));
-        let fixed = sizes_to_try(&auto, Some(((64, 64), 16)), (1920, 1080));
+        let fixed = sizes_to_try(&auto, Some(((64, 64), 16)), (1920, 1080), 1);
         assert_eq!(fixed, vec![Some((64, 64))]);
         let off = TileRequest {
             mode: TileMode::Off,
             ..auto
         };
-        assert_eq!(sizes_to_try(&off, None, (1920, 1080)), vec![None]);
+        assert_eq!(sizes_to_try(&off, None, (1920, 1080), 1), vec![None]);
+        // A frame padded to a model's multiple of 8, then tiles of multiples of 8.
+        let padded = sizes_to_try(&auto, Some(((1368, 768), 16)), (1366, 766), 8);
+        assert_eq!(padded[..2], [Some((1368, 768)), Some((696, 392))]);
     }
 
     #[test]

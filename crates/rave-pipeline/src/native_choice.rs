@@ -112,6 +112,7 @@ pub(crate) fn native(
             decided,
             frame,
             scale: metadata.scale,
+            side_multiple: metadata.side_multiple,
             format: metadata.tensor_format,
             batch: 1,
             channels: &config.channels,

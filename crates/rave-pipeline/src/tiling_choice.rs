@@ -133,14 +133,52 @@ pub struct Tiling {
     pub report: TilingReport,
 }
 
-/// The input sizes the model takes, in words ("fixed 64x48", "at most 512x512").
+/// The inputs the model takes, in words ("fixed 64x48 inputs", "1x1 to 512x512 inputs",
+/// "inputs whose sides are multiples of 4").
 fn accepted(meta: &ModelMetadata) -> String {
     let ((min_h, min_w), (max_h, max_w)) = (meta.min_input_hw, meta.max_input_hw);
-    if (min_h, min_w) == (max_h, max_w) {
-        format!("fixed {max_w}x{max_h}")
+    let sizes = if (min_h, min_w) == (max_h, max_w) {
+        format!("fixed {max_w}x{max_h} inputs")
     } else {
-        format!("{min_w}x{min_h} to {max_w}x{max_h}")
+        format!("{min_w}x{min_h} to {max_w}x{max_h} inputs")
+    };
+    match meta.side_multiple {
+        0 | 1 => sizes,
+        m if (min_h, min_w) == (1, 1) && (max_h, max_w) == (u32::MAX, u32::MAX) => {
+            format!("inputs whose sides are multiples of {m}")
+        }
+        m => format!("{sizes} whose dynamic sides are multiples of {m}"),
     }
+}
+
+/// `--tile`'s side `asked` for a frame side of `len` and a model of sides that are
+/// multiples of `multiple`: a tile as long as the frame or longer covers it (padded to the
+/// next multiple), a shorter one is rounded down to a multiple (at least one).
+fn tile_side(asked: u32, len: u32, multiple: u32) -> u32 {
+    let m = multiple.max(1);
+    if asked >= len {
+        len.div_ceil(m) * m
+    } else {
+        (asked / m).max(1) * m
+    }
+}
+
+/// The reason's words for a plan that pads the frame (`tile` past `frame`), if it does.
+fn padding_note(meta: &ModelMetadata, tile: (u32, u32), frame: (u32, u32)) -> Option<String> {
+    let (pw, ph) = (
+        if tile.0 > frame.0 { tile.0 } else { frame.0 },
+        if tile.1 > frame.1 { tile.1 } else { frame.1 },
+    );
+    let border = match (pw > frame.0, ph > frame.1) {
+        (true, true) => "right and bottom borders",
+        (true, false) => "right border",
+        (false, true) => "bottom border",
+        (false, false) => return None,
+    };
+    Some(format!(
+        "the model takes inputs whose sides are multiples of {}: the {}x{} frame is padded to {pw}x{ph} (mirrored at its {border}) and the padding cut from the output",
+        meta.side_multiple, frame.0, frame.1
+    ))
 }
 
 /// The overlap tiles of `tile` over `frame` share: the one asked for, or, where it was not
@@ -173,16 +211,23 @@ pub fn decide(
         tiles: None,
         report: TilingReport::off(reason),
     };
-    // The whole frame goes to the model as it is: a fixed-size model of another size
-    // cannot take it (refused here, where `rave plan` and `rave benchmark` ask too).
+    // The whole frame goes to the model as it is: a fixed-size model of another size, or
+    // one whose sides must be multiples of a block the frame's are not, cannot take it
+    // (refused here, where `rave plan` and `rave benchmark` ask too).
     let whole_frame_refused = |given: &str| {
         EngineError::ModelMetadata(format!(
-            "{}: model {} takes {} inputs, the video is {fw}x{fh}; {given} gives it whole frames (--tile auto tiles it)",
+            "{}: model {} takes {}, the video is {fw}x{fh}; {given} gives it whole frames (--tile auto {} it)",
             model.display(),
             meta.name,
-            accepted(meta)
+            accepted(meta),
+            if meta.side_multiple > 1 {
+                "pads"
+            } else {
+                "tiles"
+            }
         ))
     };
+    let multiple = meta.side_multiple.max(1);
     let (tile, reason) = match request.mode {
         TileMode::Off if !meta.accepts(fw, fh) => return Err(whole_frame_refused("--tile off")),
         TileMode::Off => return Ok(off("--tile off")),
@@ -190,19 +235,24 @@ pub fn decide(
             return Ok(off("the model takes the whole frame"));
         }
         TileMode::Auto => {
-            let tile = (meta.max_input_hw.1.min(fw), meta.max_input_hw.0.min(fh));
+            let tile = meta.padded_size(meta.max_input_hw.1.min(fw), meta.max_input_hw.0.min(fh));
             if !meta.accepts(tile.0, tile.1) {
                 return Err(EngineError::ModelMetadata(format!(
-                    "{}: model {} takes {} inputs, the video is {fw}x{fh}: smaller than one input, so tiles cannot help (scale or pad the video to the model's size)",
+                    "{}: model {} takes {}, the video is {fw}x{fh}: smaller than one input, so tiles cannot help (scale or pad the video to the model's size)",
                     model.display(),
                     meta.name,
                     accepted(meta)
                 )));
             }
-            (tile, format!("the model takes {} inputs", accepted(meta)))
+            let reason = padding_note(meta, tile, frame)
+                .unwrap_or_else(|| format!("the model takes {}", accepted(meta)));
+            (tile, reason)
         }
         TileMode::Size { width, height } => {
-            let tile = (width.min(fw), height.min(fh));
+            let tile = (
+                tile_side(width, fw, multiple),
+                tile_side(height, fh, multiple),
+            );
             if tile == frame && !meta.accepts(fw, fh) {
                 return Err(whole_frame_refused(&format!("--tile {width}x{height}")));
             }
@@ -213,14 +263,23 @@ pub fn decide(
             }
             if !meta.accepts(tile.0, tile.1) {
                 return Err(EngineError::Config(format!(
-                    "--tile {width}x{height}: model {} takes {} inputs, not tiles of {}x{} (--tile auto picks its size)",
+                    "--tile {width}x{height}: model {} takes {}, not tiles of {}x{} (--tile auto picks its size)",
                     meta.name,
                     accepted(meta),
                     tile.0,
                     tile.1
                 )));
             }
-            (tile, format!("--tile {width}x{height}"))
+            let asked = (width.min(fw), height.min(fh));
+            let reason = match padding_note(meta, tile, frame) {
+                Some(note) => format!("--tile {width}x{height}; {note}"),
+                None if tile != asked => format!(
+                    "--tile {width}x{height}, rounded to {}x{}: the model takes sides that are multiples of {multiple}",
+                    tile.0, tile.1
+                ),
+                None => format!("--tile {width}x{height}"),
+            };
+            (tile, reason)
         }
     };
     let overlap = overlap_for(request, tile, frame);
@@ -231,7 +290,7 @@ pub fn decide(
         ),
         false => reason,
     };
-    let plan = TilePlan::new(frame, tile, overlap)
+    let plan = TilePlan::padded(frame, tile, overlap, multiple)
         .map_err(|why| EngineError::Config(format!("--tile-overlap {overlap}: {why}")))?;
     if plan.is_whole() {
         return Ok(off(&reason));
@@ -269,7 +328,49 @@ mod tests {
             max_input_hw: max,
             tensor_format: PixelFormat::RgbPlanarF32,
             fixed_batch: Some(1),
+            side_multiple: 1,
         }
+    }
+
+    #[test]
+    fn a_block_model_gets_the_frame_padded_or_tiles_of_its_multiple() {
+        let blocks = ModelMetadata {
+            side_multiple: 8,
+            ..meta(None)
+        };
+        let frame = (1366, 766);
+        let auto = request(TileMode::Auto);
+        let t = decide(&auto, Path::new(M), &blocks, frame).unwrap();
+        assert_eq!(t.tiles, Some(((1368, 768), 16)));
+        assert_eq!(t.report.grid, Some([1, 1]));
+        assert!(
+            t.report.reason.ends_with(
+                "multiples of 8: the 1366x766 frame is padded to 1368x768 (mirrored at its right and bottom borders) and the padding cut from the output"
+            ),
+            "{}",
+            t.report.reason
+        );
+        // A frame of multiples runs whole.
+        let t = decide(&auto, Path::new(M), &blocks, (1920, 1080)).unwrap();
+        assert_eq!(t.tiles, None);
+        // A tile size is rounded down to a multiple.
+        let sized = request(TileMode::Size {
+            width: 100,
+            height: 100,
+        });
+        let t = decide(&sized, Path::new(M), &blocks, (1920, 1080)).unwrap();
+        assert_eq!(t.tiles.map(|(tile, _)| tile), Some((96, 96)));
+        assert_eq!(
+            t.report.reason,
+            "--tile 100x100, rounded to 96x96: the model takes sides that are multiples of 8"
+        );
+        let off = request(TileMode::Off);
+        let e = decide(&off, Path::new(M), &blocks, frame).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("takes inputs whose sides are multiples of 8, the video is 1366x766; --tile off gives it whole frames (--tile auto pads it)"),
+            "{e}"
+        );
     }
 
     fn request(mode: TileMode) -> TileRequest {

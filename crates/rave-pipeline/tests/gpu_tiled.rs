@@ -4,7 +4,8 @@
 //! the default overlap seams no worse than the rest, and at least 45 dB on tiles of 72 px and
 //! more (the installed RRDBNet model is 38 dB on 48x40 tiles, too small for what it sees).
 //! Every plan has more tiles than the backend's output ring has slots (blended as they
-//! come). Needs an NVIDIA
+//! come). A model whose sides must be multiples of 4, on a frame that is not, is padded
+//! through the same kernels and gives the plain model's output exactly. Needs an NVIDIA
 //! GPU (Hopper for the native engine): ignored elsewhere, run on the H200 by
 //! scripts/gpu_tests.sh.
 
@@ -187,4 +188,61 @@ fn onnx_runtime_tiled_on_the_device_matches_the_whole_frame() {
         Box::new(b)
     };
     check(&ctx, "onnxruntime-cuda", &make);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and ONNX Runtime's GPU build (ORT_DYLIB_PATH)"]
+fn a_block_model_padded_on_the_device_equals_the_plain_model() {
+    let ctx = GpuContext::new(0).expect("a CUDA device");
+    let lib = PathBuf::from(std::env::var_os("ORT_DYLIB_PATH").expect("ORT_DYLIB_PATH"));
+    let runtime =
+        OrtRuntime::load(&[RuntimeCandidate::new(&lib, "ORT_DYLIB_PATH")]).expect("runtime");
+    let candidates = provider_paths::candidates(&SearchInputs {
+        runtime_dir: lib.parent().map(|p| p.to_path_buf()),
+        ..Default::default()
+    });
+    let make = |model: &str, size: (u32, u32)| -> Box<dyn GpuInference> {
+        let mut c = GpuBackendConfig::new(fixture(model), candidates.clone());
+        c.policy = EpPolicy::Cuda;
+        c.frame_size = Some(size);
+        c.downstream_capacity = DOWNSTREAM;
+        c.ring_size = c.min_ring_slots();
+        let b = TensorRtBackend::new(c, ctx.clone(), runtime);
+        rave_core::block_on::block_on(rave_core::backend::UpscaleBackend::initialize(&b)).unwrap();
+        Box::new(b)
+    };
+    // nearest x2 behind a space-to-depth pair of block 4: the same picture as nearest x2.
+    let (w, h) = (301u32, 203u32);
+    let input = upload(&ctx, &picture(w, h));
+    let plain = make("nearest_x2.onnx", (w, h));
+    let want = download(
+        &ctx,
+        &plain.upscale(std::slice::from_ref(&input)).unwrap()[0],
+    );
+    let blocks = make("blocks4_x2.onnx", (304, 204));
+    assert_eq!(blocks.model().unwrap().side_multiple, 4);
+    for tile in [(304, 204), (128, 96)] {
+        let tiled = TiledGpu::new(
+            make("blocks4_x2.onnx", tile),
+            DeviceTiles::new(ctx.clone()).unwrap(),
+            tile,
+            DEFAULT_OVERLAP,
+        )
+        .unwrap();
+        let got = download(
+            &ctx,
+            &tiled.upscale(std::slice::from_ref(&input)).unwrap()[0],
+        );
+        let worst = got
+            .data
+            .iter()
+            .zip(&want.data)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        println!(
+            "blocks4_x2 {w}x{h} on tiles {tile:?}: worst difference from nearest_x2 {worst:e}"
+        );
+        assert_eq!((got.width, got.height), (2 * w, 2 * h));
+        assert!(worst < 1e-5, "{tile:?}: {worst:e}");
+    }
 }

@@ -1,0 +1,110 @@
+//! A model whose sides must be multiples of a block (a pixel-unshuffle stage, as Real-ESRGAN's
+//! x1 and x2 models have) on a clip whose sides are not: the frame is padded to the next
+//! multiple by mirroring and the padding cut from the output, so the picture is what the
+//! model makes of the frame; it failed on the first frame before. The fixture is nearest x2
+//! behind a space-to-depth/depth-to-space pair of block 4, so its output must equal the
+//! plain nearest x2 model's exactly.
+
+mod common;
+
+use common::*;
+
+const W: u32 = 70;
+const H: u32 = 38;
+const FRAMES: u32 = 4;
+
+/// The CPU path, lossless, with the JSON report.
+const CPU: [&str; 7] = [
+    "--device",
+    "cpu",
+    "--progress",
+    "off",
+    "--crf",
+    "0",
+    "--json",
+];
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    assert_exit(o, 0);
+    serde_json::from_str(&stdout(o)).expect("JSON report")
+}
+
+#[test]
+fn a_block_model_pads_frames_that_are_no_multiple_and_gives_the_frame_back() {
+    let dir = scratch();
+    let input = make_photo_clip(dir.path(), "in.mp4", W, H, FRAMES);
+    let whole = dir.path().join("whole.mkv");
+    json(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &CPU));
+    let reference = decode_yuv420(&whole);
+
+    let padded = dir.path().join("padded.mkv");
+    let r = json(&upscale(&input, &padded, &fixture("blocks4_x2.onnx"), &CPU));
+    assert_eq!(r["model"]["side_multiple"], 4);
+    assert_eq!(r["frames_out"], FRAMES);
+    assert_eq!(r["output_size"], serde_json::json!([2 * W, 2 * H]));
+    let t = &r["tiling"];
+    assert_eq!(t["tiled"], true, "{t}");
+    assert_eq!(t["tile"], serde_json::json!([72, 40]));
+    assert_eq!(t["grid"], serde_json::json!([1, 1]));
+    assert_eq!(
+        t["reason"],
+        "the model takes inputs whose sides are multiples of 4: the 70x38 frame is padded to 72x40 (mirrored at its right and bottom borders) and the padding cut from the output"
+    );
+    assert!(decode_yuv420(&padded) == reference, "padded run differs");
+
+    // Tiles of a size the model takes: cut across, padded down.
+    let tiled = dir.path().join("tiled.mkv");
+    let extra = [&CPU[..], &["--tile", "42x42"]].concat();
+    let r = json(&upscale(
+        &input,
+        &tiled,
+        &fixture("blocks4_x2.onnx"),
+        &extra,
+    ));
+    let t = &r["tiling"];
+    assert_eq!(t["tile"], serde_json::json!([40, 40]), "{t}");
+    assert_eq!(t["grid"], serde_json::json!([3, 1]), "{t}");
+    assert!(
+        t["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("--tile 42x42; the model takes inputs whose sides are multiples of 4: the 70x38 frame is padded to 70x40 (mirrored at its bottom border)"),
+        "{t}"
+    );
+    // Blending overlapping tiles rounds in float: within a step of 8 bits, as in tiling_e2e.
+    let db = psnr(&decode_yuv420(&tiled), &reference);
+    println!("--tile 42x42 vs whole: {db:.1} dB");
+    assert!(db >= 45.0, "{db:.1} dB");
+    assert_eq!(frame_times(&padded), frame_times(&input), "timestamps");
+}
+
+#[test]
+fn a_block_model_on_a_multiple_runs_whole_and_tile_off_on_another_is_refused() {
+    let dir = scratch();
+    let even = make_clip(dir.path(), "even.mp4", "72x40", 2);
+    let r = json(&upscale(
+        &even,
+        &dir.path().join("even.mkv"),
+        &fixture("blocks4_x2.onnx"),
+        &CPU,
+    ));
+    assert_eq!(r["tiling"]["tiled"], false);
+    assert_eq!(r["tiling"]["reason"], "the model takes the whole frame");
+
+    let odd = make_clip(dir.path(), "odd.mp4", "70x38", 2);
+    let out = dir.path().join("odd.mkv");
+    let o = upscale(
+        &odd,
+        &out,
+        &fixture("blocks4_x2.onnx"),
+        &["--device", "cpu", "--tile", "off"],
+    );
+    assert_exit(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains("model blocks4_x2 takes inputs whose sides are multiples of 4, the video is 70x38; --tile off gives it whole frames (--tile auto pads it)"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!out.exists());
+}
