@@ -106,11 +106,19 @@ impl Interrupts {
     /// A file-size limit (`ulimit -f`) makes writes fail with EFBIG instead of killing the
     /// process with SIGXFSZ, so the run ends with a write error (exit 4) and removes its
     /// temporary file.
+    ///
+    /// SIGINT and SIGHUP that were ignored when RAVE started stay ignored: `nohup rave ...`
+    /// goes on after the terminal closes, and a background job of a script is not stopped
+    /// by a Ctrl+C meant for the script (SIGTERM is always answered).
     pub fn install(first: &'static str) -> Result<Self> {
         IN_BATCH.store(first == ON_BATCH, Ordering::SeqCst);
         // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code;
         // nothing in RAVE relies on SIGXFSZ's default action.
         unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+        let kept_ignored: Vec<libc::c_int> = [libc::SIGINT, libc::SIGHUP]
+            .into_iter()
+            .filter(|&signal| ignored_at_start(signal))
+            .collect();
         let shared = Arc::new(Shared::default());
         let handler = Arc::clone(&shared);
         ctrlc::set_handler(move || {
@@ -139,6 +147,10 @@ impl Interrupts {
         .map_err(|e| {
             EngineError::InvariantViolation(format!("cannot install the Ctrl+C handler: {e}"))
         })?;
+        for signal in kept_ignored {
+            // SAFETY: as for SIGXFSZ above: back to the disposition RAVE was started with.
+            unsafe { libc::signal(signal, libc::SIG_IGN) };
+        }
         Ok(Self(shared))
     }
 
@@ -157,6 +169,18 @@ impl Interrupts {
     /// Whether Ctrl+C (or SIGTERM) was received.
     pub fn asked(&self) -> bool {
         self.0.asked.load(Ordering::SeqCst)
+    }
+}
+
+/// Whether `signal` was ignored (SIG_IGN) when RAVE started, as `nohup` leaves SIGHUP and
+/// a non-interactive shell a background job's SIGINT.
+fn ignored_at_start(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction with no new action only writes the current one into `current`, a
+    // plain C struct for which all zeroes is a valid value.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
     }
 }
 
