@@ -118,7 +118,22 @@ fn ten_bit_bt2020_stays_ten_bit_with_its_colour_tags_in_hevc() {
     assert_exit(&o, 0);
     assert_eq!(video_field(&h264, "profile"), "High 10");
     let note = "the output is H.264 High 10 (the input is 10-bit): mpv, VLC and ffmpeg play it, most TVs, phones and browsers do not; --codec hevc keeps the depth in a form they play";
-    assert!(stderr(&o).contains(note), "{}", stderr(&o));
+    assert_eq!(stderr(&o).matches(note).count(), 1, "{}", stderr(&o));
+    // Said before the frames (as the model loads), where it can still change the user's
+    // mind, not only once the run is over.
+    let o = upscale_nearest(
+        &input,
+        &dir.path().join("h264-2.mkv"),
+        &["--preset", "ultrafast", "--progress", "jsonl"],
+    );
+    assert_exit(&o, 0);
+    let events = stderr(&o);
+    let said = events.lines().position(|l| l.contains(note));
+    let first_frames = events
+        .lines()
+        .position(|l| l.contains("\"event\":\"progress\"") && !l.contains("\"frames_done\":0,"));
+    assert!(said.is_some() && said < first_frames, "{events}");
+    assert_eq!(events.matches(note).count(), 1, "{events}");
     let output = dir.path().join("out.mkv");
     let o = upscale_nearest(
         &input,

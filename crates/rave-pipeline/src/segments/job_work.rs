@@ -94,6 +94,10 @@ pub struct JobResults {
     pub reports: Mutex<Vec<WorkerReport>>,
     /// The backend choice's warning was given (once for all the workers).
     warned: OnceLock<()>,
+    /// The High 10 note was given as the first worker loaded (before the work, where a
+    /// user can still stop and choose another codec), so the end of the run does not
+    /// repeat it.
+    pub high10_said: OnceLock<()>,
 }
 
 /// A loaded worker, with what it did so far.
@@ -196,6 +200,19 @@ impl PoolWork for LocalJob<'_> {
             self.results
                 .warned
                 .get_or_init(|| self.job.progress.warning(w));
+        }
+        let config = &self.job.spec.config;
+        let nvenc = worker.nvenc_encoder().is_some();
+        if !config.null_output
+            && let Some(note) = rave_ffmpeg::codec_choice::high10_note(
+                config.encoder.codec,
+                nvenc,
+                self.job.spec.bit_depth,
+            )
+        {
+            self.results
+                .high10_said
+                .get_or_init(|| self.job.progress.warning(&note));
         }
         Ok(Running {
             worker,

@@ -406,7 +406,10 @@ pub fn run_job(
         && let Some(w) =
             rave_ffmpeg::codec_choice::high10_note(codec, nvenc, manifest.settings.bit_depth)
     {
-        progress.warning(&w);
+        // Said as the first worker loaded where one did (every segment reused: not yet).
+        if results.high10_said.get().is_none() {
+            progress.warning(&w);
+        }
         warnings.push(w);
     }
     if saw_interlaced(&manifest) && !mux.warnings.iter().any(|w| w.contains("interlaced")) {
