@@ -34,12 +34,8 @@ static WORK_OVER: AtomicBool = AtomicBool::new(false);
 /// The runs are a batch's (installed with [`ON_BATCH`]): finishing it takes --skip-existing.
 static IN_BATCH: AtomicBool = AtomicBool::new(false);
 
-/// The batch's inputs that ended (as `--json` lists them): a second Ctrl+C's JSON error
-/// keeps them, so a script still learns which outputs are done.
-static ENDED: Mutex<Vec<serde_json::Value>> = Mutex::new(Vec::new());
-
-/// The batch document's fields known before any input runs (`output_folder`, `left_out`),
-/// for a second Ctrl+C's JSON error.
+/// The batch's `--json` document as far as it got (its inputs that ended, the exit code of
+/// an interrupted batch): a second Ctrl+C's JSON error is this with its `error`.
 static BATCH: Mutex<Option<serde_json::Value>> = Mutex::new(None);
 
 /// Set by whoever prints the command's one `--json` document first: the result, or a
@@ -61,16 +57,10 @@ pub fn remove_on_abort(folder: &Path) {
     lock(&SCRATCH).push(folder.to_path_buf());
 }
 
-/// A batch starts: `fields` are its document's fields known now (`output_folder`,
-/// `left_out`), which a second Ctrl+C's JSON error carries as the batch's own would.
-pub fn batch_started(fields: serde_json::Value) {
-    *lock(&BATCH) = Some(fields);
-}
-
-/// A batch input ended as `result` (its entry in the `--json` document's `results`): a second
-/// Ctrl+C's JSON error lists it.
-pub fn input_ended(result: serde_json::Value) {
-    lock(&ENDED).push(result);
+/// The batch's report as far as it got (at its start, and each time an input ends): a second
+/// Ctrl+C's JSON error is this document with its `error`, the one the batch prints.
+pub fn batch_progress(report: &crate::batch::BatchReport) {
+    *lock(&BATCH) = serde_json::to_value(report).ok();
 }
 
 /// Remove the folders given to [`remove_on_abort`].
@@ -221,17 +211,12 @@ fn aborted() {
     let line = format!("\nrave: {}", object.message);
     let json = console::json();
     if json && claim_final_document() {
-        let mut doc = serde_json::json!({ "error": &object });
-        if IN_BATCH.load(Ordering::SeqCst) {
-            // The batch's document as far as it got: the same fields, and the error.
-            if let Some(serde_json::Value::Object(fields)) = lock(&BATCH).clone() {
-                for (key, value) in fields {
-                    doc[key] = value;
-                }
-            }
-            doc["exit_code"] = object.exit_code.into();
-            doc["results"] = lock(&ENDED).clone().into();
-        }
+        // A batch's document as far as it got, with the error; a single run's, the error.
+        let mut doc = lock(&BATCH)
+            .clone()
+            .filter(|_| IN_BATCH.load(Ordering::SeqCst))
+            .unwrap_or_else(|| serde_json::json!({}));
+        doc["error"] = serde_json::to_value(&object).unwrap_or_default();
         outln!("{doc}");
     }
     if console::jsonl() || !json {

@@ -141,20 +141,28 @@ pub struct BatchReport {
 impl BatchReport {
     /// The report of `results`; `interrupted` when Ctrl+C stopped the batch.
     pub fn new(output_folder: PathBuf, results: Vec<InputResult>, interrupted: bool) -> Self {
-        let first_failure = results
+        let mut report = Self {
+            output_folder,
+            exit_code: 0,
+            results,
+            left_out: Vec::new(),
+        };
+        report.set_exit_code(interrupted);
+        report
+    }
+
+    /// Set the exit code from the results: 130 when `interrupted` (Ctrl+C stopped the
+    /// batch), else the first failure's, else 0.
+    pub fn set_exit_code(&mut self, interrupted: bool) {
+        let first_failure = self
+            .results
             .iter()
             .find_map(|r| r.error.as_ref().filter(|_| r.status == InputStatus::Failed));
-        let exit_code = match (interrupted, first_failure) {
+        self.exit_code = match (interrupted, first_failure) {
             (true, _) => EngineError::Cancelled.family().exit_code(),
             (false, Some(e)) => e.exit_code,
             (false, None) => 0,
         };
-        Self {
-            output_folder,
-            exit_code,
-            results,
-            left_out: Vec::new(),
-        }
     }
 
     /// How many inputs ended with `status`.

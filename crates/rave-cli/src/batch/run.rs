@@ -60,22 +60,21 @@ pub fn run(
     let json = args.run.json;
     let jsonl = args.run.progress == crate::args::ProgressArg::Jsonl;
     let interrupts = Interrupts::install(crate::interrupt::ON_BATCH)?;
-    let mut fields = serde_json::json!({ "output_folder": folder.to_string_lossy() });
-    if !left_out.is_empty() {
-        fields["left_out"] = serde_json::to_value(&left_out).unwrap_or_default();
-    }
-    crate::interrupt::batch_started(fields);
-    let mut results = Vec::with_capacity(jobs.len());
+    // The batch's one report, filled as inputs end: a second Ctrl+C prints it as far as it
+    // got (with its error), so a script still learns which outputs are done.
+    let mut batch = BatchReport::new(folder.to_path_buf(), Vec::with_capacity(jobs.len()), true);
+    batch.left_out = left_out;
+    crate::interrupt::batch_progress(&batch);
     for (i, (job, config)) in jobs.iter().zip(&configs).enumerate() {
         if interrupts.asked() {
-            results.push(InputResult::not_started(job));
+            batch.results.push(InputResult::not_started(job));
             continue;
         }
         if args.skip_existing && job.is_done() {
             // A run that died after its output took its name left the work folder.
             rave_pipeline::segments::job::remove_finished_work(config);
             progress_view::announce_skip(args.run.progress, Some((i + 1, jobs.len())), job);
-            ended(&mut results, InputResult::skipped(job));
+            ended(&mut batch, InputResult::skipped(job));
             continue;
         }
         progress_view::announce_input(args.run.progress, (i + 1, jobs.len()), job);
@@ -93,10 +92,9 @@ pub fn run(
             Ok(_) => {}
             Err(err) => failure::report_input(err, &job.input, json, jsonl),
         }
-        ended(&mut results, InputResult::of_run(job, run));
+        ended(&mut batch, InputResult::of_run(job, run));
     }
-    let mut batch = BatchReport::new(folder.to_path_buf(), results, interrupts.asked());
-    batch.left_out = left_out;
+    batch.set_exit_code(interrupts.asked());
     crate::interrupt::work_over();
     if jsonl {
         progress_view::batch_ended(&batch);
@@ -106,7 +104,7 @@ pub fn run(
 }
 
 /// Add `result` to the batch's: an input ended (a second Ctrl+C's JSON error lists it too).
-fn ended(results: &mut Vec<InputResult>, result: InputResult) {
-    crate::interrupt::input_ended(serde_json::to_value(&result).unwrap_or_default());
-    results.push(result);
+fn ended(batch: &mut BatchReport, result: InputResult) {
+    batch.results.push(result);
+    crate::interrupt::batch_progress(batch);
 }
