@@ -19,7 +19,10 @@
   80x80 fail, 96x96 runs) -> RAVE pads frames to multiples of 32.
 - blocks4_x2.onnx: the same with block 4 (as a pixel-unshuffle stage of Real-ESRGAN's x1
   models): 16x16 runs, 17x17 and 18x18 fail, 20x20 runs -> frames padded to multiples of 4.
-- blocks128_x2.onnx: the same with block 128: no probe size up to 192x192 runs -> refused.
+- blocks128_x2.onnx: the same with block 128: 16x16 and 64x64 fail, 256x256 runs, no odd
+  multiple of 1 to 64 past it does -> refused (a block over the 64 RAVE pads to).
+- strided_x2.onnx: a stride-2 3x3 convolution (the centre tap) then nearest x4: x2 on even
+  sides, another size on odd ones (17 -> 36) -> frames padded to multiples of 2.
 - min20_x2.onnx: nearest x2 plus zero times the mean of a 20x20 average pool of the input,
   so it needs sides of 20 px or more (a 16x16 probe frame fails; 64x64 and 40x24 run).
 - padded_x2.onnx: nearest x2, then 16 px of padding right and below: x3 on the 16x16 probe
@@ -80,6 +83,23 @@ def blocks_x2(out, name, block):
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
 
 
+def strided_x2(out, name):
+    weights = np.zeros((3, 3, 3, 3), dtype=np.float32)
+    for c in range(3):
+        weights[c, c, 1, 1] = 1.0
+    w = numpy_helper.from_array(weights, "w")
+    scales = numpy_helper.from_array(np.array([1, 1, 4, 4], dtype=np.float32), "scales")
+    nodes = [
+        helper.make_node("Conv", ["input", "w"], ["half"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Resize", ["half", "", "scales"], ["output"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    ]
+    g = helper.make_graph(nodes, name, [image("input", ["n", 3, "h", "w"])],
+                          [image("output", ["n", 3, "h2", "w2"])], [w, scales])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out, name + ".onnx")
+
+
 def two_outputs(out, name):
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
     nodes = [
@@ -129,6 +149,7 @@ def main():
     blocks_x2(out, "blocks32_x2", 32)
     blocks_x2(out, "blocks4_x2", 4)
     blocks_x2(out, "blocks128_x2", 128)
+    strided_x2(out, "strided_x2")
     two_outputs(out, "two_outputs")
     min20_x2(out, "min20_x2")
     unary(out, "half_scale", ["n", 3, "h", "w"], ["n", 3, "h2", "w2"], op="AveragePool", kernel_shape=[2, 2], strides=[2, 2])

@@ -24,7 +24,8 @@ Exit codes:
        in its place, too long; code 507), a stream the container cannot hold (code 310), a
        frame size the encoder cannot code (code 307), encode or mux failure
   5    model problem: missing, not ONNX, or not an image-to-image model, or a fixed-size
-       model the frames cannot be tiled for (smaller than its input, or --tile off)
+       model the frames cannot be tiled for (smaller than its input, or --tile off), or
+       --tile off for a model of a side multiple the frames are not
   6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or
        ORT_DYLIB_PATH naming one that does not load), or GPU problem (CUDA driver error,
        VRAM limit, or a --backend / RAVE_ORT_TENSORRT provider that cannot run)
@@ -316,8 +317,11 @@ pub struct RunArgs {
     /// shows: auto tiles only where the model cannot take the whole frame (a fixed-size
     /// model smaller than the frame, at its size) or, on the GPU, where the whole frame does
     /// not fit the VRAM budget (--vram-limit, else the GPU's free memory): then the largest
-    /// tiles that fit; off never; WxH tiles of W x H input pixels (1 to 16384 each). The
-    /// report says what ran and why.
+    /// tiles that fit; off never; WxH tiles of W x H input pixels (1 to 16384 each). A model
+    /// whose sides must be multiples of a block (pixel-unshuffle, as Real-ESRGAN x2/x1) gets
+    /// the frame padded to the next multiple (mirrored, cut from the output) and tile sides
+    /// rounded down to multiples; off then refuses such frames. The report says what ran
+    /// and why.
     #[arg(long, value_name = "auto|off|WxH", default_value = "auto", value_parser = bounds::tile)]
     pub tile: rave_pipeline::TileMode,
     /// Input pixels neighbouring tiles share at least, 0 to 4096 and under half a tile; the

@@ -46,6 +46,9 @@ fn a_block_model_pads_frames_that_are_no_multiple_and_gives_the_frame_back() {
     assert_eq!(t["tiled"], true, "{t}");
     assert_eq!(t["tile"], serde_json::json!([72, 40]));
     assert_eq!(t["grid"], serde_json::json!([1, 1]));
+    // One tile has no neighbour: no overlap (the default 16 refused frames padded to 32
+    // px or less, and any --tile-overlap of half the padded frame).
+    assert_eq!(t["overlap"], 0);
     assert_eq!(
         t["reason"],
         "the model takes inputs whose sides are multiples of 4: the 70x38 frame is padded to 72x40 (mirrored at its right and bottom borders) and the padding cut from the output"
@@ -68,7 +71,7 @@ fn a_block_model_pads_frames_that_are_no_multiple_and_gives_the_frame_back() {
         t["reason"]
             .as_str()
             .unwrap()
-            .starts_with("--tile 42x42; the model takes inputs whose sides are multiples of 4: the 70x38 frame is padded to 70x40 (mirrored at its bottom border)"),
+            .starts_with("--tile 42x42, rounded to 40x40; the model takes inputs whose sides are multiples of 4: the 70x38 frame is padded to 70x40 (mirrored at its bottom border)"),
         "{t}"
     );
     // Blending overlapping tiles rounds in float: within a step of 8 bits, as in tiling_e2e.
@@ -76,6 +79,29 @@ fn a_block_model_pads_frames_that_are_no_multiple_and_gives_the_frame_back() {
     println!("--tile 42x42 vs whole: {db:.1} dB");
     assert!(db >= 45.0, "{db:.1} dB");
     assert_eq!(frame_times(&padded), frame_times(&input), "timestamps");
+}
+
+#[test]
+fn a_frame_smaller_than_the_block_is_padded_past_itself() {
+    // A 6x4 frame for a model of blocks of 32: one 32x32 tile, the frame mirrored back and
+    // forth across it; with a --tile-overlap that one tile cannot share with anything.
+    let dir = scratch();
+    let input = make_photo_clip(dir.path(), "tiny.mp4", 6, 4, 2);
+    let whole = dir.path().join("whole.mkv");
+    json(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &CPU));
+    let padded = dir.path().join("padded.mkv");
+    let extra = [&CPU[..], &["--tile-overlap", "20"]].concat();
+    let r = json(&upscale(
+        &input,
+        &padded,
+        &fixture("blocks32_x2.onnx"),
+        &extra,
+    ));
+    assert_eq!(r["tiling"]["tile"], serde_json::json!([32, 32]), "{r}");
+    assert!(
+        decode_yuv420(&padded) == decode_yuv420(&whole),
+        "padded run differs"
+    );
 }
 
 #[test]

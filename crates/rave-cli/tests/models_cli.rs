@@ -1,4 +1,5 @@
-//! `rave models`: the installed models with their scale, precision and batch axis, a model
+//! `rave models`: the installed models with their scale, precision, batch axis and side
+//! multiple, a model
 //! that cannot run with its problem, and the engine each would run on (recognised from the
 //! graph, never the name).
 
@@ -11,6 +12,11 @@ fn models_lists_installed_models_with_their_scale() {
     let dir = scratch();
     std::fs::copy(fixture("nearest_x2.onnx"), dir.path().join("tiny-x2.onnx")).unwrap();
     std::fs::copy(fixture("rank3.onnx"), dir.path().join("broken.onnx")).unwrap();
+    std::fs::copy(
+        fixture("blocks4_x2.onnx"),
+        dir.path().join("unshuffle.onnx"),
+    )
+    .unwrap();
     std::fs::copy(
         fixture("arch/compact_x2.onnx"),
         dir.path().join("compact-x2.onnx"),
@@ -30,6 +36,13 @@ fn models_lists_installed_models_with_their_scale() {
         .find(|m| m["name"] == "tiny-x2")
         .expect("listed");
     assert_eq!(tiny["scale"], 2);
+    assert_eq!(tiny["side_multiple"], 1);
+    // A model whose sides must be multiples of 4 says so (its frames are padded to them).
+    let unshuffle = models
+        .iter()
+        .find(|m| m["name"] == "unshuffle")
+        .expect("listed");
+    assert_eq!(unshuffle["side_multiple"], 4, "{unshuffle}");
     let broken = models
         .iter()
         .find(|m| m["name"] == "broken")

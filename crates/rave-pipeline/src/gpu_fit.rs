@@ -180,9 +180,12 @@ pub fn build_fitted(
         what,
     } = fit_request;
     let sizes = sizes_to_try(request, decided.tiles, frame, side_multiple);
-    // The decided tiles' own overlap where tiles were decided (lowered for a small
-    // fixed-size model's tiles where none was given), else the one asked for.
-    let overlap = decided.tiles.map_or(request.overlap, |(_, o)| o);
+    // The decided tiles' own overlap for the decided tiles (lowered for a small fixed-size
+    // model's tiles where none was given, 0 for one padded frame), else the one asked for.
+    let overlap_of = |tile: Option<(u32, u32)>| match decided.tiles {
+        Some((t, o)) if Some(t) == tile => o,
+        _ => request.overlap,
+    };
     let budget = budget.filter(|b| b.given || sizes.len() > 1);
     let Some(budget) = budget else {
         let ctx = GpuContext::new(device)?;
@@ -214,6 +217,7 @@ pub fn build_fitted(
         human(fitted.peak.saturating_sub(in_flight)),
         human(in_flight)
     );
+    let overlap = overlap_of(fitted.tile);
     let tiling = match (fitted.tile, decided.tiles) {
         // Shrunk by the fit: the whole frame (and maybe larger tiles) did not fit.
         (Some(tile), decided_tiles) if decided_tiles.map(|(t, _)| t) != Some(tile) => {

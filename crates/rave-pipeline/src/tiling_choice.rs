@@ -112,9 +112,11 @@ impl TilingReport {
     }
 
     /// One line: "tiles 64x64, overlap 16, 3x2 per frame: the model takes fixed 64x64
-    /// inputs", or "off: the model takes the whole frame".
+    /// inputs", "one 72x40 tile: the model takes inputs whose sides are multiples of 4: the
+    /// 70x38 frame is padded ...", or "off: the model takes the whole frame".
     pub fn describe(&self) -> String {
         match (self.tile, self.overlap, self.grid) {
+            (Some([w, h]), _, Some([1, 1])) => format!("one {w}x{h} tile: {}", self.reason),
             (Some([w, h]), Some(o), Some([x, y])) => format!(
                 "tiles {w}x{h}, overlap {o}, {x}x{y} per frame: {}",
                 self.reason
@@ -133,22 +135,31 @@ pub struct Tiling {
     pub report: TilingReport,
 }
 
-/// The inputs the model takes, in words ("fixed 64x48 inputs", "1x1 to 512x512 inputs",
-/// "inputs whose sides are multiples of 4").
+/// The inputs the model takes, in words ("fixed 64x48 inputs", "inputs whose sides are
+/// multiples of 4", "inputs 64 wide and of any height").
 fn accepted(meta: &ModelMetadata) -> String {
     let ((min_h, min_w), (max_h, max_w)) = (meta.min_input_hw, meta.max_input_hw);
-    let sizes = if (min_h, min_w) == (max_h, max_w) {
-        format!("fixed {max_w}x{max_h} inputs")
-    } else {
-        format!("{min_w}x{min_h} to {max_w}x{max_h} inputs")
-    };
-    match meta.side_multiple {
-        0 | 1 => sizes,
-        m if (min_h, min_w) == (1, 1) && (max_h, max_w) == (u32::MAX, u32::MAX) => {
-            format!("inputs whose sides are multiples of {m}")
-        }
-        m => format!("{sizes} whose dynamic sides are multiples of {m}"),
+    let m = meta.side_multiple.max(1);
+    if (min_h, min_w) == (max_h, max_w) {
+        return format!("fixed {max_w}x{max_h} inputs");
     }
+    if (min_h, min_w) == (1, 1) && (max_h, max_w) == (u32::MAX, u32::MAX) {
+        return match m {
+            1 => "inputs of any size".into(),
+            m => format!("inputs whose sides are multiples of {m}"),
+        };
+    }
+    let side = |min: u32, max: u32| match (min == max, m) {
+        (true, _) => min.to_string(),
+        (false, 1) if (min, max) == (1, u32::MAX) => "any size".into(),
+        (false, 1) => format!("{min} to {max}"),
+        (false, m) => format!("a multiple of {m}"),
+    };
+    format!(
+        "inputs {} wide and {} high",
+        side(min_w, max_w),
+        side(min_h, max_h)
+    )
 }
 
 /// `--tile`'s side `asked` for a frame side of `len` and a model of sides that are
@@ -270,15 +281,21 @@ pub fn decide(
                     tile.1
                 )));
             }
-            let asked = (width.min(fw), height.min(fh));
-            let reason = match padding_note(meta, tile, frame) {
-                Some(note) => format!("--tile {width}x{height}; {note}"),
-                None if tile != asked => format!(
-                    "--tile {width}x{height}, rounded to {}x{}: the model takes sides that are multiples of {multiple}",
-                    tile.0, tile.1
-                ),
-                None => format!("--tile {width}x{height}"),
-            };
+            // A side shorter than the frame's that is no multiple was rounded down (a longer
+            // one covers the frame, padded where the padding note says).
+            let rounded = (width < fw && tile.0 != width) || (height < fh && tile.1 != height);
+            let mut reason = format!("--tile {width}x{height}");
+            if rounded {
+                reason += &format!(", rounded to {}x{}", tile.0, tile.1);
+            }
+            match padding_note(meta, tile, frame) {
+                Some(note) => reason += &format!("; {note}"),
+                None if rounded => {
+                    reason +=
+                        &format!(": the model takes inputs whose sides are multiples of {multiple}")
+                }
+                None => {}
+            }
             (tile, reason)
         }
     };
@@ -295,6 +312,8 @@ pub fn decide(
     if plan.is_whole() {
         return Ok(off(&reason));
     }
+    // One tile, the frame padded: no neighbour to share pixels with.
+    let overlap = if plan.is_padded_whole() { 0 } else { overlap };
     let (columns, rows) = plan.grid();
     Ok(Tiling {
         tiles: Some((plan.tile, overlap)),
@@ -341,8 +360,13 @@ mod tests {
         let frame = (1366, 766);
         let auto = request(TileMode::Auto);
         let t = decide(&auto, Path::new(M), &blocks, frame).unwrap();
-        assert_eq!(t.tiles, Some(((1368, 768), 16)));
+        assert_eq!(t.tiles, Some(((1368, 768), 0)), "one tile shares nothing");
         assert_eq!(t.report.grid, Some([1, 1]));
+        assert!(
+            t.report
+                .describe()
+                .starts_with("one 1368x768 tile: the model takes")
+        );
         assert!(
             t.report.reason.ends_with(
                 "multiples of 8: the 1366x766 frame is padded to 1368x768 (mirrored at its right and bottom borders) and the padding cut from the output"
@@ -362,7 +386,17 @@ mod tests {
         assert_eq!(t.tiles.map(|(tile, _)| tile), Some((96, 96)));
         assert_eq!(
             t.report.reason,
-            "--tile 100x100, rounded to 96x96: the model takes sides that are multiples of 8"
+            "--tile 100x100, rounded to 96x96: the model takes inputs whose sides are multiples of 8"
+        );
+        // A model 64 wide whose height is any multiple of 8, in words.
+        let one_fixed = ModelMetadata {
+            min_input_hw: (1, 64),
+            max_input_hw: (u32::MAX, 64),
+            ..blocks.clone()
+        };
+        assert_eq!(
+            accepted(&one_fixed),
+            "inputs 64 wide and a multiple of 8 high"
         );
         let off = request(TileMode::Off);
         let e = decide(&off, Path::new(M), &blocks, frame).unwrap_err();

@@ -13,8 +13,8 @@ use rave_core::types::PixelFormat;
 use crate::runtime::OrtRuntime;
 
 /// Side lengths of the probe input used to measure the scale of dynamic-shape models, in
-/// the order tried.
-const PROBE_SIDES: [usize; 2] = [16, 64];
+/// the order tried (256 for a model of a block over 64, to say so).
+const PROBE_SIDES: [usize; 3] = [16, 64, 256];
 /// The side multiples a dynamic-shape model is probed for, smallest first: frames are
 /// padded to the one it takes (a model that takes none of them is refused).
 const SIDE_MULTIPLES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -279,11 +279,12 @@ fn scale_from(path: &Path, input_hw: (u32, u32), output_hw: (u32, u32)) -> Resul
 }
 
 /// Run one small grey frame through a dynamic-shape model and measure the scale: 16x16
-/// first (cheap for any model), then 64x64 where the run fails, for a model that needs
-/// sides of 20 px or more (a pooling stage). Then the sides it takes: the smallest of
-/// [`SIDE_MULTIPLES`] whose next odd multiple past the probe's side runs too, with the same
-/// scale (1 for most models; 2 or 4 for a pixel-unshuffle stage, 8 to 64 for window
-/// attention). Returns (scale, side multiple).
+/// first (cheap for any model), then 64x64 and 256x256 where the run fails, for a model
+/// that needs sides of 20 px or more (a pooling stage). Then the sides it takes: the
+/// smallest of [`SIDE_MULTIPLES`] whose next odd multiple past the probe's side runs with
+/// the same scale (1 for most models; 2 or 4 for a pixel-unshuffle stage or a strided
+/// layer, 8 to 64 for window attention); a size that fails or gives another size is one
+/// the model does not take. Returns (scale, side multiple).
 fn probe_scale(
     session: &mut Session,
     path: &Path,
@@ -306,18 +307,37 @@ fn probe_scale(
             Ok(out_shape) => {
                 let scale = scale_of_probe(path, input.batch, (w, h), &out_shape)?;
                 let mut tried = failures;
+                // The first size that ran with another factor: the refusal where none fits.
+                let mut other_factor = None;
                 for multiple in SIDE_MULTIPLES {
                     // An odd multiple past `side`: it is no multiple of twice `multiple`.
                     let k = side / multiple + 1;
                     let odd = multiple * (k + 1 - k % 2);
                     let (ow, oh) = size((odd, odd));
-                    match probe_output(session, input_name, input.batch, (ow, oh), format) {
+                    let why = match probe_output(session, input_name, input.batch, (ow, oh), format)
+                    {
                         Ok(out_shape) => {
-                            same_scale(path, input.batch, (ow, oh), &out_shape, (scale, (w, h)))?;
-                            return Ok((scale, multiple));
+                            match same_scale(
+                                path,
+                                input.batch,
+                                (ow, oh),
+                                &out_shape,
+                                (scale, (w, h)),
+                            ) {
+                                Ok(()) => return Ok((scale, multiple)),
+                                Err(e) => {
+                                    let why = format!("output {out_shape:?}");
+                                    other_factor.get_or_insert(e);
+                                    why
+                                }
+                            }
                         }
-                        Err(e) => tried.push((format!("{ow}x{oh}"), first_line(&e.to_string()))),
-                    }
+                        Err(e) => first_line(&e.to_string()),
+                    };
+                    tried.push((format!("{ow}x{oh}"), why));
+                }
+                if let Some(e) = other_factor {
+                    return Err(e);
                 }
                 return Err(EngineError::ModelMetadata(format!(
                     "{}: the model runs on a {w}x{h} frame but not on {} ({}): it takes only some frame sizes (sides that are multiples of a block over {}, say), and RAVE pads frames to blocks of up to {} pixels only; export it so that it pads its input to the size it needs",

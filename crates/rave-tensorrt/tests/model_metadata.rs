@@ -86,6 +86,8 @@ fn a_model_whose_sides_must_be_multiples_of_a_block_says_which() {
         ("blocks4_x2.onnx", 4),
         ("blocks32_x2.onnx", 32),
         ("fixed_64x64_x2.onnx", 1),
+        // 17x17 runs but gives 36x36: a size it does not take, not a model to refuse.
+        ("strided_x2.onnx", 2),
     ] {
         let m = LoadedModel::inspect(runtime(), &fixture(name)).unwrap();
         assert_eq!((m.scale, m.side_multiple), (2, multiple), "{name}");
@@ -97,13 +99,14 @@ fn a_model_whose_sides_must_be_multiples_of_a_block_says_which() {
 
 #[test]
 fn a_model_of_blocks_larger_than_rave_pads_is_refused_up_front() {
-    // 16x16, 64x64 and every odd multiple of 1 to 64 past 64 fail: most frames would too.
+    // 16x16 and 64x64 fail, 256x256 runs, and no odd multiple of 1 to 64 past it does:
+    // most frames would fail, and RAVE pads to blocks of 64 at most.
     let e = LoadedModel::inspect(runtime(), &fixture("blocks128_x2.onnx")).unwrap_err();
-    assert_eq!(e.family().exit_code(), 5);
+    assert_eq!((e.family().exit_code(), e.kind()), (5, "model_metadata"));
     let text = e.to_string();
     assert!(
-        text.contains("blocks128_x2.onnx: measuring the scale with a probe frame failed (16x16: ")
-            && text.contains("; 64x64: "),
+        text.contains("blocks128_x2.onnx: the model runs on a 256x256 frame but not on 16x16, 64x64, 257x257, 258x258, 260x260, 264x264, 272x272, 288x288, 320x320 (")
+            && text.contains("a block over 64"),
         "{text}"
     );
 }

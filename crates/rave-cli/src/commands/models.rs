@@ -24,6 +24,9 @@ struct ModelEntry {
     /// Fixed batch size, or None when the batch axis is dynamic (micro-batching possible);
     /// always None for a model the native engine runs (as ONNX Runtime is not asked).
     fixed_batch: Option<u32>,
+    /// What its frame sides must be multiples of (frames are padded to one); 1 for any
+    /// size, and for a model the native engine runs.
+    side_multiple: Option<u32>,
     default: bool,
     problem: Option<String>,
     /// Which inference engine the model is eligible for, and why.
@@ -114,10 +117,12 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
                 scale: None,
                 precision: None,
                 fixed_batch: None,
+                side_multiple: None,
                 problem: None,
             };
             if let Some(net) = native {
                 entry.scale = Some(net.scale);
+                entry.side_multiple = Some(1);
                 entry.precision = Some(match net.storage {
                     Storage::F16 => "fp16",
                     Storage::F32 => "fp32",
@@ -134,6 +139,7 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
                         _ => "fp32",
                     });
                     entry.fixed_batch = m.fixed_batch;
+                    entry.side_multiple = Some(m.side_multiple);
                 }
                 Err(EngineError::RuntimeLibrary(_)) => {
                     entry.problem = Some("ONNX Runtime not found: scale unknown".into());
