@@ -24,21 +24,16 @@ const CPU: [&str; 7] = [
     "--json",
 ];
 
-fn json(o: &std::process::Output) -> serde_json::Value {
-    assert_exit(o, 0);
-    serde_json::from_str(&stdout(o)).expect("JSON report")
-}
-
 #[test]
 fn a_block_model_pads_frames_that_are_no_multiple_and_gives_the_frame_back() {
     let dir = scratch();
     let input = make_photo_clip(dir.path(), "in.mp4", W, H, FRAMES);
     let whole = dir.path().join("whole.mkv");
-    json(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &CPU));
+    json_report(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &CPU));
     let reference = decode_yuv420(&whole);
 
     let padded = dir.path().join("padded.mkv");
-    let r = json(&upscale(&input, &padded, &fixture("blocks4_x2.onnx"), &CPU));
+    let r = json_report(&upscale(&input, &padded, &fixture("blocks4_x2.onnx"), &CPU));
     assert_eq!(r["model"]["side_multiple"], 4);
     assert_eq!(r["frames_out"], FRAMES);
     assert_eq!(r["output_size"], serde_json::json!([2 * W, 2 * H]));
@@ -58,7 +53,7 @@ fn a_block_model_pads_frames_that_are_no_multiple_and_gives_the_frame_back() {
     // Tiles of a size the model takes: cut across, padded down.
     let tiled = dir.path().join("tiled.mkv");
     let extra = [&CPU[..], &["--tile", "42x42"]].concat();
-    let r = json(&upscale(
+    let r = json_report(&upscale(
         &input,
         &tiled,
         &fixture("blocks4_x2.onnx"),
@@ -88,10 +83,10 @@ fn a_frame_smaller_than_the_block_is_padded_past_itself() {
     let dir = scratch();
     let input = make_photo_clip(dir.path(), "tiny.mp4", 6, 4, 2);
     let whole = dir.path().join("whole.mkv");
-    json(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &CPU));
+    json_report(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &CPU));
     let padded = dir.path().join("padded.mkv");
     let extra = [&CPU[..], &["--tile-overlap", "20"]].concat();
-    let r = json(&upscale(
+    let r = json_report(&upscale(
         &input,
         &padded,
         &fixture("blocks32_x2.onnx"),
@@ -108,7 +103,7 @@ fn a_frame_smaller_than_the_block_is_padded_past_itself() {
 fn a_block_model_on_a_multiple_runs_whole_and_tile_off_on_another_is_refused() {
     let dir = scratch();
     let even = make_clip(dir.path(), "even.mp4", "72x40", 2);
-    let r = json(&upscale(
+    let r = json_report(&upscale(
         &even,
         &dir.path().join("even.mkv"),
         &fixture("blocks4_x2.onnx"),

@@ -11,11 +11,6 @@ const W: u32 = 150;
 const H: u32 = 90;
 const FRAMES: u32 = 6;
 
-fn json(o: &std::process::Output) -> serde_json::Value {
-    assert_exit(o, 0);
-    serde_json::from_str(&stdout(o)).expect("JSON report")
-}
-
 #[test]
 fn a_fixed_64x64_model_upscales_a_150x90_clip_through_tiles() {
     let dir = scratch();
@@ -31,12 +26,12 @@ fn a_fixed_64x64_model_upscales_a_150x90_clip_through_tiles() {
     ];
     // The reference: the same nearest-neighbour x2 network with dynamic sizes, untiled.
     let whole = dir.path().join("whole.mkv");
-    let r = json(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &cpu));
+    let r = json_report(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &cpu));
     assert_eq!(r["tiling"]["tiled"], false);
     assert_eq!(r["tiling"]["reason"], "the model takes the whole frame");
 
     let tiled = dir.path().join("tiled.mkv");
-    let r = json(&upscale(
+    let r = json_report(&upscale(
         &input,
         &tiled,
         &fixture("fixed_64x64_x2.onnx"),
@@ -57,7 +52,7 @@ fn a_fixed_64x64_model_upscales_a_150x90_clip_through_tiles() {
     // A tile size on the dynamic model, with another overlap.
     let sized = dir.path().join("sized.mkv");
     let extra = [&cpu[..], &["--tile", "48x40", "--tile-overlap", "8"]].concat();
-    let r = json(&upscale(
+    let r = json_report(&upscale(
         &input,
         &sized,
         &fixture("nearest_x2.onnx"),
@@ -137,7 +132,7 @@ fn the_summary_and_the_benchmark_say_what_tiling_ran() {
             tile,
             "--json",
         ]);
-        let r = json(&o);
+        let r = json_report(&o);
         assert_eq!(r["inference_only"]["batch"], batch, "--tile {tile}");
         assert_eq!(r["full_report"]["tiling"]["tiled"], tile != "off");
     }
@@ -325,7 +320,7 @@ fn a_job_planned_with_one_tiling_is_not_resumed_with_another() {
         &model,
         &[&at[..], &["--tile", "48x40", "--json"]].concat(),
     );
-    assert_eq!(json(&o)["tiling"]["reason"], "--tile 48x40");
+    assert_eq!(json_report(&o)["tiling"]["reason"], "--tile 48x40");
 }
 
 #[test]
@@ -342,7 +337,7 @@ fn a_frame_as_thin_as_a_tile_is_one_tile_that_way() {
         &["--device", "cpu", "--tile", "64x64", "--json"],
     );
     assert_exit(&o, 0);
-    let r = json(&o);
+    let r = json_report(&o);
     assert_eq!(r["tiling"]["tile"], serde_json::json!([64, 24]), "{r}");
     assert_eq!(r["tiling"]["grid"][1], 1, "{r}");
     assert_eq!(r["output_size"], serde_json::json!([600, 48]), "{r}");

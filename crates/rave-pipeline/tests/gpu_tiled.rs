@@ -76,6 +76,30 @@ fn download(ctx: &GpuContext, t: &GpuTexture) -> RgbImage {
     RgbImage::new(t.width, t.height, data).unwrap()
 }
 
+/// ONNX Runtime's CUDA provider (from `ORT_DYLIB_PATH`) on the fixture `model`, built and
+/// warmed up for frames (or tiles) of `size`.
+fn onnx_runtime_cuda(
+    ctx: &Arc<GpuContext>,
+    model: &str,
+    size: (u32, u32),
+) -> Box<dyn GpuInference> {
+    let lib = PathBuf::from(std::env::var_os("ORT_DYLIB_PATH").expect("ORT_DYLIB_PATH"));
+    let runtime =
+        OrtRuntime::load(&[RuntimeCandidate::new(&lib, "ORT_DYLIB_PATH")]).expect("runtime");
+    let candidates = provider_paths::candidates(&SearchInputs {
+        runtime_dir: lib.parent().map(|p| p.to_path_buf()),
+        ..Default::default()
+    });
+    let mut c = GpuBackendConfig::new(fixture(model), candidates);
+    c.policy = EpPolicy::Cuda;
+    c.frame_size = Some(size);
+    c.downstream_capacity = DOWNSTREAM;
+    c.ring_size = c.min_ring_slots();
+    let b = TensorRtBackend::new(c, ctx.clone(), runtime);
+    rave_core::block_on::block_on(rave_core::backend::UpscaleBackend::initialize(&b)).unwrap();
+    Box::new(b)
+}
+
 /// `make` builds a fresh backend for frames (or tiles) of a size; each is checked tiled
 /// against whole.
 fn check(ctx: &Arc<GpuContext>, what: &str, make: &dyn Fn((u32, u32)) -> Box<dyn GpuInference>) {
@@ -169,24 +193,7 @@ fn the_native_engine_tiled_on_the_device_matches_the_whole_frame() {
 #[ignore = "needs an NVIDIA GPU and ONNX Runtime's GPU build (ORT_DYLIB_PATH)"]
 fn onnx_runtime_tiled_on_the_device_matches_the_whole_frame() {
     let ctx = GpuContext::new(0).expect("a CUDA device");
-    let lib = PathBuf::from(std::env::var_os("ORT_DYLIB_PATH").expect("ORT_DYLIB_PATH"));
-    let runtime =
-        OrtRuntime::load(&[RuntimeCandidate::new(&lib, "ORT_DYLIB_PATH")]).expect("runtime");
-    let candidates = provider_paths::candidates(&SearchInputs {
-        runtime_dir: lib.parent().map(|p| p.to_path_buf()),
-        ..Default::default()
-    });
-    let model = fixture("arch/compact_x2.onnx");
-    let make = |size: (u32, u32)| -> Box<dyn GpuInference> {
-        let mut c = GpuBackendConfig::new(model.clone(), candidates.clone());
-        c.policy = EpPolicy::Cuda;
-        c.frame_size = Some(size);
-        c.downstream_capacity = DOWNSTREAM;
-        c.ring_size = c.min_ring_slots();
-        let b = TensorRtBackend::new(c, ctx.clone(), runtime);
-        rave_core::block_on::block_on(rave_core::backend::UpscaleBackend::initialize(&b)).unwrap();
-        Box::new(b)
-    };
+    let make = |size| onnx_runtime_cuda(&ctx, "arch/compact_x2.onnx", size);
     check(&ctx, "onnxruntime-cuda", &make);
 }
 
@@ -194,23 +201,7 @@ fn onnx_runtime_tiled_on_the_device_matches_the_whole_frame() {
 #[ignore = "needs an NVIDIA GPU and ONNX Runtime's GPU build (ORT_DYLIB_PATH)"]
 fn a_block_model_padded_on_the_device_equals_the_plain_model() {
     let ctx = GpuContext::new(0).expect("a CUDA device");
-    let lib = PathBuf::from(std::env::var_os("ORT_DYLIB_PATH").expect("ORT_DYLIB_PATH"));
-    let runtime =
-        OrtRuntime::load(&[RuntimeCandidate::new(&lib, "ORT_DYLIB_PATH")]).expect("runtime");
-    let candidates = provider_paths::candidates(&SearchInputs {
-        runtime_dir: lib.parent().map(|p| p.to_path_buf()),
-        ..Default::default()
-    });
-    let make = |model: &str, size: (u32, u32)| -> Box<dyn GpuInference> {
-        let mut c = GpuBackendConfig::new(fixture(model), candidates.clone());
-        c.policy = EpPolicy::Cuda;
-        c.frame_size = Some(size);
-        c.downstream_capacity = DOWNSTREAM;
-        c.ring_size = c.min_ring_slots();
-        let b = TensorRtBackend::new(c, ctx.clone(), runtime);
-        rave_core::block_on::block_on(rave_core::backend::UpscaleBackend::initialize(&b)).unwrap();
-        Box::new(b)
-    };
+    let make = |model, size| onnx_runtime_cuda(&ctx, model, size);
     // nearest x2 behind a space-to-depth pair of block 4: the same picture as nearest x2.
     let (w, h) = (301u32, 203u32);
     let input = upload(&ctx, &picture(w, h));

@@ -72,6 +72,12 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// The `--json` report of a run that must have succeeded (exit 0).
+pub fn json_report(o: &Output) -> serde_json::Value {
+    assert_exit(o, 0);
+    serde_json::from_str(&stdout(o)).expect("JSON report")
+}
+
 /// Stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
