@@ -186,7 +186,8 @@ fn reuse_note(upscaled: u64, out: u64) -> String {
 /// these options cannot do (exit 4: a stream the container cannot hold, a frame size the
 /// encoder cannot code; exit 5: frames the model cannot take; exit 2: an option or work
 /// folder), as does one whose output's name cannot be used (exit 4: a folder or a link to
-/// nothing in its place, a name too long), and one that could not be read (exit 3: gone,
+/// nothing in its place, a file where its work folder goes, the input's own name, a name too
+/// long), and one that could not be read (exit 3: gone,
 /// moved, no permission) needs the user first.
 fn batch_advice(b: &BatchReport) -> Vec<String> {
     /// The error of an input that failed.
@@ -250,7 +251,7 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     }
     if misnamed_outputs > 0 {
         advice.push(format!(
-            "{misnamed_outputs} input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, or a name too long; the reason is above); running again fails the same way until that name is free or the input renamed; then run again with --skip-existing"
+            "{misnamed_outputs} input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, a file where its work folder goes, the input's own name, or a name too long; the reason is above); running again fails the same way until that name is free or the input renamed; then run again with --skip-existing"
         ));
     }
     if refused_inputs > 0 {

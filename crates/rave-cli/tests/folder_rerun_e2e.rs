@@ -426,7 +426,7 @@ fn inputs_refused_for_their_output_name_are_not_promised_to_a_rerun() {
     // failed the same three again.
     assert!(!text.contains("to finish the batch"), "{text}");
     assert!(
-        text.contains("4 input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, or a name too long; the reason is above)"),
+        text.contains("4 input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, a file where its work folder goes, the input's own name, or a name too long; the reason is above)"),
         "{text}"
     );
     let err = stderr(&o);
