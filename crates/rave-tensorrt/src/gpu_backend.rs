@@ -387,6 +387,8 @@ impl UpscaleBackend for TensorRtBackend {
                 self.config.min_ring_slots()
             )));
         }
+        // Described on the CPU (the probe frames run there), before any provider is built.
+        let inspected = LoadedModel::inspect(self.runtime, &self.config.model)?;
         let mut last_err = None;
         let mut chosen = None;
         for &kind in self.config.policy.attempts() {
@@ -408,7 +410,7 @@ impl UpscaleBackend for TensorRtBackend {
             return Err(last_err
                 .unwrap_or_else(|| EngineError::InvariantViolation("no provider tried".into())));
         };
-        let loaded = LoadedModel::describe(session, &self.config.model, true)?;
+        let loaded = LoadedModel::with_metadata(session, &self.config.model, inspected);
         self.config
             .batch
             .validate(&loaded.metadata, &self.config.model)?;

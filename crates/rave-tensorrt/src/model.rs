@@ -79,8 +79,20 @@ impl LoadedModel {
         Self::describe(session, path, fp16_ok)
     }
 
-    /// Read the metadata of a session built by any backend; `fp16_ok` when the backend can
-    /// feed half-precision inputs.
+    /// A session built by any backend, described by `metadata` measured on a CPU session of
+    /// the same file ([`LoadedModel::inspect`]): no probe frame runs on the backend's own
+    /// session, where ONNX Runtime counts the first runs toward its CUDA graph capture and
+    /// searches cuDNN's algorithms anew for every probe size.
+    pub fn with_metadata(session: Session, path: &Path, metadata: ModelMetadata) -> Self {
+        Self {
+            session,
+            metadata,
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// Read the metadata of a session built by any backend, running its probe frames on it;
+    /// `fp16_ok` when the backend can feed half-precision inputs.
     pub fn describe(mut session: Session, path: &Path, fp16_ok: bool) -> Result<Self> {
         let metadata = extract_metadata(&mut session, path, fp16_ok)?;
         Ok(Self {
