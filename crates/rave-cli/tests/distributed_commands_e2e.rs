@@ -112,6 +112,18 @@ fn status_and_segment_do_not_trust_a_done_segment_whose_file_is_gone_or_a_failed
     let o = segment("1");
     assert_exit(&o, 0);
     assert_eq!(report(&o)["already_done"], false, "redone, not trusted");
+    // What ran it, as a run's report says.
+    assert_eq!(
+        report(&o)["backend"]["name"],
+        "onnxruntime-cpu",
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(report(&o)["tiling"]["tiled"], false, "{}", stdout(&o));
+    assert!(
+        report(&segment("1"))["backend"].is_null(),
+        "already done: nothing ran"
+    );
     assert!(work.join("seg-00001.mp4").exists());
     assert_eq!(status()["done"], 3);
 

@@ -117,6 +117,12 @@ pub fn segment(global: &GlobalArgs, args: &SegmentCmdArgs) -> Result<i32> {
                     "; another worker finished it first, its file is kept"
                 }
             );
+            if let Some(backend) = &r.backend {
+                outln!("  backend: {}", backend.reason);
+            }
+            if let Some(tiling) = &r.tiling {
+                outln!("  tiling: {}", tiling.describe());
+            }
         }
     });
     Ok(0)

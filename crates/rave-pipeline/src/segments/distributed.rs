@@ -97,6 +97,12 @@ pub struct SegmentRunReport {
     pub elapsed_s: f64,
     /// Frames per second.
     pub fps: f64,
+    /// Where inference ran and why (not where the segment was done before this run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<crate::report::BackendReport>,
+    /// Whether frames were cut into tiles (or padded to the model's multiple), and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiling: Option<crate::tiling_choice::TilingReport>,
 }
 
 /// Process segment `index` of the job planned in `config`'s work folder.
@@ -127,6 +133,8 @@ pub fn run_segment(
         frames: 0,
         elapsed_s: 0.0,
         fps: 0.0,
+        backend: None,
+        tiling: None,
     };
     if report.already_done {
         return Ok(report);
@@ -150,6 +158,8 @@ pub fn run_segment(
         skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
     };
     let mut worker = Worker::start(&spec, cancel)?;
+    report.backend = Some(worker.info.report.clone());
+    report.tiling = Some(worker.info.tiling.clone());
     mark_running(&work, index)?;
     let temp = work.segment_temp(index);
     let metrics = PipelineMetrics::default();
