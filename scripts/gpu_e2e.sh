@@ -2,6 +2,7 @@
 # The GPU pipeline end to end, on the GPU machine after scripts/gpu_tests.sh staged it
 # (/opt/rave-dev): the same small clip (video + audio + subtitles) upscaled on the GPU and on
 # the CPU must match (PSNR >= 40 dB) with the same frames, timestamps and streams; then
+# a model of a side multiple padded on the device (the plain model's output, to the byte);
 # `rave benchmark` on a 1920x1080 H.264 clip (inference alone, null encode, full pipeline),
 # and the Python pipeline (FFmpeg pipes + PyTorch FP16) on the same clip.
 # RAVE_E2E_QUICK=1 stops after the benchmark (no VRAM and Python comparisons).
@@ -56,6 +57,27 @@ rave upscale -i "$work/av1.mkv" -o "$work/av1_cpu.mkv" --device cpu --json >/dev
 av1_psnr=$(ffmpeg -v info -i "$work/av1_gpu.mkv" -i "$work/av1_cpu.mkv" -lavfi "[0:v][1:v]psnr" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2)
 python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpu"]; print("AV1 decoder:", g["decoder"]); print("AV1 host copies:", g["host_copies"])' "$work/av1_gpu.json" | tee "$out/av1.txt"
 echo "AV1 PSNR GPU vs CPU: ${av1_psnr:-?} dB" | tee -a "$out/av1.txt"
+
+say "a model of side multiple 4 on a 1366x766 clip: the frame padded on the device, the plain model's output"
+ffmpeg -v error -f lavfi -i "testsrc2=size=1366x766:rate=25" -t 1 -c:v libx264 -pix_fmt yuv420p "$work/odd.mp4" || status=1
+fx="$root/tests/fixtures"
+for m in nearest_x2 blocks4_x2; do
+  rave upscale -i "$work/odd.mp4" -o "$work/odd_$m.mkv" -m "$fx/$m.onnx" --device gpu --crf 0 --json \
+    >"$work/odd_$m.json" 2>"$out/odd_$m.err" || { status=1; cat "$out/odd_$m.err"; }
+done
+rave upscale -i "$work/odd.mp4" -o "$work/odd_tiled.mkv" -m "$fx/blocks4_x2.onnx" --device gpu --crf 0 --tile 500x300 \
+  --json >"$work/odd_tiled.json" 2>"$out/odd_tiled.err" || { status=1; cat "$out/odd_tiled.err"; }
+decoded() { ffmpeg -v error -i "$1" -f rawvideo - | md5sum | cut -c1-12; }
+tiled_psnr=$(ffmpeg -v info -i "$work/odd_tiled.mkv" -i "$work/odd_nearest_x2.mkv" -lavfi "[0:v][1:v]psnr" -f null - 2>&1 | grep -oE 'average:[0-9.inf]+' | cut -d: -f2)
+{
+  echo "decoded: nearest_x2 $(decoded "$work/odd_nearest_x2.mkv"), blocks4_x2 padded $(decoded "$work/odd_blocks4_x2.mkv") (must be equal)"
+  echo "blocks4_x2 on tiles of 500x300 vs nearest_x2 whole: ${tiled_psnr:-?} dB"
+  python3 -c 'import json,sys
+for p in sys.argv[1:]:
+    r = json.load(open(p)); print(r["backend"]["name"], "|", r["tiling"]["reason"], "|", r["tiling"].get("tile"), r["tiling"].get("grid"))' \
+    "$work/odd_blocks4_x2.json" "$work/odd_tiled.json"
+} | tee "$out/block_model.txt"
+[[ "$(decoded "$work/odd_nearest_x2.mkv")" == "$(decoded "$work/odd_blocks4_x2.mkv")" ]] || { echo "FAIL: padded block model"; status=1; }
 
 say "--decoder software on the small clip (one upload per frame)"
 rave upscale -i "$work/small.mkv" -o "$work/gpu_sw.mkv" --device gpu --decoder software --json >"$work/sw.json" 2>/dev/null || status=1
