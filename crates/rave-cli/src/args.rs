@@ -23,9 +23,9 @@ Exit codes:
        be written, a name RAVE cannot use until it changes (a folder or a link to nothing
        in its place, too long; code 507), a stream the container cannot hold (code 310), a
        frame size the encoder cannot code (code 307), encode or mux failure
-  5    model problem: missing, not ONNX, or not an image-to-image model, or a fixed-size
-       model the frames cannot be tiled for (smaller than its input, or --tile off), or
-       --tile off for a model of a side multiple the frames are not
+  5    model problem: missing, not ONNX, or not an image-to-image model, or with --tile
+       off a fixed-size model of another size than the frames or a model of a side
+       multiple the frames are not
   6    runtime problem: ONNX Runtime library missing or unusable (--ort-lib or
        ORT_DYLIB_PATH naming one that does not load), or GPU problem (CUDA driver error,
        VRAM limit, or a --backend / RAVE_ORT_TENSORRT provider that cannot run)
@@ -315,7 +315,8 @@ pub struct RunArgs {
     pub channels: [usize; 3],
     /// Cut each frame into overlapping tiles for the model, and blend them back so no seam
     /// shows: auto tiles only where the model cannot take the whole frame (a fixed-size
-    /// model smaller than the frame, at its size) or, on the GPU, where the whole frame does
+    /// model smaller than the frame, at its size; one larger gets the frame padded to it)
+    /// or, on the GPU, where the whole frame does
     /// not fit the VRAM budget (--vram-limit, else the GPU's free memory): then the largest
     /// tiles that fit; off never; WxH tiles of W x H input pixels (1 to 16384 each). A model
     /// whose sides must be multiples of a block (pixel-unshuffle, as Real-ESRGAN x2/x1) gets

@@ -1,7 +1,8 @@
 //! A model whose sides must be multiples of a block (a pixel-unshuffle stage, as Real-ESRGAN's
-//! x1 and x2 models have) on a clip whose sides are not: the frame is padded to the next
-//! multiple by mirroring and the padding cut from the output, so the picture is what the
-//! model makes of the frame; it failed on the first frame before. The fixture is nearest x2
+//! x1 and x2 models have) on a clip whose sides are not, or a fixed-size model larger than
+//! the clip: the frame is padded to the next multiple (or the model's size) by mirroring and
+//! the padding cut from the output, so the picture is what the model makes of the frame; the
+//! first failed on the first frame before, the second was refused. The fixture is nearest x2
 //! behind a space-to-depth/depth-to-space pair of block 4, so its output must equal the
 //! plain nearest x2 model's exactly.
 
@@ -93,6 +94,32 @@ fn a_frame_smaller_than_the_block_is_padded_past_itself() {
         &extra,
     ));
     assert_eq!(r["tiling"]["tile"], serde_json::json!([32, 32]), "{r}");
+    assert!(
+        decode_yuv420(&padded) == decode_yuv420(&whole),
+        "padded run differs"
+    );
+}
+
+#[test]
+fn a_fixed_size_model_larger_than_the_frame_gets_it_padded() {
+    // A 32x32 clip through a model of fixed 64x48 inputs: it was refused as "smaller than
+    // one input"; padded to 64x48, it is the plain model's picture.
+    let dir = scratch();
+    let input = make_photo_clip(dir.path(), "small.mp4", 32, 32, 2);
+    let whole = dir.path().join("whole.mkv");
+    json_report(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &CPU));
+    let padded = dir.path().join("padded.mkv");
+    let r = json_report(&upscale(
+        &input,
+        &padded,
+        &fixture("fixed_64x48_x2.onnx"),
+        &CPU,
+    ));
+    assert_eq!(
+        r["tiling"]["reason"],
+        "the model takes fixed 64x48 inputs: the 32x32 frame is padded to 64x48 (mirrored at its right and bottom borders) and the padding cut from the output"
+    );
+    assert_eq!(r["output_size"], serde_json::json!([64, 64]));
     assert!(
         decode_yuv420(&padded) == decode_yuv420(&whole),
         "padded run differs"

@@ -247,11 +247,22 @@ fn a_fixed_size_model_without_tiles_is_a_model_problem_saying_what_would_run_it(
         assert!(stderr(&o).contains(said), "{command:?}: {}", stderr(&o));
     }
     assert!(!dir.path().join("work").exists(), "nothing planned");
-    // A frame smaller than the model: tiles cannot help.
+    // A frame smaller than the model, whole: refused, saying auto pads it (it does:
+    // block_models_e2e.rs).
     let small = make_clip(dir.path(), "small.mp4", "32x32", 2);
-    let o = upscale(&small, &out, &fixture("fixed_64x64_x2.onnx"), &[]);
+    let o = upscale(
+        &small,
+        &out,
+        &fixture("fixed_64x64_x2.onnx"),
+        &["--tile", "off"],
+    );
     assert_exit(&o, 5);
-    assert!(stderr(&o).contains("tiles cannot help"), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("the video is 32x32; --tile off gives it whole frames (--tile auto pads it)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -54,17 +54,24 @@ impl ModelMetadata {
         fixed || len.is_multiple_of(self.side_multiple.max(1))
     }
 
-    /// The smallest input of at least `width` x `height` the model's multiple allows
-    /// (each dynamic side rounded up to a multiple; a fixed side as it is).
-    pub fn padded_size(&self, width: u32, height: u32) -> (u32, u32) {
+    /// What a tile's (width, height) must be multiples of: along a fixed axis its one size
+    /// (a frame narrower than it is padded to it), along a dynamic one the side multiple.
+    pub fn tile_multiples(&self) -> (u32, u32) {
         let m = self.side_multiple.max(1);
-        let round = |len: u32, fixed: bool| match fixed {
-            true => len,
-            false => len.div_ceil(m).saturating_mul(m),
-        };
+        let axis = |min: u32, max: u32| if min == max { max.max(1) } else { m };
         (
-            round(width, self.min_input_hw.1 == self.max_input_hw.1),
-            round(height, self.min_input_hw.0 == self.max_input_hw.0),
+            axis(self.min_input_hw.1, self.max_input_hw.1),
+            axis(self.min_input_hw.0, self.max_input_hw.0),
+        )
+    }
+
+    /// `width` x `height` rounded up to [`ModelMetadata::tile_multiples`]: the input a frame
+    /// of that size is padded to (a fixed side of at most its size becomes that size).
+    pub fn padded_size(&self, width: u32, height: u32) -> (u32, u32) {
+        let (mw, mh) = self.tile_multiples();
+        (
+            width.div_ceil(mw).saturating_mul(mw),
+            height.div_ceil(mh).saturating_mul(mh),
         )
     }
 }

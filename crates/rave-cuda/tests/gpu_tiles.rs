@@ -63,7 +63,7 @@ fn tiles_cut_and_blended_on_the_gpu_equal_the_host_plan() {
             let case = format!(
                 "{format:?} {w}x{h} tiles {tile:?} overlap {overlap} x{scale} multiple {multiple}"
             );
-            let plan = TilePlan::padded((w, h), tile, overlap, multiple).unwrap();
+            let plan = TilePlan::padded((w, h), tile, overlap, (multiple, multiple)).unwrap();
             let frame = values(3 * (w * h) as usize, 1);
             // The frame as the GPU holds it (in F16: the halves' values on both sides).
             let frame = floats_of(&bytes_of(&frame, format), format);

@@ -307,7 +307,7 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
             decided,
             frame,
             scale: inspected.scale,
-            side_multiple: inspected.side_multiple,
+            tile_multiples: inspected.tile_multiples(),
             // The `-fp16` sibling, where that is what runs, takes half-precision frames.
             format: if model == config.model {
                 inspected.tensor_format

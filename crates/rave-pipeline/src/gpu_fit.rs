@@ -24,14 +24,15 @@ use crate::vram_fit::{Attempt, Budget, Need, fit, human, is_out_of_memory, small
 pub type Built = (Arc<GpuContext>, Box<dyn GpuInference>);
 
 /// The sizes to try, in order, for `request` where the tiling decided without memory is
-/// `tiles` (tile, overlap), for a model of sides that are multiples of `multiple`: under
+/// `tiles` (tile, overlap), for a model of tile sides that are multiples of `multiple`
+/// (width, height): under
 /// `auto` with the whole frame in one piece (as it is, or padded to the multiple), that and
 /// then smaller tiles; otherwise just what was decided.
 pub fn sizes_to_try(
     request: &TileRequest,
     tiles: Option<((u32, u32), u32)>,
     frame: (u32, u32),
-    multiple: u32,
+    multiple: (u32, u32),
 ) -> Vec<Option<(u32, u32)>> {
     let smaller = || {
         smaller_tiles(frame, request.overlap, multiple)
@@ -144,8 +145,9 @@ pub struct FitRequest<'a> {
     pub frame: (u32, u32),
     /// The model's scale.
     pub scale: u32,
-    /// What the model's sides must be multiples of (1: any).
-    pub side_multiple: u32,
+    /// What the model's tile sides must be multiples of (width, height): the side multiple,
+    /// or a fixed-size model's size ([`rave_core::backend::ModelMetadata::tile_multiples`]).
+    pub tile_multiples: (u32, u32),
     /// The tensor format of the model that runs.
     pub format: PixelFormat,
     /// Frames one backend call takes (each tiled one holds a blend at once).
@@ -172,14 +174,14 @@ pub fn build_fitted(
         decided,
         frame,
         scale,
-        side_multiple,
+        tile_multiples,
         format,
         channels,
         batch,
         budget,
         what,
     } = fit_request;
-    let sizes = sizes_to_try(request, decided.tiles, frame, side_multiple);
+    let sizes = sizes_to_try(request, decided.tiles, frame, tile_multiples);
     // The decided tiles' own overlap for the decided tiles (lowered for a small fixed-size
     // model's tiles where none was given, 0 for one padded frame), else the one asked for.
     let overlap_of = |tile: Option<(u32, u32)>| match decided.tiles {
@@ -221,7 +223,7 @@ pub fn build_fitted(
     let tiling = match (fitted.tile, decided.tiles) {
         // Shrunk by the fit: the whole frame (and maybe larger tiles) did not fit.
         (Some(tile), decided_tiles) if decided_tiles.map(|(t, _)| t) != Some(tile) => {
-            let plan = TilePlan::padded(frame, tile, overlap, side_multiple)
+            let plan = TilePlan::padded(frame, tile, overlap, tile_multiples)
                 .map_err(EngineError::Config)?;
             let (across, down) = plan.grid();
             let whole = match fitted.too_big.first() {
@@ -279,18 +281,18 @@ mod tests {
     #[test]
     fn auto_tries_the_whole_frame_then_smaller_tiles_and_anything_else_one_size() {
         let auto = TileRequest::default();
-        let sizes = sizes_to_try(&auto, None, (1920, 1080), 1);
+        let sizes = sizes_to_try(&auto, None, (1920, 1080), (1, 1));
         assert_eq!(sizes[0], None);
         assert_eq!(sizes[1], Some((976, 556)));
-        let fixed = sizes_to_try(&auto, Some(((64, 64), 16)), (1920, 1080), 1);
+        let fixed = sizes_to_try(&auto, Some(((64, 64), 16)), (1920, 1080), (64, 64));
         assert_eq!(fixed, vec![Some((64, 64))]);
         let off = TileRequest {
             mode: TileMode::Off,
             ..auto
         };
-        assert_eq!(sizes_to_try(&off, None, (1920, 1080), 1), vec![None]);
+        assert_eq!(sizes_to_try(&off, None, (1920, 1080), (1, 1)), vec![None]);
         // A frame padded to a model's multiple of 8, then tiles of multiples of 8.
-        let padded = sizes_to_try(&auto, Some(((1368, 768), 16)), (1366, 766), 8);
+        let padded = sizes_to_try(&auto, Some(((1368, 768), 16)), (1366, 766), (8, 8));
         assert_eq!(padded[..2], [Some((1368, 768)), Some((696, 392))]);
     }
 

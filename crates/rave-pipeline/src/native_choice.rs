@@ -112,7 +112,7 @@ pub(crate) fn native(
             decided,
             frame,
             scale: metadata.scale,
-            side_multiple: metadata.side_multiple,
+            tile_multiples: metadata.tile_multiples(),
             format: metadata.tensor_format,
             batch: 1,
             channels: &config.channels,

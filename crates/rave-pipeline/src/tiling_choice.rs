@@ -162,15 +162,19 @@ fn accepted(meta: &ModelMetadata) -> String {
     )
 }
 
-/// `--tile`'s side `asked` for a frame side of `len` and a model of sides that are
-/// multiples of `multiple`: a tile as long as the frame or longer covers it (padded to the
-/// next multiple), a shorter one is rounded down to a multiple (at least one).
-fn tile_side(asked: u32, len: u32, multiple: u32) -> u32 {
+/// `--tile`'s side `asked` for a frame side of `len`, along an axis whose tiles are
+/// multiples of `multiple` (`fixed`: the model's one size there): a tile as long as the
+/// frame or longer covers it (padded to the next multiple, or to the fixed size where the
+/// frame is shorter; the frame's own where it is longer, which the model cannot take); a
+/// shorter one is rounded down to a multiple (at least one) on a dynamic axis and kept as
+/// asked on a fixed one (where a size other than the model's is refused).
+fn tile_side(asked: u32, len: u32, multiple: u32, fixed: bool) -> u32 {
     let m = multiple.max(1);
-    if asked >= len {
-        len.div_ceil(m) * m
-    } else {
-        (asked / m).max(1) * m
+    match (asked >= len, fixed) {
+        (true, true) if len > m => len,
+        (true, _) => len.div_ceil(m).saturating_mul(m),
+        (false, true) => asked,
+        (false, false) => (asked / m).max(1) * m,
     }
 }
 
@@ -187,8 +191,10 @@ fn padding_note(meta: &ModelMetadata, tile: (u32, u32), frame: (u32, u32)) -> Op
         (false, false) => return None,
     };
     Some(format!(
-        "the model takes inputs whose sides are multiples of {}: the {}x{} frame is padded to {pw}x{ph} (mirrored at its {border}) and the padding cut from the output",
-        meta.side_multiple, frame.0, frame.1
+        "the model takes {}: the {}x{} frame is padded to {pw}x{ph} (mirrored at its {border}) and the padding cut from the output",
+        accepted(meta),
+        frame.0,
+        frame.1
     ))
 }
 
@@ -225,20 +231,23 @@ pub fn decide(
     // The whole frame goes to the model as it is: a fixed-size model of another size, or
     // one whose sides must be multiples of a block the frame's are not, cannot take it
     // (refused here, where `rave plan` and `rave benchmark` ask too).
+    // One input of the model covers the frame: auto pads it (else cuts it into tiles).
+    let one_input = meta.padded_size(meta.max_input_hw.1.min(fw), meta.max_input_hw.0.min(fh));
+    let covered = one_input.0 >= fw && one_input.1 >= fh;
     let whole_frame_refused = |given: &str| {
         EngineError::ModelMetadata(format!(
             "{}: model {} takes {}, the video is {fw}x{fh}; {given} gives it whole frames (--tile auto {} it)",
             model.display(),
             meta.name,
             accepted(meta),
-            if meta.side_multiple > 1 {
-                "pads"
-            } else {
-                "tiles"
-            }
+            if covered { "pads" } else { "tiles" }
         ))
     };
-    let multiple = meta.side_multiple.max(1);
+    let multiple = meta.tile_multiples();
+    let fixed = (
+        meta.min_input_hw.1 == meta.max_input_hw.1,
+        meta.min_input_hw.0 == meta.max_input_hw.0,
+    );
     let (tile, reason) = match request.mode {
         TileMode::Off if !meta.accepts(fw, fh) => return Err(whole_frame_refused("--tile off")),
         TileMode::Off => return Ok(off("--tile off")),
@@ -246,7 +255,7 @@ pub fn decide(
             return Ok(off("the model takes the whole frame"));
         }
         TileMode::Auto => {
-            let tile = meta.padded_size(meta.max_input_hw.1.min(fw), meta.max_input_hw.0.min(fh));
+            let tile = one_input;
             if !meta.accepts(tile.0, tile.1) {
                 return Err(EngineError::ModelMetadata(format!(
                     "{}: model {} takes {}, the video is {fw}x{fh}: smaller than one input, so tiles cannot help (scale or pad the video to the model's size)",
@@ -261,8 +270,8 @@ pub fn decide(
         }
         TileMode::Size { width, height } => {
             let tile = (
-                tile_side(width, fw, multiple),
-                tile_side(height, fh, multiple),
+                tile_side(width, fw, multiple.0, fixed.0),
+                tile_side(height, fh, multiple.1, fixed.1),
             );
             if tile == frame && !meta.accepts(fw, fh) {
                 return Err(whole_frame_refused(&format!("--tile {width}x{height}")));
@@ -283,17 +292,15 @@ pub fn decide(
             }
             // A side shorter than the frame's that is no multiple was rounded down (a longer
             // one covers the frame, padded where the padding note says).
-            let rounded = (width < fw && tile.0 != width) || (height < fh && tile.1 != height);
+            let rounded = (width < fw && tile.0 != width && !fixed.0)
+                || (height < fh && tile.1 != height && !fixed.1);
             let mut reason = format!("--tile {width}x{height}");
             if rounded {
                 reason += &format!(", rounded to {}x{}", tile.0, tile.1);
             }
             match padding_note(meta, tile, frame) {
                 Some(note) => reason += &format!("; {note}"),
-                None if rounded => {
-                    reason +=
-                        &format!(": the model takes inputs whose sides are multiples of {multiple}")
-                }
+                None if rounded => reason += &format!(": the model takes {}", accepted(meta)),
                 None => {}
             }
             (tile, reason)
@@ -434,31 +441,48 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_smaller_than_a_fixed_size_model_is_refused_as_a_model_problem() {
-        let e = decide(
+    fn a_frame_smaller_than_a_fixed_size_model_is_padded_to_it() {
+        let t = decide(
             &request(TileMode::Auto),
+            Path::new(M),
+            &meta(Some((64, 48))),
+            (32, 32),
+        )
+        .unwrap();
+        assert_eq!(t.tiles, Some(((64, 48), 0)));
+        assert_eq!(
+            t.report.reason,
+            "the model takes fixed 64x48 inputs: the 32x32 frame is padded to 64x48 (mirrored at its right and bottom borders) and the padding cut from the output"
+        );
+        // Wider than the model but not as tall: cut across, padded down.
+        let t = decide(
+            &request(TileMode::Auto),
+            Path::new(M),
+            &meta(Some((64, 64))),
+            (150, 40),
+        )
+        .unwrap();
+        assert_eq!(
+            (t.tiles, t.report.grid),
+            (Some(((64, 64), 16)), Some([3, 1]))
+        );
+        assert!(
+            t.report
+                .reason
+                .contains("padded to 150x64 (mirrored at its bottom border)"),
+            "{}",
+            t.report.reason
+        );
+        // --tile off still gives it the frame as it is: refused, saying auto pads it.
+        let e = decide(
+            &request(TileMode::Off),
             Path::new(M),
             &meta(Some((64, 48))),
             (32, 32),
         )
         .unwrap_err();
         assert_eq!(e.family().exit_code(), 5);
-        let text = e.to_string();
-        assert!(
-            text.starts_with(
-                "/models/m.onnx: model m takes fixed 64x48 inputs, the video is 32x32"
-            ),
-            "{text}"
-        );
-        // Wider than the model but not as tall: still no tile fits.
-        let e = decide(
-            &request(TileMode::Auto),
-            Path::new(M),
-            &meta(Some((64, 64))),
-            (150, 40),
-        )
-        .unwrap_err();
-        assert_eq!(e.family().exit_code(), 5, "{e}");
+        assert!(e.to_string().ends_with("(--tile auto pads it)"), "{e}");
     }
 
     #[test]

@@ -152,15 +152,15 @@ pub const MIN_AUTO_TILE: u32 = 64;
 /// tiles of about 1/k of each side plus the overlap, k = 2, 3, 4, 6, 8, ... (each step
 /// about half the pixels of the one before: every try builds and warms up the backend) down
 /// to [`MIN_AUTO_TILE`] (and over twice the overlap); each side rounded down to a multiple
-/// of `multiple` (the model's side multiple).
-pub fn smaller_tiles(frame: (u32, u32), overlap: u32, multiple: u32) -> Vec<(u32, u32)> {
+/// of `multiple` (width, height: the model's tile multiples).
+pub fn smaller_tiles(frame: (u32, u32), overlap: u32, multiple: (u32, u32)) -> Vec<(u32, u32)> {
     let (fw, fh) = frame;
     let floor = MIN_AUTO_TILE.max(2 * overlap + 1);
-    let m = multiple.max(1);
+    let (mw, mh) = (multiple.0.max(1), multiple.1.max(1));
     let mut out: Vec<(u32, u32)> = Vec::new();
     for k in [2u32, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64] {
-        let side = |len: u32| (len.div_ceil(k) + overlap).min(len) / m * m;
-        let tile = (side(fw), side(fh));
+        let side = |len: u32, m: u32| (len.div_ceil(k) + overlap).min(len) / m * m;
+        let tile = (side(fw, mw), side(fh, mh));
         if tile.0.min(tile.1) < floor.min(fw.min(fh)) || tile == frame {
             break;
         }
@@ -258,7 +258,7 @@ mod tests {
 
     fn sizes(frame: (u32, u32), overlap: u32) -> Vec<Option<(u32, u32)>> {
         std::iter::once(None)
-            .chain(smaller_tiles(frame, overlap, 1).into_iter().map(Some))
+            .chain(smaller_tiles(frame, overlap, (1, 1)).into_iter().map(Some))
             .collect()
     }
 
@@ -386,16 +386,16 @@ mod tests {
 
     #[test]
     fn smaller_tiles_shrink_to_the_floor_and_never_repeat() {
-        let t = smaller_tiles((1920, 1080), 16, 1);
+        let t = smaller_tiles((1920, 1080), 16, (1, 1));
         assert_eq!(t[0], (976, 556));
         assert!(
             t.windows(2).all(|p| p[0].0 * p[0].1 > p[1].0 * p[1].1),
             "{t:?}"
         );
         assert!(t.iter().all(|&(w, h)| w.min(h) >= MIN_AUTO_TILE), "{t:?}");
-        assert!(smaller_tiles((64, 64), 16, 1).is_empty());
+        assert!(smaller_tiles((64, 64), 16, (1, 1)).is_empty());
         // A model of sides that are multiples of 8 (a 1366x766 frame is not).
-        let eights = smaller_tiles((1366, 766), 16, 8);
+        let eights = smaller_tiles((1366, 766), 16, (8, 8));
         assert_eq!(eights[0], (696, 392));
         assert!(
             eights.iter().all(|&(w, h)| w % 8 == 0 && h % 8 == 0),

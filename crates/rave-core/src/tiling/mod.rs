@@ -92,31 +92,32 @@ impl TilePlan {
     /// tile is clipped to the frame. Refused: empty sizes, an overlap of half a tile or more
     /// (a tile would add nothing new) where the frame needs more than one tile.
     pub fn new(frame: (u32, u32), tile: (u32, u32), overlap: u32) -> Result<Self, String> {
-        Self::padded(frame, tile, overlap, 1)
+        Self::padded(frame, tile, overlap, (1, 1))
     }
 
-    /// As [`TilePlan::new`] for a model whose sides are multiples of `multiple`: a tile is
-    /// clipped to the frame padded to the next multiple (so it may reach past the frame's
-    /// right and bottom, where [`TilePlan::extract`] mirrors it). Refused too: a tile
-    /// narrower than the frame that is no multiple.
+    /// As [`TilePlan::new`] for a model whose tile sides are multiples of `multiple`
+    /// (width, height; a fixed-size model's are its size): a tile is clipped to the frame
+    /// padded to the next multiple (so it may reach past the frame's right and bottom, where
+    /// [`TilePlan::extract`] mirrors it). Refused too: a tile that is no multiple.
     pub fn padded(
         frame: (u32, u32),
         tile: (u32, u32),
         overlap: u32,
-        multiple: u32,
+        multiple: (u32, u32),
     ) -> Result<Self, String> {
         let (fw, fh) = frame;
-        if fw == 0 || fh == 0 || tile.0 == 0 || tile.1 == 0 || multiple == 0 {
+        let (mw, mh) = multiple;
+        if fw == 0 || fh == 0 || tile.0 == 0 || tile.1 == 0 || mw == 0 || mh == 0 {
             return Err(format!(
                 "tiles of {}x{} over a {fw}x{fh} frame",
                 tile.0, tile.1
             ));
         }
-        let cover = |len: u32| len.div_ceil(multiple).saturating_mul(multiple);
-        let (tw, th) = (tile.0.min(cover(fw)), tile.1.min(cover(fh)));
-        if !tw.is_multiple_of(multiple) || !th.is_multiple_of(multiple) {
+        let cover = |len: u32, m: u32| len.div_ceil(m).saturating_mul(m);
+        let (tw, th) = (tile.0.min(cover(fw, mw)), tile.1.min(cover(fh, mh)));
+        if !tw.is_multiple_of(mw) || !th.is_multiple_of(mh) {
             return Err(format!(
-                "tiles of {tw}x{th} for a model that takes sides that are multiples of {multiple}"
+                "tiles of {tw}x{th} for a model that takes sides that are multiples of {mw}x{mh}"
             ));
         }
         for (t, len) in [(tw, fw), (th, fh)] {
@@ -353,7 +354,7 @@ mod tests {
         assert_eq!(mirrored, [0, 1, 2, 3, 2, 1, 0, 1, 2]);
         assert_eq!((mirror(5, 1), mirror(2, 2), mirror(3, 2)), (0, 0, 1));
         // A 6x3 frame for a model of sides that are multiples of 4: one 8x4 tile.
-        let plan = TilePlan::padded((6, 3), (64, 64), 16, 4).unwrap();
+        let plan = TilePlan::padded((6, 3), (64, 64), 16, (4, 4)).unwrap();
         assert!(plan.is_padded_whole() && !plan.is_whole());
         let tiles = plan.tiles();
         assert_eq!(
@@ -378,9 +379,9 @@ mod tests {
         // The padded part of the output is dropped: the frame comes back as it was.
         assert_eq!(plan.blend(&[cut], 1, 1).unwrap(), frame);
         // A tile narrower than the frame must be a multiple itself.
-        assert!(TilePlan::padded((100, 100), (30, 30), 4, 8).is_err());
+        assert!(TilePlan::padded((100, 100), (30, 30), 4, (8, 8)).is_err());
         assert!(
-            TilePlan::padded((6, 3), (8, 8), 0, 4)
+            TilePlan::padded((6, 3), (8, 8), 0, (4, 4))
                 .unwrap()
                 .is_padded_whole()
         );
@@ -402,7 +403,7 @@ mod tests {
             }
             out
         };
-        let plan = TilePlan::padded((w, h), (40, 40), 8, 8).unwrap();
+        let plan = TilePlan::padded((w, h), (40, 40), 8, (8, 8)).unwrap();
         assert_eq!((plan.tile, plan.grid()), ((40, 8), (3, 1)));
         let outs: Vec<Vec<f32>> = plan
             .tiles()

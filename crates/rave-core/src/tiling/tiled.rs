@@ -94,8 +94,8 @@ pub struct Tiled<U, O> {
     ops: O,
     tile: (u32, u32),
     overlap: u32,
-    /// What the inner model's sides must be multiples of.
-    multiple: u32,
+    /// What the inner model's tile sides must be multiples of (width, height).
+    multiple: (u32, u32),
     meta: ModelMetadata,
 }
 
@@ -128,11 +128,12 @@ where
                 model.name, model.min_input_hw, model.max_input_hw
             )));
         }
-        // Any frame at least the model's smallest input: a tile is clipped to a frame
-        // smaller than it (padded to the model's multiple), and a frame larger than it is
-        // cut into tiles.
-        let multiple = model.side_multiple.max(1);
+        // Any frame: a tile is clipped to a frame smaller than it (padded to the model's
+        // multiple, or to a fixed-size model's size), and a frame larger than it is cut into
+        // tiles.
+        let multiple = model.tile_multiples();
         let meta = ModelMetadata {
+            min_input_hw: (1, 1),
             max_input_hw: (u32::MAX, u32::MAX),
             fixed_batch: None,
             side_multiple: 1,
@@ -381,8 +382,14 @@ mod tests {
         let tiled = Tiled::new(Pointwise::new(Some((16, 16)), 1), HostTiles, (16, 16), 4).unwrap();
         let meta = tiled.model().unwrap();
         assert!(meta.accepts(37, 23) && meta.accepts(16, 16) && meta.accepts(4000, 3000));
-        assert!(!meta.accepts(15, 23), "narrower than one tile");
+        assert!(meta.accepts(15, 23), "narrower than one tile: padded to it");
         assert_eq!((meta.scale, meta.fixed_batch), (2, None));
+        // A 10x7 frame through the 16x16 model: one tile, the frame mirrored past its
+        // borders, the padding dropped: what the model makes of the frame itself.
+        let f = frame(10, 7, 3);
+        let out = tiled.upscale(std::slice::from_ref(&f)).unwrap();
+        assert_eq!(out[0], Pointwise::one(&f));
+        assert_eq!(*tiled.inner().calls.lock().unwrap(), [(1, (16, 16))]);
         assert_eq!(tiled.engine_name(), "pointwise");
         assert_eq!(tiled.batching().max_batch, 1);
     }
