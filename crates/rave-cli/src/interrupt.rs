@@ -57,10 +57,23 @@ pub fn remove_on_abort(folder: &Path) {
     lock(&SCRATCH).push(folder.to_path_buf());
 }
 
-/// The batch's report as far as it got (at its start, and each time an input ends): a second
-/// Ctrl+C's JSON error is this document with its `error`, the one the batch prints.
-pub fn batch_progress(report: &crate::batch::BatchReport) {
-    *lock(&BATCH) = serde_json::to_value(report).ok();
+/// A batch starts with `report` (its inputs not run yet, the exit code of an interrupted
+/// batch): with `--json`, a second Ctrl+C's JSON error is this document, the inputs that
+/// ended added ([`input_ended`]), with its `error`: the one the batch prints, as far as it got.
+pub fn batch_started(report: &crate::batch::BatchReport) {
+    if console::json() {
+        *lock(&BATCH) = serde_json::to_value(report).ok();
+    }
+}
+
+/// A batch input ended as `result`: added to the batch document a second Ctrl+C prints (one
+/// entry serialized, not the whole document again).
+pub fn input_ended(result: &crate::batch::InputResult) {
+    if let Some(doc) = lock(&BATCH).as_mut()
+        && let Some(results) = doc.get_mut("results").and_then(|r| r.as_array_mut())
+    {
+        results.push(serde_json::to_value(result).unwrap_or_default());
+    }
 }
 
 /// Remove the folders given to [`remove_on_abort`].

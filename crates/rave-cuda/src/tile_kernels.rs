@@ -141,9 +141,13 @@ impl TileKernels {
             .x
             .checked_add(tile.width)
             .zip(tile.y.checked_add(tile.height));
-        if ends.is_none_or(|(right, bottom)| {
-            tile.x >= fw || tile.y >= fh || right > i32::MAX as u32 || bottom > i32::MAX as u32
-        }) {
+        // The kernel's mirror doubles a side in i32: frames up to half of i32's range.
+        let long = fw > i32::MAX as u32 / 2 || fh > i32::MAX as u32 / 2;
+        if long
+            || ends.is_none_or(|(right, bottom)| {
+                tile.x >= fw || tile.y >= fh || right > i32::MAX as u32 || bottom > i32::MAX as u32
+            })
+        {
             return Err(EngineError::DimensionMismatch(format!(
                 "tile {}x{} at ({}, {}) starts outside the {fw}x{fh} frame",
                 tile.width, tile.height, tile.x, tile.y

@@ -290,6 +290,12 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
     let (model, model_note) =
         gpu_model_for(inspected.tensor_format, &config.model, &opts.precision)?;
     let decided = decide(&config.tiling, &config.model, &inspected, frame)?;
+    // What runs, described once for every build of the fit (the `-fp16` sibling is another
+    // file, with half-precision tensors).
+    let running = match model == config.model {
+        true => inspected.clone(),
+        false => LoadedModel::inspect(runtime, &model)?,
+    };
     let mut search = opts.provider_search.clone();
     search.runtime_dir = runtime.library().parent().map(Path::to_path_buf);
     let candidates = provider_paths::candidates(&search);
@@ -334,6 +340,7 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
             c.downstream_capacity = downstream;
             c.ring_size = c.min_ring_slots();
             c.vram_limit = arena;
+            c.metadata = Some(running.clone());
             let backend = TensorRtBackend::new(c, ctx.clone(), runtime);
             block_on(backend.initialize())?;
             *built.borrow_mut() = Some((

@@ -166,8 +166,9 @@ fn accepted(meta: &ModelMetadata) -> String {
 /// multiples of `multiple` (`fixed`: the model's one size there): a tile as long as the
 /// frame or longer covers it (padded to the next multiple, or to the fixed size where the
 /// frame is shorter; the frame's own where it is longer, which the model cannot take); a
-/// shorter one is rounded down to a multiple (at least one) on a dynamic axis and kept as
-/// asked on a fixed one (where a size other than the model's is refused).
+/// shorter one is rounded down to a multiple on a dynamic axis (up to one multiple where it
+/// is shorter than that) and kept as asked on a fixed one (where a size other than the
+/// model's is refused).
 fn tile_side(asked: u32, len: u32, multiple: u32, fixed: bool) -> u32 {
     let m = multiple.max(1);
     match (asked >= len, fixed) {

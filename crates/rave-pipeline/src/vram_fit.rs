@@ -151,17 +151,31 @@ pub const MIN_AUTO_TILE: u32 = 64;
 /// Tile sizes `auto` tries after the whole frame of `frame` (width, height), largest first:
 /// tiles of about 1/k of each side plus the overlap, k = 2, 3, 4, 6, 8, ... (each step
 /// about half the pixels of the one before: every try builds and warms up the backend) down
-/// to [`MIN_AUTO_TILE`] (and over twice the overlap); each side rounded down to a multiple
-/// of `multiple` (width, height: the model's tile multiples).
+/// to [`MIN_AUTO_TILE`] (and over twice the overlap) along every side they cut; each side
+/// a multiple of `multiple` (width, height: the model's tile multiples), rounded down where
+/// it cuts the frame, and the frame's side padded to one where a multiple covers it.
 pub fn smaller_tiles(frame: (u32, u32), overlap: u32, multiple: (u32, u32)) -> Vec<(u32, u32)> {
     let (fw, fh) = frame;
     let floor = MIN_AUTO_TILE.max(2 * overlap + 1);
     let (mw, mh) = (multiple.0.max(1), multiple.1.max(1));
+    let cover = |len: u32, m: u32| len.div_ceil(m) * m;
+    let whole = (cover(fw, mw), cover(fh, mh));
     let mut out: Vec<(u32, u32)> = Vec::new();
     for k in [2u32, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64] {
-        let side = |len: u32, m: u32| (len.div_ceil(k) + overlap).min(len) / m * m;
+        let side = |len: u32, m: u32| {
+            let t = (len.div_ceil(k) + overlap).min(len);
+            let cut = (t / m * m).max(m);
+            if t >= len || cut >= len {
+                cover(len, m)
+            } else {
+                cut
+            }
+        };
         let tile = (side(fw, mw), side(fh, mh));
-        if tile.0.min(tile.1) < floor.min(fw.min(fh)) || tile == frame {
+        // A side that cuts the frame shorter than the floor: its tiles would be mostly
+        // overlap (or could not share it at all).
+        let too_small = |t: u32, len: u32| t < len && t < floor;
+        if too_small(tile.0, fw) || too_small(tile.1, fh) || tile == frame || tile == whole {
             break;
         }
         if out.last() != Some(&tile) {
@@ -401,6 +415,16 @@ mod tests {
             eights.iter().all(|&(w, h)| w % 8 == 0 && h % 8 == 0),
             "{eights:?}"
         );
+        // A frame thinner than the floor: the thin side is never cut, the other side never
+        // below twice the overlap (a 16x28 tile refused the run).
+        let thin = smaller_tiles((16, 277), 16, (1, 1));
+        assert!(
+            !thin.is_empty() && thin.iter().all(|&(w, h)| w == 16 && h > 32),
+            "{thin:?}"
+        );
+        // A side shorter than the multiple: padded to one, the other side cut.
+        let flat = smaller_tiles((1366, 40), 16, (64, 64));
+        assert_eq!(flat[0], (640, 64), "{flat:?}");
         assert_eq!(
             Budget::for_run(None, Some(3 << 30), 1, 1)
                 .unwrap()

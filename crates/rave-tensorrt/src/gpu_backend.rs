@@ -74,6 +74,9 @@ pub struct GpuBackendConfig {
     /// The most ONNX Runtime's CUDA arena may hold (the run's VRAM budget less the frames
     /// in flight; `None`: no cap).
     pub vram_limit: Option<usize>,
+    /// `model`'s description, measured once beforehand ([`LoadedModel::inspect`]) for every
+    /// build of it (a VRAM fit builds several); `None`: measured at `initialize`.
+    pub metadata: Option<rave_core::backend::ModelMetadata>,
 }
 
 impl GpuBackendConfig {
@@ -98,6 +101,7 @@ impl GpuBackendConfig {
             cuda_graph: false,
             batch,
             vram_limit: None,
+            metadata: None,
         }
     }
 
@@ -240,8 +244,15 @@ impl TensorRtBackend {
     /// The image input's name, read from the model before the provider is chosen (the
     /// TensorRT profile names it).
     fn input_name(&self) -> Result<String> {
-        let meta = LoadedModel::inspect(self.runtime, &self.config.model)?;
-        Ok(meta.input_name)
+        Ok(self.description()?.input_name)
+    }
+
+    /// The model's description: the one given, else measured on a CPU session.
+    fn description(&self) -> Result<rave_core::backend::ModelMetadata> {
+        match &self.config.metadata {
+            Some(meta) => Ok(meta.clone()),
+            None => LoadedModel::inspect(self.runtime, &self.config.model),
+        }
     }
 
     fn build_session(&self, kind: ProviderKind) -> Result<Session> {
@@ -388,7 +399,7 @@ impl UpscaleBackend for TensorRtBackend {
             )));
         }
         // Described on the CPU (the probe frames run there), before any provider is built.
-        let inspected = LoadedModel::inspect(self.runtime, &self.config.model)?;
+        let inspected = self.description()?;
         let mut last_err = None;
         let mut chosen = None;
         for &kind in self.config.policy.attempts() {

@@ -46,6 +46,7 @@ impl InputJob {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LeftOut {
     /// The file left out.
+    #[serde(serialize_with = "super::report::lossy_path")]
     pub file: PathBuf,
     /// Why it is not an input (`reason` in the JSON, with `output_of` where it has one).
     #[serde(flatten)]
@@ -59,6 +60,7 @@ pub enum LeftOutReason {
     /// RAVE's output of another input of the batch.
     OutputOfInput {
         /// The input it was upscaled from (its `RAVE_SOURCE` tag holds that name's digest).
+        #[serde(serialize_with = "super::report::lossy_path")]
         output_of: PathBuf,
     },
     /// RAVE's partial output of an interrupted run (its `RAVE_SOURCE` tag says so).

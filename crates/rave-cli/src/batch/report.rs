@@ -55,7 +55,10 @@ impl InputStatus {
 
 /// A path in the JSON, as text: a name that is not UTF-8 (failed as such, but listed) with
 /// U+FFFD in place of the bytes that are not.
-fn lossy_path<S: serde::Serializer>(path: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+pub(crate) fn lossy_path<S: serde::Serializer>(
+    path: &Path,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(&path.to_string_lossy())
 }
 
@@ -128,6 +131,7 @@ impl InputResult {
 #[derive(Debug, Serialize)]
 pub struct BatchReport {
     /// The output folder.
+    #[serde(serialize_with = "lossy_path")]
     pub output_folder: PathBuf,
     /// The exit code `rave` ends with.
     pub exit_code: i32,

@@ -64,7 +64,7 @@ pub fn run(
     // got (with its error), so a script still learns which outputs are done.
     let mut batch = BatchReport::new(folder.to_path_buf(), Vec::with_capacity(jobs.len()), true);
     batch.left_out = left_out;
-    crate::interrupt::batch_progress(&batch);
+    crate::interrupt::batch_started(&batch);
     for (i, (job, config)) in jobs.iter().zip(&configs).enumerate() {
         if interrupts.asked() {
             batch.results.push(InputResult::not_started(job));
@@ -105,6 +105,6 @@ pub fn run(
 
 /// Add `result` to the batch's: an input ended (a second Ctrl+C's JSON error lists it too).
 fn ended(batch: &mut BatchReport, result: InputResult) {
+    crate::interrupt::input_ended(&result);
     batch.results.push(result);
-    crate::interrupt::batch_progress(batch);
 }
