@@ -232,9 +232,13 @@ fn plan_refuses_what_every_segment_worker_would() {
             .unwrap()
     };
     let plan = |model: &str, extra: &[&str]| plan_of(&input, "out.mp4", model, extra);
-    let o = plan("fixed_64x48_x2.onnx", &[]);
+    let o = plan("fixed_64x48_x2.onnx", &["--tile", "off"]);
     assert_exit(&o, 5);
-    assert!(stderr(&o).contains("tiles cannot help"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--tile off gives it whole frames (--tile auto pads it)"),
+        "{}",
+        stderr(&o)
+    );
     let o = plan("nearest_x2.onnx", &["--codec", "hevc"]);
     assert_exit(&o, 4);
     assert!(

@@ -326,16 +326,26 @@ fn an_output_the_options_cannot_write_is_not_offered_a_rerun() {
         text.contains("1 input(s) failed for what these options cannot do with them"),
         "{text}"
     );
-    // Frames a fixed-size model cannot take even in tiles (exit 5): the same.
+    // Frames a fixed-size model cannot take whole (exit 5, --tile off): the same.
     let sizes = dir.path().join("sizes");
     std::fs::create_dir(&sizes).unwrap();
     make_clip(&sizes, "small.mp4", "20x16", 2);
-    make_clip(&sizes, "large.mp4", "96x64", 2);
+    make_clip(&sizes, "fits.mp4", "64x48", 2);
     let m = fixture("fixed_64x48_x2.onnx");
     let out = dir.path().join("sizes_out");
-    let o = run(&["upscale", "-i", s(&sizes), "-o", s(&out), "-m", s(&m)]);
+    let o = run(&[
+        "upscale",
+        "-i",
+        s(&sizes),
+        "-o",
+        s(&out),
+        "-m",
+        s(&m),
+        "--tile",
+        "off",
+    ]);
     assert_exit(&o, 5);
-    assert_eq!(sorted_names(&out), ["large.mp4"]);
+    assert_eq!(sorted_names(&out), ["fits.mp4"]);
     let text = stdout(&o);
     assert!(!text.contains("to finish the batch"), "{text}");
     assert!(
