@@ -50,23 +50,16 @@ impl Default for TileRequest {
 }
 
 impl TileRequest {
-    /// Check what can be checked before the model is read: a tile size is not empty and
-    /// takes the overlap (under half a tile each way).
+    /// Check what can be checked before the model is read: a tile size is not empty. (The
+    /// overlap is checked against the tiles that run, once the frame and the model are
+    /// known: only a side the tiles cut must be over twice the overlap.)
     pub fn validate(&self) -> Result<()> {
-        if let TileMode::Size { width, height } = self.mode {
-            if width == 0 || height == 0 {
-                return Err(EngineError::Config(format!(
-                    "--tile {width}x{height}: a tile is at least 1x1 pixels"
-                )));
-            }
-            let shorter = width.min(height);
-            if self.overlap_given && 2 * u64::from(self.overlap) >= u64::from(shorter) {
-                return Err(EngineError::Config(format!(
-                    "--tile-overlap {}: tiles of {width}x{height} take an overlap under half a tile (at most {}); lower --tile-overlap or use larger tiles",
-                    self.overlap,
-                    shorter.saturating_sub(1) / 2
-                )));
-            }
+        if let TileMode::Size { width, height } = self.mode
+            && (width == 0 || height == 0)
+        {
+            return Err(EngineError::Config(format!(
+                "--tile {width}x{height}: a tile is at least 1x1 pixels"
+            )));
         }
         Ok(())
     }
@@ -149,16 +142,17 @@ fn accepted(meta: &ModelMetadata) -> String {
             m => format!("inputs whose sides are multiples of {m}"),
         };
     }
-    let side = |min: u32, max: u32| match (min == max, m) {
-        (true, _) => min.to_string(),
-        (false, 1) if (min, max) == (1, u32::MAX) => "any size".into(),
-        (false, 1) => format!("{min} to {max}"),
-        (false, m) => format!("a multiple of {m}"),
+    // "64 wide", "of any width", "a multiple of 8 wide", "10 to 20 wide".
+    let side = |min: u32, max: u32, (measure, long): (&str, &str)| match (min == max, m) {
+        (true, _) => format!("{min} {long}"),
+        (false, 1) if (min, max) == (1, u32::MAX) => format!("of any {measure}"),
+        (false, 1) => format!("{min} to {max} {long}"),
+        (false, m) => format!("a multiple of {m} {long}"),
     };
     format!(
-        "inputs {} wide and {} high",
-        side(min_w, max_w),
-        side(min_h, max_h)
+        "inputs {} and {}",
+        side(min_w, max_w, ("width", "wide")),
+        side(min_h, max_h, ("height", "high"))
     )
 }
 
@@ -199,16 +193,21 @@ fn padding_note(meta: &ModelMetadata, tile: (u32, u32), frame: (u32, u32)) -> Op
     ))
 }
 
+/// The shorter of the sides along which tiles of `tile` cut `frame` (`None`: one tile
+/// covers it).
+fn cut_side(tile: (u32, u32), frame: (u32, u32)) -> Option<u32> {
+    [(tile.0, frame.0), (tile.1, frame.1)]
+        .into_iter()
+        .filter(|&(t, f)| t < f)
+        .map(|(t, _)| t)
+        .min()
+}
+
 /// The overlap tiles of `tile` over `frame` share: the one asked for, or, where it was not
 /// given and a side cut into several tiles is too short for it (tiles of a small fixed-size
 /// model), the largest under half that side.
 fn overlap_for(request: &TileRequest, tile: (u32, u32), frame: (u32, u32)) -> u32 {
-    let cut = [(tile.0, frame.0), (tile.1, frame.1)]
-        .into_iter()
-        .filter(|&(t, f)| t < f)
-        .map(|(t, _)| t)
-        .min();
-    match cut {
+    match cut_side(tile, frame) {
         Some(side) if !request.overlap_given && 2 * request.overlap >= side => {
             side.saturating_sub(1) / 2
         }
@@ -274,10 +273,9 @@ pub fn decide(
                 tile_side(width, fw, multiple.0, fixed.0),
                 tile_side(height, fh, multiple.1, fixed.1),
             );
-            if tile == frame && !meta.accepts(fw, fh) {
-                return Err(whole_frame_refused(&format!("--tile {width}x{height}")));
-            }
-            if tile == frame {
+            // A tile of the frame's size the model does not take is a --tile the model's
+            // shapes exclude, as any other (exit 2, below).
+            if tile == frame && meta.accepts(fw, fh) {
                 return Ok(off(&format!(
                     "--tile {width}x{height} covers the {fw}x{fh} frame in one tile"
                 )));
@@ -308,6 +306,17 @@ pub fn decide(
         }
     };
     let overlap = overlap_for(request, tile, frame);
+    // A side the tiles cut must be over twice the overlap (a given one is not lowered).
+    if let Some(side) = cut_side(tile, frame)
+        && 2 * u64::from(overlap) >= u64::from(side)
+    {
+        return Err(EngineError::Config(format!(
+            "--tile-overlap {overlap}: tiles of {}x{} take an overlap under half a tile (at most {}); lower --tile-overlap or use larger tiles",
+            tile.0,
+            tile.1,
+            side.saturating_sub(1) / 2
+        )));
+    }
     let reason = match overlap < request.overlap {
         true => format!(
             "{reason}; overlap lowered from {} to {overlap} px for tiles of {}x{} (--tile-overlap sets it)",
@@ -515,24 +524,26 @@ mod tests {
             (150, 90),
         );
         assert_eq!(off.unwrap().report.describe(), "off: --tile off");
-        // Whole frames to a fixed-size model of another size: a model problem, found here.
-        for mode in [
-            TileMode::Off,
-            TileMode::Size {
-                width: 200,
-                height: 200,
-            },
-        ] {
-            let e = decide(
+        // Whole frames to a fixed-size model of another size: a model problem, found here;
+        // a --tile of the frame's size, a tile the model does not take (exit 2).
+        let whole = |mode| {
+            decide(
                 &request(mode),
                 Path::new(M),
                 &meta(Some((64, 48))),
                 (150, 90),
             )
-            .unwrap_err();
-            assert_eq!(e.family().exit_code(), 5, "{e}");
-            assert!(e.to_string().contains("gives it whole frames"), "{e}");
-        }
+        };
+        let e = whole(TileMode::Off).unwrap_err();
+        assert_eq!(e.family().exit_code(), 5, "{e}");
+        assert!(e.to_string().contains("gives it whole frames"), "{e}");
+        let e = whole(TileMode::Size {
+            width: 200,
+            height: 200,
+        })
+        .unwrap_err();
+        assert_eq!(e.family().exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("not tiles of 150x90"), "{e}");
     }
 
     #[test]
@@ -544,13 +555,19 @@ mod tests {
         };
         assert!(r(64, 64, 16).validate().is_ok());
         assert!(TileRequest::default().validate().is_ok());
-        for bad in [r(0, 5, 0), r(20, 40, 10), r(64, 64, 32)] {
-            let e = bad.validate().unwrap_err();
+        assert_eq!(r(0, 5, 0).validate().unwrap_err().family().exit_code(), 2);
+        // The overlap against the tiles that run: only the sides they cut count.
+        for bad in [r(20, 40, 10), r(64, 64, 32)] {
+            let e = decide(&bad, Path::new(M), &meta(None), (150, 90)).unwrap_err();
             assert_eq!(e.family().exit_code(), 2, "{e}");
         }
-        let e = r(20, 40, 10).validate().unwrap_err().to_string();
+        let e = decide(&r(20, 40, 10), Path::new(M), &meta(None), (150, 90));
+        let e = e.unwrap_err().to_string();
         assert!(e.starts_with("--tile-overlap 10: tiles of 20x40"), "{e}");
         assert!(e.contains("at most 9"), "{e}");
+        // 100x30 tiles over a 300x30 frame cut only across, where 30 is under half of 100.
+        let t = decide(&r(100, 30, 30), Path::new(M), &meta(None), (300, 30)).unwrap();
+        assert_eq!(t.tiles, Some(((100, 30), 30)));
         // An overlap too large for the model's own size, found once the model is read.
         let wide = TileRequest {
             mode: TileMode::Auto,
