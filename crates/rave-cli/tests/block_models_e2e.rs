@@ -15,15 +15,7 @@ const H: u32 = 38;
 const FRAMES: u32 = 4;
 
 /// The CPU path, lossless, with the JSON report.
-const CPU: [&str; 7] = [
-    "--device",
-    "cpu",
-    "--progress",
-    "off",
-    "--crf",
-    "0",
-    "--json",
-];
+const CPU: [&str; 7] = CPU_LOSSLESS_JSON;
 
 /// A picture-like clip of `w` x `h` in `dir`, upscaled by the plain nearest x2 model and by
 /// `model` with `extra` options: (the clip, the report of `model`'s run, its output decoded,

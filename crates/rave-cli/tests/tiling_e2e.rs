@@ -15,15 +15,7 @@ const FRAMES: u32 = 6;
 fn a_fixed_64x64_model_upscales_a_150x90_clip_through_tiles() {
     let dir = scratch();
     let input = make_photo_clip(dir.path(), "in.mp4", W, H, FRAMES);
-    let cpu = [
-        "--device",
-        "cpu",
-        "--progress",
-        "off",
-        "--crf",
-        "0",
-        "--json",
-    ];
+    let cpu = CPU_LOSSLESS_JSON;
     // The reference: the same nearest-neighbour x2 network with dynamic sizes, untiled.
     let whole = dir.path().join("whole.mkv");
     let r = json_report(&upscale(&input, &whole, &fixture("nearest_x2.onnx"), &cpu));

@@ -315,11 +315,7 @@ fn gpu(config: &UpscaleConfig, frame: (u32, u32), downstream: usize) -> Result<C
             scale: inspected.scale,
             tile_multiples: inspected.tile_multiples(),
             // The `-fp16` sibling, where that is what runs, takes half-precision frames.
-            format: if model == config.model {
-                inspected.tensor_format
-            } else {
-                PixelFormat::RgbPlanarF16
-            },
+            format: running.tensor_format,
             batch: opts.batch.max_batch,
             channels: &config.channels,
             budget,

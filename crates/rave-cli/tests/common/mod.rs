@@ -72,6 +72,18 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `rave upscale` options for the CPU path, lossless, with the JSON report and no progress:
+/// runs whose decoded output is compared with another's.
+pub const CPU_LOSSLESS_JSON: [&str; 7] = [
+    "--device",
+    "cpu",
+    "--progress",
+    "off",
+    "--crf",
+    "0",
+    "--json",
+];
+
 /// The `--json` report of a run that must have succeeded (exit 0).
 pub fn json_report(o: &Output) -> serde_json::Value {
     assert_exit(o, 0);
