@@ -17,6 +17,33 @@ fn slow_model() -> PathBuf {
     installed_model("realesr-animevideov3-x2")
 }
 
+/// Upscale `input` with the nearest x2 fixture in segments of 5 frames (with `extra`), check
+/// that the job was cut in at least 4 segments.
+fn upscale_in_segments_of_5(input: &Path, output: &Path, extra: &[&str]) {
+    let args: Vec<&str> = ["--segment-frames", "5"]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    let v = upscale_ok(input, output, &fixture("nearest_x2.onnx"), &args);
+    let (total, ..) = segment_counts(&v);
+    assert!(total >= 4, "{}: {total} segments", input.display());
+}
+
+/// x264 at a keyframe every 5 frames, scene cuts off.
+const X264_GOP_5: [&str; 10] = [
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-g",
+    "5",
+    "-keyint_min",
+    "5",
+    "-sc_threshold",
+    "0",
+];
+
 /// `frames` frames (25 fps) of testsrc2 in `pix_fmt`, `w`x`h`, scrolling 6 pixels a frame so
 /// that neighbouring frames differ clearly, encoded with `video`.
 fn scrolling_clip(
@@ -334,14 +361,7 @@ fn vfr_subtitles_attachments_and_chapters_survive_segmentation() {
         &["-g", "5", "-keyint_min", "5", "-sc_threshold", "0"],
     );
     let output = dir.path().join("out.mkv");
-    let v = upscale_ok(
-        &input,
-        &output,
-        &fixture("nearest_x2.onnx"),
-        &["--segment-frames", "5"],
-    );
-    let (total, ..) = segment_counts(&v);
-    assert!(total >= 4, "{total} segments");
+    upscale_in_segments_of_5(&input, &output, &[]);
     assert_rich_mkv_streams_kept(&input, &output);
     assert_eq!(frame_times(&input).len(), 25);
     // Matroska stores no DTS.
@@ -354,35 +374,10 @@ fn an_odd_sized_input_is_segmented_like_any_other() {
     let dir = scratch();
     let d = dir.path();
     // 63x35 (odd both ways; 4:4:4 so H.264 takes it); x2 is an even 126x70.
-    let input = scrolling_clip(
-        d,
-        "odd.mkv",
-        (63, 35),
-        30,
-        "yuv444p",
-        &[
-            "-c:v",
-            "libx264",
-            "-preset",
-            "veryfast",
-            "-g",
-            "5",
-            "-keyint_min",
-            "5",
-            "-sc_threshold",
-            "0",
-        ],
-    );
+    let input = scrolling_clip(d, "odd.mkv", (63, 35), 30, "yuv444p", &X264_GOP_5);
     assert_eq!(video_field(&input, "width"), "63");
     let output = d.join("out.mp4");
-    let v = upscale_ok(
-        &input,
-        &output,
-        &fixture("nearest_x2.onnx"),
-        &["--segment-frames", "5"],
-    );
-    let (total, ..) = segment_counts(&v);
-    assert!(total >= 4, "{total} segments");
+    upscale_in_segments_of_5(&input, &output, &[]);
     assert_eq!(video_field(&output, "width"), "126");
     assert_eq!(video_field(&output, "height"), "70");
     assert_seamless(&input, &output, true);
@@ -418,21 +413,11 @@ fn ten_bit_hevc_stays_ten_bit_with_its_colour_tags_across_segments() {
     );
     assert_eq!(video_field(&input, "profile"), "Main 10");
     let output = d.join("out.mkv");
-    let v = upscale_ok(
+    upscale_in_segments_of_5(
         &input,
         &output,
-        &fixture("nearest_x2.onnx"),
-        &[
-            "--segment-frames",
-            "5",
-            "--codec",
-            "hevc",
-            "--preset",
-            "ultrafast",
-        ],
+        &["--codec", "hevc", "--preset", "ultrafast"],
     );
-    let (total, ..) = segment_counts(&v);
-    assert!(total >= 4, "{total} segments");
     assert_eq!(video_field(&output, "codec_name"), "hevc");
     assert_eq!(video_field(&output, "profile"), "Main 10");
     assert_eq!(video_field(&output, "pix_fmt"), "yuv420p10le");
