@@ -84,8 +84,12 @@ rave upscale -i "$work/small.mkv" -o "$work/gpu_sw.mkv" --device gpu --decoder s
 python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["gpu"]; print("software decoder:", g["decoder"], g["host_copies"])' "$work/sw.json" | tee "$out/software_decoder.txt"
 
 say "Ctrl+C on the GPU path: exit 130 and a finalized .partial file"
+# Job control on for the launch: a script's background job otherwise starts with SIGINT
+# ignored, and RAVE keeps a SIGINT ignored at its start ignored (as nohup asks).
+set -m
 rave upscale -i "$work/hd.mp4" -o "$work/cut.mp4" --device gpu --progress off >/dev/null 2>"$work/cut.err" &
 pid=$!
+set +m
 sleep "${RAVE_CUT_AFTER_S:-6}"
 kill -INT "$pid"
 wait "$pid"; rc=$?
