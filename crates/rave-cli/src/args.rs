@@ -323,7 +323,8 @@ pub struct RunArgs {
     /// the frame padded to the next multiple (mirrored, cut from the output) and tile sides
     /// rounded down to multiples; off then refuses such frames. The report says what ran
     /// and why.
-    #[arg(long, value_name = "auto|off|WxH", default_value = "auto", value_parser = bounds::tile)]
+    #[arg(long, value_name = "auto|off|WxH", default_value = "auto", allow_hyphen_values = true,
+          value_parser = bounds::tile)]
     pub tile: rave_pipeline::TileMode,
     /// Input pixels neighbouring tiles share at least, 0 to 4096 and under half a tile; the
     /// tiles are blended across it [default: 16, lowered to under half a tile for tiles

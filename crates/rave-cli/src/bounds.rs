@@ -125,10 +125,10 @@ pub fn vram_size(s: &str) -> Result<usize, String> {
     let bytes = rave_core::byte_size::parse_size(s)?;
     if bytes < MIN_VRAM_LIMIT {
         return Err(format!(
-            "{s:?} is below the smallest budget, 16MiB (write a unit: 6GiB, 512MiB)"
+            "'{s}' is below the smallest budget, 16MiB (a number without a unit counts bytes: write 6GiB or 512MiB)"
         ));
     }
-    usize::try_from(bytes).map_err(|_| format!("{s:?} is larger than this machine can address"))
+    usize::try_from(bytes).map_err(|_| format!("'{s}' is larger than this machine can address"))
 }
 
 #[cfg(test)]

@@ -62,6 +62,22 @@ fn out_of_range_numbers_name_the_option_the_value_and_the_range() {
         (&["--gpu", "99999"], &["--gpu", "'99999'", "0 to 63"]),
         (&["--gpu", "-1"], &["--gpu", "'-1'", "out of range"]),
         (&["--gpus", "-1"], &["--gpus", "'-1' is not a GPU index"]),
+        (
+            &["--tile", "-5x5"],
+            &["--tile", "-5 is out of range", "1 to 16384"],
+        ),
+        (
+            &["--tile", "5x-5"],
+            &["--tile", "-5 is out of range", "1 to 16384"],
+        ),
+        (
+            &["--tile-overlap", "-1"],
+            &["--tile-overlap", "'-1'", "0 to 4096"],
+        ),
+        (
+            &["--vram-limit", "1MiB"],
+            &["--vram-limit", "'1MiB' is below the smallest budget"],
+        ),
         (&["--gpus", "-1,0"], &["--gpus", "'-1' is not a GPU index"]),
         (
             &["--trt-workspace", "99999999999999"],

@@ -17,7 +17,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let unit = unit.trim();
     let what = || {
         format!(
-            "{text:?} is not a size: write a number and a unit, e.g. 6GiB, 512MiB, 8GB (or bytes)"
+            "'{text}' is not a size: write a number and a unit, e.g. 6GiB, 512MiB, 8GB (or bytes)"
         )
     };
     let value: f64 = number.parse().map_err(|_| what())?;
@@ -36,12 +36,12 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let bytes = value * multiplier;
     if !bytes.is_finite() || bytes >= u64::MAX as f64 {
         return Err(format!(
-            "{text:?} is not a usable size: it is larger than any memory (at most 16EiB)"
+            "'{text}' is not a usable size: it is larger than any memory (at most 16EiB)"
         ));
     }
     if bytes < 1.0 {
         return Err(format!(
-            "{text:?} is not a usable size: it must be at least one byte"
+            "'{text}' is not a usable size: it must be at least one byte"
         ));
     }
     Ok(bytes.round() as u64)
