@@ -1,5 +1,5 @@
-//! `rave models`: the installed models with their scale, precision, batch axis and side
-//! multiple, a model
+//! `rave models`: the installed models with their scale, precision, batch axis, side
+//! multiple and fixed input size, a model
 //! that cannot run with its problem, and the engine each would run on (recognised from the
 //! graph, never the name).
 
@@ -15,6 +15,11 @@ fn models_lists_installed_models_with_their_scale() {
     std::fs::copy(
         fixture("blocks4_x2.onnx"),
         dir.path().join("unshuffle.onnx"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixture("fixed_64x48_x2.onnx"),
+        dir.path().join("fixed.onnx"),
     )
     .unwrap();
     std::fs::copy(
@@ -43,6 +48,18 @@ fn models_lists_installed_models_with_their_scale() {
         .find(|m| m["name"] == "unshuffle")
         .expect("listed");
     assert_eq!(unshuffle["side_multiple"], 4, "{unshuffle}");
+    assert_eq!(unshuffle["fixed_width"], serde_json::Value::Null);
+    // A fixed-size model gives its one size, as width and height.
+    let fixed = models
+        .iter()
+        .find(|m| m["name"] == "fixed")
+        .expect("listed");
+    assert_eq!(
+        (&fixed["fixed_width"], &fixed["fixed_height"]),
+        (&64.into(), &48.into()),
+        "{fixed}"
+    );
+    assert_eq!(tiny["fixed_width"], serde_json::Value::Null);
     let broken = models
         .iter()
         .find(|m| m["name"] == "broken")
@@ -75,6 +92,20 @@ fn models_lists_installed_models_with_their_scale() {
     let o = run(&["models", "--models-dir", dir.path().to_str().unwrap()]);
     assert_exit(&o, 0);
     let text = stdout(&o);
+    // The sizes a model takes, where not any, under its line.
+    assert!(
+        text.contains("    input: sides that are multiples of 4 (frames are padded to them)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    input: 64x48 only (frames are cut into tiles of that size"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("    input: ").count(),
+        2,
+        "only the two: {text}"
+    );
     assert!(
         text.contains("    engine: ONNX Runtime: SRVGGNetCompact x2 (8 features, 1 body convs, residual tail, fp32) is recognised, but 8 features"),
         "{text}"

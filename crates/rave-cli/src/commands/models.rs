@@ -27,10 +27,39 @@ struct ModelEntry {
     /// What its frame sides must be multiples of (frames are padded to one); 1 for any
     /// size, and for a model the native engine runs.
     side_multiple: Option<u32>,
+    /// The one width its input takes, when that axis is fixed (None: any, or unknown).
+    fixed_width: Option<u32>,
+    /// The one height its input takes, when that axis is fixed (None: any, or unknown).
+    fixed_height: Option<u32>,
     default: bool,
     problem: Option<String>,
     /// Which inference engine the model is eligible for, and why.
     engine: EngineEligibility,
+}
+
+impl ModelEntry {
+    /// What sizes the model takes, where not any: "64x48 only (frames are cut into tiles of
+    /// that size, smaller ones padded to it)", "sides that are multiples of 4 (frames are
+    /// padded to them)", "height 48 only, any width".
+    fn input_line(&self) -> Option<String> {
+        let multiple = self.side_multiple.filter(|m| *m > 1);
+        let sides = |m: u32| format!("sides that are multiples of {m} (frames are padded to them)");
+        let line = match (self.fixed_width, self.fixed_height) {
+            (Some(w), Some(h)) => format!(
+                "{w}x{h} only (frames are cut into tiles of that size, smaller ones padded to it)"
+            ),
+            (Some(w), None) => format!(
+                "width {w} only, {}",
+                multiple.map_or("any height".into(), |m| format!("heights multiples of {m}"))
+            ),
+            (None, Some(h)) => format!(
+                "height {h} only, {}",
+                multiple.map_or("any width".into(), |m| format!("widths multiples of {m}"))
+            ),
+            (None, None) => sides(multiple?),
+        };
+        Some(line)
+    }
 }
 
 /// Whether the native engine runs the model (recognised from the graph, not the name, and
@@ -118,6 +147,8 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
                 precision: None,
                 fixed_batch: None,
                 side_multiple: None,
+                fixed_width: None,
+                fixed_height: None,
                 problem: None,
             };
             if let Some(net) = native {
@@ -140,6 +171,9 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
                     });
                     entry.fixed_batch = m.fixed_batch;
                     entry.side_multiple = Some(m.side_multiple);
+                    let ((min_h, min_w), (max_h, max_w)) = (m.min_input_hw, m.max_input_hw);
+                    entry.fixed_width = (min_w == max_w).then_some(max_w);
+                    entry.fixed_height = (min_h == max_h).then_some(max_h);
                 }
                 Err(EngineError::RuntimeLibrary(_)) => {
                     entry.problem = Some("ONNX Runtime not found: scale unknown".into());
@@ -191,6 +225,9 @@ pub fn run(global: &GlobalArgs, args: &ModelsArgs) -> Result<i32> {
             // A model ONNX Runtime cannot take runs nowhere: its engine line would mislead.
             Some(p) => outln!("    problem: {p}"),
             None => outln!("    engine: {}", e.engine.line()),
+        }
+        if let Some(input) = e.input_line() {
+            outln!("    input: {input}");
         }
     }
     Ok(0)
