@@ -21,6 +21,9 @@
   models): 16x16 runs, 17x17 and 18x18 fail, 20x20 runs -> frames padded to multiples of 4.
 - blocks128_x2.onnx: the same with block 128: 16x16 and 64x64 fail, 256x256 runs, no odd
   multiple of 1 to 64 past it does -> refused (a block over the 64 RAVE pads to).
+- blocks3_x2.onnx: the same with block 3 (not a power of two): 16x16, 64x64 and 256x256
+  fail, 240x240 runs, no odd multiple of 1 to 64 past it does -> refused (a block RAVE
+  does not pad to).
 - strided_x2.onnx: a stride-2 3x3 convolution (the centre tap) then nearest x4: x2 on even
   sides, another size on odd ones (17 -> 36) -> frames padded to multiples of 2.
 - min20_x2.onnx: nearest x2 plus zero times the mean of a 20x20 average pool of the input,
@@ -149,6 +152,7 @@ def main():
     blocks_x2(out, "blocks32_x2", 32)
     blocks_x2(out, "blocks4_x2", 4)
     blocks_x2(out, "blocks128_x2", 128)
+    blocks_x2(out, "blocks3_x2", 3)
     strided_x2(out, "strided_x2")
     two_outputs(out, "two_outputs")
     min20_x2(out, "min20_x2")

@@ -13,8 +13,9 @@ use rave_core::types::PixelFormat;
 use crate::runtime::OrtRuntime;
 
 /// Side lengths of the probe input used to measure the scale of dynamic-shape models, in
-/// the order tried (256 for a model of a block over 64, to say so).
-const PROBE_SIDES: [usize; 3] = [16, 64, 256];
+/// the order tried (256 for a model of a block over 64, 240 = 16 x 15 for one of a block
+/// of 3, 5, 6, 10, 12 or 15: each to refuse it saying why, not as a failed run).
+const PROBE_SIDES: [usize; 4] = [16, 64, 256, 240];
 /// The side multiples a dynamic-shape model is probed for, smallest first: frames are
 /// padded to the one it takes (a model that takes none of them is refused).
 const SIDE_MULTIPLES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -291,8 +292,8 @@ fn scale_from(path: &Path, input_hw: (u32, u32), output_hw: (u32, u32)) -> Resul
 }
 
 /// Run one small grey frame through a dynamic-shape model and measure the scale: 16x16
-/// first (cheap for any model), then 64x64 and 256x256 where the run fails, for a model
-/// that needs sides of 20 px or more (a pooling stage). Then the sides it takes: the
+/// first (cheap for any model), then 64x64, 256x256 and 240x240 where the run fails, for a
+/// model that needs sides of 20 px or more (a pooling stage) or of a large or odd block. Then the sides it takes: the
 /// smallest of [`SIDE_MULTIPLES`] whose next odd multiple past the probe's side runs with
 /// the same scale (1 for most models; 2 or 4 for a pixel-unshuffle stage or a strided
 /// layer, 8 to 64 for window attention); a size that fails or gives another size is one
@@ -322,9 +323,7 @@ fn probe_scale(
                 // The first size that ran with another factor: the refusal where none fits.
                 let mut other_factor = None;
                 for multiple in SIDE_MULTIPLES {
-                    // An odd multiple past `side`: it is no multiple of twice `multiple`.
-                    let k = side / multiple + 1;
-                    let odd = multiple * (k + 1 - k % 2);
+                    let odd = multiple * odd_factor_past(side / multiple, !side.is_power_of_two());
                     let (ow, oh) = size((odd, odd));
                     let why = match probe_output(session, input_name, input.batch, (ow, oh), format)
                     {
@@ -352,7 +351,7 @@ fn probe_scale(
                     return Err(e);
                 }
                 return Err(EngineError::ModelMetadata(format!(
-                    "{}: the model runs on a {w}x{h} frame but not on {} ({}): it takes only some frame sizes (sides that are multiples of a block over {}, say), and RAVE pads frames to blocks of up to {} pixels only; export it so that it pads its input to the size it needs",
+                    "{}: the model runs on a {w}x{h} frame but not on {} ({}): it takes only some frame sizes (sides that are multiples of a block over {} or not a power of two, say), and RAVE pads frames to blocks of 2, 4, 8 ... {} pixels only; export it so that it pads its input to the size it needs",
                     path.display(),
                     tried
                         .iter()
@@ -380,6 +379,17 @@ fn probe_scale(
             .collect::<Vec<_>>()
             .join("; ")
     )))
+}
+
+/// The multiplier of a side multiple's probe size: the smallest odd number over `k` (the
+/// size is then no multiple of twice the side multiple), one that 3 and 5 do not divide
+/// either where `odd_blocks` (a model that ran on a probe side that is no power of two,
+/// 240, may have a block of 3 or 5 times a power of two: the size must be no multiple of
+/// it). A power-of-two side only runs models of power-of-two blocks.
+fn odd_factor_past(k: usize, odd_blocks: bool) -> usize {
+    (k + 1..)
+        .find(|f| f % 2 == 1 && (!odd_blocks || (f % 3 != 0 && f % 5 != 0)))
+        .unwrap_or(k + 1)
 }
 
 /// An error unless a probe of `(w, h)` whose output shape is `out_shape` has the scale
@@ -485,6 +495,19 @@ mod tests {
             Some("x2gnp.exe")
         );
         assert_eq!(printable_name(&"n".repeat(100)).map(|n| n.len()), Some(64));
+    }
+
+    #[test]
+    fn side_multiple_probes_are_odd_multiples_and_after_240_no_multiple_of_3_or_5() {
+        // Past 16 (a power of two): 17 for 1, 18 = 2 x 9 for 2, 20 = 4 x 5 for 4.
+        assert_eq!(odd_factor_past(16, false), 17);
+        assert_eq!(odd_factor_past(8, false), 9);
+        assert_eq!(odd_factor_past(4, false), 5);
+        // Past 240: 32 x 9 = 288 would run a block of 3 (or 96): 32 x 11; 64 x 5 = 320 a
+        // block of 5: 64 x 7.
+        assert_eq!(odd_factor_past(240 / 32, true), 11);
+        assert_eq!(odd_factor_past(240 / 64, true), 7);
+        assert_eq!(odd_factor_past(240, true), 241);
     }
 
     #[test]

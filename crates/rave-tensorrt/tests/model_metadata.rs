@@ -106,7 +106,26 @@ fn a_model_of_blocks_larger_than_rave_pads_is_refused_up_front() {
     let text = e.to_string();
     assert!(
         text.contains("blocks128_x2.onnx: the model runs on a 256x256 frame but not on 16x16, 64x64, 257x257, 258x258, 260x260, 264x264, 272x272, 288x288, 320x320 (")
-            && text.contains("a block over 64"),
+            && text.contains("a block over 64 or not a power of two"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_model_of_blocks_of_three_is_refused_up_front_saying_why() {
+    // 16x16, 64x64 and 256x256 fail (no multiple of 3), 240x240 runs: a model problem
+    // (exit 5, model_metadata), not a failed run of the runtime.
+    let e = LoadedModel::inspect(runtime(), &fixture("blocks3_x2.onnx")).unwrap_err();
+    assert_eq!(
+        (e.family().exit_code(), e.kind()),
+        (5, "model_metadata"),
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("blocks3_x2.onnx: the model runs on a 240x240 frame but not on 16x16, 64x64, 256x256, 241x241, ")
+            && text.contains("not a power of two")
+            && text.contains("export it so that it pads its input"),
         "{text}"
     );
 }
