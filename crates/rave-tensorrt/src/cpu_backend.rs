@@ -108,10 +108,15 @@ impl CpuBackend {
             .map_err(|e| {
                 // Which model and which frame size: a model that takes only some sizes
                 // fails here on the first frame, with ONNX Runtime's words alone.
+                // "Inputs": frames, or the tiles of one (the tiling says which).
+                let what = match n {
+                    1 => format!("one {w}x{h} input"),
+                    n => format!("a batch of {n} {w}x{h} inputs"),
+                };
                 EngineError::Inference(format!(
-                    "model {} on {n} frame(s) of {w}x{h}: {}",
+                    "model {} on {what}: {}",
                     self.metadata.name,
-                    crate::model::first_line(&e.to_string())
+                    crate::ort_message::first_line(&e.to_string())
                 ))
             })?;
         let (shape, out) = outputs[0].try_extract_tensor::<f32>().map_err(ort_error)?;

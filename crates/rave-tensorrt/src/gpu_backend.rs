@@ -31,7 +31,8 @@ use crate::backend_report::GpuBackendReport;
 use crate::device_binding::DeviceBinding;
 use crate::ep_options::{CudaSettings, Precision, ShapeProfile, TrtSettings};
 use crate::ep_policy::EpPolicy;
-use crate::model::{LoadedModel, first_line};
+use crate::model::LoadedModel;
+use crate::ort_message::first_line;
 use crate::output_ring::OutputRing;
 use rave_core::batch::Batching;
 

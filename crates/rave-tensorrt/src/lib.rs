@@ -9,6 +9,7 @@ pub mod ep_policy;
 pub mod gpu_backend;
 pub mod gpu_inference;
 pub mod model;
+mod ort_message;
 pub mod output_ring;
 pub mod provider_paths;
 pub mod providers;

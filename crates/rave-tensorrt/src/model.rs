@@ -10,6 +10,7 @@ use rave_core::backend::ModelMetadata;
 use rave_core::error::{EngineError, Result};
 use rave_core::types::PixelFormat;
 
+use crate::ort_message::first_line;
 use crate::runtime::OrtRuntime;
 
 /// Side lengths of the probe input used to measure the scale of dynamic-shape models, in
@@ -148,11 +149,6 @@ fn printable_name(name: &str) -> Option<String> {
     let kept: String = name.chars().filter(shown).take(64).collect();
     let kept = kept.trim();
     (!kept.is_empty()).then(|| kept.to_owned())
-}
-
-/// The first line of a runtime message (ONNX Runtime's errors run on with source locations).
-pub(crate) fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or(s).trim().to_string()
 }
 
 fn not_image_model(path: &Path, why: impl std::fmt::Display) -> EngineError {
