@@ -7,22 +7,11 @@
 # scripts/make_sample_clip.sh) with each engine: inference alone, null encode, full pipeline
 # (libx264 veryfast), and the wall time from start to the first frame out. Logs and JSON go
 # to $OUT (or ./gpu-results); a summary is printed.
-set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="${OUT:-$root/gpu-results}"; mkdir -p "$out"
-bin=/opt/rave-dev/payload
-export PATH="$bin:$PATH"
-export RAVE_HOME="${RAVE_HOME:-$bin}"
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh"
 frames="${RAVE_NATIVE_FRAMES:-300}"
-status=0
-say() { echo "== $*"; }
 
 say "clips"
-ffmpeg -v error -f lavfi -i "testsrc2=size=320x180:rate=24" -f lavfi -i "sine=frequency=440:sample_rate=48000" \
-  -t 2 -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac -shortest "$work/small.mp4" || status=1
-printf '1\n00:00:00,000 --> 00:00:01,000\nhello\n' >"$work/sub.srt"
-ffmpeg -v error -i "$work/small.mp4" -i "$work/sub.srt" -map 0 -map 1 -c copy -c:s srt "$work/small.mkv" || status=1
+small_clips
 bash "$root/scripts/make_sample_clip.sh" "$work/photos_small.mp4" 334 188 50 || status=1
 bash "$root/scripts/make_sample_clip.sh" "$work/hd.mp4" 1920 1080 "$frames" || status=1
 bash "$root/scripts/make_sample_clip.sh" "$work/photos_hd.mp4" 1920 1080 10 || status=1

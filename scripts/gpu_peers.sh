@@ -16,19 +16,12 @@
 # torch.compile of RRDBNet's 350 convolutions takes minutes). The summary is printed and
 # appended to $OUT/peers.txt (or ./gpu-results); the logs and JSON of each call go into one
 # $OUT/peers_logs_<sections>.tar.gz (the device returns only a few files a call).
-set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="${OUT:-$root/gpu-results}"; mkdir -p "$out"
-bin=/opt/rave-dev/payload
-export PATH="$bin:$PATH"
-export RAVE_HOME="${RAVE_HOME:-$bin}"
-work="$(mktemp -d)"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh"
 logs="$work/logs"; mkdir -p "$logs"
 pack() { tar czf "$out/peers_logs_${sections// /_}.tar.gz" -C "$work" logs 2>/dev/null; rm -rf "$work"; }
 trap pack EXIT
 py="${RAVE_TORCH_PYTHON:-python3}"
 tool="$root/tools/torch_sr_bench.py"
-status=0
 say() { echo "== $*" | tee -a "$out/peers.txt"; }
 
 sections="${*:-native torch-compact torch-rrdb benchmark pipeline}"

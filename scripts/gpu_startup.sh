@@ -5,14 +5,7 @@
 # `rave benchmark` (inference alone against the null-encoder pipeline) of 300 frames of 1080p
 # photographs with the native engine, with CUDA's lazy module loading (the default) and with
 # CUDA_MODULE_LOADING=EAGER. Logs and JSON go to $OUT (or ./gpu-results); a summary is printed.
-set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="${OUT:-$root/gpu-results}"; mkdir -p "$out"
-bin=/opt/rave-dev/payload
-export PATH="$bin:$PATH"
-export RAVE_HOME="${RAVE_HOME:-$bin}"
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-status=0
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh"
 bash "$root/scripts/make_sample_clip.sh" "$work/one.mp4" 1920 1080 1 >/dev/null 2>&1 || status=1
 bash "$root/scripts/make_sample_clip.sh" "$work/hd.mp4" 1920 1080 300 >/dev/null 2>&1 || status=1
 first() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("first_frame_s", r.get("first_frame_s"), "elapsed_s", r.get("elapsed_s"), "steps", [(s["name"], round(s["seconds"], 3)) for s in r.get("startup", [])])' "$1" 2>/dev/null || echo "?"; }

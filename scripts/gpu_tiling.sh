@@ -10,15 +10,8 @@
 # the tiled output against the untiled one by PSNR (average and worst frame), both encoded
 # losslessly (libx264 --crf 0, so the encoder's own noise is not in it). Logs and JSON go to
 # $OUT (or ./gpu-results); TILING_FRAMES (default 60) sets the 1080p clip's length.
-set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out="${OUT:-$root/gpu-results}"; mkdir -p "$out"
-bin=/opt/rave-dev/payload
-export PATH="$bin:$PATH"
-export RAVE_HOME="${RAVE_HOME:-$bin}"
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh"
 frames="${TILING_FRAMES:-60}"
-status=0
 say() { echo "== $*" | tee -a "$out/tiling.txt"; }
 
 bash "$root/scripts/make_sample_clip.sh" "$work/hd.mp4" 1920 1080 "$frames" >/dev/null || status=1
