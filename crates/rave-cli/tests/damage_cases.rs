@@ -1,7 +1,7 @@
 //! Targeted damage, beside the corpus run (damage_corpus.rs): whole clusters lost in HEVC
 //! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, a
 //! truncated FLV that starts after zero, an MP4 of which no frame decodes, B-frames timed
-//! in decode order, and an AVI whose header is lost. Transport streams' own cases are in
+//! in decode order, an AVI whose header is lost, and two MP4s joined end to end. Transport streams' own cases are in
 //! transport_stream_cases.rs.
 
 mod common;
@@ -320,4 +320,37 @@ fn a_truncated_flv_starting_after_zero_is_refused() {
         assert_eq!(v["error"]["damage"]["truncated"], true, "{pct}%: {v}");
         assert!(!out.exists());
     }
+}
+
+/// Two MP4 files joined with `cat`: FFmpeg reads the first movie and skips the second
+/// `moov`, so a run would be "complete" with half the content. Refused as damage (exit 3,
+/// saying how to join recordings), and with --allow-corrupt upscaled with the reason.
+#[test]
+fn two_mp4_files_joined_end_to_end_are_refused_not_half_upscaled() {
+    let dir = scratch();
+    let one = make_clip(dir.path(), "one.mp4", "32x32", 10);
+    let bytes = std::fs::read(&one).unwrap();
+    let joined = dir.path().join("joined.mp4");
+    std::fs::write(&joined, [bytes.clone(), bytes].concat()).unwrap();
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&joined, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("a second movie ('moov' box) starts at byte")
+            && err.contains("only the first would be read"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let o = upscale(
+        &joined,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--allow-corrupt", "--json"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["frames_out"], 10, "{v}");
+    let first = v["input_damage"]["first_problem"].as_str().unwrap_or("");
+    assert!(first.starts_with("a second movie"), "{v}");
 }

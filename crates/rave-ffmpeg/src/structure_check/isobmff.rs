@@ -1,6 +1,8 @@
 //! MP4/MOV (ISO base media): the top-level boxes must chain to the end of the file, in a
-//! fragmented MP4 every movie fragment must be there (see `fragments`), and each track's
-//! sample tables must place every sample inside the file (see `sample_tables`).
+//! fragmented MP4 every movie fragment must be there (see `fragments`), each track's
+//! sample tables must place every sample inside the file (see `sample_tables`), and an
+//! unfragmented movie must be the file's only one (two files joined end to end play as the
+//! first: FFmpeg skips the second `moov`).
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -55,6 +57,8 @@ fn chain_boxes(
     movie: &mut Option<(u64, u64)>,
 ) -> Option<StructureProblem> {
     let mut pos = 0u64;
+    // Whether a movie fragment came before (the movie is then read fragment by fragment).
+    let mut fragmented = false;
     while pos < len {
         let left = len - pos;
         let mut head = [0u8; 16];
@@ -102,9 +106,19 @@ fn chain_boxes(
             )));
         }
         match kind {
-            b"moof" => fragments.moof(r, pos, (pos + header, pos + size)),
+            b"moof" => {
+                fragmented = true;
+                fragments.moof(r, pos, (pos + header, pos + size))
+            }
             b"mfra" => fragments.index(r, (pos + header, pos + size)),
             b"moov" if movie.is_none() => *movie = Some((pos + header, pos + size)),
+            // A second movie after an unfragmented one: its samples are never read (a
+            // fragmented file's later fragments are read whatever comes between them).
+            b"moov" if !fragmented => {
+                return Some(StructureProblem::broken(format!(
+                    "a second movie ('moov' box) starts at byte {pos}: the file is two or more MP4/MOV files joined end to end, and only the first would be read; join recordings with FFmpeg's concat demuxer (ffmpeg -f concat -safe 0 -i LIST -c copy JOINED.mp4), or split the file"
+                )));
+            }
             _ => {}
         }
         pos += size;
@@ -147,6 +161,27 @@ mod tests {
         let mut tiny = file.clone();
         tiny.extend([0, 0, 0, 3, b'f', b'r', b'e', b'e']);
         assert!(boxes(&tiny).unwrap().text.contains("impossible size"));
+    }
+
+    #[test]
+    fn two_unfragmented_movies_joined_are_refused_two_fragmented_ones_are_not() {
+        let movie = [
+            mp4_box(b"ftyp", 20),
+            mp4_box(b"moov", 100),
+            mp4_box(b"mdat", 400),
+        ]
+        .concat();
+        let p = boxes(&[movie.clone(), movie.clone()].concat()).expect("joined");
+        assert!(!p.truncated, "{p:?}");
+        assert!(
+            p.text
+                .starts_with("a second movie ('moov' box) starts at byte 572: the file is two or more MP4/MOV files joined"),
+            "{}",
+            p.text
+        );
+        // Fragmented recordings joined: every fragment is read.
+        let joined = [fragmented(&[1, 2]), fragmented(&[1, 2])].concat();
+        assert_eq!(boxes(&joined), None);
     }
 
     /// A movie fragment: `moof` holding an `mfhd` numbered `number` (after another child
