@@ -192,6 +192,50 @@ fn an_input_of_which_no_frame_decodes_leaves_no_work_folder() {
     assert_eq!(sorted_names(dir.path()), ["clean.mp4", "no_timing.mp4"]);
 }
 
+/// A fragmented MP4 cut inside its first fragment, with --allow-corrupt: its one segment is
+/// "finished" with no frame, and the refusal (exit 3, --allow-corrupt cannot help) keeps no
+/// work folder and gives no advice to run again with the option already given.
+#[test]
+fn with_allow_corrupt_an_input_of_which_no_frame_decodes_leaves_no_work_folder() {
+    let dir = scratch();
+    let clean = dir.path().join("frag.mp4");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=2",
+            "sine=sample_rate=48000:duration=2",
+        ],
+        &[
+            "-c:v",
+            "libx264",
+            "-g",
+            "10",
+            "-c:a",
+            "aac",
+            "-movflags",
+            "+frag_keyframe+empty_moov+default_base_moof",
+            "-shortest",
+        ],
+    );
+    let bytes = std::fs::read(&clean).unwrap();
+    let cut = dir.path().join("cut.mp4");
+    std::fs::write(&cut, &bytes[..bytes.len() / 10]).unwrap();
+    let out = dir.path().join("out.mp4");
+    for _ in 0..2 {
+        let o = upscale(
+            &cut,
+            &out,
+            &fixture("nearest_x2.onnx"),
+            &["--allow-corrupt"],
+        );
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(err.contains("--allow-corrupt cannot help"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert_eq!(sorted_names(dir.path()), ["cut.mp4", "frag.mp4"]);
+    }
+}
+
 /// A remux that copied decode times into presentation times (`setts=pts=DTS`) on video with
 /// B-frames: the packets look cleanly timed, but the decoder hands frames out in another
 /// order than their times, so segments cut by time would not get their planned frames. The

@@ -57,6 +57,12 @@ pub fn default_jobs(config: &UpscaleConfig, pending: usize) -> usize {
     planned_workers(config).clamp(1, pending.max(1))
 }
 
+/// Whether `e` refuses an input of which no video frame decodes (`--allow-corrupt` cannot
+/// help: nothing a rerun could assemble).
+fn no_decodable_video(e: &EngineError) -> bool {
+    matches!(e, EngineError::CorruptStream { damage, .. } if damage.no_decodable_video())
+}
+
 /// Run `job` to its end into `target` (`None` for a null sink); `clock` has the run's start
 /// and times the rest of its start-up (`load_model`, `first_frame`).
 pub fn run_job(
@@ -281,6 +287,10 @@ pub fn run_job(
             .inspect_err(|e| {
                 // The finished file is in place under another name: nothing to resume.
                 if target.kept_elsewhere().is_some() && !config.segments.keep_work {
+                    let _ = w.remove(claim.as_ref());
+                } else if no_decodable_video(e) && !config.segments.keep_work {
+                    // No frame decodes (its segments are "finished" with none): no run can
+                    // put anything together, whichever run made the work folder.
                     let _ = w.remove(claim.as_ref());
                 } else if nothing_done {
                     // No frame was decoded (an input refused as damaged): another run has
