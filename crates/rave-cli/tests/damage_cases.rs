@@ -1,7 +1,8 @@
 //! Targeted damage, beside the corpus run (damage_corpus.rs): whole clusters lost in HEVC
 //! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, a
 //! truncated FLV that starts after zero, an MP4 of which no frame decodes, B-frames timed
-//! in decode order, an AVI whose header is lost, and two MP4s joined end to end. Transport streams' own cases are in
+//! in decode order, an AVI whose header is lost, two MP4s joined end to end, and the
+//! advice for a damaged input that cannot be cut into segments followed to the end. Transport streams' own cases are in
 //! transport_stream_cases.rs.
 
 mod common;
@@ -397,4 +398,78 @@ fn two_mp4_files_joined_end_to_end_are_refused_not_half_upscaled() {
     assert_eq!(v["frames_out"], 10, "{v}");
     let first = v["input_damage"]["first_problem"].as_str().unwrap_or("");
     assert!(first.starts_with("a second movie"), "{v}");
+}
+
+/// A video packet zeroed in the middle of a 50-frame MP4 cut into segments of 10: the strict
+/// run refuses it and keeps the finished segments; with --allow-corrupt the damaged
+/// segment decodes fewer frames than planned, so the plan cannot be kept: that run removes
+/// the work folder (made by the run before) and the command it advises then works, not
+/// "settings changed ... pass --restart".
+#[test]
+fn the_advised_command_for_a_damaged_input_that_cannot_be_cut_works() {
+    let dir = scratch();
+    let d = dir.path();
+    let clean = d.join("clean.mp4");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=2",
+            "sine=sample_rate=48000:duration=2",
+        ],
+        &["-c:v", "libx264", "-g", "10", "-c:a", "aac", "-shortest"],
+    );
+    // The 27th video packet (of 50): a third of it zeroed.
+    let listed = ffprobe(
+        &clean,
+        &[
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "packet=pos,size",
+            "-of",
+            "csv=p=0",
+        ],
+    );
+    let (pos, size) = listed
+        .lines()
+        .nth(26)
+        .and_then(|l| l.split_once(','))
+        .map(|(s, p)| (p.parse::<usize>().unwrap(), s.parse::<usize>().unwrap()))
+        .expect("pos,size");
+    let mut bytes = std::fs::read(&clean).unwrap();
+    bytes[pos + size / 3..pos + 2 * size / 3].fill(0);
+    let damaged = d.join("damaged.mp4");
+    std::fs::write(&damaged, bytes).unwrap();
+    let out = d.join("out.mkv");
+    let m = fixture("nearest_x2.onnx");
+    let work = d.join(".out.mkv.rave-work");
+    let o = upscale(&damaged, &out, &m, &["--segment-frames", "10"]);
+    assert_exit(&o, 3);
+    assert!(
+        stderr(&o).contains("pass --allow-corrupt"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(work.exists(), "the finished segments are kept");
+    let o = upscale(
+        &damaged,
+        &out,
+        &m,
+        &["--segment-frames", "10", "--allow-corrupt"],
+    );
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("pass --allow-corrupt --segment-frames 1000000000"),
+        "{err}"
+    );
+    assert!(!work.exists(), "its plan cannot be kept: {err}");
+    let o = upscale(
+        &damaged,
+        &out,
+        &m,
+        &["--allow-corrupt", "--segment-frames", "1000000000"],
+    );
+    assert_exit(&o, 0);
+    assert!(frame_times(&out).len() >= 45);
 }

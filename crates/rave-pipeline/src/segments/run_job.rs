@@ -192,8 +192,14 @@ pub fn run_job(
         // A segment whose damage changed its frames fails the same way on every run of
         // this plan, --allow-corrupt or not: its segments are no work to resume (the advice
         // is to read the input as one segment, another plan).
+        // Whichever run made the work folder: the next run's plan is another.
         let damaged = super::commit::cannot_be_cut(&err);
-        keep_or_remove_work(nothing_done || damaged);
+        match (&work, damaged && !config.segments.keep_work) {
+            (Some(w), true) => {
+                let _ = w.remove(claim.as_ref());
+            }
+            _ => keep_or_remove_work(nothing_done),
+        }
         if let Some(w) = &work
             && let Some(rerun) = config.segments.resume_advice()
             && done > 0
