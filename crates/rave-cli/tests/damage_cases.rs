@@ -473,3 +473,38 @@ fn the_advised_command_for_a_damaged_input_that_cannot_be_cut_works() {
     assert_exit(&o, 0);
     assert!(frame_times(&out).len() >= 45);
 }
+
+/// A faststart MP4 cut inside its `moov`: FFmpeg opens what is left as a file with no
+/// streams, or a video stream without a size; the refusal names the cut (exit 3).
+#[test]
+fn an_mp4_cut_inside_its_header_is_refused_as_truncated_not_as_streamless() {
+    let dir = scratch();
+    let d = dir.path();
+    let clean = d.join("fast.mp4");
+    lavfi_clip(
+        &clean,
+        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
+        &[
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "-movflags",
+            "+faststart",
+            "-shortest",
+        ],
+    );
+    let bytes = std::fs::read(&clean).unwrap();
+    for cut in [150, 300, 400] {
+        let input = d.join(format!("cut{cut}.mp4"));
+        std::fs::write(&input, &bytes[..cut]).unwrap();
+        let o = upscale(&input, &d.join("out.mkv"), &fixture("nearest_x2.onnx"), &[]);
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(
+            err.contains("damaged: the file is truncated: box 'moov' at byte 32 declares"),
+            "cut at {cut}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}

@@ -91,6 +91,19 @@ fn lacks_parameters(input: &Input) -> bool {
     })
 }
 
+/// `reason` (why FFmpeg finds no usable video in `path`), led by the damage the structure
+/// check finds where it finds any: a file cut inside its header reads as one with no
+/// streams, or a video stream without a size, and the cut is what to fix.
+pub(crate) fn with_structure_damage(path: &Path, reason: String) -> String {
+    match structure_by_signature(path) {
+        Some(problem) => format!(
+            "damaged: {}, and FFmpeg finds no usable video in what is left ({reason}); use a complete copy of the file",
+            problem.text
+        ),
+        None => reason,
+    }
+}
+
 /// What the structure check finds in `path`, when it starts like a container RAVE checks
 /// (for a file FFmpeg cannot even open, whose format is therefore unknown; a file that does
 /// not start like one is not a media file, not a damaged one).
@@ -141,16 +154,17 @@ pub fn video_stream_index(input: &Input, path: &Path) -> Result<usize> {
                 })
                 .collect();
             let cover_art = input.streams().any(|s| is_cover_art(&s));
+            let reason = match (found.is_empty(), cover_art) {
+                (true, _) => "has no streams".into(),
+                (false, true) => format!(
+                    "has no video stream, only cover art (a still picture attached to the sound; found: {})",
+                    found.join(", ")
+                ),
+                (false, false) => format!("has no video stream (found: {})", found.join(", ")),
+            };
             Err(EngineError::NotAVideo {
                 path: path.to_path_buf(),
-                reason: match (found.is_empty(), cover_art) {
-                    (true, _) => "has no streams".into(),
-                    (false, true) => format!(
-                        "has no video stream, only cover art (a still picture attached to the sound; found: {})",
-                        found.join(", ")
-                    ),
-                    (false, false) => format!("has no video stream (found: {})", found.join(", ")),
-                },
+                reason: with_structure_damage(path, reason),
             })
         }
     }

@@ -122,9 +122,12 @@ impl MediaInfo {
         match (self.video.width, self.video.height) {
             (0, _) | (_, 0) => Err(EngineError::NotAVideo {
                 path: self.path.clone(),
-                reason: format!(
-                    "the {} video stream #{} has no frame size FFmpeg can read: its headers are missing or damaged (a truncated or damaged file, or a cut or capture that holds no keyframe: the headers come with keyframes)",
-                    self.video.codec, self.video.stream_index
+                reason: crate::input::with_structure_damage(
+                    &self.path,
+                    format!(
+                        "the {} video stream #{} has no frame size FFmpeg can read: its headers are missing or damaged (a truncated or damaged file, or a cut or capture that holds no keyframe: the headers come with keyframes)",
+                        self.video.codec, self.video.stream_index
+                    ),
                 ),
             }),
             size => Ok(size),
