@@ -2,7 +2,8 @@
 //! spelling of the same paths, folders RAVE did not make or that hold files under its
 //! names, the text report's segments line, an output that cannot be written (after every
 //! segment, or after Ctrl+C), the input or segment files changed during the run, an input
-//! named as a work file inside the folder, a working folder whose path is not UTF-8. The
+//! named as a work file inside the folder, a working folder whose path is not UTF-8, --work
+//! naming the output itself. The
 //! distributed commands' own tests are in distributed_commands_e2e.rs.
 
 mod common;
@@ -322,6 +323,33 @@ fn a_work_folder_holding_segment_names_but_no_job_is_refused_and_left_alone() {
         stderr(&o)
     );
     assert!(sorted_names(&other).is_empty());
+    // --work naming the output itself, however spelled: refused before any work, for
+    // rave upscale and rave plan alike (the job had run, then found a folder at its name).
+    let out = other.join("out.mp4");
+    let spelled = format!("{}/../other/out.mp4/", other.display());
+    for (command, work) in [
+        ("upscale", out.to_str().unwrap()),
+        ("plan", spelled.as_str()),
+    ] {
+        let o = run(&[
+            command,
+            "-i",
+            clip.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-m",
+            m.to_str().unwrap(),
+            "--work",
+            work,
+        ]);
+        assert_exit(&o, 2);
+        assert!(
+            stderr(&o).contains("--work names the output") && stderr(&o).contains("itself"),
+            "{command}: {}",
+            stderr(&o)
+        );
+        assert!(sorted_names(&other).is_empty(), "{command}");
+    }
 }
 
 /// An input that lies in the work folder under a name RAVE gives its own files: RAVE's

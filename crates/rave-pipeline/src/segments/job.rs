@@ -166,6 +166,7 @@ pub fn prepare(
             check_recordable(config)?;
         }
         work.check_input_outside(&config.input)?;
+        work.check_not_the_output(&config.output)?;
     }
     if let Some(work) = &work
         && work.has_manifest()

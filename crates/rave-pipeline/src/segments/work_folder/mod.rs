@@ -298,6 +298,26 @@ impl WorkFolder {
         Ok(())
     }
 
+    /// Refuse this folder where it is the output's own path (`--work` naming the output
+    /// file, however spelled): the job would make a folder where its finished file goes.
+    pub fn check_not_the_output(&self, output: &Path) -> Result<()> {
+        // The folder it is in, resolved, and its name: neither need exist yet.
+        let resolved = |p: &Path| -> Option<PathBuf> {
+            let abs = std::path::absolute(p).ok()?;
+            Some(abs.parent()?.canonicalize().ok()?.join(abs.file_name()?))
+        };
+        if resolved(&self.dir).is_some_and(|w| Some(w) == resolved(output)) {
+            return Err(EngineError::WorkFolderMismatch {
+                work: self.dir.clone(),
+                reason: format!(
+                    "--work names the output {} itself: the job's folder would take the name its finished file needs; give --work another folder (or leave it out: .NAME.rave-work beside the output)",
+                    output.display()
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Whether `path` is in this folder under a name RAVE gives its work files. Names are
     /// compared in lower case: on a file system that ignores case, RAVE's seg-00000.mp4 is
     /// the user's SEG-00000.MP4.
