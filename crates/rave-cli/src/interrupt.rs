@@ -144,7 +144,8 @@ impl Interrupts {
                 // meanwhile.
                 unsafe { libc::_exit(130) };
             }
-            say(&format!("{first} (Ctrl+C again to abort)"));
+            // One handler for SIGINT, SIGTERM and SIGHUP: the words fit each.
+            say(&format!("{first} (Ctrl+C or SIGTERM again to abort)"));
             lock(&handler.current).cancel(StopReason::User);
         })
         .map_err(|e| {
@@ -207,13 +208,15 @@ fn aborted() {
     // A benchmark's scratch (its passes' output and work folder) goes whole; a run's work
     // folder stays for the next run.
     let message = match (lock(&SCRATCH).is_empty(), IN_BATCH.load(Ordering::SeqCst)) {
-        (false, _) => "aborted by a second Ctrl+C; its scratch files were removed",
+        (false, _) => {
+            "aborted by a second stop signal (Ctrl+C, SIGTERM or SIGHUP); its scratch files were removed"
+        }
         // The outputs finished stay: the same command would stop on the first of them.
         (true, true) => {
-            "aborted by a second Ctrl+C; the output being written was removed (the finished outputs are kept, and the work folder keeps the finished segments: run the same command again with --skip-existing to finish the batch)"
+            "aborted by a second stop signal (Ctrl+C, SIGTERM or SIGHUP); the output being written was removed (the finished outputs are kept, and the work folder keeps the finished segments: run the same command again with --skip-existing to finish the batch)"
         }
         (true, false) => {
-            "aborted by a second Ctrl+C; the output being written was removed (the work folder keeps the segments finished: the same command resumes, and clears what this run left half-written there)"
+            "aborted by a second stop signal (Ctrl+C, SIGTERM or SIGHUP); the output being written was removed (the work folder keeps the segments finished: the same command resumes, and clears what this run left half-written there)"
         }
     };
     let object = ErrorObject {
@@ -221,7 +224,13 @@ fn aborted() {
         message: message.into(),
         ..ErrorObject::of(&EngineError::Cancelled)
     };
-    let line = format!("\nrave: {}", object.message);
+    // Below the bar on a terminal; a log or a pipe gets no empty line.
+    let gap = if std::io::stderr().is_terminal() {
+        "\n"
+    } else {
+        ""
+    };
+    let line = format!("{gap}rave: {}", object.message);
     let json = console::json();
     if json && claim_final_document() {
         // A batch's document as far as it got, with the error; a single run's, the error.

@@ -53,7 +53,9 @@ fn sighup_stops_a_run_as_ctrl_c_does_and_sigterm_even_with_sigint_ignored() {
         let (code, _, err) = run.finish();
         assert_eq!(code, Some(130), "{signal}: {err}");
         assert!(
-            err.contains("stopping, finalizing the frames done so far"),
+            err.contains(
+                "stopping, finalizing the frames done so far (Ctrl+C or SIGTERM again to abort)"
+            ),
             "{signal}: {err}"
         );
         let partial = dir.path().join("out.partial.mkv");
