@@ -385,6 +385,17 @@ fn ctrl_c_on_a_segment_worker_says_the_segment_is_not_kept_and_it_runs_again() {
         .unwrap();
     assert_exit(&again, 0);
     assert_eq!(state(), "done");
+    // A --work that does not exist is said to be missing, not "not a work folder".
+    let missing = dir.path().join("no-such-folder");
+    for command in ["status", "assemble"] {
+        let o = run(&[command, "--work", missing.to_str().unwrap()]);
+        assert_exit(&o, 2);
+        assert!(
+            stderr(&o).contains("does not exist"),
+            "{command}: {}",
+            stderr(&o)
+        );
+    }
 }
 
 /// `rave plan -o FOLDER/` takes an output folder as `rave upscale` does (its --help says

@@ -187,6 +187,10 @@ impl Manifest {
             reason,
         };
         let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound if !work.exists() => invalid(
+                "does not exist: no job was planned there (check the --work path, or plan the job first with `rave plan`)"
+                    .into(),
+            ),
             std::io::ErrorKind::NotFound => invalid(
                 "is not a RAVE work folder (no manifest.json); plan the job first with `rave plan`"
                     .into(),
