@@ -197,32 +197,49 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     // Refused for what these options cannot do with this input: its output (a stream the
     // container cannot hold, a size the encoder cannot code), the model with its frames,
     // an option or work folder (exit 2).
-    let unwritable = |r: &&InputResult| {
+    // Whose job must start over, as its own message says: the input changed since its
+    // segments were made (during the run or between runs), or its work folder holds the job
+    // planned with other settings.
+    let restart = |r: &&InputResult| {
         failure(r).is_some_and(|e| {
-            [
-                "stream_unstorable",
-                "output_size_unsupported",
-                "model_metadata",
-            ]
-            .contains(&e.kind)
-                || e.family == ErrorFamily::Usage
+            e.message.contains("--restart") && !e.message.contains("(--restart included)")
         })
+    };
+    let unwritable = |r: &&InputResult| {
+        !restart(r)
+            && failure(r).is_some_and(|e| {
+                [
+                    "stream_unstorable",
+                    "output_size_unsupported",
+                    "model_metadata",
+                ]
+                .contains(&e.kind)
+                    || e.family == ErrorFamily::Usage
+            })
     };
     // Refused for its output's name: a folder or a link to nothing in its place, a name too
     // long for the files RAVE puts beside it (exit 4), until the user changes it.
     let misnamed = |r: &&InputResult| failure(r).is_some_and(|e| e.kind == "output_name_unusable");
     let refused = |r: &&InputResult| failure(r).is_some_and(|e| e.family == ErrorFamily::Input);
     let unreadable = |r: &&InputResult| {
-        failure(r).is_some_and(|e| e.family == ErrorFamily::Input && e.kind == "input_unreadable")
+        !restart(r)
+            && failure(r)
+                .is_some_and(|e| e.family == ErrorFamily::Input && e.kind == "input_unreadable")
     };
+    let restart_inputs = b.results.iter().filter(restart).count();
     let unreadable_inputs = b.results.iter().filter(unreadable).count();
-    let refused_inputs = b.results.iter().filter(refused).count() - unreadable_inputs;
+    let refused_inputs = b
+        .results
+        .iter()
+        .filter(|r| refused(r) && !restart(r))
+        .count()
+        - unreadable_inputs;
     let unwritable_outputs = b.results.iter().filter(unwritable).count();
     let misnamed_outputs = b.results.iter().filter(misnamed).count();
     let resumable = b
         .results
         .iter()
-        .filter(|r| !refused(r) && !unwritable(r) && !misnamed(r))
+        .filter(|r| !refused(r) && !unwritable(r) && !misnamed(r) && !restart(r))
         .any(|r| {
             matches!(
                 r.status,
@@ -242,6 +259,11 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     if unreadable_inputs > 0 {
         advice.push(format!(
             "{unreadable_inputs} input(s) could not be read (exit 3: gone, moved, not readable by you, not a regular file, or a name that is not UTF-8; the reason is above); once each is a readable file in its place (renamed where its name was the reason), run again with --skip-existing"
+        ));
+    }
+    if restart_inputs > 0 {
+        advice.push(format!(
+            "{restart_inputs} input(s) must be started over (exit 2 or 3: the input changed since its segments were made, or its work folder holds its job planned with other settings; the reason is above); once each input stays as it is, run again with --skip-existing --restart (the done outputs are left alone; the others start over, interrupted ones included)"
         ));
     }
     if unwritable_outputs > 0 {

@@ -39,6 +39,56 @@ fn an_input_that_cannot_be_read_is_named_with_what_to_do_once_it_is_back() {
     assert_eq!(sorted_names(&out), ["a.mp4", "b.mp4"]);
 }
 
+/// An input whose work folder holds its job planned with other settings (here by
+/// `rave plan` with another --crf) fails for it (exit 2, "--restart starts over"); the
+/// batch's advice is the command that finishes it, --skip-existing --restart, not "upscale
+/// each on its own".
+#[test]
+fn an_input_whose_job_must_start_over_is_advised_skip_existing_restart() {
+    let dir = scratch();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    clip(&input, "a.mp4");
+    clip(&input, "b.mp4");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let m = fixture("nearest_x2.onnx");
+    let planned = run(&[
+        "plan",
+        "-i",
+        s(&input.join("b.mp4")),
+        "-o",
+        s(&out.join("b.mp4")),
+        "-m",
+        s(&m),
+        "--crf",
+        "30",
+    ]);
+    assert_exit(&planned, 0);
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out), "--crf", "20"]);
+    assert_exit(&o, 2);
+    assert_eq!(sorted_names(&out), [".b.mp4.rave-work", "a.mp4"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("1 input(s) must be started over")
+            && text.contains("run again with --skip-existing --restart")
+            && !text.contains("upscale each on its own"),
+        "{text}"
+    );
+    let o = upscale_with(&[
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--crf",
+        "20",
+        "--skip-existing",
+        "--restart",
+    ]);
+    assert_exit(&o, 0);
+    assert_eq!(sorted_names(&out), ["a.mp4", "b.mp4"]);
+}
+
 #[test]
 fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     let dir = scratch();
