@@ -70,6 +70,56 @@ fn a_kept_job_is_the_same_job_under_another_spelling_and_foreign_folders_are_lef
     );
 }
 
+/// A project folder moved (or a disk mounted elsewhere) with its kept job: the same input
+/// file under another path resumes with every segment reused, saying so; a copy of the
+/// input (another modification time) under the new path is refused as another input.
+#[test]
+fn a_moved_project_folder_resumes_its_job() {
+    let dir = scratch();
+    let before = dir.path().join("project");
+    std::fs::create_dir(&before).unwrap();
+    let input = photo_clip_gop10(&before, 40);
+    let name = input.file_name().unwrap().to_owned();
+    let model = fixture("nearest_x2.onnx");
+    let opts = ["--segment-frames", "10", "--keep-work"];
+    let v = upscale_ok(&input, &before.join("out.mp4"), &model, &opts);
+    assert_eq!(segment_counts(&v), (4, 4, 0, 1));
+    let after = dir.path().join("moved");
+    std::fs::rename(&before, &after).unwrap();
+    let again = [&opts[..], &["--overwrite"]].concat();
+    let o = upscale(
+        &after.join(&name),
+        &after.join("out.mp4"),
+        &model,
+        &[CPU, &again].concat(),
+    );
+    assert_exit(&o, 0);
+    assert_eq!(segment_counts(&report(&o)), (4, 0, 4, 1));
+    assert!(
+        stderr(&o).contains("resuming the job planned with other paths (its input was ")
+            && stderr(&o).contains("so its finished segments are kept"),
+        "{}",
+        stderr(&o)
+    );
+    // Another file in its place: refused as before.
+    let copy = dir.path().join("copy.mp4");
+    std::fs::copy(after.join(&name), &copy).unwrap();
+    std::fs::remove_file(after.join(&name)).unwrap();
+    std::fs::rename(&copy, after.join(&name)).unwrap();
+    let o = upscale(
+        &after.join(&name),
+        &after.join("out.mp4"),
+        &model,
+        &[CPU, &again].concat(),
+    );
+    assert_exit(&o, 2);
+    let message = report(&o)["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("changed since it was planned"),
+        "{message}"
+    );
+}
+
 #[test]
 fn the_text_report_says_how_many_segments_were_upscaled_and_reused() {
     let dir = scratch();

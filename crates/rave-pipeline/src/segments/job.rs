@@ -186,7 +186,7 @@ pub fn prepare(
             work.read()?;
             let claim = work.claim(false)?;
             clock.step("resume", began);
-            return resume(work, claim, config, spec, warnings);
+            return resume(work, claim, config, spec, (progress, warnings));
         }
     }
     if let Some(work) = &work {
@@ -243,7 +243,7 @@ pub fn prepare(
             // Another run given the same folder planned its job while this one read the
             // input: resumed if it is this job, refused if not.
             clock.step("index", began);
-            return resume(work, ours, config, spec, warnings);
+            return resume(work, ours, config, spec, (progress, warnings));
         }
         claim = Some(ours);
     }
@@ -297,9 +297,20 @@ fn resume(
     claim: JobClaim,
     config: &UpscaleConfig,
     spec: JobSpec,
-    warnings: Vec<String>,
+    (progress, mut warnings): (&dyn ProgressSink, Vec<String>),
 ) -> Result<PreparedJob> {
-    let manifest = work.read()?;
+    let mut manifest = work.read()?;
+    if let Some(moved) = moved_here(&manifest, config)? {
+        // The same input (its fingerprint) under another path: a project folder moved or a
+        // disk mounted elsewhere. The job goes on with the paths as given now.
+        let mut locked = work.lock()?;
+        locked.manifest.input = absolute(&config.input);
+        locked.manifest.output = absolute(&config.output);
+        locked.save()?;
+        manifest = locked.manifest;
+        progress.warning(&moved);
+        warnings.push(moved);
+    }
     check_same_job(
         &manifest,
         config,
@@ -320,6 +331,30 @@ fn resume(
         plan_stats: DecodeStats::default(),
         warnings,
     })
+}
+
+/// Where the job planned in `manifest` upscales the same input (size, modification time and
+/// content of its ends) under other paths than `config`'s: what to say of the move. An
+/// input that differs is left to the refusal of [`check_same_files`].
+fn moved_here(manifest: &Manifest, config: &UpscaleConfig) -> Result<Option<String>> {
+    let input_moved = !same_path(&manifest.input, &absolute(&config.input));
+    let output_moved = !same_path(&manifest.output, &absolute(&config.output));
+    if !(input_moved || output_moved)
+        || manifest.fingerprint != InputFingerprint::of(&config.input)?
+    {
+        return Ok(None);
+    }
+    let mut what = Vec::new();
+    if input_moved {
+        what.push(format!("its input was {}", manifest.input.display()));
+    }
+    if output_moved {
+        what.push(format!("its output {}", manifest.output.display()));
+    }
+    Ok(Some(format!(
+        "resuming the job planned with other paths ({}): the input is the same file (size, modification time and content), so its finished segments are kept",
+        what.join(", ")
+    )))
 }
 
 /// A name no other plan has: the time in nanoseconds, the host and the process id.
