@@ -508,3 +508,62 @@ fn an_mp4_cut_inside_its_header_is_refused_as_truncated_not_as_streamless() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// Damage in a file that starts at 5 s is placed from the file's start, as a player and
+/// the output count time (it said "at 5.640 s" of a 2-second file).
+#[test]
+fn damage_is_placed_from_the_files_start() {
+    let dir = scratch();
+    let clean = dir.path().join("late.mkv");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=2",
+            "sine=sample_rate=48000:duration=2",
+        ],
+        &[
+            "-c:v",
+            "libx264",
+            "-g",
+            "10",
+            "-c:a",
+            "ac3",
+            "-output_ts_offset",
+            "5",
+            "-write_crc32",
+            "0",
+            "-shortest",
+        ],
+    );
+    // The 21st audio packet, its middle zeroed (no CRC-32 in the file to catch it first).
+    let listed = ffprobe(
+        &clean,
+        &[
+            "-select_streams",
+            "a:0",
+            "-show_entries",
+            "packet=pos,size",
+            "-of",
+            "csv=p=0",
+        ],
+    );
+    let (size, pos) = listed
+        .lines()
+        .nth(20)
+        .and_then(|l| l.split_once(','))
+        .map(|(s, p)| (s.parse::<usize>().unwrap(), p.parse::<usize>().unwrap()))
+        .expect("size,pos");
+    let mut bytes = std::fs::read(&clean).unwrap();
+    bytes[pos + 10..pos + size - 10].fill(0);
+    let damaged = dir.path().join("damaged.mkv");
+    std::fs::write(&damaged, bytes).unwrap();
+    let o = upscale(
+        &damaged,
+        &dir.path().join("out.mkv"),
+        &fixture("nearest_x2.onnx"),
+        &[],
+    );
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(err.contains("stream #1: the audio packet at 0.6"), "{err}");
+}

@@ -36,6 +36,8 @@ pub struct AudioVerdict {
 pub struct AudioCheck {
     /// Per stream index of the input, the worker decoding it (audio streams with a decoder).
     workers: Vec<Option<Worker>>,
+    /// Where the file's earliest stream starts (times in messages count from here).
+    start_s: f64,
 }
 
 struct Worker {
@@ -62,7 +64,10 @@ impl AudioCheck {
                     .flatten()
             })
             .collect();
-        Self { workers }
+        Self {
+            workers,
+            start_s: crate::output_timeline::earliest_start_s(input),
+        }
     }
 
     /// Decode `packet` if it belongs to a checked stream.
@@ -90,6 +95,7 @@ impl AudioCheck {
                 && earliest.is_none_or(|e| at < e)
             {
                 earliest = Some(at);
+                let at = (at - self.start_s).max(0.0);
                 verdict.first_problem = Some(format!(
                     "stream #{index}: the audio packet at {at:.3} s does not decode ({why}): its bytes are damaged"
                 ));

@@ -60,3 +60,14 @@ pub(crate) fn codec_delay_offset(
     }
     sys::opus_pre_skip(input, index).rescale(Rational::new(1, 48_000), tb)
 }
+
+/// Where the file's earliest stream starts, in seconds (0 where none says): times in
+/// messages about the input are counted from here, as a player and the output count them.
+pub(crate) fn earliest_start_s(input: &Input) -> f64 {
+    input
+        .streams()
+        .filter(|s| s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
+        .map(|s| s.start_time() as f64 * f64::from(s.time_base()))
+        .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))))
+        .unwrap_or(0.0)
+}

@@ -34,6 +34,8 @@ pub struct IntegrityLedger {
     structure: Option<StructureProblem>,
     /// The declared end of the whole file in seconds (from its header), if declared.
     file_end_s: Option<f64>,
+    /// Where the file's earliest stream starts (times in messages count from here).
+    start_s: f64,
     demux_log: LogWatch,
     decoder_log: Option<DecoderLog>,
     read_errors: u64,
@@ -118,6 +120,7 @@ impl IntegrityLedger {
             timeline,
             structure: structure.unwrap_or_else(|| structure_check::check(path, &format)),
             file_end_s,
+            start_s: crate::output_timeline::earliest_start_s(input),
             // SAFETY: the pointer is only compared with the ones FFmpeg logs with.
             demux_log: LogWatch::demuxer(unsafe { input.as_ptr() }),
             decoder_log: None,
@@ -238,7 +241,7 @@ impl IntegrityLedger {
         let corrupt = packet.is_corrupt();
         let admitted = role == Role::Video || t.in_order(packet);
         if corrupt {
-            let at = start.unwrap_or(0) as f64 * unit_s;
+            let at = (start.unwrap_or(0) as f64 * unit_s - self.start_s).max(0.0);
             let text = format!("corrupt packet in stream #{index} at {at:.3} s");
             match self.transport_pids.get(index) {
                 // In MPEG-TS the flag may come from the seam of a join (see `continuity`).
