@@ -322,3 +322,40 @@ fn names_with_a_colon_are_the_files_they_name() {
         assert_eq!(frame_times(&output).len(), 10, "{name}");
     }
 }
+
+/// Y4M (raw pictures behind a text header): a whole file upscales without the warning of an
+/// unchecked container, in 4:2:0, 4:2:2 10-bit and grey; one cut inside its last picture
+/// (FFmpeg drops that frame without a word) is refused as truncated (exit 3).
+#[test]
+fn y4m_files_are_checked_for_whole_frames() {
+    let dir = scratch();
+    let m = fixture("nearest_x2.onnx");
+    let out = dir.path().join("out.mkv");
+    for pix_fmt in ["yuv420p", "yuv422p10le", "gray"] {
+        let y4m = dir.path().join(format!("{pix_fmt}.y4m"));
+        lavfi_clip(
+            &y4m,
+            &["testsrc2=size=64x48:rate=25:duration=0.4"],
+            &["-pix_fmt", pix_fmt, "-strict", "-1"],
+        );
+        let o = upscale(&y4m, &out, &m, &["--overwrite"]);
+        assert_exit(&o, 0);
+        assert!(
+            !stderr(&o).contains("no structure or length"),
+            "{}",
+            stderr(&o)
+        );
+        if pix_fmt == "yuv420p" {
+            let bytes = std::fs::read(&y4m).unwrap();
+            let cut = dir.path().join("cut.y4m");
+            std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+            let o = upscale(&cut, &out, &m, &["--overwrite"]);
+            assert_exit(&o, 3);
+            assert!(
+                stderr(&o).contains("the file is truncated: frame 9 at byte"),
+                "{}",
+                stderr(&o)
+            );
+        }
+    }
+}

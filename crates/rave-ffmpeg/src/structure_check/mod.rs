@@ -4,7 +4,8 @@
 //! FFmpeg writes and does not verify) must match; an MPEG-TS file must end on a whole
 //! transport packet; AVI RIFF chunks, and the chunks of its `movi` list, must chain to the
 //! end of the file; FLV tags must chain to the end of the file, each followed by its own
-//! size. FFmpeg reads such files without complaint and skips or stops early.
+//! size; a Y4M file must hold whole frames. FFmpeg reads such files without complaint and
+//! skips or stops early.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -18,12 +19,14 @@ mod mp4_box;
 mod riff;
 mod sample_tables;
 mod transport;
+mod y4m;
 
 pub use flv::check_flv;
 pub use isobmff::check_boxes;
 pub use matroska::check_matroska;
 pub use riff::check_riff;
 pub use transport::check_transport_stream;
+pub use y4m::check_y4m;
 
 /// Something wrong with the file's structure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +79,8 @@ pub fn check(path: &Path, format: &str) -> Option<StructureProblem> {
         check_riff(&mut file, len)
     } else if names.contains(&"flv") {
         check_flv(&mut file, len)
+    } else if names.contains(&"yuv4mpegpipe") {
+        check_y4m(&mut file, len)
     } else {
         None
     }
@@ -111,10 +116,19 @@ fn container_header_lost(path: &Path, format: &str) -> Option<StructureProblem> 
 }
 
 /// Whether FFmpeg's demuxer `format` is one whose structure RAVE checks (MP4/MOV, Matroska/
-/// WebM, MPEG-TS, AVI, FLV). In others (MPEG-PS, Ogg, raw streams...) damage is seen only
-/// where the demuxer or the decoder reports it.
+/// WebM, MPEG-TS, AVI, FLV, Y4M). In others (MPEG-PS, Ogg, raw streams...) damage is seen
+/// only where the demuxer or the decoder reports it.
 pub fn is_checked(format: &str) -> bool {
-    const CHECKED: [&str; 7] = ["mov", "mp4", "matroska", "webm", "mpegts", "avi", "flv"];
+    const CHECKED: [&str; 8] = [
+        "mov",
+        "mp4",
+        "matroska",
+        "webm",
+        "mpegts",
+        "avi",
+        "flv",
+        "yuv4mpegpipe",
+    ];
     format.split(',').any(|f| CHECKED.contains(&f))
 }
 
