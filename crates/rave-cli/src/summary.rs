@@ -276,9 +276,24 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
             "{misnamed_outputs} input(s) failed for their output's name (exit 4: a folder or a link to nothing in its place, a file where its work folder goes, the input's own name, or a name too long; the reason is above); running again fails the same way until that name is free or the input renamed; then run again with --skip-existing"
         ));
     }
+    // Damaged inputs --allow-corrupt upscales, as their own messages say (not one of
+    // which no frame decodes, nor one already refused with the option).
+    let curable = b
+        .results
+        .iter()
+        .filter(|r| refused(r) && !restart(r))
+        .filter(|r| failure(r).is_some_and(|e| e.message.contains("pass --allow-corrupt")))
+        .count();
     if refused_inputs > 0 {
+        let what = match curable {
+            0 => String::new(),
+            n if n == refused_inputs => "; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing".into(),
+            n => format!(
+                "; to upscale what can be read of the {n} whose message says to pass --allow-corrupt, run again with --allow-corrupt --skip-existing"
+            ),
+        };
         advice.push(format!(
-            "{refused_inputs} input(s) failed with exit 3 (damaged or not a video: the reason is above); running again does not change that; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing"
+            "{refused_inputs} input(s) failed with exit 3 (damaged or not a video: the reason is above); running again does not change that{what}"
         ));
     }
     advice

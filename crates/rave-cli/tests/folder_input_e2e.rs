@@ -130,8 +130,10 @@ fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     assert!(text.contains("2 done, 1 failed"), "{text}");
     // Running again would fail the truncated input the same way: no advice to, but why.
     assert!(!text.contains("to finish the batch"), "{text}");
+    // Cut so that FFmpeg cannot open it: --allow-corrupt cannot help either.
     assert!(
-        text.contains("1 input(s) failed with exit 3 (damaged or not a video: the reason is above); running again does not change that; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing"),
+        text.contains("1 input(s) failed with exit 3 (damaged or not a video: the reason is above); running again does not change that")
+            && !text.contains("--allow-corrupt"),
         "{text}"
     );
     let (a, c) = (input.join("a.mp4"), input.join("c.mkv"));
@@ -501,4 +503,49 @@ fn names_with_control_characters_stay_on_one_line() {
         assert!(!line.contains("bad name.mp4"), "{line:?}");
         assert!(line.matches("bad\\nname.mp4").count() <= 1, "{line:?}");
     }
+}
+
+/// The batch's advice offers --allow-corrupt for the inputs it helps (an MP4 cut at 70%),
+/// not for one it cannot (an empty file), nor again once given.
+#[test]
+fn the_advice_does_not_offer_allow_corrupt_where_it_cannot_help() {
+    let dir = scratch();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    clip(&input, "a.mp4");
+    std::fs::write(input.join("empty.mp4"), b"").unwrap();
+    // An MP4 whose index comes first, cut at 70%: readable up to the cut.
+    let whole = dir.path().join("whole.mp4");
+    lavfi_clip(
+        &whole,
+        &["testsrc2=size=32x32:rate=25:duration=2"],
+        &["-c:v", "libx264", "-g", "10", "-movflags", "+faststart"],
+    );
+    let bytes = std::fs::read(&whole).unwrap();
+    std::fs::write(input.join("cut.mp4"), &bytes[..bytes.len() * 7 / 10]).unwrap();
+    let out = dir.path().join("out");
+    let o = upscale_with(&["-i", s(&input), "-o", s(&out)]);
+    assert_exit(&o, 3);
+    let text = stdout(&o);
+    assert!(
+        text.contains("2 input(s) failed with exit 3 (damaged or not a video: the reason is above); running again does not change that; to upscale what can be read of the 1 whose message says to pass --allow-corrupt, run again with --allow-corrupt --skip-existing"),
+        "{text}"
+    );
+    // As advised: the cut one is done; the empty one is no matter for --allow-corrupt.
+    let o = upscale_with(&[
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--allow-corrupt",
+        "--skip-existing",
+    ]);
+    assert_exit(&o, 3);
+    assert_eq!(sorted_names(&out), ["a.mp4", "cut.mp4"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("1 input(s) failed with exit 3 (damaged or not a video: the reason is above); running again does not change that")
+            && !text.contains("run again with --allow-corrupt"),
+        "{text}"
+    );
 }
