@@ -562,7 +562,7 @@ impl Muxer {
         let full = matches!(e, ffmpeg_next::Error::Other { errno } if errno == ffmpeg_next::util::error::ENOSPC);
         let advice = match (self.segment_file, full) {
             (true, true) => {
-                "; it is a file of the work folder, where segments wait to be put together: free space there, or give --work a folder on another disk"
+                "; it is a file of the work folder, where segments wait to be put together: free space there, or give --work a folder on another disk (for one input: -i IN -o OUT --work DIR)"
             }
             (false, true) => "; free space there, or write the output to another disk",
             _ => "",

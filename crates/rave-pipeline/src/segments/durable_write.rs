@@ -71,7 +71,8 @@ fn work_file_unwritable(path: &Path, e: &std::io::Error) -> EngineError {
         reason: format!(
             "{e} (a file of the work folder, where segments wait to be put together){}",
             match full {
-                true => "; free space there, or give --work a folder on another disk",
+                true =>
+                    "; free space there, or give --work a folder on another disk (for one input: -i IN -o OUT --work DIR)",
                 false => "",
             }
         ),
@@ -90,7 +91,9 @@ mod tests {
             full.starts_with(
                 "/w/.out.mkv.rave-work/manifest.json: cannot write output: No space left on device"
             ) && full.contains("a file of the work folder")
-                && full.ends_with("give --work a folder on another disk"),
+                && full.ends_with(
+                    "give --work a folder on another disk (for one input: -i IN -o OUT --work DIR)"
+                ),
             "{full}"
         );
         let denied = work_file_unwritable(at, &std::io::Error::from_raw_os_error(13)).to_string();
