@@ -87,6 +87,10 @@ pub struct GlobalArgs {
     pub ort_lib: Option<PathBuf>,
 }
 
+/// `rave plan -i`: one file (a plan is one job; `rave upscale` takes folders and lists).
+const PLAN_INPUT_HELP: &str =
+    "Input video file: one (a plan is one job; rave upscale takes folders and several files)";
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -107,6 +111,12 @@ pub enum Command {
     /// work folder (--work, on storage every worker shares) and print the segment count.
     /// Takes every `rave upscale` option; then run `rave segment` for each index and
     /// `rave assemble` (see deploy/ for Slurm and Kubernetes).
+    #[command(
+        mut_arg("input", |a| a
+            .help(PLAN_INPUT_HELP)
+            .long_help(PLAN_INPUT_HELP)),
+        mut_arg("skip_existing", |a| a.hide(true))
+    )]
     Plan(UpscaleArgs),
     /// Upscale one segment of a planned job. Done already: exits 0 at once; two workers
     /// on one segment leave one good result.

@@ -39,6 +39,19 @@ fn help_explains_commands_and_exit_codes() {
     ] {
         assert!(text.contains(needle), "upscale --help lacks {needle}");
     }
+    // `rave plan` takes upscale's options but plans one file: its help says so, and does
+    // not offer --skip-existing, which it refuses.
+    let o = run(&["plan", "--help"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("Input video file: one (a plan is one job"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("--skip-existing") && text.contains("--crf"),
+        "{text}"
+    );
 }
 
 #[test]
