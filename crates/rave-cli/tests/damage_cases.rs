@@ -11,6 +11,46 @@ mod corpus;
 use common::*;
 use corpus::FRAMES;
 
+/// Two seconds of 64x48 H.264 (a keyframe every 10 frames) with 48 kHz sound, `audio` the
+/// audio codec, `extra` more output options.
+fn two_second_clip(path: &std::path::Path, audio: &str, extra: &[&str]) {
+    let options = [
+        &["-c:v", "libx264", "-g", "10", "-c:a", audio, "-shortest"][..],
+        extra,
+    ]
+    .concat();
+    lavfi_clip(
+        path,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=2",
+            "sine=sample_rate=48000:duration=2",
+        ],
+        &options,
+    );
+}
+
+/// Where the `n`th packet (from 0) of the stream `select` (`v:0`, `a:0`) lies in `path`:
+/// (byte position, size).
+fn packet_place(path: &std::path::Path, select: &str, n: usize) -> (usize, usize) {
+    let listed = ffprobe(
+        path,
+        &[
+            "-select_streams",
+            select,
+            "-show_entries",
+            "packet=pos,size",
+            "-of",
+            "csv=p=0",
+        ],
+    );
+    listed
+        .lines()
+        .nth(n)
+        .and_then(|l| l.split_once(','))
+        .map(|(size, pos)| (pos.parse().unwrap(), size.parse().unwrap()))
+        .expect("size,pos")
+}
+
 #[test]
 fn damage_in_the_middle_of_hevc_10bit_matroska_is_counted() {
     let dir = scratch();
@@ -200,23 +240,10 @@ fn an_input_of_which_no_frame_decodes_leaves_no_work_folder() {
 fn with_allow_corrupt_an_input_of_which_no_frame_decodes_leaves_no_work_folder() {
     let dir = scratch();
     let clean = dir.path().join("frag.mp4");
-    lavfi_clip(
+    two_second_clip(
         &clean,
-        &[
-            "testsrc2=size=64x48:rate=25:duration=2",
-            "sine=sample_rate=48000:duration=2",
-        ],
-        &[
-            "-c:v",
-            "libx264",
-            "-g",
-            "10",
-            "-c:a",
-            "aac",
-            "-movflags",
-            "+frag_keyframe+empty_moov+default_base_moof",
-            "-shortest",
-        ],
+        "aac",
+        &["-movflags", "+frag_keyframe+empty_moov+default_base_moof"],
     );
     let bytes = std::fs::read(&clean).unwrap();
     let cut = dir.path().join("cut.mp4");
@@ -410,32 +437,9 @@ fn the_advised_command_for_a_damaged_input_that_cannot_be_cut_works() {
     let dir = scratch();
     let d = dir.path();
     let clean = d.join("clean.mp4");
-    lavfi_clip(
-        &clean,
-        &[
-            "testsrc2=size=64x48:rate=25:duration=2",
-            "sine=sample_rate=48000:duration=2",
-        ],
-        &["-c:v", "libx264", "-g", "10", "-c:a", "aac", "-shortest"],
-    );
+    two_second_clip(&clean, "aac", &[]);
     // The 27th video packet (of 50): a third of it zeroed.
-    let listed = ffprobe(
-        &clean,
-        &[
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "packet=pos,size",
-            "-of",
-            "csv=p=0",
-        ],
-    );
-    let (pos, size) = listed
-        .lines()
-        .nth(26)
-        .and_then(|l| l.split_once(','))
-        .map(|(s, p)| (p.parse::<usize>().unwrap(), s.parse::<usize>().unwrap()))
-        .expect("pos,size");
+    let (pos, size) = packet_place(&clean, "v:0", 26);
     let mut bytes = std::fs::read(&clean).unwrap();
     bytes[pos + size / 3..pos + 2 * size / 3].fill(0);
     let damaged = d.join("damaged.mp4");
@@ -515,44 +519,13 @@ fn an_mp4_cut_inside_its_header_is_refused_as_truncated_not_as_streamless() {
 fn damage_is_placed_from_the_files_start() {
     let dir = scratch();
     let clean = dir.path().join("late.mkv");
-    lavfi_clip(
+    two_second_clip(
         &clean,
-        &[
-            "testsrc2=size=64x48:rate=25:duration=2",
-            "sine=sample_rate=48000:duration=2",
-        ],
-        &[
-            "-c:v",
-            "libx264",
-            "-g",
-            "10",
-            "-c:a",
-            "ac3",
-            "-output_ts_offset",
-            "5",
-            "-write_crc32",
-            "0",
-            "-shortest",
-        ],
+        "ac3",
+        &["-output_ts_offset", "5", "-write_crc32", "0"],
     );
     // The 21st audio packet, its middle zeroed (no CRC-32 in the file to catch it first).
-    let listed = ffprobe(
-        &clean,
-        &[
-            "-select_streams",
-            "a:0",
-            "-show_entries",
-            "packet=pos,size",
-            "-of",
-            "csv=p=0",
-        ],
-    );
-    let (size, pos) = listed
-        .lines()
-        .nth(20)
-        .and_then(|l| l.split_once(','))
-        .map(|(s, p)| (s.parse::<usize>().unwrap(), p.parse::<usize>().unwrap()))
-        .expect("size,pos");
+    let (pos, size) = packet_place(&clean, "a:0", 20);
     let mut bytes = std::fs::read(&clean).unwrap();
     bytes[pos + 10..pos + size - 10].fill(0);
     let damaged = dir.path().join("damaged.mkv");
