@@ -87,6 +87,22 @@ fn a_moved_project_folder_resumes_its_job() {
     let after = dir.path().join("moved");
     std::fs::rename(&before, &after).unwrap();
     let again = [&opts[..], &["--overwrite"]].concat();
+    // Moved and with another setting: refused, and the job's manifest is left as it was.
+    let manifest = after.join(".out.mp4.rave-work/manifest.json");
+    let planned = std::fs::read(&manifest).unwrap();
+    let other = [&again[..], &["--crf", "30"]].concat();
+    let o = upscale(
+        &after.join(&name),
+        &after.join("out.mp4"),
+        &model,
+        &[CPU, &other].concat(),
+    );
+    assert_exit(&o, 2);
+    assert_eq!(
+        std::fs::read(&manifest).unwrap(),
+        planned,
+        "a refused run changes nothing"
+    );
     let o = upscale(
         &after.join(&name),
         &after.join("out.mp4"),

@@ -299,24 +299,32 @@ fn resume(
     spec: JobSpec,
     (progress, mut warnings): (&dyn ProgressSink, Vec<String>),
 ) -> Result<PreparedJob> {
-    let mut manifest = work.read()?;
-    if let Some(moved) = moved_here(&manifest, config)? {
+    let manifest = work.read()?;
+    match moved_here(&manifest, config)? {
         // The same input (its fingerprint) under another path: a project folder moved or a
-        // disk mounted elsewhere. The job goes on with the paths as given now.
-        let mut locked = work.lock()?;
-        locked.manifest.input = absolute(&config.input);
-        locked.manifest.output = absolute(&config.output);
-        locked.save()?;
-        manifest = locked.manifest;
-        progress.warning(&moved);
-        warnings.push(moved);
+        // disk mounted elsewhere. The job goes on with the paths as given now, once it is
+        // the same job in every other respect: a refused run changes nothing.
+        Some(moved) => {
+            let mut locked = work.lock()?;
+            let mut here = locked.manifest.clone();
+            here.input = absolute(&config.input);
+            here.output = absolute(&config.output);
+            // Leave to overwrite is given for an output, not carried to another.
+            here.overwrite = config.overwrite;
+            here.invocation_dir = std::env::current_dir().unwrap_or_default();
+            check_same_job(&here, config, (work, Replan::ThisCommand), spec.bit_depth)?;
+            locked.manifest = here;
+            locked.save()?;
+            progress.warning(&moved);
+            warnings.push(moved);
+        }
+        None => check_same_job(
+            &manifest,
+            config,
+            (work, Replan::ThisCommand),
+            spec.bit_depth,
+        )?,
     }
-    check_same_job(
-        &manifest,
-        config,
-        (work, Replan::ThisCommand),
-        spec.bit_depth,
-    )?;
     work.sweep_leftovers();
     let manifest = verify_done(work)?;
     let reused = manifest.segments.len() - manifest.missing().len();
