@@ -202,7 +202,12 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     // planned with other settings.
     let restart = |r: &&InputResult| {
         failure(r).is_some_and(|e| {
-            e.message.contains("--restart") && !e.message.contains("(--restart included)")
+            e.message.contains("--restart")
+                // Where --restart is no cure: another folder's manifest, a job another
+                // process is discarding (a rerun is enough), a manifest of another RAVE.
+                && !e.message.contains("(--restart included)")
+                && !e.message.contains("being discarded by another RAVE process")
+                && !e.message.contains("finish the job with the RAVE that planned it")
         })
     };
     let unwritable = |r: &&InputResult| {
@@ -278,18 +283,34 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     }
     // Damaged inputs --allow-corrupt upscales, as their own messages say (not one of
     // which no frame decodes, nor one already refused with the option).
+    let advised = |r: &&InputResult, words: &str| {
+        refused(r) && !restart(r) && failure(r).is_some_and(|e| e.message.contains(words))
+    };
+    // Those whose damage changed a segment's frames must also be read as one segment.
+    let one_segment = b
+        .results
+        .iter()
+        .filter(|r| advised(r, "pass --allow-corrupt --segment-frames"))
+        .count();
     let curable = b
         .results
         .iter()
-        .filter(|r| refused(r) && !restart(r))
-        .filter(|r| failure(r).is_some_and(|e| e.message.contains("pass --allow-corrupt")))
+        .filter(|r| advised(r, "pass --allow-corrupt"))
         .count();
     if refused_inputs > 0 {
+        let run_again = match one_segment {
+            0 => "--allow-corrupt --skip-existing",
+            _ => {
+                "--allow-corrupt --segment-frames 1000000000 --skip-existing (each read as one segment)"
+            }
+        };
         let what = match curable {
             0 => String::new(),
-            n if n == refused_inputs => "; to upscale what a damaged one holds, run again with --allow-corrupt --skip-existing".into(),
+            n if n == refused_inputs => {
+                format!("; to upscale what a damaged one holds, run again with {run_again}")
+            }
             n => format!(
-                "; to upscale what can be read of the {n} whose message says to pass --allow-corrupt, run again with --allow-corrupt --skip-existing"
+                "; to upscale what can be read of the {n} whose message says to pass --allow-corrupt, run again with {run_again}"
             ),
         };
         advice.push(format!(

@@ -476,6 +476,31 @@ fn the_advised_command_for_a_damaged_input_that_cannot_be_cut_works() {
     );
     assert_exit(&o, 0);
     assert!(frame_times(&out).len() >= 45);
+    // In a batch, the advice is that command's options with --skip-existing, and works.
+    let folder = d.join("batch");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::copy(&damaged, folder.join("damaged.mp4")).unwrap();
+    let outs = d.join("outs");
+    let batch = |extra: &[&str]| {
+        let (i, o) = (folder.to_str().unwrap(), outs.to_str().unwrap());
+        let base = ["upscale", "-i", i, "-o", o, "-m", m.to_str().unwrap()];
+        run(&[&base[..], extra].concat())
+    };
+    let o = batch(&["--segment-frames", "10", "--allow-corrupt"]);
+    assert_exit(&o, 3);
+    assert!(
+        stdout(&o)
+            .contains("run again with --allow-corrupt --segment-frames 1000000000 --skip-existing"),
+        "{}",
+        stdout(&o)
+    );
+    let o = batch(&[
+        "--allow-corrupt",
+        "--segment-frames",
+        "1000000000",
+        "--skip-existing",
+    ]);
+    assert_exit(&o, 0);
 }
 
 /// A faststart MP4 cut inside its `moov`: FFmpeg opens what is left as a file with no
