@@ -17,6 +17,10 @@ pub fn check_y4m(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProble
     let mut pos = header_end;
     let mut frame = 0u64;
     while pos < len {
+        // Zeros or line ends after the last whole frame: padding, no frame.
+        if only_padding(r, pos, len)? {
+            return None;
+        }
         let Some((data_at, line)) = line_at(r, pos, len) else {
             return Some(StructureProblem::truncated(format!(
                 "the file is truncated: it ends inside the header of frame {frame} at byte {pos}"
@@ -39,6 +43,17 @@ pub fn check_y4m(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProble
     None
 }
 
+/// Whether every byte from `pos` to `len` is a zero or a line end (up to 1 MiB is read).
+fn only_padding(r: &mut (impl Read + Seek), pos: u64, len: u64) -> Option<bool> {
+    if len - pos > 1 << 20 {
+        return Some(false);
+    }
+    r.seek(SeekFrom::Start(pos)).ok()?;
+    let mut rest = vec![0u8; (len - pos) as usize];
+    let got = read_up_to(r, &mut rest)?;
+    Some(rest[..got].iter().all(|&b| matches!(b, 0 | b'\n' | b'\r')))
+}
+
 /// The line at `pos` (up to its `\n`, without it) and where the byte after it is; `None`
 /// where no line end comes within [`MAX_LINE`] bytes or before the file ends.
 fn line_at(r: &mut (impl Read + Seek), pos: u64, len: u64) -> Option<(u64, String)> {
@@ -48,38 +63,53 @@ fn line_at(r: &mut (impl Read + Seek), pos: u64, len: u64) -> Option<(u64, Strin
     let end = buf[..got].iter().position(|&b| b == b'\n')?;
     Some((
         pos + end as u64 + 1,
-        String::from_utf8_lossy(&buf[..end]).into_owned(),
+        String::from_utf8_lossy(&buf[..end])
+            .trim_end_matches('\r')
+            .to_owned(),
     ))
 }
 
 /// The bytes of one picture a stream header (`YUV4MPEG2 W320 H240 ... C420jpeg`) gives:
-/// its planes at its colour space's subsampling and depth (4:2:0 where it names none).
+/// its planes at its colour space's subsampling and depth: the `C` tag's, else the
+/// `XYSCSS=` comment's (as FFmpeg reads old mjpegtools files), else 8-bit 4:2:0. A colour
+/// space outside the ones FFmpeg names exactly gives `None` (the file is left unchecked).
 fn picture_bytes(header: &str) -> Option<u64> {
-    let mut words = header.split(' ');
+    let mut words = header.split_whitespace();
     if words.next()? != "YUV4MPEG2" {
         return None;
     }
-    let (mut w, mut h, mut colour) = (None, None, "420jpeg");
+    let (mut w, mut h, mut colour, mut comment) = (None, None, None, None);
     for word in words {
         match word.split_at_checked(1)? {
             ("W", v) => w = v.parse::<u64>().ok(),
             ("H", v) => h = v.parse::<u64>().ok(),
-            ("C", v) => colour = v,
+            ("C", v) => colour = Some(v.to_owned()),
+            ("X", v) => {
+                if let Some(named) = v.strip_prefix("YSCSS=") {
+                    comment = Some(named.to_ascii_lowercase());
+                }
+            }
             _ => {}
         }
     }
+    let colour = colour.or(comment).unwrap_or_else(|| "420jpeg".into());
     let (w, h) = (w.filter(|&w| w > 0)?, h.filter(|&h| h > 0)?);
     // The subsampling, then the depth after a `p` (420p10, 444p16) or in `mono16`.
     let (layout, bits) = match colour.split_once('p') {
-        Some((layout, bits)) if bits.chars().all(|c| c.is_ascii_digit()) => {
+        Some((layout @ ("420" | "422" | "444"), bits))
+            if !bits.is_empty() && bits.bytes().all(|b| b.is_ascii_digit()) =>
+        {
             (layout, bits.parse::<u64>().ok()?)
         }
         _ => match colour.strip_prefix("mono") {
             Some("") => ("mono", 8),
             Some(bits) => ("mono", bits.parse::<u64>().ok()?),
-            None => (colour, 8),
+            None => (colour.as_str(), 8),
         },
     };
+    if !(8..=16).contains(&bits) {
+        return None;
+    }
     let luma = w * h;
     let chroma = |cw: u64, ch: u64| 2 * w.div_ceil(cw) * h.div_ceil(ch);
     let samples = match layout {
@@ -136,6 +166,11 @@ mod tests {
             "{}",
             p.text
         );
+        // Zeros or line ends after the last frame are padding.
+        let padded = [file.clone(), vec![0, 0, b'\n']].concat();
+        assert_eq!(check(&padded), None);
+        let crlf = y4m("YUV4MPEG2 W5 H3 F25:1\r", 2, 27);
+        assert_eq!(check(&crlf), None);
         let mut broken = file.clone();
         let second = 54 + 6 + 27;
         broken[second] = b'X';
@@ -151,11 +186,20 @@ mod tests {
     fn picture_sizes_follow_the_colour_space() {
         assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 F25:1"), Some(8 + 4));
         assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 C422"), Some(8 + 8));
+        assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 C420paldv"), Some(12));
+        assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 C420mpeg2"), Some(12));
         assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 C444p10"), Some(2 * 24));
         assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 Cmono"), Some(8));
         assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 Cmono16"), Some(16));
         assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 C444alpha"), Some(32));
         assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 Cunknown"), None);
         assert_eq!(picture_bytes("NOTY4M W4 H2"), None);
+        // Without a C tag, the mjpegtools comment; spaces doubled and a CR are no matter.
+        assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 XYSCSS=444"), Some(24));
+        assert_eq!(picture_bytes("YUV4MPEG2  W4 H2 XYSCSS=420P10 "), Some(24));
+        assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 C422 XYSCSS=444"), Some(16));
+        // Not a colour space FFmpeg names exactly: unchecked.
+        assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 C411p10"), None);
+        assert_eq!(picture_bytes("YUV4MPEG2 W4 H2 C420p"), None);
     }
 }
