@@ -91,14 +91,19 @@ fn lacks_parameters(input: &Input) -> bool {
     })
 }
 
-/// `reason` (why FFmpeg finds no usable video in `path`), led by the damage the structure
-/// check finds where it finds any: a file cut inside its header reads as one with no
-/// streams, or a video stream without a size, and the cut is what to fix.
-pub(crate) fn with_structure_damage(path: &Path, reason: String) -> String {
-    match structure_by_signature(path) {
+/// `reason` (why FFmpeg finds no usable video in `path`, opened as `format`), led by the
+/// damage the structure check finds where it finds any: a file cut inside its header reads
+/// as one with no streams, or a video stream without a size, and the cut is what to fix.
+pub(crate) fn with_structure_damage(path: &Path, format: &str, reason: String) -> String {
+    match crate::structure_check::check(path, format) {
         Some(problem) => format!(
-            "damaged: {}, and FFmpeg finds no usable video in what is left ({reason}); use a complete copy of the file",
-            problem.text
+            "damaged: {}, and FFmpeg finds no usable video in what is left ({reason}){}",
+            problem.text,
+            if problem.truncated {
+                "; use a complete copy of the file"
+            } else {
+                ""
+            }
         ),
         None => reason,
     }
@@ -164,7 +169,7 @@ pub fn video_stream_index(input: &Input, path: &Path) -> Result<usize> {
             };
             Err(EngineError::NotAVideo {
                 path: path.to_path_buf(),
-                reason: with_structure_damage(path, reason),
+                reason: with_structure_damage(path, input.format().name(), reason),
             })
         }
     }

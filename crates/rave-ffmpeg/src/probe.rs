@@ -124,6 +124,7 @@ impl MediaInfo {
                 path: self.path.clone(),
                 reason: crate::input::with_structure_damage(
                     &self.path,
+                    &self.container,
                     format!(
                         "the {} video stream #{} has no frame size FFmpeg can read: its headers are missing or damaged (a truncated or damaged file, or a cut or capture that holds no keyframe: the headers come with keyframes)",
                         self.video.codec, self.video.stream_index

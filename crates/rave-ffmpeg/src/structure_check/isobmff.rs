@@ -57,8 +57,10 @@ fn chain_boxes(
     movie: &mut Option<(u64, u64)>,
 ) -> Option<StructureProblem> {
     let mut pos = 0u64;
-    // Whether a movie fragment came before (the movie is then read fragment by fragment).
+    // Whether a movie fragment came before (the movie is then read fragment by fragment),
+    // and where a later movie starts that no fragment has followed yet.
     let mut fragmented = false;
+    let mut second_movie: Option<u64> = None;
     while pos < len {
         let left = len - pos;
         let mut head = [0u8; 16];
@@ -108,22 +110,27 @@ fn chain_boxes(
         match kind {
             b"moof" => {
                 fragmented = true;
+                second_movie.take();
                 fragments.moof(r, pos, (pos + header, pos + size))
             }
             b"mfra" => fragments.index(r, (pos + header, pos + size)),
             b"moov" if movie.is_none() => *movie = Some((pos + header, pos + size)),
-            // A second movie after an unfragmented one: its samples are never read (a
-            // fragmented file's later fragments are read whatever comes between them).
-            b"moov" if !fragmented => {
-                return Some(StructureProblem::broken(format!(
-                    "a second movie ('moov' box) starts at byte {pos}: the file is two or more MP4/MOV files joined end to end, and only the first would be read; join recordings with FFmpeg's concat demuxer (ffmpeg -f concat -safe 0 -i LIST -c copy JOINED.mp4), or split the file"
-                )));
-            }
+            // A second movie: its samples are never read, unless both movies are
+            // fragmented (the later fragments are read whatever comes between them).
+            b"moov" if !fragmented => return Some(second_movie_at(pos)),
+            b"moov" => second_movie = second_movie.or(Some(pos)),
             _ => {}
         }
         pos += size;
     }
-    None
+    second_movie.map(second_movie_at)
+}
+
+/// The problem of a second movie (`moov`) at byte `pos` whose samples are not read.
+fn second_movie_at(pos: u64) -> StructureProblem {
+    StructureProblem::broken(format!(
+        "a second movie ('moov' box) starts at byte {pos}: the file is two or more MP4/MOV files joined end to end, and only the first would be read; join recordings with FFmpeg's concat demuxer (ffmpeg -f concat -safe 0 -i LIST -c copy JOINED.mp4), or split the file"
+    ))
 }
 
 #[cfg(test)]
@@ -182,6 +189,9 @@ mod tests {
         // Fragmented recordings joined: every fragment is read.
         let joined = [fragmented(&[1, 2]), fragmented(&[1, 2])].concat();
         assert_eq!(boxes(&joined), None);
+        // A fragmented one, then a plain one: the plain one's samples are not read.
+        let p = boxes(&[fragmented(&[1, 2]), movie].concat()).expect("plain after fragmented");
+        assert!(p.text.starts_with("a second movie"), "{}", p.text);
     }
 
     /// A movie fragment: `moof` holding an `mfhd` numbered `number` (after another child
