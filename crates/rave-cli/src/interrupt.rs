@@ -195,9 +195,16 @@ fn say(message: &str) {
             "{}",
             serde_json::json!({"event": "interrupt", "message": message})
         ),
-        // Below the bar on a terminal; a log or a pipe gets no empty line.
-        false if std::io::stderr().is_terminal() => errln!("\nrave: {message}"),
-        false => errln!("rave: {message}"),
+        false => errln!("{}rave: {message}", below_the_bar()),
+    }
+}
+
+/// What goes before a line said during a run: a line end below the progress bar on a
+/// terminal; nothing in a log or a pipe (no empty line).
+fn below_the_bar() -> &'static str {
+    match std::io::stderr().is_terminal() {
+        true => "\n",
+        false => "",
     }
 }
 
@@ -224,13 +231,7 @@ fn aborted() {
         message: message.into(),
         ..ErrorObject::of(&EngineError::Cancelled)
     };
-    // Below the bar on a terminal; a log or a pipe gets no empty line.
-    let gap = if std::io::stderr().is_terminal() {
-        "\n"
-    } else {
-        ""
-    };
-    let line = format!("{gap}rave: {}", object.message);
+    let line = format!("{}rave: {}", below_the_bar(), object.message);
     let json = console::json();
     if json && claim_final_document() {
         // A batch's document as far as it got, with the error; a single run's, the error.

@@ -194,9 +194,6 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
     fn failure(r: &InputResult) -> Option<&crate::failure::ErrorObject> {
         r.error.as_ref().filter(|_| r.status == InputStatus::Failed)
     }
-    // Refused for what these options cannot do with this input: its output (a stream the
-    // container cannot hold, a size the encoder cannot code), the model with its frames,
-    // an option or work folder (exit 2).
     // Whose job must start over, as its own message says: the input changed since its
     // segments were made (during the run or between runs), or its work folder holds the job
     // planned with other settings.
@@ -210,6 +207,9 @@ fn batch_advice(b: &BatchReport) -> Vec<String> {
                 && !e.message.contains("finish the job with the RAVE that planned it")
         })
     };
+    // Refused for what these options cannot do with this input: its output (a stream the
+    // container cannot hold, a size the encoder cannot code), the model with its frames,
+    // an option or work folder (exit 2).
     let unwritable = |r: &&InputResult| {
         !restart(r)
             && failure(r).is_some_and(|e| {

@@ -68,6 +68,6 @@ pub(crate) fn earliest_start_s(input: &Input) -> f64 {
         .streams()
         .filter(|s| s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
         .map(|s| s.start_time() as f64 * f64::from(s.time_base()))
-        .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))))
+        .reduce(f64::min)
         .unwrap_or(0.0)
 }

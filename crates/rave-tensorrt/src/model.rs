@@ -289,8 +289,8 @@ fn scale_from(path: &Path, input_hw: (u32, u32), output_hw: (u32, u32)) -> Resul
 
 /// Run one small grey frame through a dynamic-shape model and measure the scale: 16x16
 /// first (cheap for any model), then 64x64, 256x256 and 240x240 where the run fails, for a
-/// model that needs sides of 20 px or more (a pooling stage) or of a large or odd block. Then the sides it takes: the
-/// smallest of [`SIDE_MULTIPLES`] whose next odd multiple past the probe's side runs with
+/// model that needs sides of 20 px or more (a pooling stage) or of a large or odd block.
+/// Then the sides it takes: the smallest of [`SIDE_MULTIPLES`] whose next odd multiple past the probe's side runs with
 /// the same scale (1 for most models; 2 or 4 for a pixel-unshuffle stage or a strided
 /// layer, 8 to 64 for window attention); a size that fails or gives another size is one
 /// the model does not take. Returns (scale, side multiple).

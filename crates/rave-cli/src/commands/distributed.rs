@@ -9,7 +9,7 @@ use rave_core::error::{EngineError, Result};
 use rave_pipeline::UpscaleConfig;
 use rave_pipeline::segments::commit;
 use rave_pipeline::segments::distributed;
-use rave_pipeline::segments::job::file_present;
+use rave_pipeline::segments::done_segments::file_present;
 use rave_pipeline::segments::manifest::{Manifest, SegmentState};
 use rave_pipeline::segments::work_folder::WorkFolder;
 
@@ -65,7 +65,7 @@ pub fn plan(global: &GlobalArgs, args: &UpscaleArgs, raw: &[String]) -> Result<i
     let summary = serde_json::json!({
         "segments": manifest.segments.len(),
         "frames": manifest.frames_total,
-        "work": rave_pipeline::segments::job::absolute(work.path()),
+        "work": rave_pipeline::segments::paths::absolute(work.path()),
         "output": manifest.output,
         "done": manifest.segments.len() - manifest.missing().len(),
         "single_reason": manifest.single_reason,
@@ -256,7 +256,7 @@ fn absolute(path: &Path) -> PathBuf {
 /// folder.
 fn job_config(work: &Path, keep_work: bool, role: Role<'_>) -> Result<(UpscaleConfig, Manifest)> {
     let manifest = WorkFolder::at(work).read()?;
-    let work = rave_pipeline::segments::job::absolute(work);
+    let work = rave_pipeline::segments::paths::absolute(work);
     if manifest.options.is_empty() {
         return Err(EngineError::WorkFolderMismatch {
             work,

@@ -148,13 +148,23 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> Option<usize> {
 
 /// Whether every byte from `pos` to `len` is zero (up to 1 MiB is checked).
 fn zeros_to_end(r: &mut (impl Read + Seek), pos: u64, len: u64) -> Option<bool> {
+    padding_to_end(r, pos, len, |b| b == 0)
+}
+
+/// Whether every byte from `pos` to `len` is `padding` (a longer rest than 1 MiB is not).
+fn padding_to_end(
+    r: &mut (impl Read + Seek),
+    pos: u64,
+    len: u64,
+    padding: impl Fn(u8) -> bool,
+) -> Option<bool> {
     if len - pos > 1 << 20 {
         return Some(false);
     }
     r.seek(SeekFrom::Start(pos)).ok()?;
     let mut rest = vec![0u8; (len - pos) as usize];
     let got = read_up_to(r, &mut rest)?;
-    Some(rest[..got].iter().all(|&b| b == 0))
+    Some(rest[..got].iter().all(|&b| padding(b)))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
-use super::{StructureProblem, read_up_to};
+use super::{StructureProblem, padding_to_end, read_up_to};
 
 /// The longest header or frame-header line read (parameters included).
 const MAX_LINE: usize = 4096;
@@ -18,7 +18,7 @@ pub fn check_y4m(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProble
     let mut frame = 0u64;
     while pos < len {
         // Zeros or line ends after the last whole frame: padding, no frame.
-        if only_padding(r, pos, len)? {
+        if padding_to_end(r, pos, len, |b| matches!(b, 0 | b'\n' | b'\r'))? {
             return None;
         }
         let Some((data_at, line)) = line_at(r, pos, len) else {
@@ -41,17 +41,6 @@ pub fn check_y4m(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProble
         frame += 1;
     }
     None
-}
-
-/// Whether every byte from `pos` to `len` is a zero or a line end (up to 1 MiB is read).
-fn only_padding(r: &mut (impl Read + Seek), pos: u64, len: u64) -> Option<bool> {
-    if len - pos > 1 << 20 {
-        return Some(false);
-    }
-    r.seek(SeekFrom::Start(pos)).ok()?;
-    let mut rest = vec![0u8; (len - pos) as usize];
-    let got = read_up_to(r, &mut rest)?;
-    Some(rest[..got].iter().all(|&b| matches!(b, 0 | b'\n' | b'\r')))
 }
 
 /// The line at `pos` (up to its `\n`, without it) and where the byte after it is; `None`

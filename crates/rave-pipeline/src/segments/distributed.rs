@@ -13,8 +13,9 @@ use rave_ffmpeg::{Container, MediaInfo, WriterSummary, probe};
 use serde::Serialize;
 
 use super::commit::{FrameCheck, commit_segment, mark_running, mark_unfinished};
+use super::done_segments::{verify_done_naming, verify_segment};
 use super::finish::{OutputJob, done_prefix, job_damage, write_output};
-use super::job::{self, Replan, check_same_files, check_same_job, verify_done_naming};
+use super::job::{self, Replan, check_same_files, check_same_job};
 use super::manifest::Manifest;
 use super::work_folder::WorkFolder;
 use super::worker::{JobSpec, RunShared, Worker};
@@ -128,7 +129,7 @@ pub fn run_segment(
         index,
         total,
         // A done segment whose file went missing or changed is redone.
-        already_done: job::verify_segment(&work, index)?,
+        already_done: verify_segment(&work, index)?,
         kept: false,
         frames: 0,
         elapsed_s: 0.0,

@@ -9,8 +9,10 @@ use rave_core::error::{EngineError, Result};
 use rave_ffmpeg::{Container, DecodeStats, VideoReader, probe};
 
 use super::distributed::work_of;
+use super::done_segments::verify_done;
 use super::fingerprint::{InputFingerprint, OutputSettings, file_sha256};
-use super::manifest::{MANIFEST_VERSION, Manifest, NOT_RAVES, SegmentEntry, SegmentState};
+use super::manifest::{MANIFEST_VERSION, Manifest, NOT_RAVES, SegmentEntry};
+use super::paths::{absolute, same_path};
 use super::plan::{SegmentPlan, default_segment_frames, plan_segments};
 use super::startup::StartupClock;
 use super::work_folder::{JobClaim, WorkFolder};
@@ -39,11 +41,6 @@ pub struct PreparedJob {
     pub plan_stats: DecodeStats,
     /// What the input cannot give the output, said once and kept for the report.
     pub warnings: Vec<String>,
-}
-
-/// The absolute form of `path` (relative to the current folder).
-pub fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Refuse, before the work folder is touched, a job whose paths its `manifest.json` cannot
@@ -214,7 +211,11 @@ pub fn prepare(
         .max_frames
         .map_or(index.frames(), |m| m.min(index.frames()));
     let segment_frames = opts.segment_frames.unwrap_or_else(|| {
-        default_segment_frames(fps, job_frames, super::run_job::planned_workers(config))
+        default_segment_frames(
+            fps,
+            job_frames,
+            super::worker_count::planned_workers(config),
+        )
     });
     let one_segment_because = match input_damage.is_clean() {
         false => Some("the input is damaged; it is read as one segment"),
@@ -299,31 +300,26 @@ fn resume(
     spec: JobSpec,
     (progress, mut warnings): (&dyn ProgressSink, Vec<String>),
 ) -> Result<PreparedJob> {
-    let manifest = work.read()?;
-    match moved_here(&manifest, config)? {
-        // The same input (its fingerprint) under another path: a project folder moved or a
-        // disk mounted elsewhere. The job goes on with the paths as given now, once it is
-        // the same job in every other respect: a refused run changes nothing.
-        Some(moved) => {
-            let mut locked = work.lock()?;
-            let mut here = locked.manifest.clone();
-            here.input = absolute(&config.input);
-            here.output = absolute(&config.output);
-            // Leave to overwrite is given for an output, not carried to another.
-            here.overwrite = config.overwrite;
-            here.invocation_dir = std::env::current_dir().unwrap_or_default();
-            check_same_job(&here, config, (work, Replan::ThisCommand), spec.bit_depth)?;
-            locked.manifest = here;
-            locked.save()?;
-            progress.warning(&moved);
-            warnings.push(moved);
-        }
-        None => check_same_job(
-            &manifest,
-            config,
-            (work, Replan::ThisCommand),
-            spec.bit_depth,
-        )?,
+    let mut manifest = work.read()?;
+    // The same input (its fingerprint) under another path: a project folder moved or a disk
+    // mounted elsewhere. The job goes on with the paths as given now, once it is the same
+    // job in every other respect: a refused run changes nothing.
+    let moved = moved_here(&manifest, config)?;
+    if moved.is_some() {
+        take_paths(&mut manifest, config);
+    }
+    check_same_job(
+        &manifest,
+        config,
+        (work, Replan::ThisCommand),
+        spec.bit_depth,
+    )?;
+    if let Some(moved) = moved {
+        let mut locked = work.lock()?;
+        take_paths(&mut locked.manifest, config);
+        locked.save()?;
+        progress.warning(&moved);
+        warnings.push(moved);
     }
     work.sweep_leftovers();
     let manifest = verify_done(work)?;
@@ -363,6 +359,16 @@ fn moved_here(manifest: &Manifest, config: &UpscaleConfig) -> Result<Option<Stri
         "resuming the job planned with other paths ({}): the input is the same file (size, modification time and content), so its finished segments are kept",
         what.join(", ")
     )))
+}
+
+/// `manifest` taking `config`'s paths (a moved job): its input and output, the folder
+/// relative paths start from, and leave to overwrite as given for this output (not carried
+/// from another).
+fn take_paths(manifest: &mut Manifest, config: &UpscaleConfig) {
+    manifest.input = absolute(&config.input);
+    manifest.output = absolute(&config.output);
+    manifest.overwrite = config.overwrite;
+    manifest.invocation_dir = std::env::current_dir().unwrap_or_default();
 }
 
 /// A name no other plan has: the time in nanoseconds, the host and the process id.
@@ -496,94 +502,10 @@ pub fn check_same_files(
     Ok(())
 }
 
-/// Check every segment marked done: its file must be there with its size and checksum;
-/// one that is not is marked pending again (redone). Returns the manifest as checked.
-pub fn verify_done(work: &WorkFolder) -> Result<Manifest> {
-    verify_done_naming(work).map(|(manifest, _)| manifest)
-}
-
-/// [`verify_done`], also naming the files of the segments it found not intact.
-pub fn verify_done_naming(work: &WorkFolder) -> Result<(Manifest, Vec<String>)> {
-    let mut locked = work.lock()?;
-    let mut not_intact = Vec::new();
-    for seg in &mut locked.manifest.segments {
-        if seg.state == SegmentState::Done && !intact(work, seg) {
-            seg.state = SegmentState::Pending;
-            not_intact.push(seg.file.clone().unwrap_or_default());
-        }
-    }
-    if !not_intact.is_empty() {
-        locked.save()?;
-    }
-    Ok((locked.manifest, not_intact))
-}
-
-/// Whether segment `index` is done with its file intact; one marked done whose file is not
-/// is marked pending again (to be redone).
-pub fn verify_segment(work: &WorkFolder, index: usize) -> Result<bool> {
-    let mut locked = work.lock()?;
-    let Some(seg) = locked.manifest.segments.get_mut(index) else {
-        return Ok(false);
-    };
-    if seg.state != SegmentState::Done {
-        return Ok(false);
-    }
-    if intact(work, seg) {
-        return Ok(true);
-    }
-    seg.state = SegmentState::Pending;
-    locked.save()?;
-    Ok(false)
-}
-
-/// Whether a done segment's file is there with its recorded size (a quick look, without
-/// the checksum: for `rave status`).
-pub fn file_present(work: &WorkFolder, seg: &SegmentEntry) -> bool {
-    seg.file.as_ref().is_some_and(|name| {
-        std::fs::metadata(work.file(name)).is_ok_and(|m| Some(m.len()) == seg.bytes)
-    })
-}
-
-/// Whether a done segment's file is there with its recorded size and checksum.
-fn intact(work: &WorkFolder, seg: &SegmentEntry) -> bool {
-    file_present(work, seg)
-        && seg
-            .file
-            .as_ref()
-            .is_some_and(|name| file_sha256(&work.file(name)).ok() == seg.sha256)
-}
-
-/// Whether `a` and `b` name the same file however they are spelled (`..`, symbolic links);
-/// a file that does not exist yet (an output) is compared by its folder and name.
-pub fn same_path(a: &Path, b: &Path) -> bool {
-    fn resolved(p: &Path) -> Option<PathBuf> {
-        std::fs::canonicalize(p).ok().or_else(|| {
-            let dir = std::fs::canonicalize(p.parent()?).ok()?;
-            Some(dir.join(p.file_name()?))
-        })
-    }
-    a == b || matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{InputFingerprint, WorkFolder, remove_if_finished, same_path};
+    use super::{InputFingerprint, WorkFolder, remove_if_finished};
     use crate::segments::work_folder::tests::manifest_of;
-
-    #[test]
-    fn one_file_is_the_same_job_however_it_is_spelled() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        std::fs::create_dir(d.join("sub")).unwrap();
-        std::fs::write(d.join("in.mp4"), b"x").unwrap();
-        std::os::unix::fs::symlink(d.join("in.mp4"), d.join("link.mp4")).unwrap();
-        assert!(same_path(&d.join("in.mp4"), &d.join("sub/../in.mp4")));
-        assert!(same_path(&d.join("in.mp4"), &d.join("link.mp4")));
-        // An output that does not exist yet: by its folder and name.
-        assert!(same_path(&d.join("out.mp4"), &d.join("sub/../out.mp4")));
-        assert!(!same_path(&d.join("in.mp4"), &d.join("out.mp4")));
-        assert!(!same_path(&d.join("sub/out.mp4"), &d.join("out.mp4")));
-    }
 
     #[test]
     fn a_finished_jobs_folder_left_by_a_crash_is_removed_only_for_its_own_output() {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use rave_core::error::{EngineError, Result};
 
 use super::manifest::Manifest;
+use super::paths::{absolute, same_path};
 use super::work_files::{self, WorkFile};
 
 /// Name of the manifest in a work folder.
@@ -301,12 +302,8 @@ impl WorkFolder {
     /// Refuse this folder where it is the output's own path (`--work` naming the output
     /// file, however spelled): the job would make a folder where its finished file goes.
     pub fn check_not_the_output(&self, output: &Path) -> Result<()> {
-        // The folder it is in, resolved, and its name: neither need exist yet.
-        let resolved = |p: &Path| -> Option<PathBuf> {
-            let abs = std::path::absolute(p).ok()?;
-            Some(abs.parent()?.canonicalize().ok()?.join(abs.file_name()?))
-        };
-        if resolved(&self.dir).is_some_and(|w| Some(w) == resolved(output)) {
+        // Neither need exist yet: compared by folder and name where not.
+        if same_path(&absolute(&self.dir), &absolute(output)) {
             return Err(EngineError::WorkFolderMismatch {
                 work: self.dir.clone(),
                 reason: format!(
