@@ -12,9 +12,7 @@ use common::*;
 #[test]
 fn an_input_that_cannot_be_read_is_named_with_what_to_do_once_it_is_back() {
     let dir = scratch();
-    let input = dir.path().join("in");
-    std::fs::create_dir(&input).unwrap();
-    clip(&input, "a.mp4");
+    let input = input_folder(dir.path(), &["a.mp4"]);
     let gone = dir.path().join("moved-away.mp4");
     std::os::unix::fs::symlink(&gone, input.join("b.mp4")).unwrap();
     let out = dir.path().join("out");
@@ -46,10 +44,7 @@ fn an_input_that_cannot_be_read_is_named_with_what_to_do_once_it_is_back() {
 #[test]
 fn an_input_whose_job_must_start_over_is_advised_skip_existing_restart() {
     let dir = scratch();
-    let input = dir.path().join("in");
-    std::fs::create_dir(&input).unwrap();
-    clip(&input, "a.mp4");
-    clip(&input, "b.mp4");
+    let input = input_folder(dir.path(), &["a.mp4", "b.mp4"]);
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let m = fixture("nearest_x2.onnx");
@@ -92,9 +87,7 @@ fn an_input_whose_job_must_start_over_is_advised_skip_existing_restart() {
 #[test]
 fn a_folder_with_a_bad_file_upscales_the_good_ones_and_reports_the_bad_one() {
     let dir = scratch();
-    let input = dir.path().join("in");
-    std::fs::create_dir(&input).unwrap();
-    clip(&input, "a.mp4");
+    let input = input_folder(dir.path(), &["a.mp4"]);
     truncated(&input, "b.mp4");
     clip(&input, "c.mkv");
     // Not taken: not a video, hidden, RAVE's own leftovers, a subfolder.
@@ -358,10 +351,7 @@ fn a_folder_without_videos_is_refused() {
 #[test]
 fn an_output_the_options_cannot_write_is_not_offered_a_rerun() {
     let dir = scratch();
-    let input = dir.path().join("in");
-    std::fs::create_dir(&input).unwrap();
-    clip(&input, "a.mov");
-    clip(&input, "b.mp4");
+    let input = input_folder(dir.path(), &["a.mov", "b.mp4"]);
     let out = dir.path().join("out");
     let av1 = ["--codec", "av1", "--preset", "12"];
     let o = upscale_with(&[&["-i", s(&input), "-o", s(&out)][..], &av1[..]].concat());
@@ -510,9 +500,7 @@ fn names_with_control_characters_stay_on_one_line() {
 #[test]
 fn the_advice_does_not_offer_allow_corrupt_where_it_cannot_help() {
     let dir = scratch();
-    let input = dir.path().join("in");
-    std::fs::create_dir(&input).unwrap();
-    clip(&input, "a.mp4");
+    let input = input_folder(dir.path(), &["a.mp4"]);
     std::fs::write(input.join("empty.mp4"), b"").unwrap();
     // An MP4 whose index comes first, cut at 70%: readable up to the cut.
     let whole = dir.path().join("whole.mp4");

@@ -43,6 +43,16 @@ pub fn truncated(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
+/// A folder `in` in `dir` holding a clip under each of `names` (see [`clip`]).
+pub fn input_folder(dir: &Path, names: &[&str]) -> PathBuf {
+    let input = dir.join("in");
+    std::fs::create_dir(&input).unwrap();
+    for name in names {
+        clip(&input, name);
+    }
+    input
+}
+
 /// The batch document printed with --json.
 pub fn document(o: &Output) -> serde_json::Value {
     serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
