@@ -76,8 +76,21 @@ pub fn decimal(
     }
 }
 
+/// An option where a value belongs (`--tile --json`): the options whose values may start
+/// with a hyphen (so `-4x4` is "out of range", not an unknown argument) say so rather than
+/// read the option as a malformed value.
+fn option_for_value(s: &str) -> Result<(), String> {
+    match s.starts_with("--") {
+        true => Err(format!(
+            "a value is required, and '{s}' is the next option, not a value"
+        )),
+        false => Ok(()),
+    }
+}
+
 /// `--channels D,P,I`: three capacities of 1 to [`MAX_CHANNEL`].
 pub fn capacities(s: &str) -> Result<[usize; 3], String> {
+    option_for_value(s)?;
     let shape = || format!("use three capacities of 1 to {MAX_CHANNEL}, like 4,2,4");
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     let [d, p, i] = parts.as_slice() else {
@@ -95,6 +108,7 @@ pub fn capacities(s: &str) -> Result<[usize; 3], String> {
 
 /// `--tile auto|off|WxH`, W and H 1 to [`MAX_TILE`].
 pub fn tile(s: &str) -> Result<TileMode, String> {
+    option_for_value(s)?;
     let use_ = || format!("use auto, off or WxH with W and H 1 to {MAX_TILE}, like 256x256");
     match s.trim().to_ascii_lowercase().as_str() {
         "auto" => return Ok(TileMode::Auto),
@@ -217,5 +231,8 @@ mod tests {
         );
         assert!(tile("99999x64").unwrap_err().contains("out of range"));
         assert!(tile("-4x4").unwrap_err().contains("out of range"));
+        let next_option = "a value is required, and '--json' is the next option, not a value";
+        assert_eq!(tile("--json"), Err(next_option.into()));
+        assert_eq!(capacities("--json"), Err(next_option.into()));
     }
 }

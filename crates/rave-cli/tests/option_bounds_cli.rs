@@ -95,6 +95,23 @@ fn out_of_range_numbers_name_the_option_the_value_and_the_range() {
             &["--batch-deadline-ms", "out of range"],
         ),
         (&["--threads", "lots"], &["--threads", "not a whole number"]),
+        // Options whose values may start with a hyphen do not take the next option as one.
+        (
+            &["--tile", "--allow-corrupt"],
+            &[
+                "--tile",
+                "a value is required",
+                "'--allow-corrupt' is the next option",
+            ],
+        ),
+        (
+            &["--channels", "--allow-corrupt"],
+            &[
+                "--channels",
+                "a value is required",
+                "'--allow-corrupt' is the next option",
+            ],
+        ),
     ];
     for (extra, needles) in cases {
         assert_one_usage_line(&upscale_args(extra), "rave upscale", needles);
