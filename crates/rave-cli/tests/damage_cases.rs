@@ -1,9 +1,8 @@
 //! Targeted damage, beside the corpus run (damage_corpus.rs): whole clusters lost in HEVC
-//! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, a
-//! truncated FLV that starts after zero, an MP4 of which no frame decodes, B-frames timed
+//! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, an MP4 of which no frame decodes, B-frames timed
 //! in decode order, an AVI whose header is lost, two MP4s joined end to end, and the
 //! advice for a damaged input that cannot be cut into segments followed to the end. Transport streams' own cases are in
-//! transport_stream_cases.rs.
+//! transport_stream_cases.rs, FLV's in flv_damage_cases.rs.
 
 mod common;
 mod corpus;
@@ -366,32 +365,6 @@ fn a_container_whose_header_is_lost_is_damage_that_names_the_lost_streams() {
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(v["input_damage"].to_string().contains(lost), "{v}");
-}
-
-/// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a
-/// timeline end (FFmpeg's FLV muxer writes the span, its Matroska muxer the end), so the
-/// duration alone misses a cut at 90%: the chain of FLV tags, each followed by its length,
-/// is what shows it, wherever the file ends.
-#[test]
-fn a_truncated_flv_starting_after_zero_is_refused() {
-    let dir = scratch();
-    let clean = dir.path().join("offset.flv");
-    lavfi_clip(
-        &clean,
-        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
-        &["-c:v", "libx264", "-c:a", "aac", "-output_ts_offset", "1.5"],
-    );
-    let data = std::fs::read(&clean).unwrap();
-    for pct in [50, 80, 90, 97] {
-        let cut = dir.path().join(format!("cut{pct}.flv"));
-        std::fs::write(&cut, &data[..data.len() * pct / 100]).unwrap();
-        let out = dir.path().join(format!("cut{pct}.mkv"));
-        let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &["--json"]);
-        assert_exit(&o, 3);
-        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        assert_eq!(v["error"]["damage"]["truncated"], true, "{pct}%: {v}");
-        assert!(!out.exists());
-    }
 }
 
 /// Two MP4 files joined with `cat`: FFmpeg reads the first movie and skips the second

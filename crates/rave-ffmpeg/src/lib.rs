@@ -9,6 +9,7 @@ mod decodable_leading;
 mod decoded;
 mod decoder_log;
 mod first_frame;
+mod flv_phantoms;
 mod global_tags;
 mod leading_packets;
 mod log_capture;

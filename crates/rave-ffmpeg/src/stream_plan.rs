@@ -11,6 +11,7 @@ use rave_core::error::{EngineError, Result};
 
 use crate::codec_choice::{Container, VideoCodec};
 use crate::cover_attachment;
+use crate::flv_phantoms;
 use crate::frame_convert::working_format;
 use crate::input::is_cover_art;
 use crate::sys::{self, DryRunStream};
@@ -155,7 +156,7 @@ fn recreated_track(input: &Input, index: usize) -> Option<&'static str> {
 }
 
 /// Decide, for every input stream but the main video, whether `container` copies it:
-/// data streams are left out; any other stream the muxer refuses fails the run here, before
+/// data streams and the streams FFmpeg made of damaged FLV tags are left out; any other stream the muxer refuses fails the run here, before
 /// any work, with advice.
 pub fn plan_streams(
     input: &Input,
@@ -164,6 +165,7 @@ pub fn plan_streams(
     shown_as: &Path,
 ) -> Result<StreamPlan> {
     let mut plan = StreamPlan::default();
+    let phantoms = flv_phantoms::phantom_streams(input, input.format().name(), video_index);
     for ist in input.streams() {
         let index = ist.index();
         if index == video_index {
@@ -172,6 +174,11 @@ pub fn plan_streams(
         let kind = ist.parameters().medium();
         let cover_art = is_cover_art(&ist);
         let describe = describe(index, kind, ist.parameters().id(), cover_art);
+        if phantoms.contains(&index) {
+            plan.skipped
+                .push(format!("{describe}: {}", flv_phantoms::LEFT_OUT));
+            continue;
+        }
         if matches!(kind, Type::Data | Type::Unknown) {
             match recreated_track(input, index) {
                 Some(recreated) => plan.skipped.push(format!("{describe}: {recreated}")),
@@ -257,9 +264,10 @@ fn describe(index: usize, kind: Type, codec: Id, cover_art: bool) -> String {
 /// The first stream of `input` that would be copied (not the main video, not one left out)
 /// and `container` cannot hold, if any.
 fn first_refused(input: &Input, video_index: usize, container: Container) -> Option<usize> {
+    let phantoms = flv_phantoms::phantom_streams(input, input.format().name(), video_index);
     input
         .streams()
-        .filter(|s| s.index() != video_index)
+        .filter(|s| s.index() != video_index && !phantoms.contains(&s.index()))
         .filter(|s| !matches!(s.parameters().medium(), Type::Data | Type::Unknown))
         .filter(|s| missing_parameters(sys::stream_params(input, s.index())).is_none())
         .map(|s| s.index())

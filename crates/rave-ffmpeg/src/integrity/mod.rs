@@ -88,11 +88,13 @@ impl IntegrityLedger {
         // held against the streams; its RIFF chunk structure is checked instead.
         let avi = format.split(',').any(|f| f == "avi");
         let declared_times = sys::durations_are_declared(input) && !avi;
+        let phantoms = crate::flv_phantoms::phantom_streams(input, &format, video);
         let streams = input
             .streams()
             .map(|s| {
                 let role = match s.parameters().medium() {
                     _ if s.index() == video => Role::Video,
+                    _ if phantoms.contains(&s.index()) => Role::Phantom,
                     Type::Audio => Role::Audio,
                     Type::Subtitle | Type::Video => Role::Other,
                     _ => Role::Ignored,
@@ -221,9 +223,22 @@ impl IntegrityLedger {
         let Some(t) = self.streams.get_mut(index) else {
             return false;
         };
-        if t.role == Role::Ignored {
+        match t.role {
             // Not copied (data streams): their packets' flags and timestamps lose nothing.
-            return false;
+            Role::Ignored => return false,
+            // A damaged FLV tag: its bytes belong to the file's real stream of its kind.
+            Role::Phantom => {
+                let at = packet.pts().unwrap_or(0) as f64 * t.unit_s - self.start_s;
+                self.corrupt_packets += 1;
+                self.note(|| {
+                    format!(
+                        "stream #{index} at {:.3} s: an FLV tag whose codec flags disagree with the file's stream of its kind (its header is damaged)",
+                        at.max(0.0)
+                    )
+                });
+                return false;
+            }
+            _ => {}
         }
         let start = t.count(packet);
         let (role, unit_s) = (t.role, t.unit_s);

@@ -15,6 +15,8 @@ pub(super) enum Role {
     Other,
     /// Not read (data streams, attachments).
     Ignored,
+    /// Made of damaged data (`flv_phantoms`): each packet is damage.
+    Phantom,
 }
 
 /// One stream's tally.

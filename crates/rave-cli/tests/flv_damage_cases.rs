@@ -1,0 +1,107 @@
+//! Targeted damage of FLV files, beside the corpus run (damage_corpus.rs): a truncated FLV
+//! that starts after zero, and a tag whose codec flags are damaged (FFmpeg makes a stream of
+//! another codec of it).
+
+mod common;
+
+use common::*;
+
+/// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a
+/// timeline end (FFmpeg's FLV muxer writes the span, its Matroska muxer the end), so the
+/// duration alone misses a cut at 90%: the chain of FLV tags, each followed by its length,
+/// is what shows it, wherever the file ends.
+#[test]
+fn a_truncated_flv_starting_after_zero_is_refused() {
+    let dir = scratch();
+    let clean = dir.path().join("offset.flv");
+    lavfi_clip(
+        &clean,
+        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
+        &["-c:v", "libx264", "-c:a", "aac", "-output_ts_offset", "1.5"],
+    );
+    let data = std::fs::read(&clean).unwrap();
+    for pct in [50, 80, 90, 97] {
+        let cut = dir.path().join(format!("cut{pct}.flv"));
+        std::fs::write(&cut, &data[..data.len() * pct / 100]).unwrap();
+        let out = dir.path().join(format!("cut{pct}.mkv"));
+        let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+        assert_exit(&o, 3);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["error"]["damage"]["truncated"], true, "{pct}%: {v}");
+        assert!(!out.exists());
+    }
+}
+
+/// Where each FLV tag of `data` starts, with its type (8 audio, 9 video, 18 script data).
+fn flv_tags(data: &[u8]) -> Vec<(usize, u8)> {
+    let header = u32::from_be_bytes(data[5..9].try_into().unwrap()) as usize;
+    let mut at = header + 4;
+    let mut tags = Vec::new();
+    while at + 11 <= data.len() {
+        let size = u32::from_be_bytes([0, data[at + 1], data[at + 2], data[at + 3]]) as usize;
+        tags.push((at, data[at] & 0x1f));
+        at += 11 + size + 4;
+    }
+    tags
+}
+
+/// One audio tag whose codec nibble is damaged (AAC becomes Speex): FFmpeg opens a second
+/// audio stream of it, which no container but QuickTime takes. That stream is damage, not
+/// content: refused as damage naming it (exit 3, not "write to .mov"), and with
+/// --allow-corrupt left out of the output (the real audio copied), in every container.
+#[test]
+fn a_damaged_flv_tag_is_damage_not_a_second_audio_stream() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.flv");
+    lavfi_clip(
+        &clean,
+        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
+        &["-c:v", "libx264", "-c:a", "aac"],
+    );
+    let mut data = std::fs::read(&clean).unwrap();
+    let audio: Vec<usize> = flv_tags(&data)
+        .into_iter()
+        .filter(|&(_, kind)| kind == 8)
+        .map(|(at, _)| at)
+        .collect();
+    assert!(audio.len() > 40, "{} audio tags", audio.len());
+    let flags = audio[30] + 11;
+    assert_eq!(data[flags] >> 4, 10, "an AAC tag");
+    data[flags] = (11 << 4) | (data[flags] & 0x0f);
+    let damaged = dir.path().join("damaged.flv");
+    std::fs::write(&damaged, &data).unwrap();
+    assert!(streams(&damaged).contains("speex"), "{}", streams(&damaged));
+
+    for ext in ["mkv", "mp4", "mov"] {
+        let out = dir.path().join(format!("out.{ext}"));
+        let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &[]);
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(
+            err.contains("damaged input") && err.contains("an FLV tag whose codec flags disagree"),
+            "{ext}: {err}"
+        );
+        assert!(!out.exists());
+
+        let o = upscale(
+            &damaged,
+            &out,
+            &fixture("nearest_x2.onnx"),
+            &["--allow-corrupt", "--json"],
+        );
+        assert_exit(&o, 0);
+        let v = json_report(&o);
+        let skipped = v["mux"]["skipped_streams"].to_string();
+        assert!(
+            skipped.contains("made by FFmpeg of a damaged FLV tag"),
+            "{ext}: {v}"
+        );
+        assert_eq!(v["input_damage"]["demux_errors"], 1, "{ext}: {v}");
+        let kept = streams(&out);
+        assert_eq!(kept.matches("stream|").count(), 2, "{ext}: {kept}");
+        assert!(
+            kept.contains("aac") && !kept.contains("speex"),
+            "{ext}: {kept}"
+        );
+    }
+}
