@@ -84,9 +84,7 @@ pub fn probe_gpu_providers(
             name,
             available: outcome.is_ok(),
             resolved_in,
-            reason: outcome
-                .err()
-                .map(|r| r.lines().next().unwrap_or("").to_string()),
+            reason: outcome.err().map(|r| crate::ort_message::first_line(&r)),
         }
     })
     .collect()
