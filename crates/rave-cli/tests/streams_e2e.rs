@@ -209,7 +209,24 @@ fn fixed_shape_model_scale_comes_from_its_static_shapes() {
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["model"]["scale"], 2);
-    assert_eq!(v["model"]["min_input_hw"], serde_json::json!([48, 64]));
+    // Sizes are [width, height] throughout the report.
+    assert_eq!(v["model"]["min_input_size"], serde_json::json!([64, 48]));
+    assert_eq!(v["model"]["max_input_size"], serde_json::json!([64, 48]));
+    assert_eq!(v["input_size"], serde_json::json!([64, 48]));
+    // A dynamic model: any size up, so no largest side.
+    let o = upscale(
+        &input,
+        &output,
+        &fixture("nearest_x2.onnx"),
+        &["--json", "--overwrite"],
+    );
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["model"]["min_input_size"], serde_json::json!([1, 1]));
+    assert_eq!(
+        v["model"]["max_input_size"],
+        serde_json::json!([null, null])
+    );
     assert_eq!(video_field(&output, "width"), "128");
     assert_eq!(video_field(&output, "height"), "96");
 }

@@ -39,7 +39,7 @@ fn a_fixed_64x64_model_upscales_a_150x90_clip_through_tiles() {
     assert_eq!(t["grid"], serde_json::json!([3, 2]));
     assert_eq!(t["reason"], "the model takes fixed 64x64 inputs");
     // The model's own description is kept: it takes 64x64 only.
-    assert_eq!(r["model"]["max_input_hw"], serde_json::json!([64, 64]));
+    assert_eq!(r["model"]["max_input_size"], serde_json::json!([64, 64]));
 
     // A tile size on the dynamic model, with another overlap.
     let sized = dir.path().join("sized.mkv");

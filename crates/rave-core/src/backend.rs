@@ -25,9 +25,13 @@ pub struct ModelMetadata {
     pub output_name: String,
     /// Channels the model takes (3 for RGB).
     pub input_channels: u32,
-    /// Smallest input (height, width) the model accepts.
+    /// Smallest input (height, width) the model accepts. In JSON `min_input_size`,
+    /// `[width, height]` as every size of the report.
+    #[serde(rename = "min_input_size", serialize_with = "width_height")]
     pub min_input_hw: (u32, u32),
-    /// Largest input (height, width) the model accepts (`u32::MAX` when dynamic).
+    /// Largest input (height, width) the model accepts (`u32::MAX` when dynamic). In JSON
+    /// `max_input_size`, `[width, height]` with `null` for a side of any size.
+    #[serde(rename = "max_input_size", serialize_with = "width_height_bounded")]
     pub max_input_hw: (u32, u32),
     /// Element type of the image tensors: `RgbPlanarF32` or `RgbPlanarF16`.
     pub tensor_format: PixelFormat,
@@ -37,6 +41,18 @@ pub struct ModelMetadata {
     /// folds pixels into channels (a pixel-unshuffle or space-to-depth stage, a window
     /// attention) takes only multiples of its block, and is given frames padded to one.
     pub side_multiple: u32,
+}
+
+/// A (height, width) as `[width, height]`, the order of the report's other sizes.
+fn width_height<S: serde::Serializer>(hw: &(u32, u32), s: S) -> Result<S::Ok, S::Error> {
+    [hw.1, hw.0].serialize(s)
+}
+
+/// A largest (height, width) as `[width, height]`, a side without a limit (`u32::MAX`) as
+/// `null`.
+fn width_height_bounded<S: serde::Serializer>(hw: &(u32, u32), s: S) -> Result<S::Ok, S::Error> {
+    let bounded = |v: u32| (v != u32::MAX).then_some(v);
+    [bounded(hw.1), bounded(hw.0)].serialize(s)
 }
 
 impl ModelMetadata {
