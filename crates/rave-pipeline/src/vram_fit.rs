@@ -236,18 +236,19 @@ pub fn fit<T>(
             )),
         });
     }
-    let needed = |(size, needed): &Tried| {
+    // "more than 1.02 GiB for the whole frame", "3.53 GiB for tiles of 136x84".
+    let needed = |(size, needed): &Tried, smallest: &str| {
         let at = match size {
             None => "the whole frame".to_string(),
-            Some((w, h)) => format!("tiles of {w}x{h},"),
+            Some((w, h)) => format!("{smallest}tiles of {w}x{h}"),
         };
-        format!("{at} {}", needed.describe())
+        format!("{} for {at}", needed.describe())
     };
     let tried = match (too_big.first(), too_big.last()) {
         (Some(first), Some(last)) if too_big.len() > 1 => {
-            format!("{}, the smallest {}", needed(first), needed(last))
+            format!("{}, {}", needed(first, ""), needed(last, "the smallest "))
         }
-        (Some(only), _) => needed(only),
+        (Some(only), _) => needed(only, ""),
         _ => "nothing was tried".into(),
     };
     Err(EngineError::Config(format!(
@@ -332,7 +333,7 @@ mod tests {
         let text = e.to_string();
         assert!(
             text.starts_with(
-                "model m on 1920x1080 frames does not fit the 64 MiB budget (--vram-limit) even in the smallest tiles (it needs the whole frame more than 380 MiB, the smallest tiles of 136x84, 207 MiB); raise --vram-limit"
+                "model m on 1920x1080 frames does not fit the 64 MiB budget (--vram-limit) even in the smallest tiles (it needs more than 380 MiB for the whole frame, 207 MiB for the smallest tiles of 136x84); raise --vram-limit"
             ),
             "{text}"
         );
