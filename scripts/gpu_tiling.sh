@@ -34,7 +34,7 @@ mib = lambda v: "?" if v is None else f"{v / 1048576:.0f} MiB"
 t = r.get("tiling") or {}
 print(f'{r["backend"]["name"]}: {r.get("fps", 0):.2f} fps ({r.get("pipeline_fps", 0):.2f} first frame to last) over {r.get("frames_out", r.get("frames", "?"))} frames; '
       f'RAVE peak {mib(g.get("vram_peak"))}, device peak {mib(g.get("device_peak"))}, budget {mib(g.get("vram_limit"))}; '
-      f'tiling: {"tiles %sx%s, %sx%s a frame" % (*t["tile"], *t["grid"]) if t.get("tiled") else "off"} ({t.get("reason")})')
+      f'tiling: {"tiles %sx%s, %sx%s a frame" % (*t["tile"], *t["grid"]) if t.get("tile") else "off"} ({t.get("reason")})')
 PY
 }
 

@@ -48,7 +48,8 @@ fn a_block_model_pads_frames_that_are_no_multiple_and_gives_the_frame_back() {
     assert_eq!(r["frames_out"], FRAMES);
     assert_eq!(r["output_size"], serde_json::json!([2 * W, 2 * H]));
     let t = &r["tiling"];
-    assert_eq!(t["tiled"], true, "{t}");
+    // Padded, not cut: one tile of the padded size.
+    assert_eq!(t["tiled"], false, "{t}");
     assert_eq!(t["tile"], serde_json::json!([72, 40]));
     assert_eq!(t["grid"], serde_json::json!([1, 1]));
     // One tile has no neighbour: no overlap (the default 16 refused frames padded to 32

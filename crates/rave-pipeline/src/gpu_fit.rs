@@ -232,7 +232,7 @@ pub fn build_fitted(
                 _ => String::new(),
             };
             TilingReport {
-                tiled: true,
+                tiled: !plan.is_padded_whole(),
                 tile: Some([tile.0, tile.1]),
                 overlap: Some(overlap),
                 grid: Some([across, down]),

@@ -80,7 +80,8 @@ impl TileRequest {
 /// What tiling ran and why, for the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TilingReport {
-    /// Whether frames were cut into tiles.
+    /// Whether frames were cut into more than one tile. A frame only padded to a size the
+    /// model takes is one tile, not cut (`tile` is then the padded size, `grid` 1x1).
     pub tiled: bool,
     /// Tile [width, height] in input pixels, when tiled.
     pub tile: Option<[u32; 2]>,
@@ -335,7 +336,7 @@ pub fn decide(
     Ok(Tiling {
         tiles: Some((plan.tile, overlap)),
         report: TilingReport {
-            tiled: true,
+            tiled: !plan.is_padded_whole(),
             tile: Some([plan.tile.0, plan.tile.1]),
             overlap: Some(overlap),
             grid: Some([columns, rows]),
