@@ -6,6 +6,17 @@ mod common;
 
 use common::*;
 
+/// Two seconds of 64x48 H.264 with AAC sound in an FLV at `path`, `extra` more output
+/// options.
+fn two_second_flv(path: &std::path::Path, extra: &[&str]) {
+    let options = [&["-c:v", "libx264", "-c:a", "aac"][..], extra].concat();
+    lavfi_clip(
+        path,
+        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
+        &options,
+    );
+}
+
 /// An FLV whose timeline starts at 1.5 s declares a duration a reader cannot tell from a
 /// timeline end (FFmpeg's FLV muxer writes the span, its Matroska muxer the end), so the
 /// duration alone misses a cut at 90%: the chain of FLV tags, each followed by its length,
@@ -14,11 +25,7 @@ use common::*;
 fn a_truncated_flv_starting_after_zero_is_refused() {
     let dir = scratch();
     let clean = dir.path().join("offset.flv");
-    lavfi_clip(
-        &clean,
-        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
-        &["-c:v", "libx264", "-c:a", "aac", "-output_ts_offset", "1.5"],
-    );
+    two_second_flv(&clean, &["-output_ts_offset", "1.5"]);
     let data = std::fs::read(&clean).unwrap();
     for pct in [50, 80, 90, 97] {
         let cut = dir.path().join(format!("cut{pct}.flv"));
@@ -53,11 +60,7 @@ fn flv_tags(data: &[u8]) -> Vec<(usize, u8)> {
 fn a_damaged_flv_tag_is_damage_not_a_second_audio_stream() {
     let dir = scratch();
     let clean = dir.path().join("clean.flv");
-    lavfi_clip(
-        &clean,
-        &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
-        &["-c:v", "libx264", "-c:a", "aac"],
-    );
+    two_second_flv(&clean, &[]);
     let mut data = std::fs::read(&clean).unwrap();
     let audio: Vec<usize> = flv_tags(&data)
         .into_iter()
