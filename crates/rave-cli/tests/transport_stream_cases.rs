@@ -1,7 +1,7 @@
 //! Damage and joins of MPEG transport streams, beside the corpus run (damage_corpus.rs):
 //! joined streams (not damage: one timeline, every frame and packet kept), a transport
-//! packet lost at or away from a join, a frame lost without a demuxer error, a keyframe lost
-//! inside a segment, and untimed first frames.
+//! packet lost at or away from a join, a frame lost without a demuxer error, a file cut on
+//! a PES boundary, a keyframe lost inside a segment, and untimed first frames.
 
 mod common;
 mod corpus;
@@ -235,6 +235,46 @@ fn a_ts_frame_lost_without_a_demuxer_error_is_refused_or_said() {
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["input_damage"]["frames_missing"], 1, "{v}");
+}
+
+/// An MPEG-TS cut short exactly where a video PES starts (so every transport packet and
+/// every PES left is whole, and no demuxer or decoder error shows): where the cut falls in
+/// a group of B-frames, the frames decoded ahead of the lost ones leave a gap among the
+/// last frames, the only trace a cut leaves in a container that declares no length. Not
+/// refused (a stream-copy cut leaves the same), but said as that.
+#[test]
+fn a_ts_cut_on_a_pes_boundary_in_a_b_frame_group_is_said() {
+    let dir = scratch();
+    let d = dir.path();
+    let m = fixture("nearest_x2.onnx");
+    let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
+    let clean = corpus::make_clean(d, ts);
+    let data = std::fs::read(&clean).unwrap();
+    let starts = video_pes_starts(&data);
+    let mut said = 0;
+    for (k, &payload) in starts.iter().enumerate().rev().take(6) {
+        let cut = d.join(format!("cut{k}.ts"));
+        std::fs::write(&cut, &data[..payload - payload % 188]).unwrap();
+        let o = upscale(&cut, &d.join(format!("cut{k}.mkv")), &m, &["--json"]);
+        assert_exit(&o, 0);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let damage = &v["input_damage"];
+        if damage["gap_among_last_frames"] == true {
+            said += 1;
+            assert!(damage["timeline_gaps"].as_u64().unwrap() >= 1, "{v}");
+            assert!(
+                stderr(&o).contains("the trace of a file cut short"),
+                "{}",
+                stderr(&o)
+            );
+        } else {
+            assert_eq!(damage["timeline_gaps"], 0, "cut before PES {k}: {v}");
+        }
+    }
+    assert!(said >= 2, "{said} of 6 cuts fell in a B-frame group");
+    let o = upscale(&clean, &d.join("clean.mkv"), &m, &["--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["input_damage"]["gap_among_last_frames"], false, "{v}");
 }
 
 /// Two B-frame recordings joined (`cat a.ts b.ts`) whose AAC audio starts a little before

@@ -63,6 +63,8 @@ fn a_variable_rate_matroska_is_not_said_to_miss_frames() {
     assert_exit(&o, 0);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["input_damage"]["timeline_gaps"], 12, "{v}");
+    // In the middle, not among the last frames.
+    assert_eq!(v["input_damage"]["gap_among_last_frames"], false, "{v}");
     assert!(
         stderr(&o).contains("12 missing frame slots"),
         "{}",

@@ -51,6 +51,11 @@ pub struct InputDamage {
     pub timeline_gaps: u64,
     /// Where the first such gap starts, in seconds of the input's timeline.
     pub first_gap_s: Option<f64>,
+    /// The last such gap lies among the video's last few frames, in a container that
+    /// declares no frame count (MPEG-TS, FLV): the trace a file cut short in the middle of
+    /// a group of B-frames leaves (the frames decoded ahead of the lost ones), which
+    /// nothing else in such a container shows.
+    pub gap_among_last_frames: bool,
     /// Video packets before the first keyframe: the input starts mid-GOP (a broadcast
     /// capture, a byte-level cut), so they refer to pictures before the file and no decoder
     /// can show them. Not damage: they are skipped, and said.
@@ -91,8 +96,12 @@ impl InputDamage {
             let at = self
                 .first_gap_s
                 .map_or(String::new(), |t| format!(" (the first after {t:.3} s)"));
+            let end = match self.gap_among_last_frames {
+                true => "; the last gap lies among the video's last frames, the trace of a file cut short (its end lost, or a stream-copy cut) in the middle of a group of B-frames, which this container, declaring no length, shows no other way: compare its duration with the source's",
+                false => "",
+            };
             format!(
-                "the input's video timeline has {}{at} with no other sign of damage: frames the recorder dropped or a stream-copy cut left out, or frames lost without the container noticing; the output has the same gaps",
+                "the input's video timeline has {}{at} with no other sign of damage: frames the recorder dropped or a stream-copy cut left out, or frames lost without the container noticing; the output has the same gaps{end}",
                 counted(self.timeline_gaps, "missing frame slot")
             )
         })

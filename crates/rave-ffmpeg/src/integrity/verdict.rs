@@ -8,6 +8,10 @@ use super::stream_tally::{Role, StreamTally};
 use crate::decoder_log::DecoderLog;
 use crate::timeline;
 
+/// Frames after a timeline's last gap that make it one "among the last frames": those a
+/// decoder holds back for the B-frames before them (a group of up to three B-frames).
+const TAIL_FRAMES: usize = 3;
+
 impl IntegrityLedger {
     /// What was lost or damaged. Only when the input was `read_to_end` are the counts and
     /// timelines compared with what the container declares.
@@ -73,6 +77,7 @@ impl IntegrityLedger {
             ..Default::default()
         };
         let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
+        let mut tail_gap = false;
         let (gaps, first_gap) = match self.timeline.constant_rate() {
             true => {
                 let mut pts = self.timeline_pts();
@@ -107,6 +112,12 @@ impl IntegrityLedger {
                     }),
                     self.untimed_video,
                 );
+                // Frames after the last gap: a few (those decoded ahead of the B-frames
+                // before them) is the trace of a file cut in the middle of a group.
+                let after_last = gaps
+                    .last()
+                    .map(|&(at, _)| pts.iter().filter(|&&p| p > at).count());
+                tail_gap = after_last.is_some_and(|n| n <= TAIL_FRAMES);
                 (gaps.iter().map(|g| g.1).sum(), gaps.first().map(|g| g.0))
             }
             false => (0, None),
@@ -120,6 +131,7 @@ impl IntegrityLedger {
             false => {
                 damage.timeline_gaps = gaps;
                 damage.first_gap_s = first_gap.map(|p| p as f64 * video.unit_s - video_start);
+                damage.gap_among_last_frames = tail_gap && video.declared.packets.is_none();
             }
         }
 
