@@ -1,6 +1,6 @@
 //! Targeted damage, beside the corpus run (damage_corpus.rs): whole clusters lost in HEVC
 //! 10-bit Matroska, audio timestamps going backwards, a copied packet no muxer can store, an MP4 of which no frame decodes, B-frames timed
-//! in decode order, an AVI whose header is lost, two MP4s joined end to end, and the
+//! in decode order, an AVI whose header is lost, a Matroska codec name damaged, two MP4s joined end to end, and the
 //! advice for a damaged input that cannot be cut into segments followed to the end. Transport streams' own cases are in
 //! transport_stream_cases.rs, FLV's in flv_damage_cases.rs.
 
@@ -537,4 +537,35 @@ fn damage_is_placed_from_the_files_start() {
     assert_exit(&o, 3);
     let err = stderr(&o);
     assert!(err.contains("stream #1: the audio packet at 0.6"), "{err}");
+}
+
+/// A Matroska file whose codec name in the track list is damaged (`V_MPEG4/ISO/AVC` becomes
+/// `V_MPEC4/...`): FFmpeg knows no such codec, but the element's CRC-32 no longer matches,
+/// so the file is damaged, not one to convert (it said "convert the file to H.264").
+#[test]
+fn a_codec_name_damaged_in_matroska_is_damage_not_an_unknown_codec() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.mkv");
+    two_second_clip(&clean, "aac", &[]);
+    let mut data = std::fs::read(&clean).unwrap();
+    let at = data
+        .windows(7)
+        .position(|w| w == b"V_MPEG4")
+        .expect("the codec name");
+    data[at + 5] ^= 4;
+    let damaged = dir.path().join("damaged.mkv");
+    std::fs::write(&damaged, &data).unwrap();
+    let out = dir.path().join("out.mkv");
+    for extra in [&[][..], &["--allow-corrupt"]] {
+        let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), extra);
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(
+            err.contains("damaged: CRC-32 mismatch in the Matroska track list")
+                && err.contains("not one FFmpeg recognises")
+                && !err.contains("convert the file"),
+            "{extra:?}: {err}"
+        );
+        assert!(!out.exists());
+    }
 }

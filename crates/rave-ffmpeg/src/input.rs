@@ -95,18 +95,22 @@ fn lacks_parameters(input: &Input) -> bool {
 /// damage the structure check finds where it finds any: a file cut inside its header reads
 /// as one with no streams, or a video stream without a size, and the cut is what to fix.
 pub(crate) fn with_structure_damage(path: &Path, format: &str, reason: String) -> String {
-    match crate::structure_check::check(path, format) {
-        Some(problem) => format!(
-            "damaged: {}, and FFmpeg finds no usable video in what is left ({reason}){}",
-            problem.text,
-            if problem.truncated {
-                "; use a complete copy of the file"
-            } else {
-                ""
-            }
-        ),
-        None => reason,
-    }
+    structure_damage(path, format, &reason).unwrap_or(reason)
+}
+
+/// [`with_structure_damage`]'s words where the structure check finds damage, `None` where
+/// it finds none (the caller then says what to do about a whole file).
+pub(crate) fn structure_damage(path: &Path, format: &str, reason: &str) -> Option<String> {
+    let problem = crate::structure_check::check(path, format)?;
+    Some(format!(
+        "damaged: {}, and FFmpeg finds no usable video in what is left ({reason}){}",
+        problem.text,
+        if problem.truncated {
+            "; use a complete copy of the file"
+        } else {
+            ""
+        }
+    ))
 }
 
 /// What the structure check finds in `path`, when it starts like a container RAVE checks

@@ -126,8 +126,15 @@ impl MediaInfo {
                     &self.path,
                     &self.container,
                     format!(
-                        "the {} video stream #{} has no frame size FFmpeg can read: its headers are missing or damaged (a truncated or damaged file, or a cut or capture that holds no keyframe: the headers come with keyframes)",
-                        self.video.codec, self.video.stream_index
+                        "{} has no frame size FFmpeg can read: its headers are missing or damaged (a truncated or damaged file, or a cut or capture that holds no keyframe: the headers come with keyframes)",
+                        match self.video.codec.as_str() {
+                            "none" => format!(
+                                "the video stream #{} (of a codec FFmpeg does not recognise)",
+                                self.video.stream_index
+                            ),
+                            codec =>
+                                format!("the {codec} video stream #{}", self.video.stream_index),
+                        }
                     ),
                 ),
             }),

@@ -109,7 +109,8 @@ impl VideoDecoder {
             Some(codec) => ctx.decoder().open_as(codec).and_then(|d| d.video()),
             None => ctx.decoder().video(),
         };
-        let decoder = opened.map_err(|e| open_failure(e, path, &codec_name))?;
+        let format = input.format().name().to_owned();
+        let decoder = opened.map_err(|e| open_failure(e, (path, &format), &codec_name))?;
         let pix = ffmpeg_next::format::Pixel::from(raw_format);
         let color = color::resolve(raw.color_space, raw.color_range, pix, raw.height as u32);
         let rate = stream.avg_frame_rate();
@@ -243,15 +244,23 @@ impl VideoDecoder {
     }
 }
 
-/// Why the decoder of `codec_name` for `path` did not open: a codec this FFmpeg has no
-/// decoder for (convert the file), or a decoder that exists but did not start (out of memory
-/// or threads, say: no reason to convert the file).
-fn open_failure(e: ffmpeg_next::Error, path: &Path, codec_name: &str) -> EngineError {
+/// Why the decoder of `codec_name` for `path` (demuxed as `format`) did not open: a codec
+/// this FFmpeg has no decoder for (convert the file; or, where the container's structure is
+/// damaged, the codec's name is what the damage hit), or a decoder that exists but did not
+/// start (out of memory or threads, say: no reason to convert the file).
+fn open_failure(
+    e: ffmpeg_next::Error,
+    (path, format): (&Path, &str),
+    codec_name: &str,
+) -> EngineError {
     match e {
         ffmpeg_next::Error::DecoderNotFound => EngineError::UnsupportedCodec {
             path: path.to_path_buf(),
             reason: if codec_name == "none" {
-                "its video codec is not one FFmpeg recognises; convert the file to H.264/HEVC/AV1 first".into()
+                let unknown = "its video codec is not one FFmpeg recognises";
+                crate::input::structure_damage(path, format, unknown).unwrap_or_else(|| {
+                    format!("{unknown}; convert the file to H.264/HEVC/AV1 first")
+                })
             } else {
                 format!(
                     "video codec '{codec_name}' has no decoder in this FFmpeg build; convert the file to H.264/HEVC/AV1 first"
@@ -272,7 +281,11 @@ mod tests {
     #[test]
     fn only_a_missing_decoder_says_to_convert_the_file() {
         let path = Path::new("in.mkv");
-        let missing = open_failure(ffmpeg_next::Error::DecoderNotFound, path, "h264");
+        let missing = open_failure(
+            ffmpeg_next::Error::DecoderNotFound,
+            (path, "matroska"),
+            "h264",
+        );
         assert_eq!(missing.code(), 304);
         assert!(
             missing.to_string().contains("convert the file"),
@@ -281,7 +294,7 @@ mod tests {
         let no_memory = ffmpeg_next::Error::Other {
             errno: ffmpeg_next::util::error::ENOMEM,
         };
-        let failed = open_failure(no_memory, path, "h264");
+        let failed = open_failure(no_memory, (path, "matroska"), "h264");
         let text = failed.to_string();
         assert!(
             text.contains("in.mkv: the 'h264' decoder did not start: Cannot allocate memory"),
