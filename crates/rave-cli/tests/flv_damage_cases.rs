@@ -1,6 +1,6 @@
 //! Targeted damage of FLV files, beside the corpus run (damage_corpus.rs): a truncated FLV
-//! that starts after zero, and a tag whose codec flags are damaged (FFmpeg makes a stream of
-//! another codec of it).
+//! that starts after zero, a tag whose codec flags are damaged (FFmpeg makes a stream of
+//! another codec of it), and a tag whose timestamp leaps far ahead.
 
 mod common;
 
@@ -106,5 +106,55 @@ fn a_damaged_flv_tag_is_damage_not_a_second_audio_stream() {
             kept.contains("aac") && !kept.contains("speex"),
             "{ext}: {kept}"
         );
+    }
+}
+
+/// One FLV tag whose timestamp has a high bit flipped (its extension byte): a video frame
+/// 2^31 ms late, or an audio packet 2^26 ms late. Taken as it was, the leap wedged the
+/// timeline: every good audio packet after it was dropped as going backwards (the run
+/// finished with 39 of 142 and an 18-hour duration), and the video leap failed the muxer
+/// (exit 4, FFmpeg's "not yet implemented" naming a hidden segment file). Now it is damage:
+/// refused, and with --allow-corrupt the frame is kept untimed (every frame out) and the
+/// audio packet left out (all the others kept), the output as long as the input.
+#[test]
+fn a_timestamp_leaping_far_ahead_is_damage_that_wedges_nothing() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.flv");
+    two_second_flv(&clean, &[]);
+    let frames = counted_frames(&clean);
+    let audio = packet_count(&clean, "a");
+    for (kind, high_bit, video_out, audio_out) in
+        [(9u8, 0x80u8, frames, audio), (8, 0x04, frames, audio - 1)]
+    {
+        let mut data = std::fs::read(&clean).unwrap();
+        let (at, _) = flv_tags(&data)
+            .into_iter()
+            .filter(|&(_, k)| k == kind)
+            .nth(30)
+            .expect("a tag");
+        data[at + 7] |= high_bit;
+        let damaged = dir.path().join(format!("leap{kind}.flv"));
+        std::fs::write(&damaged, &data).unwrap();
+        let out = dir.path().join(format!("leap{kind}.mkv"));
+        let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &[]);
+        assert_exit(&o, 3);
+        assert!(stderr(&o).contains("timestamp leaps"), "{}", stderr(&o));
+        let o = upscale(
+            &damaged,
+            &out,
+            &fixture("nearest_x2.onnx"),
+            &["--allow-corrupt"],
+        );
+        assert_exit(&o, 0);
+        assert_eq!(counted_frames(&out), video_out, "tag type {kind}");
+        assert_eq!(packet_count(&out, "a"), audio_out, "tag type {kind}");
+        let duration: f64 = ffprobe(
+            &out,
+            &["-show_entries", "format=duration", "-of", "csv=p=0"],
+        )
+        .trim()
+        .parse()
+        .unwrap();
+        assert!(duration < 2.5, "tag type {kind}: {duration} s");
     }
 }

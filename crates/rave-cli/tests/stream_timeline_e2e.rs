@@ -111,7 +111,8 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
         "{moved}"
     );
 
-    // Chapters that end before the picture starts are left out, as ffmpeg leaves them.
+    // Chapters that end before the picture starts are left out, as ffmpeg leaves them, and
+    // said (they went silently).
     let early = d.join("early.txt");
     write_chapters(&early, &[(0, 400, "Gone"), (3_600_000, 3_601_000, "Kept")]);
     let early_mkv = d.join("early.mkv");
@@ -133,11 +134,20 @@ fn an_input_that_starts_late_gives_an_output_that_starts_at_zero() {
         ],
     );
     let out = d.join("early_out.mkv");
-    assert_exit(&upscale_nearest(&early_mkv, &out, &[]), 0);
+    let o = upscale_nearest(&early_mkv, &out, &["--json"]);
+    assert_exit(&o, 0);
     let kept = chapters(&out);
     assert!(
         kept.contains("title=Kept") && !kept.contains("title=Gone"),
         "{kept}"
+    );
+    let v = json_report(&o);
+    assert_eq!(v["mux"]["chapters_before_picture"], 1, "{v}");
+    assert!(
+        v["mux"]["warnings"]
+            .to_string()
+            .contains("1 chapter(s) end before the picture starts"),
+        "{v}"
     );
 
     // An MPEG-TS whose 33-bit clock wraps 2.3 s in: FFmpeg reads its start as -2.3 s,

@@ -230,3 +230,68 @@ fn fixed_shape_model_scale_comes_from_its_static_shapes() {
     assert_eq!(video_field(&output, "width"), "128");
     assert_eq!(video_field(&output, "height"), "96");
 }
+
+/// QuickTime names languages by the classic Macintosh list, which spells some of them by
+/// the other ISO 639-2 code ("ger", not "deu"); FFmpeg's mov muxer left any other code
+/// unset without a word. Such a language goes into a .mov under QuickTime's name, and one
+/// QuickTime cannot name at all is said (an .mp4 keeps every code as it is).
+#[test]
+fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
+    let dir = scratch();
+    let input = dir.path().join("langs.mkv");
+    lavfi_clip(
+        &input,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=1",
+            "sine=duration=1",
+            "sine=frequency=600:duration=1",
+            "sine=frequency=800:duration=1",
+        ],
+        &[
+            "-map",
+            "0",
+            "-map",
+            "1",
+            "-map",
+            "2",
+            "-map",
+            "3",
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "-metadata:s:a:0",
+            "language=deu",
+            "-metadata:s:a:1",
+            "language=fre",
+            "-metadata:s:a:2",
+            "language=hrv",
+        ],
+    );
+    let languages = |path: &Path| {
+        ffprobe(
+            path,
+            &[
+                "-select_streams",
+                "a",
+                "-show_entries",
+                "stream_tags=language",
+                "-of",
+                "csv=p=0",
+            ],
+        )
+    };
+    let mov = dir.path().join("out.mov");
+    let o = upscale_nearest(&input, &mov, &["--json"]);
+    assert_exit(&o, 0);
+    // The third is left unset: an empty line.
+    assert_eq!(languages(&mov), "ger\nfra\n\n");
+    let warnings = json_report(&o)["mux"]["warnings"].to_string();
+    assert!(
+        warnings.contains("stream #3: its language 'hrv' has no QuickTime code"),
+        "{warnings}"
+    );
+    let mp4 = dir.path().join("out.mp4");
+    assert_exit(&upscale_nearest(&input, &mp4, &[]), 0);
+    assert_eq!(languages(&mp4), "deu\nfre\nhrv\n");
+}

@@ -18,6 +18,7 @@ mod output_timeline;
 mod packet_duration;
 mod picture_coding;
 mod pixel_format;
+mod quicktime_language;
 mod stderr_capture;
 mod sys;
 

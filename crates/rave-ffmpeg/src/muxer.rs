@@ -19,6 +19,7 @@ use crate::global_tags;
 use crate::input::is_cover_art;
 use crate::output_timeline;
 use crate::packet_duration::DurationFill;
+use crate::quicktime_language;
 use crate::reader::CopiedPacket;
 use crate::stream_plan;
 use crate::sys;
@@ -173,6 +174,8 @@ impl Muxer {
         };
         let mut output =
             ffmpeg_next::format::output_as(&path, muxer).map_err(|e| unwritable(e.to_string()))?;
+        // Languages QuickTime cannot name (said once the summary exists).
+        let mut language_warnings = Vec::new();
         // Stream 0: the upscaled video.
         {
             let mut ost = output
@@ -185,7 +188,12 @@ impl Muxer {
             ost.set_avg_frame_rate(video.frame_rate);
             if let Some(src) = source {
                 let in_video = src.input.stream(src.video_index).expect("source video");
-                ost.set_metadata(in_video.metadata().to_owned());
+                let mut metadata = in_video.metadata().to_owned();
+                if description.container == Some(Container::Mov) {
+                    let what = format!("the video (stream #{})", src.video_index);
+                    quicktime_language::prepare(&mut metadata, &what, &mut language_warnings);
+                }
+                ost.set_metadata(metadata);
             }
         }
         keep_sample_aspect_ratio(&mut output, 0, video.sample_aspect);
@@ -233,7 +241,12 @@ impl Muxer {
                         .map_err(|e| unwritable(e.to_string()))?;
                     ost.set_parameters(ist.parameters());
                     ost.set_time_base(ist.time_base());
-                    ost.set_metadata(ist.metadata().to_owned());
+                    let mut metadata = ist.metadata().to_owned();
+                    if description.container == Some(Container::Mov) {
+                        let what = format!("stream #{idx}");
+                        quicktime_language::prepare(&mut metadata, &what, &mut language_warnings);
+                    }
+                    ost.set_metadata(metadata);
                     ost.index()
                 };
                 sys::set_codec_tag(&mut output, out_index, 0);
@@ -256,11 +269,13 @@ impl Muxer {
                 durations[idx] = DurationFill::for_stream(&ist);
                 summary.copied_streams.push(idx);
             }
+            summary.warnings.append(&mut language_warnings);
             for ch in input.chapters() {
                 let title = ch.metadata().get("title").unwrap_or("").to_owned();
                 let shift = shift_us.rescale(AV_TIME_BASE_Q, ch.time_base());
                 // A chapter that ends before the picture starts is left out, as ffmpeg does.
                 if ch.end() - shift <= 0 && shift > 0 {
+                    summary.chapters_before_picture += 1;
                     continue;
                 }
                 let cut = src.cut_at_s.map(|s| seconds_in(s, ch.time_base()));
@@ -272,6 +287,13 @@ impl Muxer {
                 output
                     .add_chapter(ch.id(), ch.time_base(), start, end, &title)
                     .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
+            }
+            if summary.chapters_before_picture > 0 {
+                summary.warnings.push(format!(
+                    "{} chapter(s) end before the picture starts ({:.3} s into the input's timeline, which the output starts at zero) and are left out",
+                    summary.chapters_before_picture,
+                    shift_us as f64 / 1e6
+                ));
             }
             output.set_metadata(global_tags::of(input, src.path, mdta));
         }
@@ -552,7 +574,7 @@ impl Muxer {
         }
         if left_out > 0 {
             self.summary.warnings.push(format!(
-                "{left_out} subtitle cue(s) ended before the picture starts and are left out, as chapters ending there are"
+                "{left_out} subtitle cue(s) ended before the picture starts and are left out"
             ));
         }
         self.output.write_trailer().map_err(|e| self.mux_error(e))

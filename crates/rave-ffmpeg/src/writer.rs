@@ -35,11 +35,15 @@ pub struct WriterSummary {
     /// Why the first of them was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_refusal: Option<String>,
-    /// Packets of other streams left out of an interrupted run's file because they start
-    /// after its last video frame ends.
+    /// Packets of other streams read and left out because they start after the output's
+    /// last video frame ends (an interrupted run, `--max-frames`); packets past the point
+    /// where reading stopped are not read, so not counted.
     pub trimmed_packets: u64,
     /// Subtitle cues left out because they end before the picture starts.
     pub cues_before_picture: u64,
+    /// Chapters left out because they end before the picture starts (a timeline moved to
+    /// start at zero whose chapters lie before its first frame).
+    pub chapters_before_picture: u64,
     /// Packets of other streams the source's edit list hides (an MP4 trimmed with stream
     /// copy), left out of a Matroska output, which has no edit list to hide them.
     pub hidden_packets: u64,

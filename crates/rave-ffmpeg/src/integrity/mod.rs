@@ -20,8 +20,11 @@ use crate::structure_check::{self, StructureProblem};
 use crate::sys;
 use crate::timeline::{Placement, VideoTimeline};
 
+mod outliers;
 mod stream_tally;
 mod verdict;
+
+pub(crate) use outliers::LOOKAHEAD_PACKETS;
 
 use stream_tally::{Role, StreamTally};
 
@@ -273,6 +276,66 @@ impl IntegrityLedger {
             self.note(|| format!("stream #{index}: timestamps go backwards at {at:.3} s"));
         }
         admitted
+    }
+
+    /// Whether `packet`, of a video or audio stream, leaps out of all proportion ahead of
+    /// its stream and of the other video and audio streams in step with it: a candidate
+    /// for a damaged timestamp, confirmed by [`IntegrityLedger::comes_back`].
+    pub fn leaps_ahead(&self, packet: &Packet) -> bool {
+        let index = packet.stream();
+        let judged = |t: &StreamTally| matches!(t.role, Role::Video | Role::Audio);
+        let Some(t) = self.streams.get(index).filter(|t| judged(t)) else {
+            return false;
+        };
+        let Some(at) = t.time_s(packet) else {
+            return false;
+        };
+        let others: Vec<f64> = (self.streams.iter().enumerate())
+            .filter(|&(i, o)| i != index && judged(o))
+            .filter_map(|(_, o)| o.latest_s)
+            .collect();
+        outliers::leaps_ahead(at, t.latest_s, &others)
+    }
+
+    /// Whether `next`, the next packet of the stream of `leapt` (a [`leaps_ahead`]
+    /// candidate), comes back to where that stream was before it: the leap was damage.
+    ///
+    /// [`leaps_ahead`]: IntegrityLedger::leaps_ahead
+    pub fn comes_back(&self, leapt: &Packet, next: &Packet) -> bool {
+        let t = &self.streams[leapt.stream()];
+        match (t.latest_s, t.time_s(leapt), t.time_s(next)) {
+            (Some(previous), Some(leap), Some(next)) => outliers::comes_back(next, previous, leap),
+            _ => false,
+        }
+    }
+
+    /// `packet` leapt and its stream came back: damage. A video packet loses its
+    /// timestamps (its frame fills its slot) and is passed on; whether to pass it on (an
+    /// audio one is left out). Before its `admit`.
+    pub fn on_leap(&mut self, packet: &mut Packet) -> bool {
+        let index = packet.stream();
+        let t = &self.streams[index];
+        let from = t.latest_s.unwrap_or(0.0);
+        let leap = t.time_s(packet).unwrap_or(from) - from;
+        let at = (from - self.start_s).max(0.0);
+        let video = t.role == Role::Video;
+        self.note(|| {
+            format!(
+                "stream #{index}: a packet's timestamp leaps {leap:.1} s ahead of its stream and of the others after {at:.3} s, and the next comes back: it is damaged, so the {}",
+                match video {
+                    true => "frame is kept untimed (it fills its slot)",
+                    false => "packet is left out",
+                }
+            )
+        });
+        if !video {
+            self.packets_dropped += 1;
+            return false;
+        }
+        self.corrupt_packets += 1;
+        packet.set_pts(None);
+        packet.set_dts(None);
+        true
     }
 
     /// What decoding the audio of the whole file found. Kept apart from `damage_seen`: it

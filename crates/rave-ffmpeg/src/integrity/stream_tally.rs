@@ -42,6 +42,9 @@ pub(super) struct StreamTally {
     /// Where the previous packet started: the spacing stands for a duration where no
     /// packet carries one (ALAC in Matroska).
     last_start: Option<i64>,
+    /// The latest time (decode time, else presentation time) of a counted packet, in
+    /// seconds.
+    pub(super) latest_s: Option<f64>,
 }
 
 impl StreamTally {
@@ -63,6 +66,7 @@ impl StreamTally {
             last_end: None,
             gaps: 0,
             last_start: None,
+            latest_s: None,
         }
     }
 
@@ -70,6 +74,9 @@ impl StreamTally {
     /// before it. Returns where it starts (its presentation time, or its decode time).
     pub(super) fn count(&mut self, packet: &Packet) -> Option<i64> {
         self.packets += 1;
+        if let Some(t) = self.time_s(packet) {
+            self.latest_s = Some(self.latest_s.map_or(t, |l| l.max(t)));
+        }
         if packet.duration() > 0 {
             self.typical = packet.duration();
         }
@@ -96,7 +103,9 @@ impl StreamTally {
                 {
                     self.gaps += s - last;
                 }
-                self.last_end = Some(s + dur);
+                // A packet of unknown length (a fragmented MP4's first AAC packet, which
+                // lasts until the next) ends where the next one starts: no gap after it.
+                self.last_end = (dur > 0).then_some(s + dur);
             }
         }
         start
@@ -121,6 +130,14 @@ impl StreamTally {
         self.last_dts = Some(dts);
         self.last_data = data;
         true
+    }
+
+    /// `packet`'s decode time (else its presentation time) in seconds.
+    pub(super) fn time_s(&self, packet: &Packet) -> Option<f64> {
+        packet
+            .dts()
+            .or(packet.pts())
+            .map(|t| t as f64 * self.unit_s)
     }
 
     /// Where the stream's packets end, in seconds.
@@ -150,6 +167,26 @@ impl StreamTally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_gap_follows_a_packet_of_unknown_length() {
+        let mut t = StreamTally::new(Role::Audio, Rational::new(1, 48000), Declared::default());
+        let packet = |pts: i64, duration: i64| {
+            let mut p = Packet::empty();
+            p.set_pts(Some(pts));
+            p.set_dts(Some(pts));
+            p.set_duration(duration);
+            p
+        };
+        // The first packet has no length; the next starts 3840 ticks (80 ms) later.
+        t.count(&packet(0, 0));
+        t.count(&packet(3840, 1024));
+        t.count(&packet(4864, 1024));
+        assert_eq!(t.gaps, 0);
+        // A real gap after a packet of known length still counts.
+        t.count(&packet(9000, 1024));
+        assert_eq!(t.gaps, 9000 - 5888);
+    }
 
     #[test]
     fn a_stream_is_short_only_beyond_one_and_a_half_packets() {

@@ -14,7 +14,7 @@ use rave_core::error::Result;
 
 pub use crate::decoded::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds};
 use crate::demuxer::Demuxer;
-use crate::integrity::IntegrityLedger;
+use crate::integrity::{IntegrityLedger, LOOKAHEAD_PACKETS};
 pub use crate::keyframe_index::KeyframeIndex;
 use crate::nvdec::CudaDevice;
 use crate::sys;
@@ -42,6 +42,8 @@ pub struct VideoReader {
     stats: DecodeStats,
     /// The closed captions of the frames handed out, for the encoder.
     captions: std::sync::Arc<crate::captions::CaptionStore>,
+    /// Packets read past one whose time leapt, to be handed out next (`next_packet`).
+    ahead: VecDeque<Packet>,
 }
 
 impl VideoReader {
@@ -126,6 +128,7 @@ impl VideoReader {
             },
             decoder,
             captions: Default::default(),
+            ahead: VecDeque::new(),
         })
     }
 
@@ -227,8 +230,40 @@ impl VideoReader {
         self.demuxer.path()
     }
 
-    /// The next packet of the file, its read and any timestamp restart noted.
+    /// The next packet of the file, its read and any timestamp restart noted. A packet
+    /// whose time leaps far ahead is held until its stream's next packet says whether it
+    /// was damage (`IntegrityLedger::comes_back`): the packets read meanwhile wait in
+    /// `ahead`, and a damaged one goes on untimed (video) or not at all (audio).
     fn next_packet(&mut self) -> Option<Packet> {
+        loop {
+            let mut packet = match self.ahead.pop_front() {
+                Some(p) => return Some(p),
+                None => self.demux_one()?,
+            };
+            if !self.ledger.leaps_ahead(&packet) {
+                return Some(packet);
+            }
+            let stream = packet.stream();
+            let mut damaged = false;
+            while self.ahead.len() < LOOKAHEAD_PACKETS {
+                let Some(next) = self.demux_one() else {
+                    break;
+                };
+                let same = next.stream() == stream;
+                damaged = same && self.ledger.comes_back(&packet, &next);
+                self.ahead.push_back(next);
+                if same {
+                    break;
+                }
+            }
+            if !damaged || self.ledger.on_leap(&mut packet) {
+                return Some(packet);
+            }
+        }
+    }
+
+    /// One packet read from the demuxer, its read and any timestamp restart noted.
+    fn demux_one(&mut self) -> Option<Packet> {
         let ledger = &mut self.ledger;
         let packet = self.demuxer.next_packet(|e| ledger.on_read_error(e));
         self.ledger.on_read();
