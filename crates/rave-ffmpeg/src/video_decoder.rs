@@ -30,6 +30,28 @@ pub enum Received {
     Error(ffmpeg_next::Error),
 }
 
+/// How the software decoder spreads over threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DecoderThreads {
+    /// Threads (0: FFmpeg's choice, one per core).
+    pub count: usize,
+    /// Threads decode slices of one picture only, never pictures side by side: frame
+    /// threading conceals damage differently from run to run (what a damaged picture's
+    /// concealment reads of its references depends on the threads' timing), slice
+    /// threading the same way every time. For damaged inputs, whose counts and pictures
+    /// must not change between runs of the same command.
+    pub same_every_run: bool,
+}
+
+impl From<usize> for DecoderThreads {
+    fn from(count: usize) -> Self {
+        Self {
+            count,
+            same_every_run: false,
+        }
+    }
+}
+
 /// The opened decoder of one video stream.
 pub struct VideoDecoder {
     path: PathBuf,
@@ -56,7 +78,7 @@ impl VideoDecoder {
     pub fn open(
         demuxer: &Demuxer,
         nvdec: Option<(&CudaDevice, i32)>,
-        threads: usize,
+        threads: DecoderThreads,
     ) -> Result<(Self, LogWatch)> {
         let path = demuxer.path();
         let input = demuxer.input();
@@ -98,8 +120,11 @@ impl VideoDecoder {
             // SAFETY: `ctx` owns a valid, not yet opened codec context.
             Some((device, extra)) => device.attach(unsafe { ctx.as_mut_ptr() }, extra)?,
             None => ctx.set_threading(Threading {
-                kind: ThreadingType::Frame,
-                count: threads,
+                kind: match threads.same_every_run {
+                    true => ThreadingType::Slice,
+                    false => ThreadingType::Frame,
+                },
+                count: threads.count,
                 ..Default::default()
             }),
         }

@@ -19,7 +19,7 @@ pub use crate::keyframe_index::KeyframeIndex;
 use crate::nvdec::CudaDevice;
 use crate::sys;
 use crate::timeline::VideoTimeline;
-use crate::video_decoder::VideoDecoder;
+use crate::video_decoder::{DecoderThreads, VideoDecoder};
 
 mod decode;
 mod scan;
@@ -56,7 +56,7 @@ impl VideoReader {
     /// stream (else in software: `VideoDecoder::open`); up to `extra_frames` decoded surfaces
     /// may be held downstream at once.
     pub fn open_on(path: &Path, nvdec: Option<(&CudaDevice, i32)>) -> Result<Self> {
-        Self::open_checked(path, nvdec, None, FrameBounds::default(), 0)
+        Self::open_checked(path, nvdec, None, FrameBounds::default(), 0.into())
     }
 
     /// Open this reader's file again, decoding on NVDEC through `nvdec` when given, without
@@ -72,7 +72,13 @@ impl VideoReader {
         nvdec: Option<(&CudaDevice, i32)>,
         bounds: FrameBounds,
     ) -> Result<Self> {
-        Self::open_checked(self.path(), nvdec, Some(self.ledger.structure()), bounds, 0)
+        Self::open_checked(
+            self.path(),
+            nvdec,
+            Some(self.ledger.structure()),
+            bounds,
+            0.into(),
+        )
     }
 
     /// Open `path` for the frames within `bounds` when its structure was already checked and
@@ -83,7 +89,7 @@ impl VideoReader {
         nvdec: Option<(&CudaDevice, i32)>,
         bounds: FrameBounds,
         structure: Option<crate::structure_check::StructureProblem>,
-        threads: usize,
+        threads: DecoderThreads,
     ) -> Result<Self> {
         Self::open_checked(path, nvdec, Some(structure), bounds, threads)
     }
@@ -98,7 +104,7 @@ impl VideoReader {
         nvdec: Option<(&CudaDevice, i32)>,
         structure: Option<Option<crate::structure_check::StructureProblem>>,
         bounds: FrameBounds,
-        threads: usize,
+        threads: DecoderThreads,
     ) -> Result<Self> {
         // Errors FFmpeg logs while opening (a track it cannot parse, say) are damage too.
         let (mut demuxer, open_errors) = Demuxer::open(path)?;
@@ -326,7 +332,7 @@ mod tests {
         assert!(made.success());
         for threads in [1, 3] {
             let mut reader =
-                VideoReader::open_within(&clip, None, FrameBounds::default(), None, threads)
+                VideoReader::open_within(&clip, None, FrameBounds::default(), None, threads.into())
                     .unwrap();
             assert_eq!(reader.decoder_threads(), threads);
             let mut frames = 0;

@@ -82,7 +82,8 @@ pub fn assemble(
     };
     let first = SegmentFile::open(first_path)?;
     let headers = first.extradata();
-    let mut source = VideoReader::open_within(input.source, None, FrameBounds::default(), None, 0)?;
+    let mut source =
+        VideoReader::open_within(input.source, None, FrameBounds::default(), None, 0.into())?;
     let frame_rate = nominal_frame_rate(&source);
     let cut_at_s = match input.segments.last() {
         Some(last) if input.ends_early => video_end_s(last, frame_rate)?,

@@ -157,6 +157,7 @@ pub fn run_segment(
         structure: None,
         nvenc_everywhere: Default::default(),
         skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
+        damaged: !manifest.input_damage.is_clean(),
     };
     let mut worker = Worker::start(&spec, cancel)?;
     report.backend = Some(worker.info.report.clone());

@@ -152,6 +152,7 @@ pub fn prepare(
         structure: reader.structure_verdict(),
         nvenc_everywhere: Default::default(),
         skip_before_keyframe: false,
+        damaged: false,
     };
     clock.step("probe", began);
     let began = std::time::Instant::now();
@@ -283,10 +284,12 @@ fn remove_if_finished(work: &WorkFolder, output: &Path) -> bool {
 }
 
 /// `spec` for the job `manifest` plans: whether its segments skip the packets before the
-/// input's first keyframe (a capture that starts mid-GOP).
+/// input's first keyframe (a capture that starts mid-GOP), and whether the input is
+/// damaged.
 fn spec_for(spec: JobSpec, manifest: &Manifest) -> JobSpec {
     JobSpec {
         skip_before_keyframe: manifest.input_damage.frames_before_first_keyframe > 0,
+        damaged: !manifest.input_damage.is_clean(),
         ..spec
     }
 }

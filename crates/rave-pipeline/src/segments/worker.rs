@@ -12,6 +12,7 @@ use rave_ffmpeg::hw_caps::nvenc_session_on;
 use rave_ffmpeg::nvdec::CudaDevice;
 use rave_ffmpeg::nvenc_settings::NvencConfig;
 use rave_ffmpeg::structure_check::StructureProblem;
+use rave_ffmpeg::video_decoder::DecoderThreads;
 use rave_ffmpeg::writer::NvencOutput;
 use rave_ffmpeg::{Container, FrameBounds, MediaWriter, VideoReader};
 
@@ -59,6 +60,9 @@ pub struct JobSpec {
     /// keyframe instead of decoding them (a decoder fed them complains about pictures
     /// after it that are whole).
     pub skip_before_keyframe: bool,
+    /// The plan's read found damage (kept with --allow-corrupt): the decoder conceals it
+    /// the same way on every run (`DecoderThreads::same_every_run`).
+    pub damaged: bool,
 }
 
 /// What the workers of one run share.
@@ -285,7 +289,10 @@ fn open_segment(
         nvdec,
         bounds,
         job.structure.clone(),
-        config.decoder_threads.unwrap_or(0),
+        DecoderThreads {
+            count: config.decoder_threads.unwrap_or(0),
+            same_every_run: job.damaged,
+        },
     )?;
     let (w, h) = job.in_size;
     let sink = match out {

@@ -103,6 +103,7 @@ mod tests {
             structure: None,
             nvenc_everywhere: Default::default(),
             skip_before_keyframe: false,
+            damaged: false,
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let resumed = per_worker(spec, 1, 4);
