@@ -234,7 +234,8 @@ fn fixed_shape_model_scale_comes_from_its_static_shapes() {
 /// QuickTime names languages by the classic Macintosh list, which spells some of them by
 /// the other ISO 639-2 code ("ger", not "deu"); FFmpeg's mov muxer left any other code
 /// unset without a word. Such a language goes into a .mov under QuickTime's name, and one
-/// QuickTime cannot name at all is said (an .mp4 keeps every code as it is).
+/// QuickTime cannot name at all is said (an .mp4 keeps every code as it is), as is a
+/// track title, which neither keeps.
 #[test]
 fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
     let dir = scratch();
@@ -266,6 +267,8 @@ fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
             "language=fre",
             "-metadata:s:a:2",
             "language=hrv",
+            "-metadata:s:a:0",
+            "title=Commentary",
         ],
     );
     let languages = |path: &Path| {
@@ -289,6 +292,11 @@ fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
     let warnings = json_report(&o)["mux"]["warnings"].to_string();
     assert!(
         warnings.contains("stream #3: its language 'hrv' has no QuickTime code"),
+        "{warnings}"
+    );
+    // FFmpeg's mov muxer writes no track titles: said, not lost silently.
+    assert!(
+        warnings.contains("stream #1: its title 'Commentary' is not kept"),
         "{warnings}"
     );
     let mp4 = dir.path().join("out.mp4");
