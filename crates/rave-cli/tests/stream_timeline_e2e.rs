@@ -299,13 +299,7 @@ fn max_frames_cuts_chapters_and_subtitle_cues_with_the_picture() {
             listed.contains(&format!("end_time={end:.6}")),
             "{name}: the cut chapter should end at {end:.6}: {listed}"
         );
-        let duration: f64 = ffprobe(
-            &out,
-            &["-show_entries", "format=duration", "-of", "csv=p=0"],
-        )
-        .trim()
-        .parse()
-        .unwrap();
+        let duration = format_duration(&out);
         assert!(duration < end + 0.05, "{name}: lasts {duration} s");
     }
     // Matroska keeps the subtitles: the long cue ends with the picture, the late one is gone.

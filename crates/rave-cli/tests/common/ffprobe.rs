@@ -152,6 +152,17 @@ pub fn rotation(path: &Path) -> String {
     .to_string()
 }
 
+/// The file's length in seconds, as its container declares it (`format=duration`).
+pub fn format_duration(path: &Path) -> f64 {
+    ffprobe(
+        path,
+        &["-show_entries", "format=duration", "-of", "csv=p=0"],
+    )
+    .trim()
+    .parse()
+    .unwrap_or_else(|e| panic!("{}: no duration: {e}", path.display()))
+}
+
 /// Frames of the first video stream, counted by decoding (an MPEG-TS lists the stream under
 /// its program too: the first count is taken).
 pub fn counted_frames(path: &Path) -> u64 {
