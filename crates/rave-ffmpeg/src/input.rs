@@ -171,6 +171,18 @@ pub fn video_stream_index(input: &Input, path: &Path) -> Result<usize> {
                 ),
                 (false, false) => format!("has no video stream (found: {})", found.join(", ")),
             };
+            // A stream FFmpeg could give neither a kind nor a codec is what a damaged
+            // stream header reads as (an AVI whose `vids` tag lost a bit, say).
+            let unknown = input.streams().any(|s| {
+                matches!(s.parameters().medium(), Type::Data | Type::Unknown)
+                    && s.parameters().id() == ffmpeg_next::codec::Id::None
+            });
+            let reason = match unknown {
+                true => format!(
+                    "{reason}; a stream of no known kind or codec is what a damaged stream header reads as: if this file should hold video, its header is damaged (use a complete copy)"
+                ),
+                false => reason,
+            };
             Err(EngineError::NotAVideo {
                 path: path.to_path_buf(),
                 reason: with_structure_damage(path, input.format().name(), reason),
