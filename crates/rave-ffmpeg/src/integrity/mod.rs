@@ -69,6 +69,8 @@ pub struct IntegrityLedger {
     continuity: SeamForgiveness,
     /// In MPEG-TS, each stream's PID (empty in other containers).
     transport_pids: Vec<Option<u32>>,
+    /// The video stream's container ID (an MP4 track ID, which a fragment index names).
+    video_track: Option<u32>,
     /// What the video decoder probing the first packets logged, when the reading starts at
     /// the file's start (see `on_open_errors`).
     video_probe_errors: Vec<String>,
@@ -148,6 +150,7 @@ impl IntegrityLedger {
             )),
             continuity: SeamForgiveness::default(),
             video_probe_errors: Vec::new(),
+            video_track: input.stream(video).and_then(|s| u32::try_from(s.id()).ok()),
             transport_pids: match format.split(',').any(|f| f == "mpegts") {
                 true => input
                     .streams()

@@ -60,7 +60,24 @@ impl IntegrityLedger {
             .iter()
             .min()
             .map_or(0.0, |&p| p as f64 * video.unit_s);
-        let by_end = decl_end(video).map_or(0, |e| frames_of(video.shortfall_s(e, video_start)));
+        // Where an index cut off by damage says the video goes on to (its last listed
+        // fragment starts there and holds a frame at least).
+        // Each fragment it lists there holds a frame at least.
+        let indexed = (self.structure.as_ref())
+            .and_then(|p| {
+                p.indexed_ends
+                    .iter()
+                    .find(|(t, ..)| Some(*t) == self.video_track)
+            })
+            .filter(|_| read_to_end);
+        let index_end = indexed.map(|&(_, time, _)| time as f64 * video.unit_s + step_s);
+        let video_end = match (decl_end(video), index_end) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let by_end = video_end
+            .map_or(0, |e| frames_of(video.shortfall_s(e, video_start)))
+            .max(indexed.map_or(0, |&(.., fragments)| fragments));
         let mut damage = InputDamage {
             frames_declared: video.declared.packets,
             frames_read: video.packets,

@@ -22,6 +22,8 @@ pub struct Fragments {
     present: u64,
     /// The distinct fragment offsets the file's index lists, when it has one.
     indexed: Option<BTreeSet<u64>>,
+    /// Every entry of the index: (track ID, time, fragment offset).
+    listed: Vec<(u32, u64, u64)>,
 }
 
 impl Fragments {
@@ -42,19 +44,81 @@ impl Fragments {
         if read_up_to(r, &mut bytes) != Some(bytes.len()) {
             return;
         }
-        let mut offsets = BTreeSet::new();
+        let mut listed = Vec::new();
         let mut at = 0;
         while at < bytes.len() {
             // An index that cannot be read says nothing.
             let Some((kind, body, next)) = child(&bytes, at) else {
                 return;
             };
-            if kind == b"tfra" && !fragment_offsets(body, &mut offsets) {
+            if kind == b"tfra" && !index_entries(body, &mut listed) {
                 return;
             }
             at = next;
         }
-        self.indexed = Some(offsets);
+        self.indexed = Some(listed.iter().map(|&(_, _, offset)| offset).collect());
+        self.listed = listed;
+    }
+
+    /// Read the index the file ends with, found from its last box (`mfro`, which gives the
+    /// `mfra`'s size): for a file whose boxes stop chaining before the index.
+    pub fn index_from_end(&mut self, r: &mut (impl Read + Seek), len: u64) {
+        let mut tail = [0u8; 16];
+        let found = len >= 16
+            && r.seek(SeekFrom::Start(len - 16)).is_ok()
+            && read_up_to(r, &mut tail) == Some(16)
+            && be_u32(&tail[0..4]) == Some(16)
+            && &tail[4..8] == b"mfro";
+        let Some(size) = be_u32(&tail[12..16]).filter(|_| found).map(u64::from) else {
+            return;
+        };
+        let mut head = [0u8; 8];
+        let start = match len.checked_sub(size) {
+            Some(start) if size >= 8 + 16 => start,
+            _ => return,
+        };
+        let whole = r.seek(SeekFrom::Start(start)).is_ok()
+            && read_up_to(r, &mut head) == Some(8)
+            && be_u32(&head[0..4]).map(u64::from) == Some(size)
+            && &head[4..8] == b"mfra";
+        if whole {
+            self.index(r, (start + 8, len));
+        }
+    }
+
+    /// The fragments the index lists from byte `pos` on (past a break no reader crosses),
+    /// and for each track the latest time they reach and how many of them it has entries
+    /// in.
+    pub fn listed_past(&self, pos: u64) -> (u64, Vec<(u32, u64, u64)>) {
+        let past: BTreeSet<u64> = self
+            .listed
+            .iter()
+            .filter(|&&(_, _, offset)| offset >= pos)
+            .map(|&(_, _, offset)| offset)
+            .collect();
+        let mut ends: Vec<(u32, u64, BTreeSet<u64>)> = Vec::new();
+        for &(track, time, offset) in &self.listed {
+            if offset < pos {
+                continue;
+            }
+            match ends.iter_mut().find(|(t, ..)| *t == track) {
+                Some((_, end, fragments)) => {
+                    *end = (*end).max(time);
+                    fragments.insert(offset);
+                }
+                None => ends.push((track, time, BTreeSet::from([offset]))),
+            }
+        }
+        let ends = ends
+            .into_iter()
+            .map(|(track, end, fragments)| (track, end, fragments.len() as u64))
+            .collect();
+        (past.len() as u64, ends)
+    }
+
+    /// Whether the walk met movie fragments (a fragmented file).
+    pub fn fragmented(&self) -> bool {
+        self.present > 0
     }
 
     /// Fragments lost: numbers skipped (and not met elsewhere in the file: fragments out of
@@ -184,10 +248,12 @@ fn sequence_number(r: &mut (impl Read + Seek), (start, end): (u64, u64)) -> Opti
     None
 }
 
-/// Add the fragment offsets a `tfra` body lists to `offsets`; false if it does not parse.
-fn fragment_offsets(body: &[u8], offsets: &mut BTreeSet<u64>) -> bool {
-    let parse = || -> Option<Vec<u64>> {
+/// Add the entries a `tfra` body lists to `listed` (its track ID, each entry's time and
+/// fragment offset); false if it does not parse.
+fn index_entries(body: &[u8], listed: &mut Vec<(u32, u64, u64)>) -> bool {
+    let parse = || -> Option<Vec<(u32, u64, u64)>> {
         let version = *body.first()?;
+        let track = be_u32(body.get(4..8)?)?;
         let sizes = be_u32(body.get(8..12)?)?;
         let count = be_u32(body.get(12..16)?)? as usize;
         let wide = if version == 1 { 8 } else { 4 };
@@ -201,13 +267,13 @@ fn fragment_offsets(body: &[u8], offsets: &mut BTreeSet<u64>) -> bool {
         Some(
             table
                 .chunks_exact(entry)
-                .map(|e| be_uint(&e[wide..2 * wide]))
+                .map(|e| (track, be_uint(&e[..wide]), be_uint(&e[wide..2 * wide])))
                 .collect(),
         )
     };
     match parse() {
-        Some(listed) => {
-            offsets.extend(listed);
+        Some(entries) => {
+            listed.extend(entries);
             true
         }
         None => false,

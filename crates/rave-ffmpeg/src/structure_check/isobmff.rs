@@ -20,11 +20,24 @@ const MAX_MOVIE_BYTES: u64 = 256 << 20;
 pub fn check_boxes(r: &mut (impl Read + Seek), len: u64) -> Option<StructureProblem> {
     let mut fragments = Fragments::default();
     let mut movie = None;
-    match chain_boxes(r, len, &mut fragments, &mut movie) {
+    let mut stopped = len;
+    match chain_boxes(r, len, (&mut fragments, &mut movie), &mut stopped) {
         // The chain's own problem is the one named (a file cut inside a box is reported as
-        // such); fragments lost before it are counted with it.
+        // such); fragments lost before it are counted with it, and in a fragmented file
+        // whose index survives past the break, the fragments it lists there.
         Some(mut problem) => {
             problem.count += fragments.missing();
+            if !problem.truncated && fragments.fragmented() && stopped < len {
+                fragments.index_from_end(r, len);
+                let (past, ends) = fragments.listed_past(stopped);
+                if past > 0 {
+                    problem.text.push_str(&format!(
+                        "; the fragment index at the end of the file lists {past} movie fragment(s) past it, which are not read"
+                    ));
+                    problem.count += past;
+                    problem.indexed_ends = ends;
+                }
+            }
             Some(problem)
         }
         None => fragments
@@ -49,12 +62,13 @@ fn movie_tables(
 }
 
 /// Walk the top-level boxes, noting the movie fragments and their index in `fragments`,
-/// and where the body of the first `moov` lies in `movie`.
+/// and where the body of the first `moov` lies in `movie`; `stopped` is where the box the
+/// walk met last starts.
 fn chain_boxes(
     r: &mut (impl Read + Seek),
     len: u64,
-    fragments: &mut Fragments,
-    movie: &mut Option<(u64, u64)>,
+    (fragments, movie): (&mut Fragments, &mut Option<(u64, u64)>),
+    stopped: &mut u64,
 ) -> Option<StructureProblem> {
     let mut pos = 0u64;
     // Whether a movie fragment came before (the movie is then read fragment by fragment),
@@ -74,6 +88,7 @@ fn chain_boxes(
                 "the file ends inside an MP4 box header at byte {pos}"
             )));
         }
+        *stopped = pos;
         let kind = &head[4..8];
         if !kind.iter().all(|b| (0x20..=0x7e).contains(b)) {
             if zeros_to_end(r, pos, len)? {

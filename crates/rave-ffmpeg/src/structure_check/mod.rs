@@ -37,6 +37,11 @@ pub struct StructureProblem {
     pub text: String,
     /// How many problems were found (damaged elements).
     pub count: u64,
+    /// What an index the damage cut off from the rest says of each track past the break:
+    /// (track ID, the latest time it lists there in the track's time scale, how many of
+    /// its fragments lie there). A fragmented MP4's `mfra` lists fragments past a break in
+    /// its boxes that no reader reaches.
+    pub indexed_ends: Vec<(u32, u64, u64)>,
 }
 
 impl StructureProblem {
@@ -45,6 +50,7 @@ impl StructureProblem {
             truncated: true,
             text,
             count: 1,
+            indexed_ends: Vec::new(),
         }
     }
 
@@ -53,6 +59,7 @@ impl StructureProblem {
             truncated: false,
             text,
             count: 1,
+            indexed_ends: Vec::new(),
         }
     }
 }
