@@ -345,17 +345,32 @@ mod tests {
     }
 
     #[test]
+    fn the_index_past_a_break_gives_each_tracks_fragments_and_latest_time() {
+        let f = Fragments {
+            listed: vec![(1, 0, 100), (1, 512, 200), (2, 480, 200), (1, 1024, 300)],
+            ..Default::default()
+        };
+        let (past, mut ends) = f.listed_past(150);
+        ends.sort_unstable();
+        assert_eq!(past, 2);
+        assert_eq!(ends, vec![(1, 1024, 2), (2, 480, 1)]);
+        assert_eq!(f.listed_past(301), (0, vec![]));
+    }
+
+    #[test]
     fn numbers_met_later_are_out_of_order_not_missing() {
         let f = Fragments {
             numbered: vec![(1, 0), (3, 10), (2, 20), (4, 30)],
             present: 4,
             indexed: None,
+            listed: Vec::new(),
         };
         assert_eq!(f.missing(), 0);
         let f = Fragments {
             numbered: vec![(1, 0), (4, 10), (2, 20), (6, 30)],
             present: 4,
             indexed: None,
+            listed: Vec::new(),
         };
         // 3 is met nowhere, and 5: two lost; the first gap named is 1 to 4, where 2 is met.
         assert_eq!(f.missing(), 2);
