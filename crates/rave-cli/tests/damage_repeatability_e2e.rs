@@ -1,7 +1,9 @@
 //! A damaged input upscaled with --allow-corrupt twice gives the same pictures and the same
 //! counts: the decoder's frame threads concealed damage differently from run to run (19,
 //! 20, 17, 11, 20 frames damaged in five runs of one file, and other pixels each time), so
-//! a damaged input is decoded with slice threads only.
+//! a damaged input, or any run with --allow-corrupt (the plan's read does not decode the
+//! video, so damage inside it shows only as the run decodes), decodes with slice threads
+//! only. The clip has no sound: its damage is in the video alone.
 
 mod common;
 
@@ -26,9 +28,9 @@ fn a_damaged_input_gives_the_same_pictures_and_counts_every_run() {
     let clean = dir.path().join("clean.mp4");
     lavfi_clip(
         &clean,
-        &["testsrc2=size=160x96:rate=25:duration=3", "sine=duration=3"],
+        &["testsrc2=size=160x96:rate=25:duration=3"],
         &[
-            "-c:v", "libx264", "-g", "25", "-bf", "2", "-pix_fmt", "yuv420p", "-c:a", "aac",
+            "-c:v", "libx264", "-g", "25", "-bf", "2", "-pix_fmt", "yuv420p",
         ],
     );
     let mut data = std::fs::read(&clean).unwrap();

@@ -123,16 +123,35 @@ fn a_timestamp_leaping_far_ahead_is_damage_that_wedges_nothing() {
     two_second_flv(&clean, &[]);
     let frames = counted_frames(&clean);
     let audio = packet_count(&clean, "a");
-    for (kind, high_bit, video_out, audio_out) in
-        [(9u8, 0x80u8, frames, audio), (8, 0x04, frames, audio - 1)]
-    {
+    // The third case: the 30th video tag and the audio tag right after it, both in one
+    // read-ahead (the second was handed out unjudged, and wedged the audio again).
+    for (kind, high_bit, video_out, audio_out) in [
+        (9u8, 0x80u8, frames, audio),
+        (8, 0x04, frames, audio - 1),
+        (0, 0, frames, audio - 1),
+    ] {
         let mut data = std::fs::read(&clean).unwrap();
-        let (at, _) = flv_tags(&data)
-            .into_iter()
-            .filter(|&(_, k)| k == kind)
-            .nth(30)
-            .expect("a tag");
-        data[at + 7] |= high_bit;
+        let tags = flv_tags(&data);
+        let nth = |k: u8| {
+            tags.iter()
+                .filter(|&&(_, t)| t == k)
+                .nth(30)
+                .expect("a tag")
+                .0
+        };
+        match kind {
+            0 => {
+                let video = nth(9);
+                let audio_after = tags
+                    .iter()
+                    .find(|&&(at, t)| t == 8 && at > video)
+                    .expect("an audio tag after it")
+                    .0;
+                data[video + 7] |= 0x80;
+                data[audio_after + 7] |= 0x04;
+            }
+            _ => data[nth(kind) + 7] |= high_bit,
+        }
         let damaged = dir.path().join(format!("leap{kind}.flv"));
         std::fs::write(&damaged, &data).unwrap();
         let out = dir.path().join(format!("leap{kind}.mkv"));

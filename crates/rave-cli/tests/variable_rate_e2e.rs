@@ -244,3 +244,52 @@ fn frames_closer_than_matroska_tells_apart_are_all_kept() {
         "{v}"
     );
 }
+
+/// A clean Matroska file whose video, one frame every 3 s with B-frames, starts 10 s after
+/// its sound: FFmpeg gives its first B-frame packets no decode time, and a P-frame's
+/// presentation time, 9 s after the frame before it in decode order, read as a timestamp
+/// leaping ahead that the next packet came back from: the clean file was refused as
+/// damaged. Video packets are judged by their decode times only.
+#[test]
+fn a_slow_b_frame_video_starting_after_its_sound_is_no_timestamp_leap() {
+    let dir = scratch();
+    // Made as MP4 and copied into Matroska, as a remux does: FFmpeg then reads the first
+    // packets without decode times.
+    let made = dir.path().join("slow.mp4");
+    let input = dir.path().join("slow.mkv");
+    lavfi_clip(
+        &made,
+        &[
+            "testsrc2=size=64x48:rate=1/3:duration=60",
+            "sine=duration=70",
+        ],
+        &[
+            "-vf",
+            "setpts=PTS+10/TB",
+            "-c:v",
+            "libx264",
+            "-bf",
+            "2",
+            "-b_strategy",
+            "0",
+            "-c:a",
+            "aac",
+        ],
+    );
+    ffmpeg(&[
+        "-i",
+        made.to_str().unwrap(),
+        "-c",
+        "copy",
+        input.to_str().unwrap(),
+    ]);
+    let o = upscale(
+        &input,
+        &dir.path().join("out.mkv"),
+        &fixture("nearest_x2.onnx"),
+        &["--json"],
+    );
+    assert_exit(&o, 0);
+    let v = json_report(&o);
+    assert_eq!(v["frames_out"], 20, "{v}");
+}

@@ -21,7 +21,6 @@ mod pixel_format;
 mod quicktime_language;
 mod stderr_capture;
 mod sys;
-mod track_titles;
 
 pub mod audio_check;
 pub mod bitstream_hdr;

@@ -23,7 +23,6 @@ use crate::quicktime_language;
 use crate::reader::CopiedPacket;
 use crate::stream_plan;
 use crate::sys;
-use crate::track_titles;
 use crate::writer::{CopyOutcome, WriterSummary};
 
 /// FFmpeg's muxer for segment files: MP4 stores every packet's decode and
@@ -175,8 +174,7 @@ impl Muxer {
         };
         let mut output =
             ffmpeg_next::format::output_as(&path, muxer).map_err(|e| unwritable(e.to_string()))?;
-        // Languages QuickTime cannot name and titles MP4 drops (said once the summary
-        // exists).
+        // Languages QuickTime cannot name (said once the summary exists).
         let mut language_warnings = Vec::new();
         // Stream 0: the upscaled video.
         {
@@ -191,12 +189,9 @@ impl Muxer {
             if let Some(src) = source {
                 let in_video = src.input.stream(src.video_index).expect("source video");
                 let mut metadata = in_video.metadata().to_owned();
-                let what = format!("the video (stream #{})", src.video_index);
                 if description.container == Some(Container::Mov) {
+                    let what = format!("the video (stream #{})", src.video_index);
                     quicktime_language::prepare(&mut metadata, &what, &mut language_warnings);
-                }
-                if let Some(c) = description.container {
-                    language_warnings.extend(track_titles::title_lost(&metadata, &what, c));
                 }
                 ost.set_metadata(metadata);
             }
@@ -247,12 +242,9 @@ impl Muxer {
                     ost.set_parameters(ist.parameters());
                     ost.set_time_base(ist.time_base());
                     let mut metadata = ist.metadata().to_owned();
-                    let what = format!("stream #{idx}");
                     if description.container == Some(Container::Mov) {
+                        let what = format!("stream #{idx}");
                         quicktime_language::prepare(&mut metadata, &what, &mut language_warnings);
-                    }
-                    if let Some(c) = description.container {
-                        language_warnings.extend(track_titles::title_lost(&metadata, &what, c));
                     }
                     ost.set_metadata(metadata);
                     ost.index()

@@ -42,8 +42,7 @@ pub(super) struct StreamTally {
     /// Where the previous packet started: the spacing stands for a duration where no
     /// packet carries one (ALAC in Matroska).
     last_start: Option<i64>,
-    /// The latest time (decode time, else presentation time) of a counted packet, in
-    /// seconds.
+    /// The latest time of a counted packet ([`StreamTally::time_s`]), in seconds.
     pub(super) latest_s: Option<f64>,
 }
 
@@ -132,11 +131,14 @@ impl StreamTally {
         true
     }
 
-    /// `packet`'s decode time (else its presentation time) in seconds.
+    /// `packet`'s decode time in seconds; an audio packet's presentation time where it has
+    /// none (audio is not reordered). A video packet without a decode time has none here:
+    /// its presentation time runs ahead of the packets decoded before it (B-frames).
     pub(super) fn time_s(&self, packet: &Packet) -> Option<f64> {
+        let presentation = packet.pts().filter(|_| self.role != Role::Video);
         packet
             .dts()
-            .or(packet.pts())
+            .or(presentation)
             .map(|t| t as f64 * self.unit_s)
     }
 

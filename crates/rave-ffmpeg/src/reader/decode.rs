@@ -94,6 +94,9 @@ impl VideoReader {
                 // The container's index sent the seek past the segment's first frame: decode
                 // from the start of the file instead (slower, never wrong).
                 self.demuxer.seek_video(i64::MIN)?;
+                // Nothing read before the seek is handed out after it.
+                self.ahead.clear();
+                self.drained = false;
                 self.decoder.flush();
                 self.ledger.restart_leading();
                 self.bounds.seek_to = None;

@@ -44,6 +44,8 @@ pub struct VideoReader {
     captions: std::sync::Arc<crate::captions::CaptionStore>,
     /// Packets read past one whose time leapt, to be handed out next (`next_packet`).
     ahead: VecDeque<Packet>,
+    /// The demuxer has no more packets (the end of the file, or it gave up).
+    drained: bool,
 }
 
 impl VideoReader {
@@ -135,6 +137,7 @@ impl VideoReader {
             decoder,
             captions: Default::default(),
             ahead: VecDeque::new(),
+            drained: false,
         })
     }
 
@@ -242,34 +245,46 @@ impl VideoReader {
     /// `ahead`, and a damaged one goes on untimed (video) or not at all (audio).
     fn next_packet(&mut self) -> Option<Packet> {
         loop {
+            // Every packet is judged as it is handed out, those read ahead too (two damaged
+            // packets may fall in one read-ahead).
             let mut packet = match self.ahead.pop_front() {
-                Some(p) => return Some(p),
+                Some(p) => p,
                 None => self.demux_one()?,
             };
             if !self.ledger.leaps_ahead(&packet) {
                 return Some(packet);
             }
             let stream = packet.stream();
-            let mut damaged = false;
-            while self.ahead.len() < LOOKAHEAD_PACKETS {
-                let Some(next) = self.demux_one() else {
+            let mut next = self.ahead.iter().position(|p| p.stream() == stream);
+            while next.is_none() && self.ahead.len() < LOOKAHEAD_PACKETS {
+                let Some(read) = self.demux_one() else {
                     break;
                 };
-                let same = next.stream() == stream;
-                damaged = same && self.ledger.comes_back(&packet, &next);
-                self.ahead.push_back(next);
+                let same = read.stream() == stream;
+                self.ahead.push_back(read);
                 if same {
-                    break;
+                    next = Some(self.ahead.len() - 1);
                 }
             }
+            let damaged = next.is_some_and(|i| self.ledger.comes_back(&packet, &self.ahead[i]));
             if !damaged || self.ledger.on_leap(&mut packet) {
                 return Some(packet);
             }
         }
     }
 
-    /// One packet read from the demuxer, its read and any timestamp restart noted.
+    /// One packet read from the demuxer, its read and any timestamp restart noted; `None`
+    /// from the end of the file (or the demuxer giving up) on, without asking it again.
     fn demux_one(&mut self) -> Option<Packet> {
+        if self.drained {
+            return None;
+        }
+        let packet = self.read_from_demuxer();
+        self.drained = packet.is_none();
+        packet
+    }
+
+    fn read_from_demuxer(&mut self) -> Option<Packet> {
         let ledger = &mut self.ledger;
         let packet = self.demuxer.next_packet(|e| ledger.on_read_error(e));
         self.ledger.on_read();

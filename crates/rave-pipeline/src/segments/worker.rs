@@ -291,7 +291,8 @@ fn open_segment(
         job.structure.clone(),
         DecoderThreads {
             count: config.decoder_threads.unwrap_or(0),
-            same_every_run: job.damaged,
+            // Damage the plan's read found, or any the decoder may meet that the run keeps.
+            same_every_run: job.damaged || config.allow_corrupt,
         },
     )?;
     let (w, h) = job.in_size;
