@@ -171,3 +171,64 @@ fn a_timestamp_leaping_far_ahead_is_damage_that_wedges_nothing() {
         assert!(duration < 2.5, "tag type {kind}: {duration} s");
     }
 }
+
+/// An FLV whose audio switches codec for good (a publisher that reconnected with another
+/// encoder: MP3, then AAC from 0.3 s on): FFmpeg reads two audio streams, both content,
+/// both copied; only a codec a handful of tags name is a damaged tag's phantom.
+#[test]
+fn an_flv_whose_audio_switches_codec_for_good_keeps_both_streams() {
+    let dir = scratch();
+    let make = |name: &str, audio: &str| {
+        let path = dir.path().join(name);
+        lavfi_clip(
+            &path,
+            &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
+            &["-c:v", "libx264", "-threads", "1", "-c:a", audio],
+        );
+        std::fs::read(path).unwrap()
+    };
+    let (mp3, aac) = (make("mp3.flv", "libmp3lame"), make("aac.flv", "aac"));
+    let header = u32::from_be_bytes(mp3[5..9].try_into().unwrap()) as usize + 4;
+    let tag_at = |data: &[u8], at: usize| {
+        let size = u32::from_be_bytes([0, data[at + 1], data[at + 2], data[at + 3]]) as usize;
+        let ms = u32::from_be_bytes([data[at + 7], data[at + 4], data[at + 5], data[at + 6]]);
+        (ms, data[at..at + 11 + size + 4].to_vec())
+    };
+    // (time, order, tag): the video and script tags and MP3 before 300 ms from the first
+    // file; AAC's configuration and its tags from 300 ms from the second.
+    let mut tags: Vec<(u32, u8, Vec<u8>)> = Vec::new();
+    for (data, is_mp3) in [(&mp3, true), (&aac, false)] {
+        for (at, kind) in flv_tags(data) {
+            let (ms, tag) = tag_at(data, at);
+            let aac_config = !is_mp3 && kind == 8 && data[at + 12] == 0;
+            let keep = match (is_mp3, kind) {
+                (true, 8) => ms < 300,
+                (true, _) => true,
+                (false, 8) => ms >= 300 || aac_config,
+                (false, _) => false,
+            };
+            if keep {
+                let ms = if aac_config { 300 } else { ms };
+                let mut tag = tag;
+                tag[4..7].copy_from_slice(&ms.to_be_bytes()[1..]);
+                tag[7] = (ms >> 24) as u8;
+                tags.push((ms, u8::from(!aac_config), tag));
+            }
+        }
+    }
+    tags.sort_by_key(|(ms, order, _)| (*ms, *order));
+    let mut switched = mp3[..header].to_vec();
+    for (_, _, tag) in tags {
+        switched.extend(tag);
+    }
+    let input = dir.path().join("switched.flv");
+    std::fs::write(&input, &switched).unwrap();
+    let kinds = streams(&input);
+    assert!(kinds.contains("mp3") && kinds.contains("aac"), "{kinds}");
+
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 0);
+    let kept = streams(&out);
+    assert!(kept.contains("mp3") && kept.contains("aac"), "{kept}");
+}
