@@ -172,17 +172,17 @@ fn a_timestamp_leaping_far_ahead_is_damage_that_wedges_nothing() {
     }
 }
 
-/// An FLV whose audio switches codec for good (a publisher that reconnected with another
-/// encoder: MP3, then AAC from 0.3 s on): FFmpeg reads two audio streams, both content,
-/// both copied; only a codec a handful of tags name is a damaged tag's phantom.
-#[test]
-fn an_flv_whose_audio_switches_codec_for_good_keeps_both_streams() {
-    let dir = scratch();
+/// An FLV of `seconds` whose audio switches codec for good at `switch_ms` (a publisher
+/// that reconnected with another encoder: MP3, then AAC), in `dir`.
+fn switched_flv(dir: &std::path::Path, seconds: u32, switch_ms: u32) -> std::path::PathBuf {
     let make = |name: &str, audio: &str| {
-        let path = dir.path().join(name);
+        let path = dir.join(name);
         lavfi_clip(
             &path,
-            &["testsrc2=size=64x48:rate=25:duration=2", "sine=duration=2"],
+            &[
+                &format!("testsrc2=size=64x48:rate=25:duration={seconds}"),
+                &format!("sine=duration={seconds}"),
+            ],
             &["-c:v", "libx264", "-threads", "1", "-c:a", audio],
         );
         std::fs::read(path).unwrap()
@@ -194,21 +194,21 @@ fn an_flv_whose_audio_switches_codec_for_good_keeps_both_streams() {
         let ms = u32::from_be_bytes([data[at + 7], data[at + 4], data[at + 5], data[at + 6]]);
         (ms, data[at..at + 11 + size + 4].to_vec())
     };
-    // (time, order, tag): the video and script tags and MP3 before 300 ms from the first
-    // file; AAC's configuration and its tags from 300 ms from the second.
+    // (time, order, tag): the video and script tags and MP3 before the switch from the
+    // first file; AAC's configuration and its tags from the switch on from the second.
     let mut tags: Vec<(u32, u8, Vec<u8>)> = Vec::new();
     for (data, is_mp3) in [(&mp3, true), (&aac, false)] {
         for (at, kind) in flv_tags(data) {
             let (ms, tag) = tag_at(data, at);
             let aac_config = !is_mp3 && kind == 8 && data[at + 12] == 0;
             let keep = match (is_mp3, kind) {
-                (true, 8) => ms < 300,
+                (true, 8) => ms < switch_ms,
                 (true, _) => true,
-                (false, 8) => ms >= 300 || aac_config,
+                (false, 8) => ms >= switch_ms || aac_config,
                 (false, _) => false,
             };
             if keep {
-                let ms = if aac_config { 300 } else { ms };
+                let ms = if aac_config { switch_ms } else { ms };
                 let mut tag = tag;
                 tag[4..7].copy_from_slice(&ms.to_be_bytes()[1..]);
                 tag[7] = (ms >> 24) as u8;
@@ -221,14 +221,57 @@ fn an_flv_whose_audio_switches_codec_for_good_keeps_both_streams() {
     for (_, _, tag) in tags {
         switched.extend(tag);
     }
-    let input = dir.path().join("switched.flv");
+    let input = dir.join("switched.flv");
     std::fs::write(&input, &switched).unwrap();
+    input
+}
+
+/// An FLV whose audio switches codec for good early (0.3 s, within what FFmpeg reads to
+/// open the file): two audio streams, both content, both copied; only a codec a handful of
+/// tags name is a damaged tag's phantom.
+#[test]
+fn an_flv_whose_audio_switches_codec_for_good_keeps_both_streams() {
+    let dir = scratch();
+    let input = switched_flv(dir.path(), 2, 300);
     let kinds = streams(&input);
     assert!(kinds.contains("mp3") && kinds.contains("aac"), "{kinds}");
-
     let out = dir.path().join("out.mkv");
     let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &[]);
     assert_exit(&o, 0);
     let kept = streams(&out);
     assert!(kept.contains("mp3") && kept.contains("aac"), "{kept}");
+}
+
+/// The same switch at 2 s of 4: FFmpeg meets the AAC stream only after opening the file,
+/// when the output's streams are fixed, so its audio cannot be copied. The run finished
+/// "complete" without it, two seconds of sound gone unsaid; it is refused now, and with
+/// --allow-corrupt the packets left out are counted.
+#[test]
+fn audio_that_appears_only_after_the_file_is_opened_is_not_lost_unsaid() {
+    let dir = scratch();
+    let input = switched_flv(dir.path(), 4, 2000);
+    assert!(
+        !streams(&input).contains("aac"),
+        "found at opening: {}",
+        streams(&input)
+    );
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 3);
+    assert!(
+        stderr(&o).contains("appears only after the start FFmpeg reads to open the file"),
+        "{}",
+        stderr(&o)
+    );
+    let o = upscale(
+        &input,
+        &out,
+        &fixture("nearest_x2.onnx"),
+        &["--allow-corrupt", "--json"],
+    );
+    assert_exit(&o, 0);
+    let dropped = json_report(&o)["input_damage"]["packets_dropped"]
+        .as_u64()
+        .unwrap();
+    assert!(dropped > 40, "{dropped} packets counted");
 }

@@ -341,6 +341,24 @@ impl IntegrityLedger {
         true
     }
 
+    /// Whether the ledger knows stream `index` (FFmpeg adds a stream it meets only after
+    /// opening the file, past its probe: the output's streams are fixed by then).
+    pub fn knows_stream(&self, index: usize) -> bool {
+        index < self.streams.len()
+    }
+
+    /// A packet of audio stream `index`, which FFmpeg found only after the file was opened
+    /// (a codec switch for good past the probe, say): it cannot be copied, so the audio it
+    /// carries is lost, which a complete run must not hide.
+    pub fn on_late_audio(&mut self, index: usize) {
+        self.packets_dropped += 1;
+        self.note(|| {
+            format!(
+                "audio stream #{index} appears only after the start FFmpeg reads to open the file (its codec changes there, say): its packets cannot be copied into the output, whose streams are fixed by then"
+            )
+        });
+    }
+
     /// What decoding the audio of the whole file found. Kept apart from `damage_seen`: it
     /// says nothing about the video, whose decoding goes on.
     pub fn on_audio_check(&mut self, verdict: AudioVerdict) {

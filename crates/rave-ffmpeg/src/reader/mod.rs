@@ -281,6 +281,16 @@ impl VideoReader {
         }
         let packet = self.read_from_demuxer();
         self.drained = packet.is_none();
+        if let Some(p) = &packet
+            && !self.ledger.knows_stream(p.stream())
+            && self
+                .demuxer
+                .input()
+                .stream(p.stream())
+                .is_some_and(|s| s.parameters().medium() == ffmpeg_next::media::Type::Audio)
+        {
+            self.ledger.on_late_audio(p.stream());
+        }
         packet
     }
 
