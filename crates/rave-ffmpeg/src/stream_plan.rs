@@ -156,8 +156,8 @@ fn recreated_track(input: &Input, index: usize) -> Option<&'static str> {
 }
 
 /// Decide, for every input stream but the main video, whether `container` copies it:
-/// data streams and the streams FFmpeg made of damaged FLV tags are left out; any other stream the muxer refuses fails the run here, before
-/// any work, with advice.
+/// data streams and the streams FFmpeg made of damaged FLV tags are left out; any other
+/// stream the muxer refuses fails the run here, before any work, with advice.
 pub fn plan_streams(
     input: &Input,
     video_index: usize,

@@ -293,11 +293,10 @@ impl IntegrityLedger {
         let Some(at) = t.time_s(packet) else {
             return false;
         };
-        let others: Vec<f64> = (self.streams.iter().enumerate())
+        let others = (self.streams.iter().enumerate())
             .filter(|&(i, o)| i != index && judged(o))
-            .filter_map(|(_, o)| o.latest_s)
-            .collect();
-        outliers::leaps_ahead(at, t.latest_s, &others)
+            .filter_map(|(_, o)| o.latest_s);
+        outliers::leaps_ahead(at, t.latest_s, others)
     }
 
     /// Whether `next`, the next packet of the stream of `leapt` (a [`leaps_ahead`]

@@ -17,17 +17,24 @@ pub(super) const OUTLIER_S: f64 = 5.0;
 /// out of all proportion, given the latest times of the other audio and video streams
 /// (`others_s`): more than [`OUTLIER_S`] past its own previous packet and past every other
 /// stream that was in step with that (within [`OUTLIER_S`] of it), where there is one.
-pub(super) fn leaps_ahead(at_s: f64, previous_s: Option<f64>, others_s: &[f64]) -> bool {
+/// The stream's own leap is checked first: `others_s` is only walked for the rare packet
+/// that leaps (this runs for every packet read).
+pub(super) fn leaps_ahead(
+    at_s: f64,
+    previous_s: Option<f64>,
+    others_s: impl IntoIterator<Item = f64>,
+) -> bool {
     let Some(previous) = previous_s else {
         return false;
     };
+    if at_s - previous <= OUTLIER_S {
+        return false;
+    }
     let mut in_step = others_s
-        .iter()
-        .filter(|&&o| (o - previous).abs() <= OUTLIER_S)
+        .into_iter()
+        .filter(|&o| (o - previous).abs() <= OUTLIER_S)
         .peekable();
-    in_step.peek().is_some()
-        && at_s - previous > OUTLIER_S
-        && in_step.all(|&o| at_s - o > OUTLIER_S)
+    in_step.peek().is_some() && in_step.all(|o| at_s - o > OUTLIER_S)
 }
 
 /// Whether the stream's next packet, at `next_s`, comes back from a leap to `leap_s` to
@@ -48,10 +55,10 @@ mod tests {
     #[test]
     fn a_leap_past_its_stream_and_the_streams_in_step_is_damage() {
         // Audio at 0.9 s, video at 1.0 s: an audio packet at 67109 s (2^26 ms added).
-        assert!(leaps_ahead(67109.7, Some(0.9), &[1.0]));
+        assert!(leaps_ahead(67109.7, Some(0.9), [1.0]));
         // Four seconds ahead is within what streams may lead each other by; six is not.
-        assert!(!leaps_ahead(5.0, Some(0.9), &[1.0]));
-        assert!(leaps_ahead(6.5, Some(0.9), &[1.0]));
+        assert!(!leaps_ahead(5.0, Some(0.9), [1.0]));
+        assert!(leaps_ahead(6.5, Some(0.9), [1.0]));
     }
 
     #[test]
@@ -65,11 +72,11 @@ mod tests {
     #[test]
     fn a_stream_resuming_where_the_others_are_or_running_alone_is_not_judged() {
         // Audio pauses 30 s: it resumes where the video has got to.
-        assert!(!leaps_ahead(31.0, Some(1.0), &[30.5]));
+        assert!(!leaps_ahead(31.0, Some(1.0), [30.5]));
         // Video pauses 20 s at 40 s, its audio ended at 5 s: nothing in step to judge by.
-        assert!(!leaps_ahead(60.0, Some(40.0), &[5.0]));
+        assert!(!leaps_ahead(60.0, Some(40.0), [5.0]));
         // No other stream, or the first packet of the stream.
-        assert!(!leaps_ahead(1e6, Some(1.0), &[]));
-        assert!(!leaps_ahead(1e6, None, &[1.0]));
+        assert!(!leaps_ahead(1e6, Some(1.0), []));
+        assert!(!leaps_ahead(1e6, None, [1.0]));
     }
 }

@@ -60,9 +60,8 @@ impl IntegrityLedger {
             .iter()
             .min()
             .map_or(0.0, |&p| p as f64 * video.unit_s);
-        // Where an index cut off by damage says the video goes on to (its last listed
-        // fragment starts there and holds a frame at least).
-        // Each fragment it lists there holds a frame at least.
+        // Where an index cut off by damage says the video goes on to: its last listed
+        // fragment starts there, and each fragment it lists there holds a frame at least.
         let indexed = (self.structure.as_ref())
             .and_then(|p| {
                 p.indexed_ends
