@@ -14,6 +14,7 @@ mod global_tags;
 mod leading_packets;
 mod log_capture;
 mod log_watch;
+mod output_chapters;
 mod output_timeline;
 mod packet_duration;
 mod picture_coding;

@@ -17,6 +17,7 @@ use crate::codec_choice::{Container, VideoCodec};
 use crate::cover_attachment;
 use crate::global_tags;
 use crate::input::is_cover_art;
+use crate::output_chapters::{self, seconds_in};
 use crate::output_timeline;
 use crate::packet_duration::DurationFill;
 use crate::quicktime_language;
@@ -188,12 +189,13 @@ impl Muxer {
             ost.set_avg_frame_rate(video.frame_rate);
             if let Some(src) = source {
                 let in_video = src.input.stream(src.video_index).expect("source video");
-                let mut metadata = in_video.metadata().to_owned();
-                if description.container == Some(Container::Mov) {
-                    let what = format!("the video (stream #{})", src.video_index);
-                    quicktime_language::prepare(&mut metadata, &what, &mut language_warnings);
-                }
-                ost.set_metadata(metadata);
+                let what = format!("the video (stream #{})", src.video_index);
+                ost.set_metadata(quicktime_language::for_output(
+                    in_video.metadata().to_owned(),
+                    description.container,
+                    &what,
+                    &mut language_warnings,
+                ));
             }
         }
         keep_sample_aspect_ratio(&mut output, 0, video.sample_aspect);
@@ -241,12 +243,12 @@ impl Muxer {
                         .map_err(|e| unwritable(e.to_string()))?;
                     ost.set_parameters(ist.parameters());
                     ost.set_time_base(ist.time_base());
-                    let mut metadata = ist.metadata().to_owned();
-                    if description.container == Some(Container::Mov) {
-                        let what = format!("stream #{idx}");
-                        quicktime_language::prepare(&mut metadata, &what, &mut language_warnings);
-                    }
-                    ost.set_metadata(metadata);
+                    ost.set_metadata(quicktime_language::for_output(
+                        ist.metadata().to_owned(),
+                        description.container,
+                        &format!("stream #{idx}"),
+                        &mut language_warnings,
+                    ));
                     ost.index()
                 };
                 sys::set_codec_tag(&mut output, out_index, 0);
@@ -270,31 +272,11 @@ impl Muxer {
                 summary.copied_streams.push(idx);
             }
             summary.warnings.append(&mut language_warnings);
-            for ch in input.chapters() {
-                let title = ch.metadata().get("title").unwrap_or("").to_owned();
-                let shift = shift_us.rescale(AV_TIME_BASE_Q, ch.time_base());
-                // A chapter that ends before the picture starts is left out, as ffmpeg does.
-                if ch.end() - shift <= 0 && shift > 0 {
-                    summary.chapters_before_picture += 1;
-                    continue;
-                }
-                let cut = src.cut_at_s.map(|s| seconds_in(s, ch.time_base()));
-                if cut.is_some_and(|c| ch.start() >= c) {
-                    continue;
-                }
-                let end = cut.map_or(ch.end(), |c| ch.end().min(c));
-                let (start, end) = ((ch.start() - shift).max(0), end - shift);
-                output
-                    .add_chapter(ch.id(), ch.time_base(), start, end, &title)
-                    .map_err(|e| unwritable(format!("chapter {}: {e}", ch.id())))?;
-            }
-            if summary.chapters_before_picture > 0 {
-                summary.warnings.push(format!(
-                    "{} chapter(s) end before the picture starts ({:.3} s into the input's timeline, which the output starts at zero) and are left out",
-                    summary.chapters_before_picture,
-                    shift_us as f64 / 1e6
-                ));
-            }
+            let (before_picture, said) =
+                output_chapters::add(&mut output, input, shift_us, src.cut_at_s)
+                    .map_err(unwritable)?;
+            summary.chapters_before_picture = before_picture;
+            summary.warnings.extend(said);
             output.set_metadata(global_tags::of(input, src.path, mdta));
         }
         let mut header_options = ffmpeg_next::Dictionary::new();
@@ -599,11 +581,6 @@ impl Muxer {
 pub fn frame_end_s(pts: i64, time_base: Rational, frame_rate: Rational) -> f64 {
     let rate = f64::from(frame_rate);
     pts as f64 * f64::from(time_base) + if rate > 0.0 { 1.0 / rate } else { 0.0 }
-}
-
-/// `seconds` as a timestamp in `time_base`, rounded to the nearest tick.
-fn seconds_in(seconds: f64, time_base: Rational) -> i64 {
-    (seconds / f64::from(time_base)).round() as i64
 }
 
 /// Whether a muxer error is about the packet's data or timestamps (not the output file).

@@ -5,6 +5,8 @@
 //! holds under its other ISO 639-2 name ("deu" for "ger") is written under that name; one
 //! it does not hold at all is said.
 
+use crate::codec_choice::Container;
+
 /// The languages QuickTime's track header can name, as FFmpeg's mov muxer spells them
 /// (the three-letter ones: a few entries are two letters and a space, and read back as
 /// such).
@@ -76,12 +78,19 @@ pub fn in_quicktime(language: &str) -> QuickTimeLanguage {
     }
 }
 
-/// Ready `metadata`, that of the output stream `what` ("stream #1 (audio aac)"), for a
-/// QuickTime file: its language renamed where QuickTime names it otherwise; where it
-/// cannot name it, a warning in `warnings` (the value stays, for FFmpeg to leave out).
-pub fn prepare(metadata: &mut ffmpeg_next::Dictionary, what: &str, warnings: &mut Vec<String>) {
-    let Some(language) = metadata.get("language").map(str::to_owned) else {
-        return;
+/// `metadata`, that of the output stream `what` ("stream #1"), ready for `container`: in
+/// a QuickTime file its language renamed where QuickTime names it otherwise, and where it
+/// cannot name it, a warning in `warnings` (the value stays, for FFmpeg to leave out);
+/// other containers take it as it is.
+pub fn for_output<'a>(
+    mut metadata: ffmpeg_next::Dictionary<'a>,
+    container: Option<Container>,
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> ffmpeg_next::Dictionary<'a> {
+    let language = metadata.get("language").map(str::to_owned);
+    let Some(language) = language.filter(|_| container == Some(Container::Mov)) else {
+        return metadata;
     };
     match in_quicktime(&language) {
         QuickTimeLanguage::Kept => {}
@@ -90,6 +99,7 @@ pub fn prepare(metadata: &mut ffmpeg_next::Dictionary, what: &str, warnings: &mu
             "{what}: its language '{language}' has no QuickTime code, so the .mov leaves it unset; .mp4 or .mkv keep it"
         )),
     }
+    metadata
 }
 
 #[cfg(test)]
