@@ -20,10 +20,9 @@ pub struct Fragments {
     numbered: Vec<(u32, u64)>,
     /// Fragments in the file (`moof` boxes), numbered or not.
     present: u64,
-    /// The distinct fragment offsets the file's index lists, when it has one.
-    indexed: Option<BTreeSet<u64>>,
-    /// Every entry of the index: (track ID, time, fragment offset).
-    listed: Vec<(u32, u64, u64)>,
+    /// Every entry of the file's index, when it has one: (track ID, time, fragment
+    /// offset).
+    listed: Option<Vec<(u32, u64, u64)>>,
 }
 
 impl Fragments {
@@ -56,8 +55,7 @@ impl Fragments {
             }
             at = next;
         }
-        self.indexed = Some(listed.iter().map(|&(_, _, offset)| offset).collect());
-        self.listed = listed;
+        self.listed = Some(listed);
     }
 
     /// Read the index the file ends with, found from its last box (`mfro`, which gives the
@@ -90,17 +88,13 @@ impl Fragments {
     /// and for each track the latest time they reach and how many of them it has entries
     /// in.
     pub fn listed_past(&self, pos: u64) -> (u64, Vec<(u32, u64, u64)>) {
-        let past: BTreeSet<u64> = self
-            .listed
-            .iter()
-            .filter(|&&(_, _, offset)| offset >= pos)
-            .map(|&(_, _, offset)| offset)
-            .collect();
+        let mut past = BTreeSet::new();
         let mut ends: Vec<(u32, u64, BTreeSet<u64>)> = Vec::new();
-        for &(track, time, offset) in &self.listed {
+        for &(track, time, offset) in self.listed.iter().flatten() {
             if offset < pos {
                 continue;
             }
+            past.insert(offset);
             match ends.iter_mut().find(|(t, ..)| *t == track) {
                 Some((_, end, fragments)) => {
                     *end = (*end).max(time);
@@ -114,6 +108,12 @@ impl Fragments {
             .map(|(track, end, fragments)| (track, end, fragments.len() as u64))
             .collect();
         (past.len() as u64, ends)
+    }
+
+    /// The distinct fragments the file's index lists (0 without an index).
+    fn indexed_fragments(&self) -> usize {
+        let offsets: BTreeSet<u64> = self.listed.iter().flatten().map(|e| e.2).collect();
+        offsets.len()
     }
 
     /// Whether the walk met movie fragments (a fragmented file).
@@ -161,7 +161,7 @@ impl Fragments {
             }
             None => format!(
                 "the fragment index at the end of the file (mfra) lists {} movie fragments where the file holds {}: the first or the last {} missing",
-                self.indexed.as_ref().map_or(0, BTreeSet::len),
+                self.indexed_fragments(),
                 self.present,
                 if missing == 1 { "one is" } else { "ones are" },
             ),
@@ -174,7 +174,7 @@ impl Fragments {
     /// Fragments lost, given the numbering's `gaps` (see `missing`).
     fn missing_with(&self, gaps: &[Gap]) -> u64 {
         let by_number = gaps.iter().map(|g| g.lost).sum::<u64>();
-        let listed = self.indexed.as_ref().map_or(0, |o| o.len() as u64);
+        let listed = self.indexed_fragments() as u64;
         by_number.max(listed.saturating_sub(self.present))
     }
 
@@ -341,13 +341,18 @@ mod tests {
         let mut cut = tfra(0, &[100, 200, 300]);
         cut.truncate(cut.len() - 3);
         let f = indexed(&cut, 1);
-        assert!(f.indexed.is_none() && f.problem().is_none());
+        assert!(f.listed.is_none() && f.problem().is_none());
     }
 
     #[test]
     fn the_index_past_a_break_gives_each_tracks_fragments_and_latest_time() {
         let f = Fragments {
-            listed: vec![(1, 0, 100), (1, 512, 200), (2, 480, 200), (1, 1024, 300)],
+            listed: Some(vec![
+                (1, 0, 100),
+                (1, 512, 200),
+                (2, 480, 200),
+                (1, 1024, 300),
+            ]),
             ..Default::default()
         };
         let (past, mut ends) = f.listed_past(150);
@@ -362,15 +367,13 @@ mod tests {
         let f = Fragments {
             numbered: vec![(1, 0), (3, 10), (2, 20), (4, 30)],
             present: 4,
-            indexed: None,
-            listed: Vec::new(),
+            listed: None,
         };
         assert_eq!(f.missing(), 0);
         let f = Fragments {
             numbered: vec![(1, 0), (4, 10), (2, 20), (6, 30)],
             present: 4,
-            indexed: None,
-            listed: Vec::new(),
+            listed: None,
         };
         // 3 is met nowhere, and 5: two lost; the first gap named is 1 to 4, where 2 is met.
         assert_eq!(f.missing(), 2);
