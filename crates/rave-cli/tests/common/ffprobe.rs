@@ -203,3 +203,23 @@ pub fn sorted_packet_times(path: &Path, select: &str, probe: &[&str]) -> Vec<f64
     t.sort_by(f64::total_cmp);
     t
 }
+
+/// That `got` holds the audio packets of `want` (stream `a:0`): the same payloads and
+/// lengths in the same order, each within a millisecond of its time there (a repaired
+/// timestamp is a middle of two rounded readings).
+pub fn assert_same_audio(got: &Path, want: &Path, what: &str) {
+    let (got, want) = (packets(got, "a:0"), packets(want, "a:0"));
+    assert_eq!(got.len(), want.len(), "{what}: audio packets");
+    for (g, w) in got.iter().zip(&want) {
+        let split = |row: &str| {
+            let f: Vec<String> = row.split(',').map(str::to_string).collect();
+            let t = f[0].parse::<f64>().unwrap_or(f64::NAN);
+            (t, f[2..].to_vec())
+        };
+        let ((gt, grest), (wt, wrest)) = (split(g), split(w));
+        assert!(
+            grest == wrest && (gt - wt).abs() <= 0.0011,
+            "{what}: audio packet {g} where {w}"
+        );
+    }
+}

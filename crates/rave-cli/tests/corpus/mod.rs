@@ -348,6 +348,24 @@ fn ebml_element(data: &[u8], pos: usize) -> Option<(u32, usize, usize)> {
 /// The Matroska `data` (written without CRC-32 elements) with the `nth` audio block (track
 /// 2) moved 200 ms back in time, so that the audio timestamps go backwards there.
 pub fn with_audio_going_back(data: &[u8], nth: usize) -> Vec<u8> {
+    with_audio_blocks_moved(data, nth..nth + 1, -200)
+}
+
+/// The Matroska `data` (written without CRC-32 elements) with the audio blocks (track 2)
+/// `blocks` (counted from 0) moved `ms` milliseconds in time: one block, a timestamp
+/// damaged by a flipped bit; every block from one on, a pause in the sound.
+pub fn with_audio_blocks_moved(data: &[u8], blocks: std::ops::Range<usize>, ms: i16) -> Vec<u8> {
+    with_blocks_moved(data, 2, blocks, ms)
+}
+
+/// The Matroska `data` (written without CRC-32 elements) with the blocks `blocks` of
+/// `track` (1: the video of an FFmpeg remux, 2: its audio) moved `ms` milliseconds.
+pub fn with_blocks_moved(
+    data: &[u8],
+    track: u8,
+    blocks: std::ops::Range<usize>,
+    ms: i16,
+) -> Vec<u8> {
     let mut out = data.to_vec();
     let (_, h, ebml) = ebml_element(data, 0).expect("EBML header");
     let segment = h + ebml;
@@ -360,20 +378,22 @@ pub fn with_audio_going_back(data: &[u8], nth: usize) -> Vec<u8> {
             while child < pos + h + size {
                 let (cid, ch, csize) = ebml_element(data, child).expect("cluster child");
                 let body = child + ch;
-                if cid == 0xA3 && data[body] == 0x82 {
-                    if seen == nth {
-                        let t = i16::from_be_bytes([data[body + 1], data[body + 2]]) - 200;
+                if cid == 0xA3 && data[body] == 0x80 | track {
+                    if blocks.contains(&seen) {
+                        let t = i16::from_be_bytes([data[body + 1], data[body + 2]]) + ms;
                         out[body + 1..body + 3].copy_from_slice(&t.to_be_bytes());
-                        return out;
                     }
                     seen += 1;
+                    if seen == blocks.end {
+                        return out;
+                    }
                 }
                 child = body + csize;
             }
         }
         pos += h + size;
     }
-    panic!("fewer than {nth} audio blocks");
+    panic!("fewer than {} blocks of track {track}", blocks.end);
 }
 
 /// The MPEG-TS `data` with the first ADTS sync word after its middle zeroed: one AAC packet

@@ -1,12 +1,18 @@
-//! Timestamps damaged out of all proportion: one packet of an audio or video stream whose
-//! time leaps far ahead of its own stream and of the other streams that were in step with
-//! it (a flipped high bit in an FLV tag or a Matroska block), while the stream's next
-//! packet comes back to where it was. Taken as it is, it wedges the timeline: every good
-//! packet after it goes "backwards" and is dropped, or the muxer cannot store the leap at
-//! all. A leap is only a candidate until that next packet is read: a recording whose
-//! streams all pause leaps too, one stream first, and its next packet does not come back.
-//! A stream that ran on alone after the others ended is not in step with them, and is not
-//! judged.
+//! Timestamps damaged out of proportion: one packet of an audio or video stream whose time
+//! leaps ahead while the stream's next packet comes back to where it was. Taken as it is,
+//! it wedges the timeline: every good packet after it goes "backwards" and is dropped, a
+//! frame is shown seconds late on top of another, or the muxer cannot store the leap at
+//! all. A leap is only a candidate until the stream's next packets are read: a recording
+//! whose streams all pause leaps too, one stream first, and its next packet does not come
+//! back. Three kinds are told:
+//! - far: more than [`OUTLIER_S`] past its own stream and every stream in step with it (a
+//!   flipped high bit in an FLV tag); a stream that ran on alone after the others ended is
+//!   not in step with them, and is not judged;
+//! - audio: starting well past where its stream's previous packet ended, the next one
+//!   following on from that (a flipped low bit in a Matroska block): audio is never
+//!   reordered, so it is the one packet out of place;
+//! - video: shown far longer after it is decoded than B-frames are held back, the frames
+//!   decoded next shown before it and leaving one slot free for it.
 
 /// Seconds a packet may lead its own stream's previous packet and every stream in step
 /// with it before its time is taken for damage (streams lead each other by a second or
@@ -44,6 +50,101 @@ pub(super) fn comes_back(next_s: f64, previous_s: f64, leap_s: f64) -> bool {
     (next_s - previous_s).abs() <= OUTLIER_S && leap_s - next_s > OUTLIER_S
 }
 
+/// Seconds an audio packet may start past where its stream's previous packet ended before
+/// it is a candidate for a damaged timestamp: two packets, and at least 50 ms (a muxer's
+/// rounding and an encoder's small gaps stay well within it).
+fn audio_margin_s(typical_s: f64) -> f64 {
+    (2.0 * typical_s).max(0.05)
+}
+
+/// Whether an audio packet at `at_s` starts further past where its stream's previous packet
+/// ended (`expected_s`) than the stream's packets (`typical_s` long) ever gap by: a
+/// candidate for a damaged timestamp however short the leap (a flipped low bit in a
+/// Matroska block), confirmed by [`audio_comes_back`]. A real gap in the sound is one too,
+/// and its next packet does not come back.
+pub(super) fn audio_skips_ahead(at_s: f64, expected_s: f64, typical_s: f64) -> bool {
+    at_s - expected_s > audio_margin_s(typical_s)
+}
+
+/// Whether the audio stream's next packet, at `next_s`, shows that the packet before it
+/// (at `leap_s`, `own_s` long) was the damaged one: audio is never reordered, so one of the
+/// two is out of place, and the next follows on from the packet before the leap (which
+/// ended at `expected_s`), leaving room for the leapt packet and not much more. Taken the
+/// other way, every good packet until the stream passed the leap was dropped as going
+/// backwards (176 packets, 4.1 s of sound, for one bit in a Matroska block).
+pub(super) fn audio_comes_back(
+    next_s: f64,
+    expected_s: f64,
+    leap_s: f64,
+    own_s: f64,
+    typical_s: f64,
+) -> bool {
+    let margin = audio_margin_s(typical_s);
+    leap_s - next_s > margin
+        && next_s >= expected_s - margin
+        && next_s - expected_s <= own_s + margin
+}
+
+/// Seconds a video frame may be shown after it is decoded (its B-frame reordering) before
+/// its presentation time is a candidate for damage: 16 frames, and at least half a second
+/// (x264 and x265 reorder a few frames; FFmpeg guesses Matroska's decode times from them).
+fn reorder_margin_s(step_s: f64) -> f64 {
+    (16.0 * step_s).max(0.5)
+}
+
+/// Whether a video packet is shown (`pts_s`) further after it is decoded (`dts_s`) than any
+/// reordering holds a frame back (frames `step_s` apart): a candidate for a damaged
+/// presentation time (a flipped bit in a Matroska block), confirmed by
+/// [`video_comes_back`]. Taken as it was, the frame was shown seconds late, on top of
+/// another (dropped as a duplicate) and missing from its own place.
+pub(super) fn shown_long_after_decoded(pts_s: f64, dts_s: f64, step_s: f64) -> bool {
+    pts_s - dts_s > reorder_margin_s(step_s)
+}
+
+/// Whether the video stream's next packet (shown at `next_pts_s`, decoded at
+/// `next_dts_s`) is reordered as frames are, and shown well before the candidate's
+/// `leap_pts_s`: the candidate's time was damaged. A stream whose every frame is shown
+/// late (a container's constant offset) does not come back.
+pub(super) fn video_comes_back(
+    next_pts_s: f64,
+    next_dts_s: f64,
+    leap_pts_s: f64,
+    step_s: f64,
+) -> bool {
+    !shown_long_after_decoded(next_pts_s, next_dts_s, step_s)
+        && leap_pts_s - next_pts_s > reorder_margin_s(step_s)
+}
+
+/// Video packets before and after a damaged frame whose presentation times tell its place
+/// (a few times the deepest B-frame reordering).
+pub(crate) const SLOT_NEIGHBOURS: usize = 16;
+
+/// The one slot free on a grid of frames `exact_step` units apart among `sorted` (distinct
+/// presentation times, ascending) within `reach` (the times a frame decoded where the
+/// damaged one was may be shown at: from its decode time to a reordering later). Slots
+/// free at the window's edges (B-frames of a frame at its end, read later) lie outside.
+/// None where no slot or more than one is free there.
+pub(super) fn free_slot(
+    sorted: &[i64],
+    exact_step: f64,
+    reach: std::ops::RangeInclusive<i64>,
+) -> Option<i64> {
+    let mut free = sorted.windows(2).flat_map(|w| {
+        let frames = ((w[1] - w[0]) as f64 / exact_step).round() as i64;
+        (1..frames).map(move |k| w[0] + ((w[1] - w[0]) * k + frames / 2) / frames)
+    });
+    let mut within = free.by_ref().filter(|slot| reach.contains(slot));
+    let slot = within.next()?;
+    within.next().is_none().then_some(slot)
+}
+
+/// The presentation times a frame decoded at `dts` may have, on a grid of frames
+/// `exact_step` units apart: from its decode time to eight frames later (x264 and x265
+/// hold a B-frame back a few frames).
+pub(super) fn reorder_reach(dts: i64, exact_step: f64) -> std::ops::RangeInclusive<i64> {
+    dts..=dts + (8.0 * exact_step).round() as i64
+}
+
 /// Packets read ahead, at most, for the next packet of a stream whose packet leapt (a
 /// sparse stream's next packet may be far; not finding it, the leap is let be).
 pub(crate) const LOOKAHEAD_PACKETS: usize = 256;
@@ -67,6 +168,59 @@ mod tests {
         assert!(comes_back(0.93, 0.9, 67109.7));
         // A pause of both streams: the next packet is past the pause too.
         assert!(!comes_back(13.64, 1.58, 13.6));
+    }
+
+    #[test]
+    fn an_audio_packet_out_of_place_by_less_than_seconds_is_told_by_its_neighbours() {
+        // AAC at 44.1 kHz, 23 ms packets: the one after 2.322 s (which ended at 2.345 s)
+        // at 6.441 s (4096 ms added), the next at 2.368 s.
+        let typical = 0.0232;
+        assert!(audio_skips_ahead(6.441, 2.345, typical));
+        assert!(audio_comes_back(2.368, 2.345, 6.441, typical, typical));
+        // A packet 30 ms late is no candidate; a real pause in the sound is one, and the
+        // next packet is past the pause too.
+        assert!(!audio_skips_ahead(2.375, 2.345, typical));
+        assert!(audio_skips_ahead(3.0, 2.345, typical));
+        assert!(!audio_comes_back(3.023, 2.345, 3.0, typical, typical));
+        // The next packet far past the previous one's end (it left room for many packets):
+        // no telling which of the two is out of place.
+        assert!(!audio_comes_back(4.0, 2.345, 6.441, typical, typical));
+    }
+
+    #[test]
+    fn a_frame_shown_seconds_after_it_is_decoded_is_told_by_the_next() {
+        let step = 0.04;
+        // Decoded at 2.343 s, shown at 6.519 s (4096 ms added), the next shown at 2.383 s.
+        assert!(shown_long_after_decoded(6.519, 2.343, step));
+        assert!(video_comes_back(2.383, 2.383, 6.519, step));
+        // Three B-frames of reordering are no candidate.
+        assert!(!shown_long_after_decoded(2.503, 2.343, step));
+        // Every frame shown two seconds late: the next is no better.
+        assert!(!video_comes_back(4.423, 2.383, 4.383, step));
+    }
+
+    #[test]
+    fn a_damaged_frame_belongs_in_the_one_slot_its_neighbours_leave_free() {
+        let reach = reorder_reach(2343, 40.0);
+        assert_eq!(
+            free_slot(&[2303, 2343, 2383, 2463, 2503], 40.0, reach.clone()),
+            Some(2423)
+        );
+        // The B-frames of the last frame read are not read yet: their slots lie beyond.
+        let window = [2303, 2343, 2383, 2463, 2503, 2543, 2583, 2623, 2663, 2783];
+        assert_eq!(free_slot(&window, 40.0, reach.clone()), Some(2423));
+        // 29.97 fps in milliseconds: a slot 66 or 67 ms wide.
+        let step = 1001.0 / 30.0;
+        assert_eq!(
+            free_slot(&[0, 33, 67, 133, 167], step, reorder_reach(33, step)),
+            Some(100)
+        );
+        // No slot free, or two: no telling.
+        assert_eq!(
+            free_slot(&[2303, 2343, 2383, 2423, 2463], 40.0, reach.clone()),
+            None
+        );
+        assert_eq!(free_slot(&[2303, 2343, 2463, 2503], 40.0, reach), None);
     }
 
     #[test]

@@ -90,11 +90,7 @@ impl StreamTally {
             self.last_start = start.or(self.last_start);
         }
         if let Some(s) = start {
-            let dur = if packet.duration() > 0 {
-                packet.duration()
-            } else {
-                self.typical
-            };
+            let dur = self.length_of(packet);
             self.end = Some(self.end.map_or(s + dur, |e| e.max(s + dur)));
             if self.role == Role::Audio {
                 if let Some(last) = self.last_end
@@ -140,6 +136,31 @@ impl StreamTally {
             .dts()
             .or(presentation)
             .map(|t| t as f64 * self.unit_s)
+    }
+
+    /// Where an audio stream's next packet should start, in seconds: where the previous one
+    /// ended (unknown after a packet of unknown length, and for other streams).
+    pub(super) fn expected_next_s(&self) -> Option<f64> {
+        self.expected_end().map(|e| e as f64 * self.unit_s)
+    }
+
+    /// A video `packet`'s (presentation, decode) times in seconds, where it has both.
+    pub(super) fn shown_and_decoded_s(&self, packet: &Packet) -> Option<(f64, f64)> {
+        let (pts, dts) = (packet.pts()?, packet.dts()?);
+        Some((pts as f64 * self.unit_s, dts as f64 * self.unit_s))
+    }
+
+    /// Where an audio stream's next packet should start, in time-base units.
+    pub(super) fn expected_end(&self) -> Option<i64> {
+        self.last_end
+    }
+
+    /// An audio `packet`'s length in time-base units: its own, or the stream's last one.
+    pub(super) fn length_of(&self, packet: &Packet) -> i64 {
+        match packet.duration() {
+            d if d > 0 => d,
+            _ => self.typical,
+        }
     }
 
     /// Where the stream's packets end, in seconds.

@@ -14,7 +14,7 @@ use rave_core::error::Result;
 
 pub use crate::decoded::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds};
 use crate::demuxer::Demuxer;
-use crate::integrity::{IntegrityLedger, LOOKAHEAD_PACKETS};
+use crate::integrity::{IntegrityLedger, LOOKAHEAD_PACKETS, SLOT_NEIGHBOURS};
 pub use crate::keyframe_index::KeyframeIndex;
 use crate::nvdec::CudaDevice;
 use crate::sys;
@@ -240,9 +240,10 @@ impl VideoReader {
     }
 
     /// The next packet of the file, its read and any timestamp restart noted. A packet
-    /// whose time leaps far ahead is held until its stream's next packet says whether it
-    /// was damage (`IntegrityLedger::comes_back`): the packets read meanwhile wait in
-    /// `ahead`, and a damaged one goes on untimed (video) or not at all (audio).
+    /// whose time leaps far ahead is held until its stream's next packets say whether it
+    /// was damage (`IntegrityLedger::confirms_leap`): the packets read meanwhile wait in
+    /// `ahead`, and a damaged one goes on untimed (video), put back in its place or not at
+    /// all (audio).
     fn next_packet(&mut self) -> Option<Packet> {
         loop {
             // Every packet is judged as it is handed out, those read ahead too (two damaged
@@ -254,23 +255,42 @@ impl VideoReader {
             if !self.ledger.leaps_ahead(&packet) {
                 return Some(packet);
             }
+            // Its stream's next packets: the first tells whether it came back; a video
+            // frame's place is told by its neighbours in presentation order.
             let stream = packet.stream();
-            let mut next = self.ahead.iter().position(|p| p.stream() == stream);
-            while next.is_none() && self.ahead.len() < LOOKAHEAD_PACKETS {
-                let Some(read) = self.demux_one() else {
-                    break;
-                };
-                let same = read.stream() == stream;
-                self.ahead.push_back(read);
-                if same {
-                    next = Some(self.ahead.len() - 1);
-                }
-            }
-            let damaged = next.is_some_and(|i| self.ledger.comes_back(&packet, &self.ahead[i]));
-            if !damaged || self.ledger.on_leap(&mut packet) {
+            let wanted = match self.ledger.is_video(stream) {
+                true => SLOT_NEIGHBOURS,
+                false => 1,
+            };
+            let later = self.ahead_of(stream, wanted);
+            let later: Vec<&Packet> = later.iter().map(|&i| &self.ahead[i]).collect();
+            if !self.ledger.confirms_leap(&packet, &later)
+                || self.ledger.on_leap(&mut packet, &later)
+            {
                 return Some(packet);
             }
         }
+    }
+
+    /// Read ahead until `ahead` holds `count` packets of `stream` (or
+    /// [`LOOKAHEAD_PACKETS`], or the file ends); where in `ahead` those it holds are.
+    fn ahead_of(&mut self, stream: usize, count: usize) -> Vec<usize> {
+        let mut found: Vec<usize> = (self.ahead.iter().enumerate())
+            .filter(|(_, p)| p.stream() == stream)
+            .map(|(i, _)| i)
+            .take(count)
+            .collect();
+        while found.len() < count && self.ahead.len() < LOOKAHEAD_PACKETS {
+            let Some(read) = self.demux_one() else {
+                break;
+            };
+            let same = read.stream() == stream;
+            self.ahead.push_back(read);
+            if same {
+                found.push(self.ahead.len() - 1);
+            }
+        }
+        found
     }
 
     /// One packet read from the demuxer, its read and any timestamp restart noted; `None`
