@@ -1,6 +1,7 @@
-//! Targeted damage of AVI headers, beside the corpus run (damage_corpus.rs): a stream
+//! Targeted damage of AVI files, beside the corpus run (damage_corpus.rs): a stream
 //! header whose `vids` tag lost a bit reads as a stream of no known kind or codec, so the
-//! file "has no video": said as the damage it likely is.
+//! file "has no video": said as the damage it likely is; a stretch of frames lost from the
+//! middle, counted by the header's frame count.
 
 mod common;
 
@@ -41,4 +42,47 @@ fn an_avi_whose_video_header_is_damaged_says_so() {
     let o = upscale(&sound, &out, &fixture("nearest_x2.onnx"), &[]);
     assert_exit(&o, 3);
     assert!(!stderr(&o).contains("damaged"), "{}", stderr(&o));
+}
+
+/// A tenth of an AVI cut out of its middle, or zeroed: the demuxer numbers the frames after
+/// it on, so no gap shows in the timeline, and the report said "how many video frames are
+/// missing is unknown". The header states the video's length; in a file found damaged it
+/// counts what was lost (less a frame: muxers miscount it by one).
+#[test]
+fn frames_lost_from_the_middle_of_an_avi_are_counted_by_its_header() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.avi");
+    lavfi_clip(
+        &clean,
+        &["testsrc2=size=64x48:rate=25:duration=8", "sine=duration=8"],
+        &["-c:v", "mpeg4", "-g", "25", "-c:a", "mp3"],
+    );
+    let frames = counted_frames(&clean) as i64;
+    let data = std::fs::read(&clean).unwrap();
+    let (a, b) = (data.len() * 4 / 10, data.len() * 5 / 10);
+    let cut = [&data[..a], &data[b..]].concat();
+    let zeroed = [&data[..a], &vec![0u8; b - a][..], &data[b..]].concat();
+    for (name, bytes) in [("cut", cut), ("zeroed", zeroed)] {
+        let damaged = dir.path().join(format!("{name}.avi"));
+        std::fs::write(&damaged, bytes).unwrap();
+        let out = dir.path().join(format!("{name}.mkv"));
+        let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &[]);
+        assert_exit(&o, 3);
+        assert!(!stderr(&o).contains("unknown"), "{name}: {}", stderr(&o));
+
+        let o = upscale(
+            &damaged,
+            &out,
+            &fixture("nearest_x2.onnx"),
+            &["--allow-corrupt", "--json"],
+        );
+        let v = json_report(&o);
+        let lost = frames - v["frames_out"].as_i64().unwrap();
+        let missing = v["input_damage"]["frames_missing"].as_i64().unwrap();
+        assert!(lost >= 15, "{name}: {lost} frames lost");
+        assert!(
+            lost - 1 <= missing && missing <= lost,
+            "{name}: {missing} missing of {lost} lost"
+        );
+    }
 }

@@ -14,11 +14,21 @@ pub struct Declared {
     pub packets: Option<u64>,
     /// Where the stream's timeline ends, in its time base.
     pub end: Option<i64>,
+    /// Frames an AVI header states its video stream holds (the stream header's length).
+    /// Muxers miscount it by a frame (FFmpeg's declares 201 for the 200 it writes of
+    /// MPEG-4 Part 2), so it is no damage of its own: it counts what a file found damaged
+    /// otherwise lost (a cut or a zeroed stretch of the `movi` list, frames numbered on).
+    pub header_frames: Option<u64>,
 }
 
+/// Frames an AVI header may state beyond a complete stream's (see
+/// [`Declared::header_frames`]).
+pub(crate) const HEADER_FRAMES_SLACK: u64 = 1;
+
 /// What the container declares about stream `index`. Sample counts are trusted only from
-/// MP4/MOV (the demuxer's index after edit lists) and Matroska frame-count tags; durations
-/// only when FFmpeg took them from the headers, or from Matroska duration tags.
+/// MP4/MOV (the demuxer's index after edit lists) and Matroska frame-count tags (an AVI
+/// header's, only for a file damaged otherwise); durations only when FFmpeg took them from
+/// the headers, or from Matroska duration tags.
 pub(crate) fn declared_of(
     input: &Input,
     index: usize,
@@ -53,7 +63,18 @@ pub(crate) fn declared_of(
     } else {
         duration_tag_s(&stream).and_then(units)
     };
-    Declared { packets, end }
+    let avi_video = is_avi(format) && stream.parameters().medium() == Type::Video;
+    let header_frames = (avi_video && stream.frames() > 0).then(|| stream.frames() as u64);
+    Declared {
+        packets,
+        end,
+        header_frames,
+    }
+}
+
+/// Whether FFmpeg's format name is AVI's.
+pub(crate) fn is_avi(format: &str) -> bool {
+    format.split(',').any(|f| f == "avi")
 }
 
 /// Where the file's declared length ends, in seconds, when it can be held against the

@@ -105,7 +105,7 @@ impl IntegrityLedger {
         // AVI headers count audio in muxer-specific blocks (FFmpeg's own AVI muxer declares
         // 98 AAC frames, 2.09 s, for the 95 it writes in a remux), so AVI durations are not
         // held against the streams; its RIFF chunk structure is checked instead.
-        let avi = format.split(',').any(|f| f == "avi");
+        let avi = crate::declared::is_avi(&format);
         let declared_times = sys::durations_are_declared(input) && !avi;
         let phantoms = crate::flv_phantoms::phantom_streams(input, &format, video);
         let streams = input

@@ -5,6 +5,7 @@ use rave_core::damage::InputDamage;
 
 use super::IntegrityLedger;
 use super::stream_tally::{Role, StreamTally};
+use crate::declared::HEADER_FRAMES_SLACK;
 use crate::decoder_log::DecoderLog;
 use crate::timeline;
 
@@ -93,6 +94,13 @@ impl IntegrityLedger {
             ..Default::default()
         };
         let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
+        // An AVI header's count is held only against a file damaged otherwise.
+        let unread_by_header = match video.declared.header_frames {
+            Some(d) if damaged && read_to_end => {
+                d.saturating_sub(video.packets + HEADER_FRAMES_SLACK)
+            }
+            _ => 0,
+        };
         let mut tail_gap = false;
         let (gaps, first_gap) = match self.timeline.constant_rate() {
             true => {
@@ -143,7 +151,10 @@ impl IntegrityLedger {
         match damaged {
             // Slots with no packet (never read: in the gaps, or past the end) and packets
             // that gave no picture are different frames.
-            true => damage.frames_missing = unread.max(gaps + by_end) + undecoded,
+            true => {
+                let unread = unread.max(unread_by_header);
+                damage.frames_missing = unread.max(gaps + by_end) + undecoded;
+            }
             false => {
                 damage.timeline_gaps = gaps;
                 damage.first_gap_s = first_gap.map(|p| p as f64 * video.unit_s - video_start);
