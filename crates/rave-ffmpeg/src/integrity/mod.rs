@@ -1,7 +1,8 @@
 //! `IntegrityLedger`: everything reading one input saw, stream by stream, held against what
 //! its container declares (sample counts, frame-count and duration tags, durations, its own
 //! structure), plus every error the demuxer and the video decoder reported. It decides what
-//! was lost: `InputDamage` (`verdict`); each stream's own counts are a `StreamTally`.
+//! was lost: `InputDamage` (`verdict`); each stream's own counts are a `StreamTally`; a
+//! packet whose timestamp leaps is judged in `leaps`.
 
 use ffmpeg_next::Packet;
 use ffmpeg_next::format::context::Input;
@@ -20,6 +21,7 @@ use crate::structure_check::{self, StructureProblem};
 use crate::sys;
 use crate::timeline::{Placement, VideoTimeline};
 
+mod leaps;
 mod outliers;
 mod stream_tally;
 mod verdict;
@@ -27,20 +29,6 @@ mod verdict;
 pub(crate) use outliers::{LOOKAHEAD_PACKETS, SLOT_NEIGHBOURS};
 
 use stream_tally::{Role, StreamTally};
-
-/// Where a leapt audio `packet` of the stream `t` belongs, in time-base units: between
-/// where the stream's previous packet ended and where its `next` packet starts, when that
-/// leaves room for it (one packet's length, within half a packet). Both ends are rounded
-/// times (FFmpeg's Matroska counts 21.33 ms AAC packets in whole milliseconds), so the
-/// slot is the middle of the two readings.
-fn audio_slot(t: &StreamTally, packet: &Packet, next: &Packet) -> Option<i64> {
-    let end = t.expected_end()?;
-    let next_start = next.pts().or(next.dts())?;
-    let own = t.length_of(packet);
-    let room = next_start - end;
-    let fits = own > 0 && (room - own).abs() <= own / 2;
-    fits.then(|| end + (room - own + 1).div_euclid(2))
-}
 
 /// The counts of one input, kept while it is read.
 #[derive(Debug)]
@@ -293,158 +281,6 @@ impl IntegrityLedger {
             self.note(|| format!("stream #{index}: timestamps go backwards at {at:.3} s"));
         }
         admitted
-    }
-
-    /// Whether `packet`, of a video or audio stream, leaps out of all proportion ahead of
-    /// its stream and of the other video and audio streams in step with it, or (audio)
-    /// starts further past its stream's previous packet than the stream ever gaps: a
-    /// candidate for a damaged timestamp, confirmed by [`IntegrityLedger::confirms_leap`].
-    pub fn leaps_ahead(&self, packet: &Packet) -> bool {
-        let index = packet.stream();
-        let judged = |t: &StreamTally| matches!(t.role, Role::Video | Role::Audio);
-        let Some(t) = self.streams.get(index).filter(|t| judged(t)) else {
-            return false;
-        };
-        let Some(at) = t.time_s(packet) else {
-            return false;
-        };
-        let near = match t.role {
-            Role::Audio => t
-                .expected_next_s()
-                .is_some_and(|expected| outliers::audio_skips_ahead(at, expected, t.typical_s())),
-            _ => t.shown_and_decoded_s(packet).is_some_and(|(pts, dts)| {
-                outliers::shown_long_after_decoded(pts, dts, t.typical_s())
-            }),
-        };
-        let others = (self.streams.iter().enumerate())
-            .filter(|&(i, o)| i != index && judged(o))
-            .filter_map(|(_, o)| o.latest_s);
-        near || outliers::leaps_ahead(at, t.latest_s, others)
-    }
-
-    /// Whether the next packets of the stream of `leapt` (a [`leaps_ahead`] candidate),
-    /// `later` (up to [`SLOT_NEIGHBOURS`] of them for video), show that its time was
-    /// damaged: the first comes back to where the stream was before it. A video frame
-    /// only shown long after it is decoded must also have been shown before every later
-    /// frame, and have one slot left free for it: a frame after a pause in the picture
-    /// (decoded before the pause, shown after it, the B-frames decoded next shown before
-    /// it) leaves none, and the frames after it go on past the pause.
-    ///
-    /// [`leaps_ahead`]: IntegrityLedger::leaps_ahead
-    pub fn confirms_leap(&self, leapt: &Packet, later: &[&Packet]) -> bool {
-        let t = &self.streams[leapt.stream()];
-        let Some(next_packet) = later.first() else {
-            return false; // not found within the read-ahead: the leap is let be
-        };
-        let (Some(leap), Some(next)) = (t.time_s(leapt), t.time_s(next_packet)) else {
-            return false;
-        };
-        let far = t
-            .latest_s
-            .is_some_and(|previous| outliers::comes_back(next, previous, leap));
-        let near = match t.role {
-            Role::Audio => t.expected_next_s().is_some_and(|expected| {
-                let own_s = t.length_of(leapt) as f64 * t.unit_s;
-                outliers::audio_comes_back(next, expected, leap, own_s, t.typical_s())
-            }),
-            _ => match (
-                t.shown_and_decoded_s(leapt),
-                t.shown_and_decoded_s(next_packet),
-            ) {
-                (Some((leap_pts, _)), Some((pts, dts))) => {
-                    let shown_before = |p: &&Packet| {
-                        t.shown_and_decoded_s(p)
-                            .is_none_or(|(shown, _)| shown < leap_pts)
-                    };
-                    outliers::video_comes_back(pts, dts, leap_pts, t.typical_s())
-                        && later.iter().all(shown_before)
-                        && self.video_slot(leapt, later).is_some()
-                }
-                _ => false,
-            },
-        };
-        far || near
-    }
-
-    /// Whether stream `index` is the video stream read.
-    pub fn is_video(&self, index: usize) -> bool {
-        index == self.video
-    }
-
-    /// `packet` leapt and its stream came back (`later`: its stream's next packets, the
-    /// first of them at least): damage. A video frame is put back in the one slot its
-    /// neighbours leave free on the frame grid, or loses its timestamps (it fills the slot
-    /// the decoding finds); an audio packet is put back between its stream's previous
-    /// packet and the next when they leave room for it (`audio_slot`), and is left out
-    /// otherwise. Whether to pass it on; before its `admit`.
-    pub fn on_leap(&mut self, packet: &mut Packet, later: &[&Packet]) -> bool {
-        let index = packet.stream();
-        let t = &self.streams[index];
-        let from = t.latest_s.unwrap_or(0.0);
-        let shown_late = t.shown_and_decoded_s(packet).map_or(0.0, |(p, d)| p - d);
-        let leap = (t.time_s(packet).unwrap_or(from) - from).max(shown_late);
-        let at = (from - self.start_s).max(0.0);
-        let start = packet.pts().or(packet.dts());
-        let video = t.role == Role::Video;
-        let slot = match video {
-            true => self.video_slot(packet, later),
-            false => later.first().and_then(|next| audio_slot(t, packet, next)),
-        };
-        let outcome = match (video, slot) {
-            (true, Some(_)) => "frame is put back in the one place its neighbours leave free",
-            (true, None) => "frame is kept untimed (it fills its slot)",
-            (false, Some(_)) => "packet is put back between its neighbours",
-            (false, None) => "packet is left out",
-        };
-        self.note(|| {
-            format!(
-                "stream #{index}: a packet's timestamp leaps {leap:.1} s ahead of its stream after {at:.3} s, and the next comes back: it is damaged, so the {outcome}"
-            )
-        });
-        match (video, slot) {
-            (true, Some(slot)) => {
-                packet.set_pts(Some(slot));
-                packet.set_dts(packet.dts().filter(|&d| d <= slot));
-            }
-            (true, None) => {
-                packet.set_pts(None);
-                packet.set_dts(None);
-            }
-            (false, Some(slot)) => {
-                let shift = start.map_or(0, |s| slot - s);
-                packet.set_pts(packet.pts().map(|p| p + shift));
-                packet.set_dts(packet.dts().map(|d| d + shift));
-            }
-            (false, None) => {
-                self.packets_dropped += 1;
-                return false;
-            }
-        }
-        self.corrupt_packets += 1;
-        true
-    }
-
-    /// The one slot of a constant-rate video's frame grid that the frames around the
-    /// damaged `packet` leave free within a reordering of its decode time: the
-    /// presentation times of the video packets read before it (the latest
-    /// [`SLOT_NEIGHBOURS`]) and of those `later` (not themselves shown long after they are
-    /// decoded). None where the rate varies, the packet has no decode time or no single
-    /// slot is free.
-    fn video_slot(&self, packet: &Packet, later: &[&Packet]) -> Option<i64> {
-        let dts = packet.dts().filter(|_| self.timeline.constant_rate())?;
-        let t = &self.streams[self.video];
-        let step_s = t.typical_s();
-        let sound = |p: &&&Packet| {
-            t.shown_and_decoded_s(p)
-                .is_none_or(|(pts, dts)| !outliers::shown_long_after_decoded(pts, dts, step_s))
-        };
-        let mut near: Vec<i64> = (self.video_pts.iter().rev().take(SLOT_NEIGHBOURS).copied())
-            .chain(later.iter().filter(sound).filter_map(|p| p.pts()))
-            .collect();
-        near.sort_unstable();
-        near.dedup();
-        let step = self.timeline.exact_step();
-        outliers::free_slot(&near, step, outliers::reorder_reach(dts, step))
     }
 
     /// Whether the ledger knows stream `index` (FFmpeg adds a stream it meets only after
