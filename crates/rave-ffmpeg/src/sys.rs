@@ -516,6 +516,15 @@ pub fn packet_is_discarded(packet: &ffmpeg_next::Packet) -> bool {
     unsafe { (*packet.as_ptr()).flags & ffi::AV_PKT_FLAG_DISCARD != 0 }
 }
 
+/// Clear a demuxed packet's discard flag: its damaged timestamp fell outside an MP4 edit
+/// list, and it is put back among frames that are shown.
+pub fn keep_packet(packet: &mut ffmpeg_next::Packet) {
+    use ffmpeg_next::packet::Mut;
+    // SAFETY: the packet wraps a valid AVPacket owned by the caller; `flags` is a plain
+    // integer and clearing the discard bit changes nothing else.
+    unsafe { (*packet.as_mut_ptr()).flags &= !ffi::AV_PKT_FLAG_DISCARD };
+}
+
 /// Whether the input's format allows its timestamps to restart (AVFMT_TS_DISCONT: MPEG-TS,
 /// MPEG-PS).
 pub fn timestamps_may_restart(input: &Input) -> bool {

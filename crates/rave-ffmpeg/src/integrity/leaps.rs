@@ -22,11 +22,15 @@ impl IntegrityLedger {
             return false;
         };
         let near = match t.role {
-            Role::Audio => t
-                .expected_next_s()
-                .is_some_and(|expected| outliers::audio_skips_ahead(at, expected, t.typical_s())),
+            Role::Audio => t.expected_next_s().is_some_and(|expected| {
+                let own_s = t.length_of(packet) as f64 * t.unit_s;
+                outliers::audio_out_of_step(at, expected, own_s)
+            }),
             _ => t.shown_and_decoded_s(packet).is_some_and(|(pts, dts)| {
-                outliers::shown_long_after_decoded(pts, dts, t.typical_s())
+                let step_s = t.typical_s();
+                outliers::shown_long_after_decoded(pts, dts, step_s)
+                    || t.latest_s
+                        .is_some_and(|previous| outliers::decoded_long_after(dts, previous, step_s))
             }),
         };
         let others = (self.streams.iter().enumerate())
@@ -56,10 +60,14 @@ impl IntegrityLedger {
             .latest_s
             .is_some_and(|previous| outliers::comes_back(next, previous, leap));
         let near = match t.role {
-            Role::Audio => t.expected_next_s().is_some_and(|expected| {
-                let own_s = t.length_of(leapt) as f64 * t.unit_s;
-                outliers::audio_comes_back(next, expected, leap, own_s, t.typical_s())
-            }),
+            Role::Audio => match (t.latest_s, t.expected_next_s()) {
+                (Some(previous), Some(expected)) => {
+                    let own_s = t.length_of(leapt) as f64 * t.unit_s;
+                    let neighbours = (previous, expected);
+                    outliers::audio_comes_back(next, neighbours, leap, own_s, t.typical_s())
+                }
+                _ => false,
+            },
             _ => match (
                 t.shown_and_decoded_s(leapt),
                 t.shown_and_decoded_s(next_packet),
@@ -69,7 +77,10 @@ impl IntegrityLedger {
                         t.shown_and_decoded_s(p)
                             .is_none_or(|(shown, _)| shown < leap_pts)
                     };
-                    outliers::video_comes_back(pts, dts, leap_pts, t.typical_s())
+                    // A full window: a stream that ends within it may have paused on its
+                    // last frames (a frame dropped before leaves a slot free as well).
+                    later.len() == SLOT_NEIGHBOURS
+                        && outliers::video_comes_back(pts, dts, leap_pts, t.typical_s())
                         && later.iter().all(shown_before)
                         && self.video_slot(leapt, later).is_some()
                 }
@@ -94,11 +105,21 @@ impl IntegrityLedger {
         let index = packet.stream();
         let t = &self.streams[index];
         let from = t.latest_s.unwrap_or(0.0);
-        let shown_late = t.shown_and_decoded_s(packet).map_or(0.0, |(p, d)| p - d);
-        let leap = (t.time_s(packet).unwrap_or(from) - from).max(shown_late);
+        let video = t.role == Role::Video;
+        let time = t.time_s(packet).unwrap_or(from);
+        // How far it leapt: past the end of the audio packet before it; for video, in
+        // decode time or in presentation time after its decoding.
+        let leap = match video {
+            true => (time - from).max(t.shown_and_decoded_s(packet).map_or(0.0, |(p, d)| p - d)),
+            false => time - t.expected_next_s().unwrap_or(from),
+        };
+        let way = match leap < 0.0 {
+            true => "back behind",
+            false => "ahead of",
+        };
+        let leap = leap.abs();
         let at = (from - self.start_s).max(0.0);
         let start = packet.pts().or(packet.dts());
-        let video = t.role == Role::Video;
         let slot = match video {
             true => self.video_slot(packet, later),
             false => later.first().and_then(|next| audio_slot(t, packet, next)),
@@ -111,13 +132,21 @@ impl IntegrityLedger {
         };
         self.note(|| {
             format!(
-                "stream #{index}: a packet's timestamp leaps {leap:.1} s ahead of its stream after {at:.3} s, and the next comes back: it is damaged, so the {outcome}"
+                "stream #{index}: a packet's timestamp leaps {leap:.3} s {way} its stream after {at:.3} s, and the next comes back: it is damaged, so the {outcome}"
             )
         });
         match (video, slot) {
             (true, Some(slot)) => {
                 packet.set_pts(Some(slot));
                 packet.set_dts(packet.dts().filter(|&d| d <= slot));
+                // An MP4 demuxer discards a frame whose damaged time fell past its edit
+                // list's end: back among shown frames, it is shown.
+                if later
+                    .first()
+                    .is_some_and(|n| !crate::sys::packet_is_discarded(n))
+                {
+                    crate::sys::keep_packet(packet);
+                }
             }
             (true, None) => {
                 packet.set_pts(None);
@@ -141,12 +170,27 @@ impl IntegrityLedger {
     /// damaged `packet` leave free within a reordering of its decode time: the
     /// presentation times of the video packets read before it (the latest
     /// [`SLOT_NEIGHBOURS`]) and of those `later` (not themselves shown long after they are
-    /// decoded). None where the rate varies, the packet has no decode time or no single
-    /// slot is free.
+    /// decoded). None where those are off a constant rate's grid, the packet has no decode
+    /// time or no single slot is free.
     fn video_slot(&self, packet: &Packet, later: &[&Packet]) -> Option<i64> {
-        let dts = packet.dts().filter(|_| self.timeline.constant_rate())?;
+        let dts = packet.dts()?;
         let t = &self.streams[self.video];
         let step_s = t.typical_s();
+        // A decode time that leapt with the presentation time (an FLV tag's timestamp) says
+        // nothing: the frame was decoded after the one before it.
+        let previous = t.latest_s.map(|s| (s / t.unit_s).round() as i64);
+        let dts = match previous {
+            Some(p)
+                if outliers::decoded_long_after(
+                    dts as f64 * t.unit_s,
+                    p as f64 * t.unit_s,
+                    step_s,
+                ) =>
+            {
+                p + t.typical
+            }
+            _ => dts,
+        };
         let sound = |p: &&&Packet| {
             t.shown_and_decoded_s(p)
                 .is_none_or(|(pts, dts)| !outliers::shown_long_after_decoded(pts, dts, step_s))
@@ -156,8 +200,26 @@ impl IntegrityLedger {
             .collect();
         near.sort_unstable();
         near.dedup();
+        // The frames around it keep a constant rate (whatever FFmpeg's probe, which the
+        // damaged time may have misled, estimated for the stream).
         let step = self.timeline.exact_step();
-        outliers::free_slot(&near, step, outliers::reorder_reach(dts, step))
+        if !near
+            .windows(2)
+            .all(|w| crate::timeline::on_grid(w[1] - w[0], step))
+        {
+            return None;
+        }
+        let reach = outliers::reorder_reach(dts, step);
+        // The stream's first frame: no frame before it bounds its slot, the first of the
+        // grid below the frames after it (which leave none free among them).
+        let first =
+            self.video_pts.is_empty() && outliers::free_slot(&near, step, reach.clone()).is_none();
+        match near.first() {
+            Some(&lowest) if first => {
+                Some(lowest - step.round() as i64).filter(|s| reach.contains(s))
+            }
+            _ => outliers::free_slot(&near, step, reach),
+        }
     }
 }
 

@@ -50,39 +50,41 @@ pub(super) fn comes_back(next_s: f64, previous_s: f64, leap_s: f64) -> bool {
     (next_s - previous_s).abs() <= OUTLIER_S && leap_s - next_s > OUTLIER_S
 }
 
-/// Seconds an audio packet may start past where its stream's previous packet ended before
-/// it is a candidate for a damaged timestamp: two packets, and at least 50 ms (a muxer's
+/// Seconds an audio stream's next packet may start off one packet after the packet before
+/// a leapt one, and still follow on from it: two packets, and at least 50 ms (a muxer's
 /// rounding and an encoder's small gaps stay well within it).
 fn audio_margin_s(typical_s: f64) -> f64 {
     (2.0 * typical_s).max(0.05)
 }
 
-/// Whether an audio packet at `at_s` starts further past where its stream's previous packet
-/// ended (`expected_s`) than the stream's packets (`typical_s` long) ever gap by: a
-/// candidate for a damaged timestamp however short the leap (a flipped low bit in a
-/// Matroska block), confirmed by [`audio_comes_back`]. A real gap in the sound is one too,
-/// and its next packet does not come back.
-pub(super) fn audio_skips_ahead(at_s: f64, expected_s: f64, typical_s: f64) -> bool {
-    at_s - expected_s > audio_margin_s(typical_s)
+/// Whether an audio packet at `at_s` (`own_s` long) starts away from where its stream's
+/// previous packet ended (`expected_s`) by more than half a packet (and 2 ms: a
+/// millisecond time base rounds both): a candidate for a damaged timestamp however short
+/// the leap (a flipped low bit in a Matroska block), confirmed by [`audio_comes_back`]. A
+/// real gap in the sound is one too, and its next packet does not come back.
+pub(super) fn audio_out_of_step(at_s: f64, expected_s: f64, own_s: f64) -> bool {
+    (at_s - expected_s).abs() > (own_s / 2.0).max(0.002)
 }
 
 /// Whether the audio stream's next packet, at `next_s`, shows that the packet before it
-/// (at `leap_s`, `own_s` long) was the damaged one: audio is never reordered, so one of the
-/// two is out of place, and the next follows on from the packet before the leap (which
-/// ended at `expected_s`), leaving room for the leapt packet and not much more. Taken the
-/// other way, every good packet until the stream passed the leap was dropped as going
-/// backwards (176 packets, 4.1 s of sound, for one bit in a Matroska block).
+/// (at `leap_s`, `own_s` long) was the damaged one: the next follows on from the packet
+/// before the leap (which started at `previous_s` and ended at `expected_s`), leaving room
+/// for the leapt packet and not much more, and the leapt packet would put its neighbours
+/// out of order: starting after the next (which would go "backwards") or before the
+/// previous (as it would). Audio is never reordered, so it is the one out of place; taken
+/// the other way, every good packet until the stream passed the leap was dropped (176
+/// packets, 4.1 s of sound, for one bit in a Matroska block). An order a muxer stores is
+/// not judged: no packet is taken for damage that was not lost before.
 pub(super) fn audio_comes_back(
     next_s: f64,
-    expected_s: f64,
+    (previous_s, expected_s): (f64, f64),
     leap_s: f64,
     own_s: f64,
     typical_s: f64,
 ) -> bool {
     let margin = audio_margin_s(typical_s);
-    leap_s - next_s > margin
-        && next_s >= expected_s - margin
-        && next_s - expected_s <= own_s + margin
+    let follows_on = next_s >= expected_s - margin && next_s - expected_s <= own_s + margin;
+    follows_on && (leap_s > next_s || leap_s < previous_s)
 }
 
 /// Seconds a video frame may be shown after it is decoded (its B-frame reordering) before
@@ -99,6 +101,13 @@ fn reorder_margin_s(step_s: f64) -> f64 {
 /// another (dropped as a duplicate) and missing from its own place.
 pub(super) fn shown_long_after_decoded(pts_s: f64, dts_s: f64, step_s: f64) -> bool {
     pts_s - dts_s > reorder_margin_s(step_s)
+}
+
+/// Whether a video packet decoded at `dts_s` is decoded further after its stream's
+/// previous packet (`previous_s`) than a reordering holds frames back: its decode time
+/// leapt with its presentation time (an FLV tag's timestamp), or the picture paused.
+pub(super) fn decoded_long_after(dts_s: f64, previous_s: f64, step_s: f64) -> bool {
+    dts_s - previous_s > reorder_margin_s(step_s)
 }
 
 /// Whether the video stream's next packet (shown at `next_pts_s`, decoded at
@@ -139,10 +148,12 @@ pub(super) fn free_slot(
 }
 
 /// The presentation times a frame decoded at `dts` may have, on a grid of frames
-/// `exact_step` units apart: from its decode time to eight frames later (x264 and x265
-/// hold a B-frame back a few frames).
+/// `exact_step` units apart: from two frames before its decode time (FFmpeg guesses
+/// Matroska's decode times from the presentation times, a frame late after a damaged one)
+/// to eight frames after it (x264 and x265 hold a B-frame back a few frames).
 pub(super) fn reorder_reach(dts: i64, exact_step: f64) -> std::ops::RangeInclusive<i64> {
-    dts..=dts + (8.0 * exact_step).round() as i64
+    let frames = |n: f64| (n * exact_step).round() as i64;
+    dts - frames(2.0)..=dts + frames(8.0)
 }
 
 /// Packets read ahead, at most, for the next packet of a stream whose packet leapt (a
@@ -174,17 +185,24 @@ mod tests {
     fn an_audio_packet_out_of_place_by_less_than_seconds_is_told_by_its_neighbours() {
         // AAC at 44.1 kHz, 23 ms packets: the one after 2.322 s (which ended at 2.345 s)
         // at 6.441 s (4096 ms added), the next at 2.368 s.
-        let typical = 0.0232;
-        assert!(audio_skips_ahead(6.441, 2.345, typical));
-        assert!(audio_comes_back(2.368, 2.345, 6.441, typical, typical));
-        // A packet 30 ms late is no candidate; a real pause in the sound is one, and the
-        // next packet is past the pause too.
-        assert!(!audio_skips_ahead(2.375, 2.345, typical));
-        assert!(audio_skips_ahead(3.0, 2.345, typical));
-        assert!(!audio_comes_back(3.023, 2.345, 3.0, typical, typical));
+        let (own, previous) = (0.0232, (2.322, 2.345));
+        assert!(audio_out_of_step(6.441, 2.345, own));
+        assert!(audio_comes_back(2.368, previous, 6.441, own, own));
+        // 64 ms late, or 1 s early: out of place too.
+        assert!(audio_comes_back(2.368, previous, 2.409, own, own));
+        assert!(audio_out_of_step(1.345, 2.345, own));
+        assert!(audio_comes_back(2.368, previous, 1.345, own, own));
+        // 5 ms late is no candidate; a real pause in the sound is one, and the next packet
+        // is past the pause too.
+        assert!(!audio_out_of_step(2.350, 2.345, own));
+        assert!(audio_out_of_step(3.0, 2.345, own));
+        assert!(!audio_comes_back(3.023, previous, 3.0, own, own));
+        // 15 ms late, overlapping the next packet (which starts after it): a muxer stores
+        // it, so it is not judged.
+        assert!(!audio_comes_back(2.368, previous, 2.360, own, own));
         // The next packet far past the previous one's end (it left room for many packets):
         // no telling which of the two is out of place.
-        assert!(!audio_comes_back(4.0, 2.345, 6.441, typical, typical));
+        assert!(!audio_comes_back(4.0, previous, 6.441, own, own));
     }
 
     #[test]
@@ -201,6 +219,16 @@ mod tests {
 
     #[test]
     fn a_damaged_frame_belongs_in_the_one_slot_its_neighbours_leave_free() {
+        // The frame FFmpeg gave the decode time of the slot after its own.
+        assert_eq!(
+            free_slot(&[1103, 1143, 1263, 1303], 40.0, reorder_reach(1223, 40.0)),
+            None,
+            "two slots free"
+        );
+        assert_eq!(
+            free_slot(&[1103, 1143, 1223, 1263], 40.0, reorder_reach(1223, 40.0)),
+            Some(1183)
+        );
         let reach = reorder_reach(2343, 40.0);
         assert_eq!(
             free_slot(&[2303, 2343, 2383, 2463, 2503], 40.0, reach.clone()),
