@@ -1,6 +1,7 @@
 //! Timestamps damaged by less than the far leaps of flv_damage_cases.rs: one Matroska
 //! block, audio or video, whose time is a few seconds or half a second late (a flipped bit
-//! in its relative timecode, with no CRC-32 to tell), against a real pause in the sound.
+//! in its relative timecode, with no CRC-32 to tell), against a real pause in the sound;
+//! the last block of a stream, which no next one can tell.
 
 mod common;
 mod corpus;
@@ -125,5 +126,35 @@ fn a_video_block_out_of_place_by_seconds_goes_back_to_its_slot() {
         assert!(stderr(&o).contains("put back"), "{what}: {}", stderr(&o));
         assert_eq!(frame_times(&out), want_times, "{what}");
         assert!(decode_rgb(&out) == want_pictures, "{what}: pictures differ");
+    }
+}
+
+/// The last audio or video block 4096 ms late: no packet comes after it to tell a damaged
+/// timestamp from a pause, and the run finished "complete" with a stream running 4 s past
+/// the picture (a frozen last frame, or silence then a packet). The container declares its
+/// length: a stream running seconds past it is damage, refused by default.
+#[test]
+fn a_streams_last_block_out_of_place_runs_past_the_declared_end_and_is_refused() {
+    let dir = scratch();
+    let clean = clean_mkv(dir.path());
+    let data = std::fs::read(&clean).unwrap();
+    for (track, select) in [(1u8, "v:0"), (2, "a:0")] {
+        let last = packet_count(&clean, select);
+        let damaged = dir.path().join(format!("last{track}.mkv"));
+        let moved = corpus::with_blocks_moved(&data, track, last - 1..last, 4096);
+        std::fs::write(&damaged, moved).unwrap();
+        let out = dir.path().join(format!("last{track}-out.mkv"));
+        let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+        assert_exit(&o, 3);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains("past the 4.0"), "track {track}: {message}");
+        // What the declared length holds is all there: nothing is counted missing (of the
+        // sound, no more than its rounding to a packet).
+        let damage = &v["error"]["damage"];
+        assert_eq!(damage["frames_missing"], 0, "track {track}: {v}");
+        let audio = damage["audio_missing_s"].as_f64().unwrap();
+        assert!(audio < 0.05, "track {track}: {v}");
+        assert!(!out.exists());
     }
 }

@@ -119,20 +119,7 @@ fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
 
 /// Where each video PES of a transport stream starts (payload 00 00 01 E0).
 fn video_pes_starts(data: &[u8]) -> Vec<usize> {
-    let starts: Vec<usize> = (0..data.len() / 188)
-        .map(|k| k * 188)
-        .filter(|&at| data[at] == 0x47 && data[at + 1] & 0x40 != 0)
-        .filter_map(|at| {
-            let payload = match (data[at + 3] >> 4) & 3 {
-                3 => at + 5 + usize::from(data[at + 4]),
-                1 => at + 4,
-                _ => return None,
-            };
-            (data[payload..payload + 4] == [0, 0, 1, 0xE0]).then_some(payload)
-        })
-        .collect();
-    assert!(starts.len() >= 10, "{} PES starts", starts.len());
-    starts
+    corpus::pes_starts(data, |id| id == 0xE0)
 }
 
 /// `clean` with the header of its middle video PES zeroed: the demuxer drops that frame

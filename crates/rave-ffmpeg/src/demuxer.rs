@@ -1,6 +1,7 @@
 //! `Demuxer`: one input file's container, read packet by packet on one continuous timeline
 //! (timestamp restarts of transport streams spliced), seekable to a video keyframe.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use ffmpeg_next::format::context::Input;
@@ -36,7 +37,12 @@ pub struct Demuxer {
     splicer: TimestampSplicer,
     /// Where (seconds into the output) the input's timestamps restarted.
     resets: Vec<f64>,
+    /// Packets read ahead of a restart candidate, not placed on the timeline yet.
+    unplaced: VecDeque<Packet>,
 }
+
+/// Packets read ahead, at most, to tell a restart of the timestamps from one damaged one.
+const RESTART_LOOKAHEAD: usize = 256;
 
 impl Demuxer {
     /// Open `path` and pick its main video stream; also returns the errors FFmpeg logged
@@ -80,6 +86,7 @@ impl Demuxer {
             time_bases,
             splicer,
             resets: Vec::new(),
+            unplaced: VecDeque::new(),
         };
         Ok((demuxer, open_errors))
     }
@@ -110,20 +117,75 @@ impl Demuxer {
     }
 
     /// The next packet, on the spliced timeline; `None` at the end of the file, or where the
-    /// rest of it cannot be read. Every failed read is reported to `on_error`.
+    /// rest of it cannot be read. Every failed read is reported to `on_error`. A packet that
+    /// shows a restart of the timestamps is one only where the next packets agree
+    /// ([`Demuxer::restart_confirmed`]); else its timestamp is damaged, and it is passed on
+    /// unspliced (the integrity checks judge it).
     pub fn next_packet(&mut self, mut on_error: impl FnMut(&ffmpeg_next::Error)) -> Option<Packet> {
+        let mut packet = match self.unplaced.pop_front() {
+            Some(p) => p,
+            None => self.read_one(&mut on_error)?,
+        };
+        let Some(&tb) = self.time_bases.get(packet.stream()) else {
+            return Some(packet);
+        };
+        if self.splicer.shows_reset(&packet, tb) && !self.restart_confirmed(&packet, &mut on_error)
+        {
+            self.splicer.shift_only(&mut packet, tb);
+        } else if let Some(at) = self.splicer.place(&mut packet, tb) {
+            self.resets.push(at);
+        }
+        Some(packet)
+    }
+
+    /// Whether the packets after `candidate` (which shows a restart) restart too: the first
+    /// packet of another stream that can show one decides (a splice moves every stream; a
+    /// damaged PES header moves only its own stream's packets, an MPEG-TS audio PES holding
+    /// a dozen of them); with no other stream within [`RESTART_LOOKAHEAD`] packets, its own
+    /// stream's next packet does; with neither, it is taken as a restart, as before.
+    fn restart_confirmed(
+        &mut self,
+        candidate: &Packet,
+        on_error: &mut impl FnMut(&ffmpeg_next::Error),
+    ) -> bool {
+        let stream = candidate.stream();
+        let mut i = 0;
+        let mut own_next = None;
+        loop {
+            if i == self.unplaced.len() {
+                if i >= RESTART_LOOKAHEAD {
+                    break;
+                }
+                match self.read_one(on_error) {
+                    Some(p) => self.unplaced.push_back(p),
+                    None => break,
+                }
+            }
+            let p = &self.unplaced[i];
+            i += 1;
+            let Some(&tb) = self.time_bases.get(p.stream()) else {
+                continue;
+            };
+            match p.stream() == stream {
+                true if own_next.is_none() => own_next = Some(self.splicer.shows_reset(p, tb)),
+                true => {}
+                false if self.splicer.judges(p.stream()) => {
+                    return self.splicer.shows_reset(p, tb);
+                }
+                false => {}
+            }
+        }
+        own_next.unwrap_or(true)
+    }
+
+    /// One packet from the file as FFmpeg reads it; `None` at its end, or after
+    /// [`MAX_CONSECUTIVE_READ_ERRORS`] failed reads in a row (each reported to `on_error`).
+    fn read_one(&mut self, on_error: &mut impl FnMut(&ffmpeg_next::Error)) -> Option<Packet> {
         let mut errors = 0;
         loop {
             let mut packet = Packet::empty();
             match packet.read(&mut self.input) {
-                Ok(()) => {
-                    if let Some(&tb) = self.time_bases.get(packet.stream())
-                        && let Some(at) = self.splicer.place(&mut packet, tb)
-                    {
-                        self.resets.push(at);
-                    }
-                    return Some(packet);
-                }
+                Ok(()) => return Some(packet),
                 Err(ffmpeg_next::Error::Eof) => return None,
                 Err(e) => {
                     on_error(&e);
@@ -158,6 +220,7 @@ impl Demuxer {
             }),
             false => pts,
         };
+        self.unplaced.clear();
         sys::seek_to_keyframe(&mut self.input, self.video_index, pts).map_err(|e| {
             EngineError::Decode(format!(
                 "{}: cannot seek to the keyframe before timestamp {pts}: {e}",

@@ -2,7 +2,8 @@
 //! stream restart (`cat a.ts b.ts`, a broadcast capture across a splice). Such formats carry
 //! no promise that timestamps keep increasing; where they jump back by more than a second or
 //! forward by more than ten, every stream's later timestamps are moved so the file plays on
-//! from where it was, and the reset is counted. Every frame and packet is kept.
+//! from where it was, and the reset is counted. Every frame and packet is kept. (One packet
+//! whose timestamp is damaged jumps too: the demuxer asks the next packets first.)
 
 use ffmpeg_next::{Packet, Rational};
 
@@ -75,6 +76,58 @@ impl TimestampSplicer {
             .max()
     }
 
+    /// Whether `packet` (timestamps in `tb`) shows a restart: its decode time far behind
+    /// its stream's last one, or far past the whole file's end. A candidate only: one
+    /// packet whose timestamp is damaged shows one too (the caller tells them apart).
+    pub fn shows_reset(&self, packet: &Packet, tb: Rational) -> bool {
+        let Some(at) = packet.pts().or(packet.dts()).filter(|_| self.enabled) else {
+            return false;
+        };
+        // Decode times show a restart: they only go forward within one part, where
+        // presentation times go back by as much as a B-frame waits for its later reference
+        // (a second or more across a pause in a variable-rate recording).
+        let decoded = packet.dts().unwrap_or(at);
+        let index = packet.stream();
+        let Some(place) = self.streams.get(index) else {
+            return false;
+        };
+        let decoded_us = to_us(decoded, tb) + self.offset_us + place.extra_us;
+        // A stream's first packet shows nothing: the muxer may have written another stream a
+        // second or more ahead of it (an encoder's lookahead), or it may start later.
+        match (
+            self.watched[index],
+            self.file_end_us(),
+            place.last_decode_us,
+        ) {
+            (true, Some(file_end), Some(stream_last)) => {
+                decoded_us < stream_last - BACKWARDS_US || decoded_us > file_end + FORWARDS_US
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether stream `index` can show a restart: watched, with a packet placed already.
+    pub fn judges(&self, index: usize) -> bool {
+        let placed = self
+            .streams
+            .get(index)
+            .is_some_and(|p| p.last_decode_us.is_some());
+        self.enabled && placed && self.watched.get(index) == Some(&true)
+    }
+
+    /// Move `packet`'s timestamps (in `tb`) by the splice so far, leaving its stream's place
+    /// as it was: a packet whose restart was not confirmed (its timestamp is damaged, which
+    /// the integrity checks judge).
+    pub fn shift_only(&self, packet: &mut Packet, tb: Rational) {
+        let extra = self.streams.get(packet.stream()).map_or(0, |p| p.extra_us);
+        let shift = self.offset_us + extra;
+        if self.enabled && shift != 0 {
+            let by = from_us(shift, tb);
+            packet.set_pts(packet.pts().map(|t| t + by));
+            packet.set_dts(packet.dts().map(|t| t + by));
+        }
+    }
+
     /// Move `packet`'s timestamps (in `tb`) onto the spliced timeline; where this packet
     /// shows a reset, where the timeline was when it happened (seconds).
     pub fn place(&mut self, packet: &mut Packet, tb: Rational) -> Option<f64> {
@@ -84,22 +137,13 @@ impl TimestampSplicer {
         // Presentation times: where one part ends and the next begins on screen (decode
         // times of B-frame video run ahead of them).
         let at = packet.pts().or(packet.dts())?;
-        // Decode times show a restart: they only go forward within one part, where
-        // presentation times go back by as much as a B-frame waits for its later reference
-        // (a second or more across a pause in a variable-rate recording).
-        let decoded = packet.dts().unwrap_or(at);
         let index = packet.stream();
         let place = *self.streams.get(index)?;
         let mut reset = None;
         let mut shift = self.offset_us + place.extra_us;
         let at_us = to_us(at, tb) + shift;
-        let decoded_us = to_us(decoded, tb) + shift;
-        // A stream's first packet shows nothing: the muxer may have written another stream a
-        // second or more ahead of it (an encoder's lookahead), or it may start later.
-        if self.watched[index]
+        if self.shows_reset(packet, tb)
             && let Some(file_end) = self.file_end_us()
-            && let Some(stream_last) = place.last_decode_us
-            && (decoded_us < stream_last - BACKWARDS_US || decoded_us > file_end + FORWARDS_US)
         {
             // The timestamps restart: continue from where the whole file had got to.
             reset = Some(file_end as f64 / 1e6);

@@ -408,3 +408,44 @@ pub fn with_broken_adts_header(data: &[u8]) -> Vec<u8> {
     out[at..at + 2].fill(0);
     out
 }
+
+/// Where each PES of a transport stream `data` whose stream ID passes `id` starts (its
+/// payload: 00 00 01 ID), at least ten of them.
+pub fn pes_starts(data: &[u8], id: impl Fn(u8) -> bool) -> Vec<usize> {
+    let starts: Vec<usize> = (0..data.len() / 188)
+        .map(|k| k * 188)
+        .filter(|&at| data[at] == 0x47 && data[at + 1] & 0x40 != 0)
+        .filter_map(|at| {
+            let payload = match (data[at + 3] >> 4) & 3 {
+                3 => at + 5 + usize::from(data[at + 4]),
+                1 => at + 4,
+                _ => return None,
+            };
+            let head = data.get(payload..payload + 4)?;
+            (head[..3] == [0, 0, 1] && id(head[3])).then_some(payload)
+        })
+        .collect();
+    assert!(starts.len() >= 10, "{} PES starts", starts.len());
+    starts
+}
+
+/// The transport stream `data` with bit `bit` of the PTS of the PES starting at `at`
+/// flipped (the 33-bit 90 kHz field split over five bytes with marker bits).
+pub fn with_pes_pts_bit_flipped(data: &[u8], at: usize, bit: u32) -> Vec<u8> {
+    let mut out = data.to_vec();
+    let b = &mut out[at + 9..at + 14];
+    let read = |b: &[u8]| {
+        (u64::from(b[0] >> 1 & 7) << 30)
+            | (u64::from(b[1]) << 22)
+            | (u64::from(b[2] >> 1) << 15)
+            | (u64::from(b[3]) << 7)
+            | u64::from(b[4] >> 1)
+    };
+    let v = read(b) ^ (1 << bit);
+    b[0] = (b[0] & 0xF0) | ((v >> 30 & 7) as u8) << 1 | 1;
+    b[1] = (v >> 22) as u8;
+    b[2] = ((v >> 15 & 0x7F) as u8) << 1 | 1;
+    b[3] = (v >> 7) as u8;
+    b[4] = ((v & 0x7F) as u8) << 1 | 1;
+    out
+}

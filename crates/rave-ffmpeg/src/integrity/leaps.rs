@@ -5,7 +5,7 @@
 use ffmpeg_next::Packet;
 
 use super::stream_tally::{Role, StreamTally};
-use super::{IntegrityLedger, SLOT_NEIGHBOURS, outliers};
+use super::{IntegrityLedger, RUN_PACKETS, SLOT_NEIGHBOURS, outliers};
 
 impl IntegrityLedger {
     /// Whether `packet`, of a video or audio stream, leaps out of all proportion ahead of
@@ -60,14 +60,7 @@ impl IntegrityLedger {
             .latest_s
             .is_some_and(|previous| outliers::comes_back(next, previous, leap));
         let near = match t.role {
-            Role::Audio => match (t.latest_s, t.expected_next_s()) {
-                (Some(previous), Some(expected)) => {
-                    let own_s = t.length_of(leapt) as f64 * t.unit_s;
-                    let neighbours = (previous, expected);
-                    outliers::audio_comes_back(next, neighbours, leap, own_s, t.typical_s())
-                }
-                _ => false,
-            },
+            Role::Audio => audio_run(t, leapt, later).is_some(),
             _ => match (
                 t.shown_and_decoded_s(leapt),
                 t.shown_and_decoded_s(next_packet),
@@ -122,7 +115,7 @@ impl IntegrityLedger {
         let start = packet.pts().or(packet.dts());
         let slot = match video {
             true => self.video_slot(packet, later),
-            false => later.first().and_then(|next| audio_slot(t, packet, next)),
+            false => audio_slot(t, packet, later),
         };
         let outcome = match (video, slot) {
             (true, Some(_)) => "frame is put back in the one place its neighbours leave free",
@@ -223,16 +216,45 @@ impl IntegrityLedger {
     }
 }
 
+/// The packets, counted from a leapt audio `packet` of the stream `t`, up to the first of
+/// `later` (its stream's next packets) that comes back: those between moved with it, by
+/// the same amount give or take half a packet (the dozen AAC frames of one MPEG-TS PES
+/// whose header is damaged, each timed from it), at most [`RUN_PACKETS`]. None where no
+/// packet comes back (`outliers::audio_comes_back`).
+fn audio_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<usize> {
+    let (previous, expected) = (t.latest_s?, t.expected_next_s()?);
+    let own = t.length_of(packet) as f64 * t.unit_s;
+    let leap = t.time_s(packet)?;
+    let moved_by = leap - expected;
+    for (k, p) in later.iter().enumerate() {
+        let at = t.time_s(p)?;
+        let in_place = expected + (k + 1) as f64 * own;
+        if k + 1 < RUN_PACKETS && (at - in_place - moved_by).abs() <= own / 2.0 {
+            continue;
+        }
+        let run = k + 1;
+        let neighbours = (previous, expected);
+        let back =
+            outliers::audio_comes_back(at, neighbours, leap, run as f64 * own, t.typical_s());
+        return back.then_some(run);
+    }
+    None
+}
+
 /// Where a leapt audio `packet` of the stream `t` belongs, in time-base units: between
-/// where the stream's previous packet ended and where its `next` packet starts, when that
-/// leaves room for it (one packet's length, within half a packet). Both ends are rounded
-/// times (FFmpeg's Matroska counts 21.33 ms AAC packets in whole milliseconds), so the
-/// slot is the middle of the two readings.
-fn audio_slot(t: &StreamTally, packet: &Packet, next: &Packet) -> Option<i64> {
+/// where the stream's previous packet ended and where the packet that comes back after it
+/// (`audio_run`) starts, when that leaves room for it and the packets that moved with it
+/// (their lengths, within half a packet). Both ends are rounded times (FFmpeg's Matroska
+/// counts 21.33 ms AAC packets in whole milliseconds), so the slot is the middle of the two
+/// readings.
+fn audio_slot(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<i64> {
+    let run = audio_run(t, packet, later)?;
     let end = t.expected_end()?;
+    let next = later.get(run - 1)?;
     let next_start = next.pts().or(next.dts())?;
     let own = t.length_of(packet);
     let room = next_start - end;
-    let fits = own > 0 && (room - own).abs() <= own / 2;
-    fits.then(|| end + (room - own + 1).div_euclid(2))
+    let needed = own * run as i64;
+    let fits = own > 0 && (room - needed).abs() <= own / 2;
+    fits.then(|| end + (room - needed + 1).div_euclid(2))
 }

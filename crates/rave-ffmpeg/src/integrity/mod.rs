@@ -26,7 +26,7 @@ mod outliers;
 mod stream_tally;
 mod verdict;
 
-pub(crate) use outliers::{LOOKAHEAD_PACKETS, SLOT_NEIGHBOURS};
+pub(crate) use outliers::{LOOKAHEAD_PACKETS, RUN_PACKETS, SLOT_NEIGHBOURS};
 
 use stream_tally::{Role, StreamTally};
 

@@ -124,6 +124,10 @@ pub(super) fn video_comes_back(
         && leap_pts_s - next_pts_s > reorder_margin_s(step_s)
 }
 
+/// Audio packets, at most, that one damaged timestamp moves together (an MPEG-TS PES
+/// holds a dozen AAC frames, each timed from its header).
+pub(crate) const RUN_PACKETS: usize = 32;
+
 /// Video packets before and after a damaged frame whose presentation times tell its place
 /// (a few times the deepest B-frame reordering).
 pub(crate) const SLOT_NEIGHBOURS: usize = 16;

@@ -9,6 +9,12 @@ use crate::declared::HEADER_FRAMES_SLACK;
 use crate::decoder_log::DecoderLog;
 use crate::timeline;
 
+/// Seconds a video or audio stream may run past the end its container declares for the
+/// whole file before that is damage: a packet whose timestamp leapt (one at the stream's
+/// end has no next packet to tell it by), or a timeline FFmpeg took for wrapped. Muxers
+/// round the declared end, and an MP4 edit list may end a frame or a packet early.
+const OVERRUN_S: f64 = 2.0;
+
 /// Frames after a timeline's last gap that make it one "among the last frames": those a
 /// decoder holds back for the B-frames before them (a group of up to three B-frames).
 const TAIL_FRAMES: usize = 3;
@@ -37,6 +43,14 @@ impl IntegrityLedger {
         });
         let truncated =
             self.structure.as_ref().is_some_and(|p| p.truncated) || file_short == Some(true);
+        // The latest end of a video or audio stream, against the declared end.
+        let overrun = self.file_end_s.filter(|_| read_to_end).and_then(|end| {
+            let longest = (self.streams.iter())
+                .filter(|t| matches!(t.role, Role::Video | Role::Audio))
+                .filter_map(StreamTally::end_s)
+                .fold(f64::MIN, f64::max);
+            (longest - end > OVERRUN_S).then_some((longest, end))
+        });
         // Where each stream's timeline should end: its own declared end. The file's duration
         // is where its longest stream ends, so it is held against a stream that declares
         // nothing only when the file is cut short: audio that legitimately ends (or starts)
@@ -93,7 +107,12 @@ impl IntegrityLedger {
             truncated,
             ..Default::default()
         };
-        let damaged = self.damage_seen() || truncated || unread > 0 || undecoded > 0 || by_end > 0;
+        let damaged = self.damage_seen()
+            || truncated
+            || overrun.is_some()
+            || unread > 0
+            || undecoded > 0
+            || by_end > 0;
         // An AVI header's count is held only against a file damaged otherwise.
         let unread_by_header = match video.declared.header_frames {
             Some(d) if damaged && read_to_end => {
@@ -153,7 +172,14 @@ impl IntegrityLedger {
             // that gave no picture are different frames.
             true => {
                 let unread = unread.max(unread_by_header);
-                damage.frames_missing = unread.max(gaps + by_end) + undecoded;
+                // Past the declared end a gap is the overrun's, not frames lost: no more
+                // are missing than the declared length holds beyond those read.
+                let lost = match overrun {
+                    Some((_, end)) => (gaps + by_end)
+                        .min(frames_of(end - video_start).saturating_sub(video.packets)),
+                    None => gaps + by_end,
+                };
+                damage.frames_missing = unread.max(lost) + undecoded;
             }
             false => {
                 damage.timeline_gaps = gaps;
@@ -176,10 +202,12 @@ impl IntegrityLedger {
                 }
                 None => 0.0,
             };
-            let by_gaps = if damaged {
-                t.gaps as f64 * t.unit_s
-            } else {
-                0.0
+            let by_gaps = match (damaged, overrun) {
+                (false, _) => 0.0,
+                // As for the video: no more than the declared length holds.
+                (true, Some((_, end))) => (t.gaps as f64 * t.unit_s)
+                    .min((end - video_start - t.packets as f64 * t.typical_s()).max(0.0)),
+                (true, None) => t.gaps as f64 * t.unit_s,
             };
             damage.audio_missing_s = damage.audio_missing_s.max(by_count.max(by_end) + by_gaps);
         }
@@ -192,6 +220,11 @@ impl IntegrityLedger {
         {
             damage.note(format!(
                 "the container declares {end:.3} s, the streams end earlier"
+            ));
+        }
+        if let Some((longest, end)) = overrun {
+            damage.note(format!(
+                "a stream runs to {longest:.3} s, past the {end:.3} s the container declares: a damaged timestamp (at a stream's end, or the timeline read as wrapped)"
             ));
         }
         // FFmpeg's own wording of the first demuxer error, then RAVE's, then the decoder's.

@@ -14,7 +14,7 @@ use rave_core::error::Result;
 
 pub use crate::decoded::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds};
 use crate::demuxer::Demuxer;
-use crate::integrity::{IntegrityLedger, LOOKAHEAD_PACKETS, SLOT_NEIGHBOURS};
+use crate::integrity::{IntegrityLedger, LOOKAHEAD_PACKETS, RUN_PACKETS, SLOT_NEIGHBOURS};
 pub use crate::keyframe_index::KeyframeIndex;
 use crate::nvdec::CudaDevice;
 use crate::sys;
@@ -255,12 +255,13 @@ impl VideoReader {
             if !self.ledger.leaps_ahead(&packet) {
                 return Some(packet);
             }
-            // Its stream's next packets: the first tells whether it came back; a video
-            // frame's place is told by its neighbours in presentation order.
+            // Its stream's next packets: the first tells whether it came back (for audio,
+            // the first past those that moved with it); a video frame's place is told by
+            // its neighbours in presentation order.
             let stream = packet.stream();
             let wanted = match self.ledger.is_video(stream) {
                 true => SLOT_NEIGHBOURS,
-                false => 1,
+                false => RUN_PACKETS,
             };
             let later = self.ahead_of(stream, wanted);
             let later: Vec<&Packet> = later.iter().map(|&i| &self.ahead[i]).collect();
