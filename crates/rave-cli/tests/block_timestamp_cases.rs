@@ -158,3 +158,21 @@ fn a_streams_last_block_out_of_place_runs_past_the_declared_end_and_is_refused()
         assert!(!out.exists());
     }
 }
+
+/// A clean FLV whose timestamps start at 5 s: its header's length counts from its first
+/// timestamp, so its streams end 5 s past that length and are no overrun.
+#[test]
+fn a_clean_flv_starting_late_is_no_overrun() {
+    let dir = scratch();
+    let late = dir.path().join("late.flv");
+    lavfi_clip(
+        &late,
+        &["testsrc=size=64x48:rate=25:duration=3", "sine=duration=3"],
+        &["-c:v", "libx264", "-c:a", "aac", "-output_ts_offset", "5"],
+    );
+    let out = dir.path().join("late.mkv");
+    let o = upscale(&late, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("damaged"), "{}", stderr(&o));
+    assert_eq!(counted_frames(&out), 75);
+}

@@ -60,3 +60,77 @@ fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
         assert_eq!(frame_times(&out), frame_times(&want), "{what}");
     }
 }
+
+/// Two captures joined end to end whose second part's picture starts 1.5 s after its sound
+/// (its audio jumps back first, its video only a second later): the splice is confirmed by
+/// the video not going on in step, then the video's own restart follows it; every frame and
+/// packet kept. (Confirming a restart by the next packet of another stream alone took the
+/// first part's last frame, which FFmpeg hands out only when the next PES starts, for the
+/// video going on, and refused the file as damaged.)
+#[test]
+fn a_join_whose_streams_restart_apart_is_still_a_splice() {
+    let dir = scratch();
+    let first = dir.path().join("first.ts");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=s=64x48:r=25:d=6",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=f=440:d=6",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-g",
+        "25",
+        "-c:a",
+        "aac",
+        "-output_ts_offset",
+        "2",
+        first.to_str().unwrap(),
+    ]);
+    let second = dir.path().join("second.ts");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=s=64x48:r=25:d=3",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=f=440:d=4.5",
+        "-filter_complex",
+        "[0:v]setpts=PTS+1.5/TB[v]",
+        "-map",
+        "[v]",
+        "-map",
+        "1:a",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-g",
+        "25",
+        "-c:a",
+        "aac",
+        "-output_ts_offset",
+        "5.4",
+        second.to_str().unwrap(),
+    ]);
+    let joined = dir.path().join("joined.ts");
+    let bytes = [
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&second).unwrap(),
+    ]
+    .concat();
+    std::fs::write(&joined, bytes).unwrap();
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&joined, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("timestamps restart"), "{}", stderr(&o));
+    assert_eq!(counted_frames(&out), counted_frames(&joined));
+    assert_eq!(packet_count(&out, "a:0"), packet_count(&joined, "a:0"));
+}

@@ -39,6 +39,9 @@ pub struct Demuxer {
     resets: Vec<f64>,
     /// Packets read ahead of a restart candidate, not placed on the timeline yet.
     unplaced: VecDeque<Packet>,
+    /// Packets handed out, and how many had been when the timestamps last restarted.
+    handed_out: usize,
+    last_restart: Option<usize>,
 }
 
 /// Packets read ahead, at most, to tell a restart of the timestamps from one damaged one.
@@ -87,6 +90,8 @@ impl Demuxer {
             splicer,
             resets: Vec::new(),
             unplaced: VecDeque::new(),
+            handed_out: 0,
+            last_restart: None,
         };
         Ok((demuxer, open_errors))
     }
@@ -129,20 +134,32 @@ impl Demuxer {
         let Some(&tb) = self.time_bases.get(packet.stream()) else {
             return Some(packet);
         };
-        if self.splicer.shows_reset(&packet, tb) && !self.restart_confirmed(&packet, &mut on_error)
+        self.handed_out += 1;
+        // A stream that restarts soon after another did catches up with the same splice.
+        let after_restart = self
+            .last_restart
+            .is_some_and(|at| self.handed_out - at <= RESTART_LOOKAHEAD);
+        if self.splicer.shows_reset(&packet, tb)
+            && !after_restart
+            && !self.restart_confirmed(&packet, &mut on_error)
         {
             self.splicer.shift_only(&mut packet, tb);
         } else if let Some(at) = self.splicer.place(&mut packet, tb) {
             self.resets.push(at);
+            self.last_restart = Some(self.handed_out);
         }
         Some(packet)
     }
 
-    /// Whether the packets after `candidate` (which shows a restart) restart too: the first
-    /// packet of another stream that can show one decides (a splice moves every stream; a
-    /// damaged PES header moves only its own stream's packets, an MPEG-TS audio PES holding
-    /// a dozen of them); with no other stream within [`RESTART_LOOKAHEAD`] packets, its own
-    /// stream's next packet does; with neither, it is taken as a restart, as before.
+    /// Whether the packets after `candidate` (which shows a restart) restart too, within
+    /// [`RESTART_LOOKAHEAD`] packets: a packet of another stream that can show one and does
+    /// not continue its stream in step confirms it (a splice moves every stream; across a
+    /// join one may go back by less than a restart's second, and the other part's last
+    /// packet may come first: FFmpeg hands out a PES when the next one starts); packets of
+    /// other streams that all continue deny it (a damaged PES header moves only its own
+    /// stream's packets, an MPEG-TS audio PES holding a dozen of them). With no other
+    /// stream there, its own stream's next packet decides, by showing a restart too; with
+    /// neither, it is taken as a restart, as before.
     fn restart_confirmed(
         &mut self,
         candidate: &Packet,
@@ -151,6 +168,7 @@ impl Demuxer {
         let stream = candidate.stream();
         let mut i = 0;
         let mut own_next = None;
+        let mut others_continue = false;
         loop {
             if i == self.unplaced.len() {
                 if i >= RESTART_LOOKAHEAD {
@@ -170,12 +188,15 @@ impl Demuxer {
                 true if own_next.is_none() => own_next = Some(self.splicer.shows_reset(p, tb)),
                 true => {}
                 false if self.splicer.judges(p.stream()) => {
-                    return self.splicer.shows_reset(p, tb);
+                    if !self.splicer.continues(p, tb) {
+                        return true;
+                    }
+                    others_continue = true;
                 }
                 false => {}
             }
         }
-        own_next.unwrap_or(true)
+        !others_continue && own_next.unwrap_or(true)
     }
 
     /// One packet from the file as FFmpeg reads it; `None` at its end, or after

@@ -11,6 +11,9 @@ use ffmpeg_next::{Packet, Rational};
 const BACKWARDS_US: i64 = 1_000_000;
 /// A forward jump longer than this (microseconds) is a reset too (FFmpeg's own threshold).
 const FORWARDS_US: i64 = 10_000_000;
+/// How far (microseconds) a packet's decode time may fall behind its stream's last one and
+/// still continue it (rounding of a muxer's clock).
+const IN_STEP_US: i64 = 100_000;
 
 /// One stream's place on the spliced timeline.
 #[derive(Debug, Clone, Copy, Default)]
@@ -103,6 +106,27 @@ impl TimestampSplicer {
                 decoded_us < stream_last - BACKWARDS_US || decoded_us > file_end + FORWARDS_US
             }
             _ => false,
+        }
+    }
+
+    /// Whether `packet` (timestamps in `tb`) continues its stream in step: decoded no
+    /// earlier than its stream's last packet (decode times only go forward within one
+    /// part; a tenth of a second of rounding allowed) nor far past the whole file's end.
+    /// A stream that does not, next to another's restart, confirms it: across a join, one
+    /// stream may go back by less than a restart's second (a part whose video starts after
+    /// its sound).
+    pub fn continues(&self, packet: &Packet, tb: Rational) -> bool {
+        let index = packet.stream();
+        let (Some(at), Some(place)) = (packet.pts().or(packet.dts()), self.streams.get(index))
+        else {
+            return true;
+        };
+        let decoded_us = to_us(packet.dts().unwrap_or(at), tb) + self.offset_us + place.extra_us;
+        match (place.last_decode_us, self.file_end_us()) {
+            (Some(last), Some(file_end)) => {
+                decoded_us >= last - IN_STEP_US && decoded_us <= file_end + FORWARDS_US
+            }
+            _ => true,
         }
     }
 

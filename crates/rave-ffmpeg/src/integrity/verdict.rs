@@ -43,14 +43,20 @@ impl IntegrityLedger {
         });
         let truncated =
             self.structure.as_ref().is_some_and(|p| p.truncated) || file_short == Some(true);
-        // The latest end of a video or audio stream, against the declared end.
-        let overrun = self.file_end_s.filter(|_| read_to_end).and_then(|end| {
-            let longest = (self.streams.iter())
-                .filter(|t| matches!(t.role, Role::Video | Role::Audio))
-                .filter_map(StreamTally::end_s)
-                .fold(f64::MIN, f64::max);
-            (longest - end > OVERRUN_S).then_some((longest, end))
-        });
+        // The latest end of a video or audio stream, against the declared end: the later
+        // of its two readings here (a length from the first timestamp, in an FLV or Ogg
+        // that starts at 5 s, ends at 5 s past it).
+        let overrun = self
+            .file_end_s
+            .filter(|_| read_to_end)
+            .and_then(|declared| {
+                let end = declared + self.start_s.max(0.0);
+                let longest = (self.streams.iter())
+                    .filter(|t| matches!(t.role, Role::Video | Role::Audio))
+                    .filter_map(StreamTally::end_s)
+                    .fold(f64::MIN, f64::max);
+                (longest - end > OVERRUN_S).then_some((longest, end))
+            });
         // Where each stream's timeline should end: its own declared end. The file's duration
         // is where its longest stream ends, so it is held against a stream that declares
         // nothing only when the file is cut short: audio that legitimately ends (or starts)
