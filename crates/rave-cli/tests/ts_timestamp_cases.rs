@@ -71,55 +71,9 @@ fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
 fn a_join_whose_streams_restart_apart_is_still_a_splice() {
     let dir = scratch();
     let first = dir.path().join("first.ts");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc=s=64x48:r=25:d=6",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=f=440:d=6",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        "-g",
-        "25",
-        "-c:a",
-        "aac",
-        "-output_ts_offset",
-        "2",
-        first.to_str().unwrap(),
-    ]);
+    ts_part(&first, (6.0, 6.0), "null", "2");
     let second = dir.path().join("second.ts");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc=s=64x48:r=25:d=3",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=f=440:d=4.5",
-        "-filter_complex",
-        "[0:v]setpts=PTS+1.5/TB[v]",
-        "-map",
-        "[v]",
-        "-map",
-        "1:a",
-        "-c:v",
-        "libx264",
-        "-preset",
-        "ultrafast",
-        "-g",
-        "25",
-        "-c:a",
-        "aac",
-        "-output_ts_offset",
-        "5.4",
-        second.to_str().unwrap(),
-    ]);
+    ts_part(&second, (3.0, 4.5), "setpts=PTS+1.5/TB", "5.4");
     let joined = dir.path().join("joined.ts");
     let bytes = [
         std::fs::read(&first).unwrap(),
@@ -133,4 +87,39 @@ fn a_join_whose_streams_restart_apart_is_still_a_splice() {
     assert!(stderr(&o).contains("timestamps restart"), "{}", stderr(&o));
     assert_eq!(counted_frames(&out), counted_frames(&joined));
     assert_eq!(packet_count(&out, "a:0"), packet_count(&joined, "a:0"));
+}
+
+/// A part of a capture at `path`: (`seconds` of 64x48 picture, of sound), the picture
+/// through `video_filter`, the whole shifted by `offset` seconds.
+fn ts_part(path: &std::path::Path, seconds: (f64, f64), video_filter: &str, offset: &str) {
+    let video = format!("testsrc=s=64x48:r=25:d={}", seconds.0);
+    let audio = format!("sine=f=440:d={}", seconds.1);
+    let graph = format!("[0:v]{video_filter}[v]");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        &video,
+        "-f",
+        "lavfi",
+        "-i",
+        &audio,
+        "-filter_complex",
+        &graph,
+        "-map",
+        "[v]",
+        "-map",
+        "1:a",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-g",
+        "25",
+        "-c:a",
+        "aac",
+        "-output_ts_offset",
+        offset,
+        path.to_str().unwrap(),
+    ]);
 }
