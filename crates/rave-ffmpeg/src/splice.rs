@@ -83,22 +83,13 @@ impl TimestampSplicer {
     /// its stream's last one, or far past the whole file's end. A candidate only: one
     /// packet whose timestamp is damaged shows one too (the caller tells them apart).
     pub fn shows_reset(&self, packet: &Packet, tb: Rational) -> bool {
-        let Some(at) = packet.pts().or(packet.dts()).filter(|_| self.enabled) else {
+        let Some((decoded_us, place)) = self.decoded_us(packet, tb).filter(|_| self.enabled) else {
             return false;
         };
-        // Decode times show a restart: they only go forward within one part, where
-        // presentation times go back by as much as a B-frame waits for its later reference
-        // (a second or more across a pause in a variable-rate recording).
-        let decoded = packet.dts().unwrap_or(at);
-        let index = packet.stream();
-        let Some(place) = self.streams.get(index) else {
-            return false;
-        };
-        let decoded_us = to_us(decoded, tb) + self.offset_us + place.extra_us;
         // A stream's first packet shows nothing: the muxer may have written another stream a
         // second or more ahead of it (an encoder's lookahead), or it may start later.
         match (
-            self.watched[index],
+            self.watched[packet.stream()],
             self.file_end_us(),
             place.last_decode_us,
         ) {
@@ -109,6 +100,17 @@ impl TimestampSplicer {
         }
     }
 
+    /// `packet`'s decode time (its presentation time where it has none) on the spliced
+    /// timeline so far (microseconds), and its stream's place. Decode times show a
+    /// restart: they only go forward within one part, where presentation times go back by
+    /// as much as a B-frame waits for its later reference (a second or more across a pause
+    /// in a variable-rate recording).
+    fn decoded_us(&self, packet: &Packet, tb: Rational) -> Option<(i64, StreamPlace)> {
+        let decoded = packet.dts().or(packet.pts())?;
+        let place = *self.streams.get(packet.stream())?;
+        Some((to_us(decoded, tb) + self.offset_us + place.extra_us, place))
+    }
+
     /// Whether `packet` (timestamps in `tb`) continues its stream in step: decoded no
     /// earlier than its stream's last packet (decode times only go forward within one
     /// part; a tenth of a second of rounding allowed) nor far past the whole file's end.
@@ -116,12 +118,9 @@ impl TimestampSplicer {
     /// stream may go back by less than a restart's second (a part whose video starts after
     /// its sound).
     pub fn continues(&self, packet: &Packet, tb: Rational) -> bool {
-        let index = packet.stream();
-        let (Some(at), Some(place)) = (packet.pts().or(packet.dts()), self.streams.get(index))
-        else {
+        let Some((decoded_us, place)) = self.decoded_us(packet, tb) else {
             return true;
         };
-        let decoded_us = to_us(packet.dts().unwrap_or(at), tb) + self.offset_us + place.extra_us;
         match (place.last_decode_us, self.file_end_us()) {
             (Some(last), Some(file_end)) => {
                 decoded_us >= last - IN_STEP_US && decoded_us <= file_end + FORWARDS_US
@@ -144,11 +143,8 @@ impl TimestampSplicer {
     /// the integrity checks judge).
     pub fn shift_only(&self, packet: &mut Packet, tb: Rational) {
         let extra = self.streams.get(packet.stream()).map_or(0, |p| p.extra_us);
-        let shift = self.offset_us + extra;
-        if self.enabled && shift != 0 {
-            let by = from_us(shift, tb);
-            packet.set_pts(packet.pts().map(|t| t + by));
-            packet.set_dts(packet.dts().map(|t| t + by));
+        if self.enabled {
+            shift_packet(packet, self.offset_us + extra, tb);
         }
     }
 
@@ -189,16 +185,21 @@ impl TimestampSplicer {
                 shift += place.extra_us;
             }
         }
-        if shift != 0 {
-            let by = from_us(shift, tb);
-            packet.set_pts(packet.pts().map(|t| t + by));
-            packet.set_dts(packet.dts().map(|t| t + by));
-        }
+        shift_packet(packet, shift, tb);
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
         let end_us = to_us(start + packet.duration().max(0), tb);
         place.end_us = Some(place.end_us.map_or(end_us, |e| e.max(end_us)));
         place.last_decode_us = Some(to_us(packet.dts().unwrap_or(start), tb));
         reset
+    }
+}
+
+/// Move `packet`'s timestamps (in `tb`) by `shift_us` microseconds.
+fn shift_packet(packet: &mut Packet, shift_us: i64, tb: Rational) {
+    if shift_us != 0 {
+        let by = from_us(shift_us, tb);
+        packet.set_pts(packet.pts().map(|t| t + by));
+        packet.set_dts(packet.dts().map(|t| t + by));
     }
 }
 

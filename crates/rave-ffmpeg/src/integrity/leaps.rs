@@ -171,16 +171,11 @@ impl IntegrityLedger {
         let step_s = t.typical_s();
         // A decode time that leapt with the presentation time (an FLV tag's timestamp) says
         // nothing: the frame was decoded after the one before it.
-        let previous = t.latest_s.map(|s| (s / t.unit_s).round() as i64);
-        let dts = match previous {
-            Some(p)
-                if outliers::decoded_long_after(
-                    dts as f64 * t.unit_s,
-                    p as f64 * t.unit_s,
-                    step_s,
-                ) =>
+        let dts = match t.latest_s {
+            Some(previous)
+                if outliers::decoded_long_after(dts as f64 * t.unit_s, previous, step_s) =>
             {
-                p + t.typical
+                (previous / t.unit_s).round() as i64 + t.typical
             }
             _ => dts,
         };
