@@ -10,6 +10,7 @@ mod decoded;
 mod decoder_log;
 mod first_frame;
 mod flv_phantoms;
+mod frame_times;
 mod global_tags;
 mod leading_packets;
 mod log_capture;

@@ -12,6 +12,7 @@ use rave_core::error::{EngineError, Result};
 
 use crate::demuxer::Demuxer;
 use crate::frame_convert::{FrameImporter, pixel_from_raw};
+use crate::frame_times::FrameTimes;
 use crate::log_watch::LogWatch;
 use crate::nvdec::{CudaDevice, CudaFrame};
 use crate::nvdec_route::{DecodeRoute, StreamShape};
@@ -67,6 +68,7 @@ pub struct VideoDecoder {
     frame_size: (u32, u32),
     /// Why NVDEC was not used, where it was offered and the stream is decoded in software.
     nvdec_refused: Option<String>,
+    times: FrameTimes,
 }
 
 impl VideoDecoder {
@@ -158,6 +160,7 @@ impl VideoDecoder {
             draining: false,
             frame_size,
             nvdec_refused,
+            times: FrameTimes::new(crate::reader::frame_step(stream.time_base(), frame_rate)),
         };
         Ok((decoder, log))
     }
@@ -215,6 +218,7 @@ impl VideoDecoder {
     pub fn flush(&mut self) {
         self.decoder.flush();
         self.draining = false;
+        self.times = FrameTimes::new(self.times.frame_step());
     }
 
     /// Ask for the next frame; a frame of another size than the first is an error.
@@ -243,6 +247,14 @@ impl VideoDecoder {
     /// The frame `receive` just produced.
     pub fn frame(&self) -> &VideoFrame {
         &self.decoded
+    }
+
+    /// The time that places the frame just produced on the timeline (`FrameTimes`); once
+    /// per frame.
+    pub fn frame_time(&mut self) -> Option<i64> {
+        let frame = &self.decoded;
+        let dts = Some(frame.packet().dts).filter(|&d| d != ffmpeg_next::ffi::AV_NOPTS_VALUE);
+        self.times.pick(frame.pts(), dts, frame.timestamp())
     }
 
     /// Whether the decoder flagged the frame just produced as damaged.

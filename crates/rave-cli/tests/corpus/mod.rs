@@ -279,6 +279,31 @@ pub fn with_sample_count(data: &[u8], track: usize, count: u32) -> Vec<u8> {
     out
 }
 
+/// The MP4 `data` with bit `bit` of the composition offset (`ctts`, the first track's: the
+/// video of an FFmpeg remux) of each sample in `samples` (decode order) flipped: their
+/// presentation times damaged, nothing else. Each touched entry must be of one sample.
+pub fn with_composition_offsets_flipped(
+    data: &[u8],
+    samples: std::ops::Range<usize>,
+    bit: u32,
+) -> Vec<u8> {
+    let at = find_boxes(data, b"ctts")[0];
+    let mut out = data.to_vec();
+    let entries = u32::from_be_bytes(out[at + 12..at + 16].try_into().unwrap()) as usize;
+    let mut sample = 0;
+    for i in 0..entries {
+        let p = at + 16 + 8 * i;
+        let count = u32::from_be_bytes(out[p..p + 4].try_into().unwrap()) as usize;
+        if samples.contains(&sample) {
+            assert_eq!(count, 1, "ctts entry {i} holds {count} samples");
+            let v = u32::from_be_bytes(out[p + 4..p + 8].try_into().unwrap()) ^ (1 << bit);
+            out[p + 4..p + 8].copy_from_slice(&v.to_be_bytes());
+        }
+        sample += count;
+    }
+    out
+}
+
 /// The MP4 `data` with every chunk offset of track `track`'s `stco` box moved by `shift`.
 pub fn with_shifted_chunks(data: &[u8], track: usize, shift: u32) -> Vec<u8> {
     let at = find_boxes(data, b"stco")[track];

@@ -310,7 +310,14 @@ impl IntegrityLedger {
     /// The presentation times of the video timeline: those of the leading packets are
     /// left out, unless no keyframe came.
     fn timeline_pts(&self) -> Vec<i64> {
-        [self.leading.unkeyed_pts(), &self.video_pts].concat()
+        let mut pts = [self.leading.unkeyed_pts(), &self.video_pts].concat();
+        // A frame put back in line fills the place it went to, not the one its packet said.
+        for &(own, at) in &self.timeline.moved {
+            if let Some(p) = pts.iter_mut().rev().find(|p| **p == own) {
+                *p = at;
+            }
+        }
+        pts
     }
 
     /// Decoding stopped; the rest of the file is only read.
@@ -384,18 +391,40 @@ impl IntegrityLedger {
         }
     }
 
-    /// Place a decoded frame whose timestamp is `pts` on the timeline.
-    pub fn place_frame(&mut self, pts: Option<i64>, damaged: bool, interlaced: bool) -> Placement {
+    /// Place a decoded frame whose timestamp is `pts` on the timeline; `later`: the
+    /// timestamps of the frames decoded after it (up to `timeline::PLACING_LOOKAHEAD`).
+    pub fn place_frame(
+        &mut self,
+        pts: Option<i64>,
+        later: &[Option<i64>],
+        damaged: bool,
+        interlaced: bool,
+    ) -> Placement {
         self.frames_out += 1;
         self.interlaced |= interlaced;
         if damaged {
             self.frames_damaged += 1;
         }
-        let before = self.timeline.discontinuities;
-        let placed = self.timeline.place(pts);
-        if self.timeline.discontinuities > before {
-            let n = self.frames_out;
+        let before = (self.timeline.discontinuities, self.timeline.moved.len());
+        let dropped = self.timeline.out_of_line_dropped;
+        let placed = self.timeline.place(pts, later);
+        let n = self.frames_out;
+        let unit_s = self.streams[self.video].unit_s;
+        if self.timeline.discontinuities > before.0 {
             self.note(|| format!("video timestamps go backwards at frame {n}"));
+        } else if let Some(&(own, at)) = self.timeline.moved.get(before.1) {
+            let (own_s, at_s) = (own as f64 * unit_s, at as f64 * unit_s);
+            self.note(|| {
+                format!(
+                    "frame {n}'s timestamp ({own_s:.3} s) is out of line with the frames around it, which leave {at_s:.3} s free: it is damaged, so the frame is put there"
+                )
+            });
+        } else if self.timeline.out_of_line_dropped > dropped {
+            self.note(|| {
+                format!(
+                    "frame {n}'s timestamp is out of line with the frames around it, which leave no place free: it is damaged, and the frame is dropped"
+                )
+            });
         }
         placed
     }
@@ -451,5 +480,6 @@ impl IntegrityLedger {
             || self.packets_dropped > 0
             || self.timeline.duplicates > 0
             || self.timeline.discontinuities > 0
+            || !self.timeline.moved.is_empty()
     }
 }

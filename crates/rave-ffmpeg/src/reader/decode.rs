@@ -1,6 +1,7 @@
 //! Decoding a `VideoReader`'s video: packets to the decoder (only those within the
-//! segment's bounds), frames out with their place on the timeline, untimed leading frames
-//! held until a timed one says where they go.
+//! segment's bounds), frames out with their place on the timeline (each once the few
+//! decoded after it show whether its timestamp is in line), untimed leading frames held
+//! until a timed one says where they go.
 
 use ffmpeg_next::Packet;
 use ffmpeg_next::util::error::EAGAIN;
@@ -8,9 +9,9 @@ use rave_core::codec::FrameSource;
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{FrameMeta, HostYuvFrame};
 
-use super::{DecodedFrame, DecodedImage, VideoReader};
+use super::{DecodedFrame, DecodedImage, Unplaced, VideoReader};
 use crate::sys;
-use crate::timeline::Placement;
+use crate::timeline::{PLACING_LOOKAHEAD, Placement};
 use crate::video_decoder::Received;
 
 impl VideoReader {
@@ -100,6 +101,7 @@ impl VideoReader {
                 self.decoder.flush();
                 self.ledger.restart_leading();
                 self.bounds.seek_to = None;
+                self.unplaced.clear();
                 self.pending.clear();
                 self.leading = 0;
                 Ok(true)
@@ -118,51 +120,28 @@ impl VideoReader {
             if self.finished {
                 return Ok(());
             }
-            match self.decoder.receive(self.next_index)? {
+            // The frame's index once the frames before it, held to be placed, have theirs.
+            let index = self.next_index + self.unplaced.len() as u64;
+            match self.decoder.receive(index)? {
                 Received::Frame => {
-                    let raw_pts = self.decoder.frame().timestamp();
+                    let raw_pts = self.decoder.frame_time();
                     self.ledger.on_decoded(self.decoder.frame().is_key());
                     if self.outside_bounds(raw_pts)? {
                         continue;
                     }
-                    let placed = self.ledger.place_frame(
+                    let frame = self.decoder.frame();
+                    let (damaged, interlaced) =
+                        (self.decoder.frame_is_damaged(), frame.is_interlaced());
+                    let (keyframe, captions) = (frame.is_key(), crate::captions::of_frame(frame));
+                    self.unplaced.push_back(Unplaced {
                         raw_pts,
-                        self.decoder.frame_is_damaged(),
-                        self.decoder.frame().is_interlaced(),
-                    );
-                    let pts = match placed {
-                        Placement::At(pts) => {
-                            self.place_leading(Some(pts));
-                            pts
-                        }
-                        // A duplicated frame: counted, not passed on.
-                        Placement::Duplicate => continue,
-                        Placement::Leading => {
-                            self.leading += 1;
-                            0
-                        }
-                    };
-                    if raw_pts != Some(pts) {
-                        self.stats.timestamp_fixes += 1;
-                    }
-                    let keyframe = self.decoder.frame().is_key();
-                    let captions = crate::captions::of_frame(self.decoder.frame());
-                    let image = self.decoder.take_image()?;
-                    if matches!(image, DecodedImage::Cuda(_)) {
-                        self.stats.nvdec_frames += 1;
-                    }
-                    let meta = FrameMeta {
-                        index: self.next_index,
-                        pts,
+                        damaged,
+                        interlaced,
                         keyframe,
-                    };
-                    self.next_index += 1;
-                    self.stats.frames += 1;
-                    self.pending.push_back(DecodedFrame {
-                        meta,
-                        image,
                         captions,
+                        image: self.decoder.take_image()?,
                     });
+                    self.place_decoded(false);
                 }
                 Received::Eof => {
                     self.finished = true;
@@ -185,6 +164,49 @@ impl VideoReader {
 const MAX_LEADING: usize = 4;
 
 impl VideoReader {
+    /// Give the decoded frames their places on the timeline, each once
+    /// [`PLACING_LOOKAHEAD`] frames decoded after it are known (all of them at the end,
+    /// `all`), and queue them to be handed out; a duplicated frame is counted, not queued.
+    pub(super) fn place_decoded(&mut self, all: bool) {
+        while self.unplaced.len() > PLACING_LOOKAHEAD || (all && !self.unplaced.is_empty()) {
+            let Some(frame) = self.unplaced.pop_front() else {
+                return;
+            };
+            let later: Vec<Option<i64>> = self.unplaced.iter().map(|f| f.raw_pts).collect();
+            let placed =
+                (self.ledger).place_frame(frame.raw_pts, &later, frame.damaged, frame.interlaced);
+            let pts = match placed {
+                Placement::At(pts) => {
+                    self.place_leading(Some(pts));
+                    pts
+                }
+                Placement::Duplicate => continue,
+                Placement::Leading => {
+                    self.leading += 1;
+                    0
+                }
+            };
+            if frame.raw_pts != Some(pts) {
+                self.stats.timestamp_fixes += 1;
+            }
+            if matches!(frame.image, DecodedImage::Cuda(_)) {
+                self.stats.nvdec_frames += 1;
+            }
+            let meta = FrameMeta {
+                index: self.next_index,
+                pts,
+                keyframe: frame.keyframe,
+            };
+            self.next_index += 1;
+            self.stats.frames += 1;
+            self.pending.push_back(DecodedFrame {
+                meta,
+                image: frame.image,
+                captions: frame.captions,
+            });
+        }
+    }
+
     /// Give the held leading frames their timestamps: one frame apart, ending a frame
     /// before `next` (the first timed frame's), or from 0 where none came.
     fn place_leading(&mut self, next: Option<i64>) {
@@ -223,6 +245,9 @@ impl VideoReader {
     /// The next decoded frame, wherever it lives; `None` at the end.
     pub fn next_decoded(&mut self) -> Result<Option<DecodedFrame>> {
         loop {
+            if self.finished {
+                self.place_decoded(true);
+            }
             if self.leading > 0 && (self.finished || self.leading >= MAX_LEADING) {
                 self.place_leading(None);
             }

@@ -33,6 +33,8 @@ pub struct VideoReader {
     bounds: FrameBounds,
     /// A frame inside the bounds was passed on.
     in_bounds: bool,
+    /// Frames decoded and not yet placed on the timeline (`decode::place_decoded`).
+    unplaced: VecDeque<Unplaced>,
     pending: VecDeque<DecodedFrame>,
     /// The first frames of `pending` had no timestamp and none before them had one: held
     /// until a timed frame says where they go (at most `decode::MAX_LEADING`).
@@ -46,6 +48,23 @@ pub struct VideoReader {
     ahead: VecDeque<Packet>,
     /// The demuxer has no more packets (the end of the file, or it gave up).
     drained: bool,
+}
+
+/// A decoded frame waiting for its place on the timeline, with what the decoder said of it.
+struct Unplaced {
+    raw_pts: Option<i64>,
+    damaged: bool,
+    interlaced: bool,
+    keyframe: bool,
+    captions: Option<Vec<u8>>,
+    image: DecodedImage,
+}
+
+impl VideoReader {
+    /// How many decoded frames a reader holds back before handing them out (until the
+    /// frames after each show whether its timestamp is in line): NVDEC surfaces it needs
+    /// beyond those held downstream.
+    pub const FRAMES_HELD: usize = crate::timeline::PLACING_LOOKAHEAD;
 }
 
 impl VideoReader {
@@ -126,6 +145,7 @@ impl VideoReader {
             ledger,
             bounds,
             in_bounds: false,
+            unplaced: VecDeque::new(),
             pending: VecDeque::new(),
             leading: 0,
             next_index: bounds.first_index,
@@ -332,7 +352,7 @@ impl VideoReader {
 }
 
 /// Duration of one frame in time-base units, with its fraction (at least 1).
-fn frame_step(time_base: Rational, rate: Rational) -> f64 {
+pub(crate) fn frame_step(time_base: Rational, rate: Rational) -> f64 {
     if rate.numerator() <= 0 || time_base.numerator() <= 0 {
         return 1.0;
     }

@@ -76,6 +76,10 @@ impl VideoReader {
             self.pending.clear();
             self.leading = 0;
         }
+        // The frames held to be placed are counted too.
+        self.place_decoded(true);
+        self.pending.clear();
+        self.leading = 0;
         self.finished = true;
         while keep_going() {
             let Some(packet) = self.next_packet() else {

@@ -215,9 +215,9 @@ impl Worker {
     ) -> Result<()> {
         let config = &job.config;
         let caps = config.channels;
-        // Decoded surfaces may wait in the decode and preprocess channels, plus one in each
-        // stage.
-        let held = (caps.decoded + caps.preprocessed + 2) as i32;
+        // Decoded surfaces may wait in the reader (to be placed), the decode and preprocess
+        // channels, plus one in each stage.
+        let held = (VideoReader::FRAMES_HELD + caps.decoded + caps.preprocessed + 2) as i32;
         let nvdec = self.nvdec.as_ref().map(|d| (d, held));
         let scale = self.scale;
         let nvenc = self.nvenc.as_ref().map(|n| NvencOutput {

@@ -1,12 +1,21 @@
 //! `VideoTimeline`: places decoded frames on the video stream's timeline. Timestamps that
-//! are missing are filled in; a timestamp seen again is a duplicated frame (damaged data)
-//! and is dropped; one that goes backwards otherwise is a discontinuity, repaired and
-//! counted. `gap_frames` counts the frames missing from a constant-rate timeline.
+//! are missing are filled in; a frame out of line with the frames around it (a damaged
+//! timestamp) goes to the place they leave free; a timestamp seen again is a duplicated
+//! frame (damaged data) and is dropped; one that goes backwards otherwise is a
+//! discontinuity, repaired and counted. `gap_frames` counts the frames missing from a
+//! constant-rate timeline.
 
 use std::collections::VecDeque;
 
+mod in_line;
+
 /// How many recent timestamps are remembered to recognise duplicated frames.
 const RECENT: usize = 64;
+
+/// How many frames after one (in presentation order) are looked at to tell a damaged
+/// timestamp from a jump of the whole timeline: a run of up to half as many damaged frames
+/// in a row is put back in place.
+pub const PLACING_LOOKAHEAD: usize = 4;
 
 /// Where a decoded frame goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,8 +41,14 @@ pub struct VideoTimeline {
     pub filled: u64,
     /// Frames whose timestamp went backwards to a new value (repaired to follow on).
     pub discontinuities: u64,
-    /// Frames dropped as duplicates.
+    /// Frames dropped as duplicates, or out of line with no place left free for them.
     pub duplicates: u64,
+    /// Frames out of line with the frames around them, put in the place those leave free:
+    /// (their own timestamp, the one they got).
+    pub moved: Vec<(i64, i64)>,
+    /// Frames out of line with the frames around them that found no place free (dropped,
+    /// and among `duplicates`).
+    pub out_of_line_dropped: u64,
 }
 
 impl VideoTimeline {
@@ -54,6 +69,8 @@ impl VideoTimeline {
             filled: 0,
             discontinuities: 0,
             duplicates: 0,
+            moved: Vec::new(),
+            out_of_line_dropped: 0,
         }
     }
 
@@ -83,8 +100,21 @@ impl VideoTimeline {
         self.last = Some(last);
     }
 
-    /// Place the next frame in presentation order, whose decoder timestamp is `pts`.
-    pub fn place(&mut self, pts: Option<i64>) -> Placement {
+    /// Place the next frame in presentation order, whose decoder timestamp is `pts`; `later`
+    /// holds the timestamps of the frames that follow it (up to [`PLACING_LOOKAHEAD`], fewer
+    /// at the end). A frame out of line with the frames around it (its timestamp leapt ahead
+    /// of those after it, or back behind the one before, while they follow on from each
+    /// other: `in_line::comes_back_at`) goes to the place between the two, and the frames
+    /// after it keep their own times, rather than all of them being moved to follow it.
+    pub fn place(&mut self, pts: Option<i64>, later: &[Option<i64>]) -> Placement {
+        let timed: Vec<i64> = later.iter().flatten().copied().collect();
+        if let (Some(p), Some(last)) = (pts, self.last)
+            && let Some(next) =
+                in_line::comes_back_at(p, last, &timed, self.exact_step, self.constant_rate)
+        {
+            let twin = self.recent.contains(&p) || later.contains(&Some(p));
+            return self.put_between(p, last, next, twin);
+        }
         let at = match (pts, self.last) {
             (Some(p), None) => p,
             (Some(p), Some(last)) if p > last => p,
@@ -111,6 +141,25 @@ impl VideoTimeline {
             }
             self.recent.push_back(p);
         }
+        self.last = Some(at);
+        Placement::At(at)
+    }
+
+    /// Place a frame whose timestamp `p` is out of line between the last frame placed and
+    /// the `next` that comes back in line: one frame after the last where the timeline
+    /// leaves a free slot there (midway between them in a variable-rate stream), else it is
+    /// dropped (its place is taken: a duplicate where another frame has its timestamp,
+    /// `twin`, else damage with nowhere to go).
+    fn put_between(&mut self, p: i64, last: i64, next: i64, twin: bool) -> Placement {
+        let slot = in_line::slot_between(last, next, self.exact_step, self.constant_rate);
+        let Some(at) = slot else {
+            self.duplicates += 1;
+            if !twin {
+                self.out_of_line_dropped += 1;
+            }
+            return Placement::Duplicate;
+        };
+        self.moved.push((p, at));
         self.last = Some(at);
         Placement::At(at)
     }
@@ -177,18 +226,25 @@ pub fn less_untimed(gaps: impl Iterator<Item = (i64, u64)>, mut untimed: u64) ->
 mod tests {
     use super::*;
 
+    impl VideoTimeline {
+        /// `place` with no frame known after it.
+        fn place_alone(&mut self, pts: Option<i64>) -> Placement {
+            self.place(pts, &[])
+        }
+    }
+
     #[test]
     fn untimed_frames_before_any_timed_one_wait_for_it() {
         let mut t = VideoTimeline::new(40.0, true);
-        assert_eq!(t.place(None), Placement::Leading);
-        assert_eq!(t.place(None), Placement::Leading);
-        assert_eq!(t.place(Some(1000)), Placement::At(1000));
-        assert_eq!(t.place(None), Placement::At(1040));
+        assert_eq!(t.place_alone(None), Placement::Leading);
+        assert_eq!(t.place_alone(None), Placement::Leading);
+        assert_eq!(t.place_alone(Some(1000)), Placement::At(1000));
+        assert_eq!(t.place_alone(None), Placement::At(1040));
         assert_eq!(t.filled, 3);
         let mut t = VideoTimeline::new(40.0, true);
-        assert_eq!(t.place(None), Placement::Leading);
+        assert_eq!(t.place_alone(None), Placement::Leading);
         t.settle_leading(0);
-        assert_eq!(t.place(None), Placement::At(40));
+        assert_eq!(t.place_alone(None), Placement::At(40));
     }
 
     #[test]
@@ -235,19 +291,75 @@ mod tests {
     #[test]
     fn gaps_duplicates_and_discontinuities() {
         let mut t = VideoTimeline::new(40.0, true);
-        assert_eq!(t.place(Some(0)), Placement::At(0));
-        assert_eq!(t.place(Some(40)), Placement::At(40));
-        assert_eq!(t.place(Some(160)), Placement::At(160));
-        assert_eq!(t.place(Some(40)), Placement::Duplicate);
+        assert_eq!(t.place_alone(Some(0)), Placement::At(0));
+        assert_eq!(t.place_alone(Some(40)), Placement::At(40));
+        assert_eq!(t.place_alone(Some(160)), Placement::At(160));
+        assert_eq!(t.place_alone(Some(40)), Placement::Duplicate);
         assert_eq!(t.duplicates, 1);
         assert_eq!(
-            t.place(Some(100)),
+            t.place_alone(Some(100)),
             Placement::At(200),
             "backwards to a new value"
         );
         assert_eq!(t.discontinuities, 1);
-        assert_eq!(t.place(None), Placement::At(240));
+        assert_eq!(t.place_alone(None), Placement::At(240));
         assert_eq!(t.filled, 1);
+    }
+
+    /// Places of frames `pts` (in presentation order) with every later one known.
+    fn placed(t: &mut VideoTimeline, pts: &[i64]) -> Vec<Placement> {
+        (0..pts.len())
+            .map(|i| {
+                let later: Vec<Option<i64>> = (pts[i + 1..].iter())
+                    .take(PLACING_LOOKAHEAD)
+                    .map(|&p| Some(p))
+                    .collect();
+                t.place(Some(pts[i]), &later)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_frame_out_of_line_goes_between_its_neighbours_not_the_rest_after_it() {
+        use Placement::{At, Duplicate};
+        // One frame 16 ahead (its place is 120): taken as it was, every frame after it
+        // went "backwards" and was moved to follow it.
+        let mut t = VideoTimeline::new(40.0, true);
+        let got = placed(&mut t, &[0, 40, 80, 760, 160, 200]);
+        assert_eq!(got, [At(0), At(40), At(80), At(120), At(160), At(200)]);
+        assert_eq!((t.moved.clone(), t.discontinuities), (vec![(760, 120)], 0));
+        // Behind, on an earlier frame's time (not a duplicate: its own place is free), and
+        // two in a row ahead; the next frame's own time taken by one ahead of it.
+        let mut t = VideoTimeline::new(40.0, true);
+        let got = placed(
+            &mut t,
+            &[0, 40, 0, 120, 840, 880, 240, 280, 360, 360, 400, 440],
+        );
+        let want = [0, 40, 80, 120, 160, 200, 240, 280, 320, 360, 400, 440];
+        assert_eq!(got, want.map(At));
+        assert_eq!(t.moved.len(), 4);
+        assert_eq!((t.duplicates, t.discontinuities), (0, 0));
+        // No place free: a repeated frame is a duplicate, a frame with nowhere to go is
+        // dropped as one too, and said apart.
+        let mut t = VideoTimeline::new(40.0, true);
+        let got = placed(&mut t, &[0, 40, 40, 80, 600, 120]);
+        assert_eq!(got, [At(0), At(40), Duplicate, At(80), Duplicate, At(120)]);
+        assert_eq!((t.duplicates, t.out_of_line_dropped), (2, 1));
+        // A variable-rate stream: midway.
+        let mut t = VideoTimeline::new(40.0, false);
+        assert_eq!(placed(&mut t, &[0, 50, 900, 100])[2], At(75));
+    }
+
+    #[test]
+    fn a_jump_of_the_whole_timeline_is_not_out_of_line() {
+        use Placement::At;
+        // Forward (a pause), and back (a restart): the frames after go on from the jump.
+        let mut t = VideoTimeline::new(40.0, true);
+        let got = placed(&mut t, &[0, 40, 4000, 4040, 4080, 4120]);
+        assert_eq!(got, [0, 40, 4000, 4040, 4080, 4120].map(At));
+        let got = placed(&mut t, &[20, 60, 100]);
+        assert_eq!(got, [4160, 4200, 4240].map(At));
+        assert_eq!((t.moved.len(), t.discontinuities), (0, 3));
     }
 
     #[test]

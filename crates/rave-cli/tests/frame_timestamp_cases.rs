@@ -1,0 +1,109 @@
+//! Damaged presentation times of single frames that the packets alone cannot tell (a few
+//! frames off, within the reordering of B-frames): a flipped bit in an MP4 composition
+//! offset, a Matroska video block moved by less than the far leaps of
+//! block_timestamp_cases.rs. The decoded frames show it: one out of line with the frames
+//! around it.
+
+mod common;
+mod corpus;
+
+use common::*;
+
+/// Four seconds of 64x48 H.264 with B-frames and 48 kHz AAC, in `dir`, as `name`.
+fn clean_clip(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let clean = dir.join(name);
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=4",
+            "sine=sample_rate=48000:duration=4",
+        ],
+        &[
+            &["-c:v", "libx264", "-c:a", "aac", "-shortest"][..],
+            // Without CRC-32 elements, a moved Matroska block is told by its time only.
+            if name.ends_with(".mkv") {
+                &["-write_crc32", "0"]
+            } else {
+                &[]
+            },
+        ]
+        .concat(),
+    );
+    clean
+}
+
+/// Refused by default, saying where the frame goes; with --allow-corrupt every frame at its clean
+/// time with its clean picture, every audio packet as in the clean output.
+fn assert_put_back(damaged: &std::path::Path, want: &std::path::Path, what: &str) {
+    let model = fixture("nearest_x2.onnx");
+    let out = damaged.with_extension("out.mkv");
+    let o = upscale(damaged, &out, &model, &[]);
+    assert_exit(&o, 3);
+    // Told by the frames (out of line) or, for a leap beyond B-frame reordering, by the
+    // packets.
+    assert!(
+        stderr(&o).contains("the frame is put"),
+        "{what}: {}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "{what}");
+    let o = upscale(damaged, &out, &model, &["--allow-corrupt", "--json"]);
+    assert_exit(&o, 0);
+    let v = json_report(&o);
+    assert_eq!(v["input_damage"]["frames_missing"], 0, "{what}: {v}");
+    assert_eq!(v["input_damage"]["frames_dropped"], 0, "{what}: {v}");
+    assert_eq!(frame_times(&out), frame_times(want), "{what}");
+    assert!(
+        decode_rgb(&out) == decode_rgb(want),
+        "{what}: pictures differ"
+    );
+    assert_same_audio(&out, want, what);
+}
+
+/// One or two frames' composition offsets damaged by a flipped bit: 0.64 s, 80 ms or one
+/// frame off. FFmpeg's best-effort time went over to the decode times at the first, and
+/// the frame after it went "backwards": every later frame was moved by the damage (0.64 s)
+/// or by the decoder's delay (a frame), out of step with the sound to the end, and frames
+/// were dropped as duplicates (98 of 100). Now the damaged frame is put back in the place
+/// the frames around it leave free, and every other keeps its time.
+#[test]
+fn a_damaged_composition_offset_moves_one_frame_back_not_the_video_after_it() {
+    let dir = scratch();
+    let clean = clean_clip(dir.path(), "clean.mp4");
+    let data = std::fs::read(&clean).unwrap();
+    let want = dir.path().join("clean-out.mkv");
+    assert_exit(&upscale(&clean, &want, &fixture("nearest_x2.onnx"), &[]), 0);
+    for (samples, bit) in [
+        (50..51, 13),
+        (50..51, 10),
+        (50..51, 9),
+        (50..52, 13),
+        (50..52, 10),
+    ] {
+        let what = format!("samples {samples:?}, bit {bit}");
+        let damaged = dir
+            .path()
+            .join(format!("ctts{}-{}-{bit}.mp4", samples.start, samples.end));
+        let bytes = corpus::with_composition_offsets_flipped(&data, samples, bit);
+        std::fs::write(&damaged, bytes).unwrap();
+        assert_put_back(&damaged, &want, &what);
+    }
+}
+
+/// A Matroska video block moved 80 ms or 640 ms (too little for the far-leap check of the
+/// packets, which allows for B-frame reordering): the same, from the block's own time.
+#[test]
+fn a_matroska_video_block_a_few_frames_off_goes_back_in_line() {
+    let dir = scratch();
+    let clean = clean_clip(dir.path(), "clean.mkv");
+    let data = std::fs::read(&clean).unwrap();
+    let want = dir.path().join("clean-out.mkv");
+    assert_exit(&upscale(&clean, &want, &fixture("nearest_x2.onnx"), &[]), 0);
+    for (block, ms) in [(60, 80), (61, 640), (60, -640)] {
+        let what = format!("block {block} moved {ms} ms");
+        let damaged = dir.path().join(format!("moved{block}{ms}.mkv"));
+        let bytes = corpus::with_blocks_moved(&data, 1, block..block + 1, ms);
+        std::fs::write(&damaged, bytes).unwrap();
+        assert_put_back(&damaged, &want, &what);
+    }
+}
