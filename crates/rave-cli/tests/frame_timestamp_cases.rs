@@ -32,6 +32,15 @@ fn clean_clip(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     clean
 }
 
+/// A scratch folder with the clean clip `name` (its bytes returned) and its output.
+fn clean_and_upscaled(name: &str) -> (tempfile::TempDir, Vec<u8>, std::path::PathBuf) {
+    let dir = scratch();
+    let clean = clean_clip(dir.path(), name);
+    let want = dir.path().join("clean-out.mkv");
+    assert_exit(&upscale(&clean, &want, &fixture("nearest_x2.onnx"), &[]), 0);
+    (dir, std::fs::read(&clean).unwrap(), want)
+}
+
 /// Refused by default, saying where the frame goes; with --allow-corrupt every frame at its clean
 /// time with its clean picture, every audio packet as in the clean output.
 fn assert_put_back(damaged: &std::path::Path, want: &std::path::Path, what: &str) {
@@ -68,11 +77,7 @@ fn assert_put_back(damaged: &std::path::Path, want: &std::path::Path, what: &str
 /// the frames around it leave free, and every other keeps its time.
 #[test]
 fn a_damaged_composition_offset_moves_one_frame_back_not_the_video_after_it() {
-    let dir = scratch();
-    let clean = clean_clip(dir.path(), "clean.mp4");
-    let data = std::fs::read(&clean).unwrap();
-    let want = dir.path().join("clean-out.mkv");
-    assert_exit(&upscale(&clean, &want, &fixture("nearest_x2.onnx"), &[]), 0);
+    let (dir, data, want) = clean_and_upscaled("clean.mp4");
     for (samples, bit) in [
         (50..51, 13),
         (50..51, 10),
@@ -94,11 +99,7 @@ fn a_damaged_composition_offset_moves_one_frame_back_not_the_video_after_it() {
 /// packets, which allows for B-frame reordering): the same, from the block's own time.
 #[test]
 fn a_matroska_video_block_a_few_frames_off_goes_back_in_line() {
-    let dir = scratch();
-    let clean = clean_clip(dir.path(), "clean.mkv");
-    let data = std::fs::read(&clean).unwrap();
-    let want = dir.path().join("clean-out.mkv");
-    assert_exit(&upscale(&clean, &want, &fixture("nearest_x2.onnx"), &[]), 0);
+    let (dir, data, want) = clean_and_upscaled("clean.mkv");
     for (block, ms) in [(60, 80), (61, 640), (60, -640)] {
         let what = format!("block {block} moved {ms} ms");
         let damaged = dir.path().join(format!("moved{block}{ms}.mkv"));
