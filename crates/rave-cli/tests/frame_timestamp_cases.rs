@@ -108,3 +108,33 @@ fn a_matroska_video_block_a_few_frames_off_goes_back_in_line() {
         assert_put_back(&damaged, &want, &what);
     }
 }
+
+/// A frame among the last whose composition offset is damaged 0.32 s or 0.64 s late: its
+/// time falls past the end of the MP4 edit list, FFmpeg's demuxer discards it, and the run
+/// said "complete" one frame short (99 of 100, a one-frame "gap" warned about as a
+/// recorder's). A frame the container hides past its end, apart from the last frame shown,
+/// is damage: refused, and with --allow-corrupt the frame is counted missing.
+#[test]
+fn a_last_frame_hidden_past_the_edit_list_by_its_damaged_time_is_counted() {
+    let (dir, data, _) = clean_and_upscaled("clean.mp4");
+    let model = fixture("nearest_x2.onnx");
+    for (sample, bit) in [(98, 13), (97, 12), (99, 13)] {
+        let what = format!("sample {sample}, bit {bit}");
+        let damaged = dir.path().join(format!("last{sample}-{bit}.mp4"));
+        let bytes = corpus::with_composition_offsets_flipped(&data, sample..sample + 1, bit);
+        std::fs::write(&damaged, bytes).unwrap();
+        let out = dir.path().join(format!("last{sample}-{bit}.mkv"));
+        let o = upscale(&damaged, &out, &model, &[]);
+        assert_exit(&o, 3);
+        assert!(
+            stderr(&o).contains("1 of 100 video frames missing") && stderr(&o).contains("hides at"),
+            "{what}: {}",
+            stderr(&o)
+        );
+        let o = upscale(&damaged, &out, &model, &["--allow-corrupt", "--json"]);
+        assert_exit(&o, 0);
+        let v = json_report(&o);
+        assert_eq!(v["input_damage"]["frames_missing"], 1, "{what}: {v}");
+        assert_eq!(counted_frames(&out), 99, "{what}");
+    }
+}

@@ -21,6 +21,7 @@ use crate::structure_check::{self, StructureProblem};
 use crate::sys;
 use crate::timeline::{Placement, VideoTimeline};
 
+mod hidden_past_end;
 mod leaps;
 mod outliers;
 mod stream_tally;
@@ -54,6 +55,9 @@ pub struct IntegrityLedger {
     scanned: bool,
     /// Presentation timestamps of every video packet (for gaps in the timeline).
     video_pts: Vec<i64>,
+    /// Those of the video packets the container discards (an MP4 edit list's pre-roll and
+    /// the frames past its end).
+    hidden_video_pts: Vec<i64>,
     /// Video packets without one: each fills a slot that looks like a gap.
     untimed_video: u64,
     /// Where the timestamps restarted (seconds of the spliced timeline): the splice leaves
@@ -143,6 +147,7 @@ impl IntegrityLedger {
             interlaced: false,
             scanned: false,
             video_pts: Vec::new(),
+            hidden_video_pts: Vec::new(),
             untimed_video: 0,
             resets_s: Vec::new(),
             note: None,
@@ -256,7 +261,12 @@ impl IntegrityLedger {
             let data = packet.data().unwrap_or_default();
             let leading = self.leading.on_read(packet.is_key(), packet.pts(), data);
             match packet.pts() {
-                Some(pts) if !leading => self.video_pts.push(pts),
+                Some(pts) if !leading => {
+                    self.video_pts.push(pts);
+                    if sys::packet_is_discarded(packet) {
+                        self.hidden_video_pts.push(pts);
+                    }
+                }
                 Some(_) => {}
                 None => self.untimed_video += 1,
             }

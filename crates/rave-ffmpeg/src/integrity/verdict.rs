@@ -3,8 +3,8 @@
 
 use rave_core::damage::InputDamage;
 
-use super::IntegrityLedger;
 use super::stream_tally::{Role, StreamTally};
+use super::{IntegrityLedger, hidden_past_end};
 use crate::declared::HEADER_FRAMES_SLACK;
 use crate::decoder_log::DecoderLog;
 use crate::timeline;
@@ -113,9 +113,18 @@ impl IntegrityLedger {
             truncated,
             ..Default::default()
         };
+        // Frames an edit list hides past its end after a gap: damaged timestamps.
+        let stray = match self.timeline.constant_rate() && read_to_end {
+            true => {
+                let shown = hidden_past_end::without(&self.timeline_pts(), &self.hidden_video_pts);
+                hidden_past_end::stray(&shown, &self.hidden_video_pts, self.timeline.exact_step())
+            }
+            false => Vec::new(),
+        };
         let damaged = self.damage_seen()
             || truncated
             || overrun.is_some()
+            || !stray.is_empty()
             || unread > 0
             || undecoded > 0
             || by_end > 0;
@@ -129,7 +138,9 @@ impl IntegrityLedger {
         let mut tail_gap = false;
         let (gaps, first_gap) = match self.timeline.constant_rate() {
             true => {
-                let mut pts = self.timeline_pts();
+                // The stray hidden frames are no slots of the timeline: the places they left
+                // free among the frames shown are what is missing.
+                let mut pts = hidden_past_end::without(&self.timeline_pts(), &stray);
                 // A reading stopped early (--max-frames) has read packets ahead of the last
                 // frame it made (B-frames come after the frame they precede): the frames
                 // between are not read, not missing.
@@ -227,6 +238,17 @@ impl IntegrityLedger {
             damage.note(format!(
                 "the container declares {end:.3} s, the streams end earlier"
             ));
+        }
+        if let Some(&first) = stray.first() {
+            let at = first as f64 * video.unit_s - self.start_s;
+            damage.note(match stray.len() {
+                1 => format!(
+                    "a video frame the container hides at {at:.3} s, past the end of what it shows and apart from its last frame: a damaged timestamp, which leaves the frame's place empty"
+                ),
+                n => format!(
+                    "{n} video frames the container hides from {at:.3} s, past the end of what it shows and apart from its last frame: damaged timestamps, which leave the frames' places empty"
+                ),
+            });
         }
         if let Some((longest, end)) = overrun {
             damage.note(format!(

@@ -1,0 +1,56 @@
+//! Video frames an MP4 edit list hides past the end of what it shows, after a gap: the
+//! demuxer discards a frame whose timestamp was damaged past the edit's end, and the place
+//! it leaves among the frames shown is the only trace of it (the run said "complete" one
+//! frame short). A cut made by stream copy hides its last frames too, but right after the
+//! last one shown.
+
+/// The timestamps of `hidden` (frames the container discards) past the last of `shown`
+/// that do not follow on from it: after a spacing of more than a frame and a half (frames
+/// `exact_step` apart) between it, or the hidden frames that follow on from it, and them.
+pub fn stray(shown: &[i64], hidden: &[i64], exact_step: f64) -> Vec<i64> {
+    let Some(&last) = shown.iter().max() else {
+        return Vec::new();
+    };
+    let mut tail: Vec<i64> = hidden.iter().copied().filter(|&h| h > last).collect();
+    tail.sort_unstable();
+    let mut previous = last;
+    let follow_on = tail
+        .iter()
+        .take_while(|&&h| {
+            let next = (h - previous) as f64 <= 1.5 * exact_step;
+            previous = h;
+            next
+        })
+        .count();
+    tail.split_off(follow_on)
+}
+
+/// `all` without one occurrence of each of `some`.
+pub fn without(all: &[i64], some: &[i64]) -> Vec<i64> {
+    let mut rest = all.to_vec();
+    for s in some {
+        if let Some(i) = rest.iter().rposition(|a| a == s) {
+            rest.swap_remove(i);
+        }
+    }
+    rest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_hidden_frames_past_a_gap_are_stray() {
+        let shown: Vec<i64> = (0..10).map(|i| i * 40).filter(|&t| t != 320).collect();
+        // A frame damaged to 0.48 s past the last shown: stray (its place, 320, is free).
+        assert_eq!(stray(&shown, &[840], 40.0), [840]);
+        // A stream-copy cut: the hidden frames follow on from the last shown.
+        assert_eq!(stray(&shown, &[400, 440], 40.0), Vec::<i64>::new());
+        assert_eq!(stray(&shown, &[400, 440, 1000, 1040], 40.0), [1000, 1040]);
+        // Hidden before the start (an edit list's pre-roll): none past the end.
+        assert_eq!(stray(&shown, &[-80, -40], 40.0), Vec::<i64>::new());
+        assert_eq!(stray(&[], &[40], 40.0), Vec::<i64>::new());
+        assert_eq!(without(&[0, 40, 40, 80], &[40, 120]), [0, 40, 80]);
+    }
+}
