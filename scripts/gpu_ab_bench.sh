@@ -2,7 +2,9 @@
 # `rave benchmark` of two binaries on one warm machine, alternately (A B A B ...), on the
 # 1920x1080 clip of scripts/gpu_e2e.sh: whether a change moved the pipeline's speed or the
 # host did. On the GPU machine after scripts/gpu_tests.sh staged /opt/rave-dev (binary A);
-# binary B is a path given (carried zstd-compressed and unpacked by the caller).
+# binary B is a path given (carried zstd-compressed and unpacked by the caller), copied
+# beside A into /opt/rave-dev/payload first: a binary elsewhere does not find the runtime
+# libraries staged beside it, and its benchmark fails.
 # Usage: scripts/gpu_ab_bench.sh OTHER_RAVE [ROUNDS]; results go to $OUT (or ./gpu-results).
 set -uo pipefail
 source /opt/rave-dev/env.sh
