@@ -138,3 +138,34 @@ fn a_last_frame_hidden_past_the_edit_list_by_its_damaged_time_is_counted() {
         assert_eq!(counted_frames(&out), 99, "{what}");
     }
 }
+
+/// A clean HEVC MP4 with open GOPs trimmed as QuickTime trims (its edit list and durations
+/// shortened to 1 s): FFmpeg hides the frames past the trim up to the next keyframe, after
+/// the leading pictures it does not return. The frames shown leave no place free: no
+/// damage (it was refused as a frame hidden by a damaged time), and no gap said either
+/// (the hidden frames past the end were counted as slots of the timeline).
+#[test]
+fn a_trim_that_hides_an_open_gops_keyframe_is_no_damage() {
+    let dir = scratch();
+    let full = dir.path().join("open-gop.mp4");
+    lavfi_clip(
+        &full,
+        &["testsrc2=size=96x64:rate=25:duration=4"],
+        &[
+            "-c:v",
+            "libx265",
+            "-x265-params",
+            "keyint=25:log-level=error",
+        ],
+    );
+    let trimmed = dir.path().join("trimmed.mp4");
+    let bytes = corpus::with_shown_until(&std::fs::read(&full).unwrap(), 1000);
+    std::fs::write(&trimmed, bytes).unwrap();
+    let out = dir.path().join("trimmed.mkv");
+    let o = upscale(&trimmed, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 0);
+    let v = json_report(&o);
+    assert_eq!(v["input_damage"]["timeline_gaps"], 0, "{v}");
+    assert!(!stderr(&o).contains("missing frame slot"), "{}", stderr(&o));
+    assert_eq!(frame_times(&out).len(), 25);
+}

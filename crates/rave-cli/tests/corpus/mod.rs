@@ -248,7 +248,7 @@ impl XorShift {
 /// Byte offsets of every box named `kind` inside the MP4 `data`, depth first, descending
 /// into the container boxes on the way to the sample tables.
 pub fn find_boxes(data: &[u8], kind: &[u8; 4]) -> Vec<usize> {
-    const CONTAINERS: [&[u8; 4]; 5] = [b"moov", b"trak", b"mdia", b"minf", b"stbl"];
+    const CONTAINERS: [&[u8; 4]; 6] = [b"moov", b"trak", b"edts", b"mdia", b"minf", b"stbl"];
     fn walk(data: &[u8], start: usize, end: usize, kind: &[u8; 4], found: &mut Vec<usize>) {
         let mut pos = start;
         while pos + 8 <= end {
@@ -269,6 +269,31 @@ pub fn find_boxes(data: &[u8], kind: &[u8; 4]) -> Vec<usize> {
     let mut found = Vec::new();
     walk(data, 0, data.len(), kind, &mut found);
     found
+}
+
+/// The MP4 `data` (boxes of version 0, a movie time scale of 1000) trimmed to show its
+/// first `end_ms` milliseconds, as QuickTime trims: every track's first edit, the movie's
+/// and every track's duration shortened, the samples left as they are.
+pub fn with_shown_until(data: &[u8], end_ms: u32) -> Vec<u8> {
+    let mut out = data.to_vec();
+    let mvhd = find_boxes(data, b"mvhd")[0];
+    assert_eq!(
+        (data[mvhd + 8], &data[mvhd + 20..mvhd + 24]),
+        (0, &1000u32.to_be_bytes()[..])
+    );
+    let mut set = |at: usize| out[at..at + 4].copy_from_slice(&end_ms.to_be_bytes());
+    set(mvhd + 24);
+    for tkhd in find_boxes(data, b"tkhd") {
+        assert_eq!(data[tkhd + 8], 0, "tkhd version");
+        set(tkhd + 28);
+    }
+    let edits = find_boxes(data, b"elst");
+    assert!(!edits.is_empty(), "no edit list to trim");
+    for elst in edits {
+        assert_eq!(data[elst + 8], 0, "elst version");
+        set(elst + 16);
+    }
+    out
 }
 
 /// The MP4 `data` with the sample count of track `track`'s `stsz` box set to `count`.

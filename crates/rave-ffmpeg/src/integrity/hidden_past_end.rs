@@ -1,16 +1,24 @@
 //! Video frames an MP4 edit list hides past the end of what it shows, after a gap: the
 //! demuxer discards a frame whose timestamp was damaged past the edit's end, and the place
 //! it leaves among the frames shown is the only trace of it (the run said "complete" one
-//! frame short). A cut made by stream copy hides its last frames too, but right after the
-//! last one shown.
+//! frame short). A cut made by stream copy hides its last frames too, right after the last
+//! one shown, and leaves no place free among those shown (the frames it hides after a gap,
+//! as an open GOP's next keyframe, are no sign of damage there).
 
 /// The timestamps of `hidden` (frames the container discards) past the last of `shown`
-/// that do not follow on from it: after a spacing of more than a frame and a half (frames
-/// `exact_step` apart) between it, or the hidden frames that follow on from it, and them.
+/// that do not follow on from it (after a spacing of more than a frame and a half, frames
+/// `exact_step` apart, from it or the hidden frames that follow on from it), where `shown`
+/// leaves a place free on that grid for one.
 pub fn stray(shown: &[i64], hidden: &[i64], exact_step: f64) -> Vec<i64> {
     let Some(&last) = shown.iter().max() else {
         return Vec::new();
     };
+    let mut sorted = shown.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if crate::timeline::gaps(&sorted, exact_step).next().is_none() {
+        return Vec::new();
+    }
     let mut tail: Vec<i64> = hidden.iter().copied().filter(|&h| h > last).collect();
     tail.sort_unstable();
     let mut previous = last;
@@ -23,6 +31,14 @@ pub fn stray(shown: &[i64], hidden: &[i64], exact_step: f64) -> Vec<i64> {
         })
         .count();
     tail.split_off(follow_on)
+}
+
+/// The timestamps of `hidden` past the last of `shown` (none where nothing is shown).
+pub fn past_last(shown: &[i64], hidden: &[i64]) -> Vec<i64> {
+    match shown.iter().max() {
+        Some(&last) => hidden.iter().copied().filter(|&h| h > last).collect(),
+        None => Vec::new(),
+    }
 }
 
 /// `all` without one occurrence of each of `some`.
@@ -50,7 +66,13 @@ mod tests {
         assert_eq!(stray(&shown, &[400, 440, 1000, 1040], 40.0), [1000, 1040]);
         // Hidden before the start (an edit list's pre-roll): none past the end.
         assert_eq!(stray(&shown, &[-80, -40], 40.0), Vec::<i64>::new());
+        // The frames shown leave no place free: a trim that hides an open GOP's next
+        // keyframe after its leading pictures.
+        let whole: Vec<i64> = (0..10).map(|i| i * 40).collect();
+        assert_eq!(stray(&whole, &[400, 440, 600], 40.0), Vec::<i64>::new());
         assert_eq!(stray(&[], &[40], 40.0), Vec::<i64>::new());
         assert_eq!(without(&[0, 40, 40, 80], &[40, 120]), [0, 40, 80]);
+        assert_eq!(past_last(&whole, &[-40, 400, 600]), [400, 600]);
+        assert_eq!(past_last(&[], &[40]), Vec::<i64>::new());
     }
 }

@@ -113,14 +113,17 @@ impl IntegrityLedger {
             truncated,
             ..Default::default()
         };
-        // Frames an edit list hides past its end after a gap: damaged timestamps.
+        // Frames an edit list hides past its end after a gap, where the frames shown leave
+        // a place free: damaged timestamps.
+        let shown = hidden_past_end::without(&self.timeline_pts(), &self.hidden_video_pts);
         let stray = match self.timeline.constant_rate() && read_to_end {
             true => {
-                let shown = hidden_past_end::without(&self.timeline_pts(), &self.hidden_video_pts);
                 hidden_past_end::stray(&shown, &self.hidden_video_pts, self.timeline.exact_step())
             }
             false => Vec::new(),
         };
+        // The frames hidden past the last one shown are no slots of the timeline shown.
+        let past_end = hidden_past_end::past_last(&shown, &self.hidden_video_pts);
         let damaged = self.damage_seen()
             || truncated
             || overrun.is_some()
@@ -138,9 +141,9 @@ impl IntegrityLedger {
         let mut tail_gap = false;
         let (gaps, first_gap) = match self.timeline.constant_rate() {
             true => {
-                // The stray hidden frames are no slots of the timeline: the places they left
-                // free among the frames shown are what is missing.
-                let mut pts = hidden_past_end::without(&self.timeline_pts(), &stray);
+                // Nor are the stray hidden frames: the places they left free among the frames
+                // shown are what is missing.
+                let mut pts = hidden_past_end::without(&self.timeline_pts(), &past_end);
                 // A reading stopped early (--max-frames) has read packets ahead of the last
                 // frame it made (B-frames come after the frame they precede): the frames
                 // between are not read, not missing.
