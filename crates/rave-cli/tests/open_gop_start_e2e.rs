@@ -229,3 +229,38 @@ fn leading_pictures_that_decode_from_the_keyframe_are_kept() {
         "{name}: the uncut file's frames from the first shown on"
     );
 }
+
+/// A stream copy cut out of H.264 with open GOPs (x264 open-gop) into MP4: it starts on the
+/// recovery point before the cut (its pictures before the cut hidden by the edit list), and
+/// the decoder says of the references before it "Frame num gap" and "mmco: unref short
+/// failure". Those are stale (no picture shown is damaged by them), yet every such cut was
+/// refused as damaged, decoding stopped after 9 frames. Now upscaled, every frame FFmpeg
+/// reads out of the cut.
+#[test]
+fn a_copy_cut_of_h264_with_open_gops_is_no_damage() {
+    let dir = scratch();
+    let d = dir.path();
+    let whole = d.join("open.mp4");
+    lavfi_clip(
+        &whole,
+        &["testsrc2=size=96x64:rate=25:duration=6"],
+        &[
+            "-c:v",
+            "libx264",
+            "-bf",
+            "3",
+            "-x264-params",
+            "keyint=25:open-gop=1",
+        ],
+    );
+    for ext in ["mp4", "mov"] {
+        let cut = d.join(format!("cut.{ext}"));
+        let (w, c) = (whole.to_str().unwrap(), cut.to_str().unwrap());
+        ffmpeg(&["-ss", "1.3", "-i", w, "-t", "2", "-c", "copy", c]);
+        let out = d.join(format!("cut-{ext}.mkv"));
+        let o = upscale(&cut, &out, &fixture("nearest_x2.onnx"), &[]);
+        assert_exit(&o, 0);
+        assert!(!stderr(&o).contains("Frame num gap"), "{}", stderr(&o));
+        assert_eq!(counted_frames(&out), counted_frames(&cut), "{ext}");
+    }
+}

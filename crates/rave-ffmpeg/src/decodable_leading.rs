@@ -12,6 +12,8 @@ pub enum LeadingCheck {
     Hevc,
     /// MPEG-2: every leading picture of a keyframe whose GOP header says `closed_gop`.
     Mpeg2,
+    /// H.264: none is; a keyframe may be a recovery point rather than an IDR picture.
+    H264,
     /// Any other codec: none is.
     #[default]
     None,
@@ -23,6 +25,7 @@ impl LeadingCheck {
         match id {
             Id::HEVC => Self::Hevc,
             Id::MPEG2VIDEO => Self::Mpeg2,
+            Id::H264 => Self::H264,
             _ => Self::None,
         }
     }
@@ -30,6 +33,17 @@ impl LeadingCheck {
     /// Whether the keyframe packet `data` opens a GOP whose leading pictures all decode.
     pub fn closed_gop(self, data: &[u8]) -> bool {
         self == Self::Mpeg2 && mpeg2_gop_is_closed(data)
+    }
+
+    /// Whether the keyframe packet `data` is an H.264 recovery point (its first slice is no
+    /// IDR slice, NAL unit type 1): decoding that starts there meets references to
+    /// pictures before it (an open GOP, a stream cut by copying from such a keyframe).
+    pub fn recovery_point(self, data: &[u8]) -> bool {
+        self == Self::H264
+            && (nal_units(data).iter())
+                .filter_map(|u| u.first().map(|b| b & 0x1f))
+                .find(|t| (1..=5).contains(t))
+                == Some(1)
     }
 
     /// Whether the leading packet `data` holds a picture that decodes from the keyframe.
@@ -103,6 +117,16 @@ mod tests {
         let prefixed = [0, 0, 0, 3, 39 << 1, 1, 5, 0, 0, 0, 2, 6 << 1, 1];
         assert_eq!(first_hevc_picture_type(&prefixed), Some(6));
         assert!(!LeadingCheck::None.decodable(&prefixed));
+    }
+
+    #[test]
+    fn an_h264_keyframe_without_an_idr_slice_is_a_recovery_point() {
+        // Length-prefixed: an SEI (6), then a non-IDR slice (1) or an IDR slice (5).
+        let packet = |slice: u8| [&[0, 0, 0, 2, 6, 0][..], &[0, 0, 0, 2, 0x60 | slice, 0]].concat();
+        assert!(LeadingCheck::H264.recovery_point(&packet(1)));
+        assert!(!LeadingCheck::H264.recovery_point(&packet(5)));
+        assert!(LeadingCheck::H264.recovery_point(&[0, 0, 1, 0x61, 0x88]));
+        assert!(!LeadingCheck::Hevc.recovery_point(&packet(1)));
     }
 
     #[test]

@@ -31,8 +31,9 @@ impl DecoderLog {
     }
 
     /// The reading skipped a leading packet (before the first keyframe, or a leading
-    /// picture of its open GOP): what the decoder says of references it does not hold is
-    /// forgiven up to the second keyframe out.
+    /// picture of its open GOP), or decoded one the container hides (an edit list's
+    /// pre-roll): what the decoder says of references it does not hold is forgiven up to
+    /// the second keyframe out.
     pub fn on_leading_skipped(&mut self) {
         if self.keyframes_out < 2 {
             self.forgiven = None;

@@ -259,7 +259,17 @@ impl IntegrityLedger {
             // Leading frames are no slots of the timeline (unless no keyframe ever comes:
             // `timeline_pts`).
             let data = packet.data().unwrap_or_default();
+            let first_key = packet.is_key() && !self.leading.keyframe_read();
             let leading = self.leading.on_read(packet.is_key(), packet.pts(), data);
+            // A reading that starts on an H.264 recovery point (an open GOP's keyframe, a
+            // copy cut from one): what the decoder says of the references before it, in its
+            // first GOP, is stale, as where a reading skips leading pictures.
+            if first_key
+                && self.leading.check().recovery_point(data)
+                && let Some(log) = &mut self.decoder_log
+            {
+                log.on_leading_skipped();
+            }
             match packet.pts() {
                 Some(pts) if !leading => {
                     self.video_pts.push(pts);
@@ -350,6 +360,11 @@ impl IntegrityLedger {
         self.leading.on_sent(discarded);
         if !discarded {
             self.packets_sent += 1;
+        } else if let Some(log) = &mut self.decoder_log {
+            // An edit list's pre-roll (a cut made by stream copy, from the keyframe before
+            // the cut): decoded, not shown, like the leading pictures a reading skips, and
+            // what the decoder says of the references before it is as stale.
+            log.on_leading_skipped();
         }
     }
 
