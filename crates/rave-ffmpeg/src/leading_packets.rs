@@ -17,6 +17,9 @@ struct FirstKeyframe {
     /// Whether the packets read since it were all shown before it: its open GOP's leading
     /// pictures, which end at the first packet shown after it.
     leading_pictures: bool,
+    /// It is an H.264 recovery point: untimed packets right after it are its leading
+    /// pictures too (a Matroska copy cut gives them no time, being shown before the cut).
+    recovery_point: bool,
 }
 
 /// The video packets of one reading before its first decodable picture (see the module).
@@ -50,12 +53,14 @@ impl LeadingPackets {
                 self.first_key = Some(FirstKeyframe {
                     pts,
                     leading_pictures: pts.is_some() && !check.closed_gop(data),
+                    recovery_point: check.recovery_point(data),
                 });
                 false
             }
             None => true,
             Some(first) => match (first.leading_pictures, pts, first.pts) {
                 (true, Some(p), Some(key_pts)) if !key && p < key_pts => !check.decodable(data),
+                (true, None, Some(_)) if !key && first.recovery_point => true,
                 _ => {
                     first.leading_pictures = false;
                     false
@@ -183,6 +188,22 @@ mod tests {
         assert_eq!(flags, [false, false, false]);
         let (flags, _) = leading_of(&[(true, None), (false, Some(3))]);
         assert_eq!(flags, [false, false]);
+    }
+
+    #[test]
+    fn untimed_packets_right_after_an_h264_recovery_point_lead() {
+        // Length-prefixed H.264: a non-IDR I slice (a recovery point), an IDR slice.
+        let (recovery, idr) = ([0, 0, 0, 2, 0x61, 0], [0, 0, 0, 2, 0x65, 0]);
+        let mut l = LeadingPackets::new(LeadingCheck::H264);
+        let read: Vec<bool> = [(true, Some(10), &recovery), (false, None, &recovery)]
+            .iter()
+            .chain(&[(false, None, &recovery), (false, Some(12), &recovery)])
+            .map(|&(key, pts, data)| l.on_read(key, pts, data))
+            .collect();
+        assert_eq!(read, [false, true, true, false]);
+        let mut l = LeadingPackets::new(LeadingCheck::H264);
+        l.on_read(true, Some(10), &idr);
+        assert!(!l.on_read(false, None, &idr));
     }
 
     #[test]
