@@ -193,10 +193,13 @@ impl IntegrityLedger {
             true => {
                 let unread = unread.max(unread_by_header);
                 // Past the declared end a gap is the overrun's, not frames lost: no more
-                // are missing than the declared length holds beyond those read.
+                // are missing than the declared length holds beyond those read (and shown:
+                // frames hidden past the end fill none of it).
+                let read_shown = video.packets.saturating_sub(past_end.len() as u64);
                 let lost = match overrun {
-                    Some((_, end)) => (gaps + by_end)
-                        .min(frames_of(end - video_start).saturating_sub(video.packets)),
+                    Some((_, end)) => {
+                        (gaps + by_end).min(frames_of(end - video_start).saturating_sub(read_shown))
+                    }
                     None => gaps + by_end,
                 };
                 damage.frames_missing = unread.max(lost) + undecoded;
