@@ -94,6 +94,11 @@ impl LeadingPackets {
         self.check
     }
 
+    /// Whether the first keyframe read is an H.264 recovery point (no IDR picture).
+    pub fn starts_on_recovery_point(&self) -> bool {
+        self.first_key.is_some_and(|k| k.recovery_point)
+    }
+
     /// Whether a keyframe was read.
     pub fn keyframe_read(&self) -> bool {
         self.first_key.is_some()

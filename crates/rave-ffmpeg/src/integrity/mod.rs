@@ -265,7 +265,7 @@ impl IntegrityLedger {
             // copy cut from one): what the decoder says of the references before it, in its
             // first GOP, is stale, as where a reading skips leading pictures.
             if first_key
-                && self.leading.check().recovery_point(data)
+                && self.leading.starts_on_recovery_point()
                 && let Some(log) = &mut self.decoder_log
             {
                 log.on_leading_skipped();
@@ -430,14 +430,15 @@ impl IntegrityLedger {
         if damaged {
             self.frames_damaged += 1;
         }
-        let before = (self.timeline.discontinuities, self.timeline.moved.len());
-        let dropped = self.timeline.out_of_line_dropped;
+        let t = &self.timeline;
+        let (discontinuities, moved, dropped) =
+            (t.discontinuities, t.moved.len(), t.out_of_line_dropped);
         let placed = self.timeline.place(pts, later);
         let n = self.frames_out;
         let unit_s = self.streams[self.video].unit_s;
-        if self.timeline.discontinuities > before.0 {
+        if self.timeline.discontinuities > discontinuities {
             self.note(|| format!("video timestamps go backwards at frame {n}"));
-        } else if let Some(&(own, at)) = self.timeline.moved.get(before.1) {
+        } else if let Some(&(own, at)) = self.timeline.moved.get(moved) {
             let (own_s, at_s) = (own as f64 * unit_s, at as f64 * unit_s);
             self.note(|| {
                 format!(

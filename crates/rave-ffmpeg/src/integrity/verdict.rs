@@ -115,15 +115,14 @@ impl IntegrityLedger {
         };
         // Frames an edit list hides past its end after a gap, where the frames shown leave
         // a place free: damaged timestamps.
-        let shown = hidden_past_end::without(&self.timeline_pts(), &self.hidden_video_pts);
-        let stray = match self.timeline.constant_rate() && read_to_end {
-            true => {
-                hidden_past_end::stray(&shown, &self.hidden_video_pts, self.timeline.exact_step())
-            }
-            false => Vec::new(),
-        };
+        let timeline_pts = self.timeline_pts();
+        let shown = hidden_past_end::without(&timeline_pts, &self.hidden_video_pts);
         // The frames hidden past the last one shown are no slots of the timeline shown.
         let past_end = hidden_past_end::past_last(&shown, &self.hidden_video_pts);
+        let stray = match self.timeline.constant_rate() && read_to_end {
+            true => hidden_past_end::stray(&shown, &past_end, self.timeline.exact_step()),
+            false => Vec::new(),
+        };
         let damaged = self.damage_seen()
             || truncated
             || overrun.is_some()
@@ -143,7 +142,7 @@ impl IntegrityLedger {
             true => {
                 // Nor are the stray hidden frames: the places they left free among the frames
                 // shown are what is missing.
-                let mut pts = hidden_past_end::without(&self.timeline_pts(), &past_end);
+                let mut pts = hidden_past_end::without(&timeline_pts, &past_end);
                 // A reading stopped early (--max-frames) has read packets ahead of the last
                 // frame it made (B-frames come after the frame they precede): the frames
                 // between are not read, not missing.

@@ -10,9 +10,10 @@ use super::on_grid;
 /// where it is in line: no run without it is longer than the longest with it, or of the
 /// same length and starting closer after `last` (on the grid of frames `exact_step` apart,
 /// where the stream claims `constant_rate`) or at `p` itself with a place free before it
-/// (of two frames on one time, the first goes there). A frame at or before `last` is never in line;
-/// with no frame of `later` after `last` either, it is no outlier (the timeline went back
-/// as a whole, or the frame is a duplicate at the end) and `None` is returned too.
+/// (of two frames on one time, the first goes there). A frame at or before `last` is never
+/// in line; with no frame of `later` after `last` either, it is no outlier (the timeline
+/// went back as a whole, or the frame is a duplicate at the end) and `None` is returned
+/// too.
 pub fn comes_back_at(
     p: i64,
     last: i64,
@@ -20,6 +21,12 @@ pub fn comes_back_at(
     exact_step: f64,
     constant_rate: bool,
 ) -> Option<i64> {
+    // Every frame rising after the last placed (nearly always): the run with `p` is the
+    // longest, without allocating to find it.
+    let rising = later.first().is_none_or(|&n| n > p) && later.windows(2).all(|w| w[0] < w[1]);
+    if p > last && rising {
+        return None;
+    }
     let window: Vec<i64> = std::iter::once(p).chain(later.iter().copied()).collect();
     let runs = rising_runs(last, &window);
     let with = runs[0];
