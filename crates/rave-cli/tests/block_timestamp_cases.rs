@@ -8,18 +8,10 @@ mod corpus;
 
 use common::*;
 
-/// Four seconds of 64x48 H.264 with 48 kHz AAC in Matroska without CRC-32 elements (so a
-/// damaged block is only told by its times), in `dir`.
+/// The clean Matroska clip (`four_second_h264_aac`) in `dir`.
 fn clean_mkv(dir: &std::path::Path) -> std::path::PathBuf {
     let clean = dir.join("clean.mkv");
-    lavfi_clip(
-        &clean,
-        &[
-            "testsrc2=size=64x48:rate=25:duration=4",
-            "sine=sample_rate=48000:duration=4",
-        ],
-        &["-c:v", "libx264", "-c:a", "aac", "-write_crc32", "0"],
-    );
+    four_second_h264_aac(&clean);
     clean
 }
 

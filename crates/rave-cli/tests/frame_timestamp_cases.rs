@@ -9,33 +9,11 @@ mod corpus;
 
 use common::*;
 
-/// Four seconds of 64x48 H.264 with B-frames and 48 kHz AAC, in `dir`, as `name`.
-fn clean_clip(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
-    let clean = dir.join(name);
-    lavfi_clip(
-        &clean,
-        &[
-            "testsrc2=size=64x48:rate=25:duration=4",
-            "sine=sample_rate=48000:duration=4",
-        ],
-        &[
-            &["-c:v", "libx264", "-c:a", "aac", "-shortest"][..],
-            // Without CRC-32 elements, a moved Matroska block is told by its time only.
-            if name.ends_with(".mkv") {
-                &["-write_crc32", "0"]
-            } else {
-                &[]
-            },
-        ]
-        .concat(),
-    );
-    clean
-}
-
 /// A scratch folder with the clean clip `name` (its bytes returned) and its output.
 fn clean_and_upscaled(name: &str) -> (tempfile::TempDir, Vec<u8>, std::path::PathBuf) {
     let dir = scratch();
-    let clean = clean_clip(dir.path(), name);
+    let clean = dir.path().join(name);
+    four_second_h264_aac(&clean);
     let want = dir.path().join("clean-out.mkv");
     assert_exit(&upscale(&clean, &want, &fixture("nearest_x2.onnx"), &[]), 0);
     (dir, std::fs::read(&clean).unwrap(), want)

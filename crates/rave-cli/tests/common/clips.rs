@@ -5,6 +5,24 @@ use std::process::Command;
 
 use super::{chapters, ffmpeg, packets, repo, stderr, streams};
 
+/// Four seconds of 64x48 H.264 (with B-frames) and 48 kHz AAC at `path`; Matroska without
+/// CRC-32 elements, so a damaged block is told by its times only. The clean input of the
+/// timestamp damage cases.
+pub fn four_second_h264_aac(path: &Path) {
+    let crc = match path.extension().is_some_and(|e| e == "mkv") {
+        true => &["-write_crc32", "0"][..],
+        false => &[],
+    };
+    lavfi_clip(
+        path,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=4",
+            "sine=sample_rate=48000:duration=4",
+        ],
+        &[&["-c:v", "libx264", "-c:a", "aac"][..], crc].concat(),
+    );
+}
+
 /// Run ffmpeg with one lavfi input for each of `sources`, in order, then `output_args`, into
 /// `path`.
 pub fn lavfi_clip(path: &Path, sources: &[&str], output_args: &[&str]) {
