@@ -123,3 +123,49 @@ fn ts_part(path: &std::path::Path, seconds: (f64, f64), video_filter: &str, offs
         path.to_str().unwrap(),
     ]);
 }
+
+/// Two captures joined end to end whose second part's picture starts 2 s after its sound,
+/// where its first frame happens to follow the first part's last one in step (its sound
+/// starts back at the first part's start): the sound's own next PES confirms the splice,
+/// the first part's last frames (handed out by FFmpeg after the second part's first sound)
+/// keep their place, and the second part's picture comes 2 s after its sound, as in the
+/// part alone. (The picture going on in step denied the splice: 90 audio packets were
+/// unstorable and the file refused as damaged.)
+#[test]
+fn a_join_whose_second_picture_goes_on_in_step_is_still_a_splice() {
+    let dir = scratch();
+    let first = dir.path().join("first.ts");
+    ts_part(&first, (2.0, 2.0), "null", "1.4");
+    let second = dir.path().join("second.ts");
+    ts_part(&second, (2.0, 4.0), "setpts=PTS+2/TB", "1.4");
+    let joined = dir.path().join("joined.ts");
+    let bytes = [
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&second).unwrap(),
+    ]
+    .concat();
+    std::fs::write(&joined, bytes).unwrap();
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&joined, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("timestamps restart"), "{}", stderr(&o));
+    assert_eq!(counted_frames(&out), 100);
+    assert_eq!(packet_count(&out, "a:0"), packet_count(&joined, "a:0"));
+    let mut times: Vec<f64> = frame_times(&out)
+        .iter()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let steps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        steps[..49].iter().all(|s| (s - 0.04).abs() < 0.002),
+        "the first part's frames in step: {steps:?}"
+    );
+    // The first part's sound ends where its picture does; the second part's picture starts
+    // 2 s into its sound.
+    assert!((steps[49] - 2.04).abs() < 0.1, "{steps:?}");
+    assert!(
+        steps[50..].iter().all(|s| (s - 0.04).abs() < 0.002),
+        "{steps:?}"
+    );
+}

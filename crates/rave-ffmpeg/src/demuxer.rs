@@ -141,7 +141,7 @@ impl Demuxer {
             .is_some_and(|at| self.handed_out - at <= RESTART_LOOKAHEAD);
         if self.splicer.shows_reset(&packet, tb)
             && !after_restart
-            && !self.restart_confirmed(&packet, &mut on_error)
+            && !self.restart_confirmed(&packet, tb, &mut on_error)
         {
             self.splicer.shift_only(&mut packet, tb);
         } else if let Some(at) = self.splicer.place(&mut packet, tb) {
@@ -151,24 +151,35 @@ impl Demuxer {
         Some(packet)
     }
 
-    /// Whether the packets after `candidate` (which shows a restart) restart too, within
+    /// Whether the packets after `candidate` (which shows a restart; timestamps in
+    /// `candidate_tb`) restart too, within
     /// [`RESTART_LOOKAHEAD`] packets: a packet of another stream that can show one and does
     /// not continue its stream in step confirms it (a splice moves every stream; across a
     /// join one may go back by less than a restart's second, and the other part's last
     /// packet may come first: FFmpeg hands out a PES when the next one starts); packets of
     /// other streams that all continue deny it (a damaged PES header moves only its own
-    /// stream's packets, an MPEG-TS audio PES holding a dozen of them). With no other
-    /// stream there, its own stream's next packet decides, by showing a restart too; with
-    /// neither, it is taken as a restart, as before.
+    /// stream's packets, an MPEG-TS audio PES holding a dozen of them). Where the candidate
+    /// is a second behind every other stream too, its own stream decides first: its next
+    /// PES back in step with the packets before the candidate denies it (the damaged
+    /// header's PES is over), one that starts on the new line too confirms it, whatever the
+    /// others do (across a join, the next part's picture, starting seconds after its sound,
+    /// may happen to go on in step with the first part's). With neither, another stream decides as above; with no other stream
+    /// there, its own stream's next packet, by showing a restart too; with none, it is taken
+    /// as a restart, as before.
     fn restart_confirmed(
         &mut self,
         candidate: &Packet,
+        candidate_tb: Rational,
         on_error: &mut impl FnMut(&ffmpeg_next::Error),
     ) -> bool {
         let stream = candidate.stream();
         let mut i = 0;
         let mut own_next = None;
         let mut others_continue = false;
+        // Whether the next PES of its own stream (its next packet with a byte position of
+        // its own) went on from the candidate's new line (else it came back in step).
+        let mut own_next_pes = None;
+        let own_decides = self.splicer.behind_the_others(candidate, candidate_tb);
         loop {
             if i == self.unplaced.len() {
                 if i >= RESTART_LOOKAHEAD {
@@ -185,8 +196,18 @@ impl Demuxer {
                 continue;
             };
             match p.stream() == stream {
-                true if own_next.is_none() => own_next = Some(self.splicer.shows_reset(p, tb)),
-                true => {}
+                true => {
+                    let shows = self.splicer.shows_reset(p, tb);
+                    own_next.get_or_insert(shows);
+                    let own_pes = p.position() >= 0 && p.position() != candidate.position();
+                    if own_decides && own_pes && own_next_pes.is_none() {
+                        own_next_pes = match (shows, self.splicer.continues(p, tb)) {
+                            (true, _) => Some(true),
+                            (false, true) => Some(false),
+                            (false, false) => None,
+                        };
+                    }
+                }
                 false if self.splicer.judges(p.stream()) => {
                     if !self.splicer.continues(p, tb) {
                         return true;
@@ -196,7 +217,7 @@ impl Demuxer {
                 false => {}
             }
         }
-        !others_continue && own_next.unwrap_or(true)
+        own_next_pes.unwrap_or(!others_continue && own_next.unwrap_or(true))
     }
 
     /// One packet from the file as FFmpeg reads it; `None` at its end, or after

@@ -3,7 +3,10 @@
 //! no promise that timestamps keep increasing; where they jump back by more than a second or
 //! forward by more than ten, every stream's later timestamps are moved so the file plays on
 //! from where it was, and the reset is counted. Every frame and packet is kept. (One packet
-//! whose timestamp is damaged jumps too: the demuxer asks the next packets first.)
+//! whose timestamp is damaged jumps too: the demuxer asks the next packets first.) A packet
+//! read from before the byte where the reset showed belongs to the part before it, though
+//! FFmpeg hands it out later (a PES is complete only when the next one of its PID starts):
+//! it keeps that part's shift.
 
 use ffmpeg_next::{Packet, Rational};
 
@@ -28,6 +31,11 @@ struct StreamPlace {
     extra_us: i64,
     /// Whether its next packet is its first since the last reset.
     after_reset: bool,
+    /// Its extra shift before the last reset, for the last packets of the part before.
+    extra_before_us: i64,
+    /// Whether its last packet was one of the part before the last reset, handed out after
+    /// it (its next packets without a byte position, split from the same PES, are too).
+    in_tail: bool,
 }
 
 /// Where the timestamps of one input restart, and the shift that continues them.
@@ -35,6 +43,8 @@ struct StreamPlace {
 pub struct TimestampSplicer {
     enabled: bool,
     offset_us: i64,
+    /// The shift before the last reset, and the byte position of the packet that showed it.
+    before_reset: Option<(i64, i64)>,
     streams: Vec<StreamPlace>,
     /// Which streams' timestamps can reveal a reset (video, audio, subtitles: not data
     /// streams, whose timestamps follow their own rules).
@@ -65,6 +75,7 @@ impl TimestampSplicer {
         Self {
             enabled,
             offset_us: 0,
+            before_reset: None,
             streams: vec![StreamPlace::default(); watched.len()],
             watched,
         }
@@ -86,6 +97,9 @@ impl TimestampSplicer {
         let Some((decoded_us, place)) = self.decoded_us(packet, tb).filter(|_| self.enabled) else {
             return false;
         };
+        if self.before_reset_shift(packet).is_some() {
+            return false;
+        }
         // A stream's first packet shows nothing: the muxer may have written another stream a
         // second or more ahead of it (an encoder's lookahead), or it may start later.
         match (
@@ -98,6 +112,20 @@ impl TimestampSplicer {
             }
             _ => false,
         }
+    }
+
+    /// Where `packet` is one of the last of the part before the latest reset (read from
+    /// before the byte that showed it, or split from such a packet's PES, and its stream
+    /// has none of the new part yet), the shift of that part (microseconds).
+    fn before_reset_shift(&self, packet: &Packet) -> Option<i64> {
+        let (offset, reset_pos) = self.before_reset?;
+        let place = self.streams.get(packet.stream())?;
+        let pos = packet.position() as i64;
+        let in_tail = match pos >= 0 {
+            true => pos < reset_pos,
+            false => place.in_tail,
+        };
+        (place.after_reset && in_tail).then_some(offset + place.extra_before_us)
     }
 
     /// `packet`'s decode time (its presentation time where it has none) on the spliced
@@ -129,6 +157,25 @@ impl TimestampSplicer {
         }
     }
 
+    /// Whether `packet` (timestamps in `tb`) is decoded more than a restart's second behind
+    /// every other watched stream's last packet: off the whole file's line, not just its
+    /// own stream's (that stream's last packets may be the ones out of place, a PES whose
+    /// header leapt ahead, placed since it showed no restart).
+    pub fn behind_the_others(&self, packet: &Packet, tb: Rational) -> bool {
+        let Some((decoded_us, _)) = self.decoded_us(packet, tb) else {
+            return false;
+        };
+        let others_last = self
+            .streams
+            .iter()
+            .zip(&self.watched)
+            .enumerate()
+            .filter(|&(i, (_, w))| *w && i != packet.stream())
+            .filter_map(|(_, (s, _))| s.last_decode_us)
+            .max();
+        others_last.is_some_and(|last| decoded_us < last - BACKWARDS_US)
+    }
+
     /// Whether stream `index` can show a restart: watched, with a packet placed already.
     pub fn judges(&self, index: usize) -> bool {
         let placed = self
@@ -158,6 +205,13 @@ impl TimestampSplicer {
         // times of B-frame video run ahead of them).
         let at = packet.pts().or(packet.dts())?;
         let index = packet.stream();
+        if let Some(shift) = self.before_reset_shift(packet) {
+            shift_packet(packet, shift, tb);
+            let place = &mut self.streams[index];
+            place.in_tail = true;
+            place.advance(packet, at, tb);
+            return None;
+        }
         let place = *self.streams.get(index)?;
         let mut reset = None;
         let mut shift = self.offset_us + place.extra_us;
@@ -167,14 +221,18 @@ impl TimestampSplicer {
         {
             // The timestamps restart: continue from where the whole file had got to.
             reset = Some(file_end as f64 / 1e6);
+            let pos = packet.position() as i64;
+            self.before_reset = (pos >= 0).then_some((self.offset_us, pos));
             self.offset_us += file_end - at_us;
             for s in &mut self.streams {
+                s.extra_before_us = s.extra_us;
                 s.extra_us = 0;
                 s.after_reset = true;
             }
             shift = self.offset_us;
         }
         let place = &mut self.streams[index];
+        place.in_tail = false;
         if place.after_reset {
             place.after_reset = false;
             let at_us = to_us(at, tb) + shift;
@@ -186,11 +244,19 @@ impl TimestampSplicer {
             }
         }
         shift_packet(packet, shift, tb);
+        place.advance(packet, at, tb);
+        reset
+    }
+}
+
+impl StreamPlace {
+    /// Note `packet` (placed already; `at` its presentation time before) as the stream's
+    /// latest.
+    fn advance(&mut self, packet: &Packet, at: i64, tb: Rational) {
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
         let end_us = to_us(start + packet.duration().max(0), tb);
-        place.end_us = Some(place.end_us.map_or(end_us, |e| e.max(end_us)));
-        place.last_decode_us = Some(to_us(packet.dts().unwrap_or(start), tb));
-        reset
+        self.end_us = Some(self.end_us.map_or(end_us, |e| e.max(end_us)));
+        self.last_decode_us = Some(to_us(packet.dts().unwrap_or(start), tb));
     }
 }
 
@@ -256,6 +322,46 @@ mod tests {
             "audio that starts earlier stays after its own last packet"
         );
         assert_eq!(got[6], 3440);
+    }
+
+    #[test]
+    fn the_first_parts_last_packets_handed_out_after_the_restart_keep_their_place() {
+        let mut s = TimestampSplicer::new(vec![true, true], true);
+        let tb = Rational::new(1, 1000);
+        // (stream, timestamp ms, byte position): the first part's video runs to 3360 ms,
+        // its sound to 3380 ms; the second part's sound (at byte 1000) starts at 1400 ms,
+        // then FFmpeg hands out the first part's last frame (read at byte 900), then the
+        // second part's video, 2 s after its sound.
+        let order = [
+            (0, 3320, 800),
+            (1, 3380, 850),
+            (1, 1400, 1000),
+            (1, 1420, -1),
+            (0, 3360, 900),
+            (0, 3400, 2000),
+        ];
+        let mut placed = Vec::new();
+        let mut resets = Vec::new();
+        for (stream, ts, pos) in order {
+            let mut p = packet(stream, ts, 20);
+            p.set_position(pos);
+            resets.extend(s.place(&mut p, tb));
+            placed.push(p.pts().unwrap());
+        }
+        assert_eq!(resets, vec![3.4]);
+        assert_eq!(
+            placed[2..4],
+            [3400, 3420],
+            "the sound goes on at the file's end"
+        );
+        assert_eq!(
+            placed[4], 3360,
+            "the first part's last frame stays in its part"
+        );
+        assert_eq!(
+            placed[5], 5400,
+            "the picture 2 s after the sound, as in its part"
+        );
     }
 
     #[test]
