@@ -136,15 +136,20 @@ impl Demuxer {
         };
         self.handed_out += 1;
         // A stream that restarts soon after another did catches up with the same splice.
-        let after_restart = self
+        let catches_up = self
             .last_restart
-            .is_some_and(|at| self.handed_out - at <= RESTART_LOOKAHEAD);
-        if self.splicer.shows_reset(&packet, tb)
-            && !after_restart
-            && !self.restart_confirmed(&packet, tb, &mut on_error)
-        {
+            .is_some_and(|at| self.handed_out - at <= RESTART_LOOKAHEAD)
+            && self.splicer.catches_up(&packet, tb);
+        let candidate = self.splicer.shows_reset(&packet, tb) && !catches_up;
+        if candidate && !self.restart_confirmed(&packet, tb, &mut on_error) {
             self.splicer.shift_only(&mut packet, tb);
-        } else if let Some(at) = self.splicer.place(&mut packet, tb) {
+            return Some(packet);
+        }
+        if candidate {
+            let lead = self.part_lead_us(&packet, tb, &mut on_error);
+            self.splicer.lead_next_reset(lead);
+        }
+        if let Some(at) = self.splicer.place(&mut packet, tb) {
             self.resets.push(at);
             self.last_restart = Some(self.handed_out);
         }
@@ -218,6 +223,56 @@ impl Demuxer {
             }
         }
         own_next_pes.unwrap_or(!others_continue && own_next.unwrap_or(true))
+    }
+
+    /// How long before `restart` (a packet confirmed to restart the timestamps; `tb` its
+    /// time base) the new part starts, on the part's own clock (microseconds): the other
+    /// streams' first packets read from its byte on (within [`RESTART_LOOKAHEAD`] packets)
+    /// may be shown earlier, as a part's sound a fraction of a second before its picture,
+    /// whose PES comes first in the file. Ten seconds at most (a damaged timestamp).
+    fn part_lead_us(
+        &mut self,
+        restart: &Packet,
+        tb: Rational,
+        on_error: &mut impl FnMut(&ffmpeg_next::Error),
+    ) -> i64 {
+        let (Some(at), pos) = (TimestampSplicer::shown_us(restart, tb), restart.position()) else {
+            return 0;
+        };
+        if pos < 0 {
+            return 0;
+        }
+        let streams = self.time_bases.len();
+        let mut seen = vec![false; streams];
+        seen[restart.stream()] = true;
+        let mut lead = 0;
+        let mut i = 0;
+        while seen
+            .iter()
+            .enumerate()
+            .any(|(s, &v)| !v && self.splicer.judges(s))
+        {
+            if i == self.unplaced.len() {
+                if i >= RESTART_LOOKAHEAD {
+                    break;
+                }
+                match self.read_one(on_error) {
+                    Some(p) => self.unplaced.push_back(p),
+                    None => break,
+                }
+            }
+            let p = &self.unplaced[i];
+            i += 1;
+            let s = p.stream();
+            if s >= streams || seen[s] || p.position() < pos || !self.splicer.judges(s) {
+                continue;
+            }
+            seen[s] = true;
+            if let Some(shown) = TimestampSplicer::shown_us(p, self.time_bases[s]) {
+                lead = lead.max(at - shown);
+            }
+        }
+        lead
     }
 
     /// One packet from the file as FFmpeg reads it; `None` at its end, or after

@@ -45,6 +45,9 @@ pub struct TimestampSplicer {
     offset_us: i64,
     /// The shift before the last reset, and the byte position of the packet that showed it.
     before_reset: Option<(i64, i64)>,
+    /// How long before the packet that shows the next reset its part starts (another
+    /// stream's first packet of it, read later, is shown earlier), microseconds.
+    next_part_lead_us: i64,
     streams: Vec<StreamPlace>,
     /// Which streams' timestamps can reveal a reset (video, audio, subtitles: not data
     /// streams, whose timestamps follow their own rules).
@@ -76,6 +79,7 @@ impl TimestampSplicer {
             enabled,
             offset_us: 0,
             before_reset: None,
+            next_part_lead_us: 0,
             streams: vec![StreamPlace::default(); watched.len()],
             watched,
         }
@@ -97,7 +101,7 @@ impl TimestampSplicer {
         let Some((decoded_us, place)) = self.decoded_us(packet, tb).filter(|_| self.enabled) else {
             return false;
         };
-        if self.before_reset_shift(packet).is_some() {
+        if self.before_reset_shift(packet, tb).is_some() {
             return false;
         }
         // A stream's first packet shows nothing: the muxer may have written another stream a
@@ -114,18 +118,22 @@ impl TimestampSplicer {
         }
     }
 
-    /// Where `packet` is one of the last of the part before the latest reset (read from
-    /// before the byte that showed it, or split from such a packet's PES, and its stream
-    /// has none of the new part yet), the shift of that part (microseconds).
-    fn before_reset_shift(&self, packet: &Packet) -> Option<i64> {
+    /// Where `packet` (timestamps in `tb`) is one of the last of the part before the latest
+    /// reset, the shift of that part (microseconds): its stream has none of the new part
+    /// yet, and it was read from before the byte that showed the reset, or, with no byte
+    /// position of its own (a frame a parser held back until the next PES of its PID, AC-3's
+    /// last), follows a packet that was, or goes on in step with its stream's last packet
+    /// by that part's shift.
+    fn before_reset_shift(&self, packet: &Packet, tb: Rational) -> Option<i64> {
         let (offset, reset_pos) = self.before_reset?;
         let place = self.streams.get(packet.stream())?;
+        let shift = offset + place.extra_before_us;
         let pos = packet.position() as i64;
         let in_tail = match pos >= 0 {
             true => pos < reset_pos,
-            false => place.in_tail,
+            false => place.in_tail || place.in_step(packet, tb, shift),
         };
-        (place.after_reset && in_tail).then_some(offset + place.extra_before_us)
+        (place.after_reset && in_tail).then_some(shift)
     }
 
     /// `packet`'s decode time (its presentation time where it has none) on the spliced
@@ -176,6 +184,22 @@ impl TimestampSplicer {
         others_last.is_some_and(|last| decoded_us < last - BACKWARDS_US)
     }
 
+    /// Whether `packet` (timestamps in `tb`) is its stream's first of the part that began
+    /// at the latest reset, and decoded more than a restart's second behind the stream's
+    /// last packet even so: that stream's timestamps restart after another's did, by more
+    /// (the part's sound starts seconds before its picture), and it catches up with the same
+    /// splice. A stream that has packets of the new part already, or one leaping ahead,
+    /// shows a restart of its own, to be confirmed (a damaged PES header after a join).
+    pub fn catches_up(&self, packet: &Packet, tb: Rational) -> bool {
+        let Some((decoded_us, place)) = self.decoded_us(packet, tb).filter(|_| self.enabled) else {
+            return false;
+        };
+        let behind = place
+            .last_decode_us
+            .is_some_and(|last| decoded_us < last - BACKWARDS_US);
+        place.after_reset && behind && self.before_reset_shift(packet, tb).is_none()
+    }
+
     /// Whether stream `index` can show a restart: watched, with a packet placed already.
     pub fn judges(&self, index: usize) -> bool {
         let placed = self
@@ -195,6 +219,18 @@ impl TimestampSplicer {
         }
     }
 
+    /// The packet placed next shows a reset, and its part starts `lead_us` before it (the
+    /// part's sound starts a little before its picture, but its PES comes later in the
+    /// file): the part is placed so that its start, not that packet, continues the file.
+    pub fn lead_next_reset(&mut self, lead_us: i64) {
+        self.next_part_lead_us = lead_us.clamp(0, FORWARDS_US);
+    }
+
+    /// The presentation time of `packet` (in `tb`) on its own clock, microseconds.
+    pub fn shown_us(packet: &Packet, tb: Rational) -> Option<i64> {
+        packet.pts().or(packet.dts()).map(|t| to_us(t, tb))
+    }
+
     /// Move `packet`'s timestamps (in `tb`) onto the spliced timeline; where this packet
     /// shows a reset, where the timeline was when it happened (seconds).
     pub fn place(&mut self, packet: &mut Packet, tb: Rational) -> Option<f64> {
@@ -205,7 +241,7 @@ impl TimestampSplicer {
         // times of B-frame video run ahead of them).
         let at = packet.pts().or(packet.dts())?;
         let index = packet.stream();
-        if let Some(shift) = self.before_reset_shift(packet) {
+        if let Some(shift) = self.before_reset_shift(packet, tb) {
             shift_packet(packet, shift, tb);
             let place = &mut self.streams[index];
             place.in_tail = true;
@@ -223,7 +259,9 @@ impl TimestampSplicer {
             reset = Some(file_end as f64 / 1e6);
             let pos = packet.position() as i64;
             self.before_reset = (pos >= 0).then_some((self.offset_us, pos));
-            self.offset_us += file_end - at_us;
+            // The part starts where its earliest stream does: each stream keeps its place in
+            // it.
+            self.offset_us += file_end - at_us + std::mem::take(&mut self.next_part_lead_us);
             for s in &mut self.streams {
                 s.extra_before_us = s.extra_us;
                 s.extra_us = 0;
@@ -250,6 +288,21 @@ impl TimestampSplicer {
 }
 
 impl StreamPlace {
+    /// Whether `packet` (timestamps in `tb`), moved by `shift_us`, is decoded where this
+    /// stream's last packet ended, give or take [`IN_STEP_US`].
+    fn in_step(&self, packet: &Packet, tb: Rational, shift_us: i64) -> bool {
+        let Some(decoded) = packet.dts().or(packet.pts()) else {
+            return false;
+        };
+        let decoded_us = to_us(decoded, tb) + shift_us;
+        match (self.last_decode_us, self.end_us) {
+            (Some(last), Some(end)) => {
+                decoded_us >= last - IN_STEP_US && decoded_us <= end.max(last) + IN_STEP_US
+            }
+            _ => false,
+        }
+    }
+
     /// Note `packet` (placed already; `at` its presentation time before) as the stream's
     /// latest.
     fn advance(&mut self, packet: &Packet, at: i64, tb: Rational) {
@@ -361,6 +414,37 @@ mod tests {
         assert_eq!(
             placed[5], 5400,
             "the picture 2 s after the sound, as in its part"
+        );
+    }
+
+    #[test]
+    fn a_parts_last_frame_without_a_byte_position_that_goes_on_in_step_stays_in_its_part() {
+        let mut s = TimestampSplicer::new(vec![true, true], true);
+        let tb = Rational::new(1, 1000);
+        // AC-3 (1) every 32 ms: the parser holds the first part's last frame back until the
+        // next PES of its PID, after the second part's first video (at byte 1000).
+        let order = [
+            (0, 3960, 800),
+            (1, 3936, 850),
+            (0, 1400, 1000),
+            (1, 3968, -1),
+        ];
+        let mut placed = Vec::new();
+        for (stream, ts, pos) in order {
+            let mut p = packet(stream, ts, 32);
+            p.set_position(pos);
+            s.place(&mut p, tb);
+            placed.push(p.pts().unwrap());
+        }
+        assert_eq!(
+            placed[3], 3968,
+            "the held-back frame stays in the first part"
+        );
+        let mut next = packet(1, 1400, 32);
+        next.set_position(1100);
+        assert!(
+            !s.shows_reset(&next, tb),
+            "the second part's sound is no second restart"
         );
     }
 

@@ -1,0 +1,175 @@
+//! MPEG-TS captures joined end to end (`cat a.ts b.ts`), whose timestamps restart at the
+//! join: each part keeps every frame and packet and its own picture-to-sound offset, and one
+//! join is one restart. Found by a sweep of joined files: AC-3's last frame of a part, held
+//! back by FFmpeg's parser, was moved with the next part and made a 4 s hole (exit 0); a
+//! part whose sound starts just before its picture played its sound 0.2 s late; a damaged
+//! audio PES just after a join was taken for more restarts (exit 0, sound out of sync).
+
+mod common;
+mod corpus;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// A 96x64 MPEG-TS part at `dir/name`: `seconds` of picture at 25 fps shown `delay` seconds
+/// after the start of `seconds` of 48 kHz sound coded as `audio`.
+fn part(dir: &Path, name: &str, seconds: f64, delay: f64, audio: &str) -> PathBuf {
+    let path = dir.join(name);
+    let (d, delay) = (seconds.to_string(), delay.to_string());
+    let video = format!("testsrc2=s=96x64:r=25:d={d}");
+    let sound = format!("sine=f=440:r=48000:d={d}");
+    ffmpeg(&[
+        "-itsoffset",
+        &delay,
+        "-f",
+        "lavfi",
+        "-i",
+        &video,
+        "-f",
+        "lavfi",
+        "-i",
+        &sound,
+        "-c:v",
+        "libx264",
+        "-g",
+        "25",
+        "-c:a",
+        audio,
+        "-b:a",
+        "96k",
+        path.to_str().unwrap(),
+    ]);
+    path
+}
+
+/// `parts` joined byte for byte into `dir/name`.
+fn joined(dir: &Path, name: &str, parts: &[&Path]) -> PathBuf {
+    let path = dir.join(name);
+    let bytes: Vec<u8> = parts
+        .iter()
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect();
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// The presentation times (seconds) of the packets of stream `select` of `path`, in order.
+fn shown(path: &Path, select: &str) -> Vec<f64> {
+    let mut times: Vec<f64> = ffprobe(
+        path,
+        &[
+            "-select_streams",
+            select,
+            "-show_entries",
+            "packet=pts_time",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+    .lines()
+    .filter_map(|l| l.trim().trim_end_matches(',').parse().ok())
+    .collect();
+    times.sort_by(f64::total_cmp);
+    times
+}
+
+/// Upscale `input` into `dir/out.mkv`; the output, checked to hold every frame and audio
+/// packet of `input` after one restart, exit 0.
+fn upscaled_after_one_restart(dir: &Path, input: &Path) -> PathBuf {
+    let out = dir.join("out.mkv");
+    let o = upscale(input, &out, &fixture("nearest_x2.onnx"), &["--overwrite"]);
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).contains("timestamps restart 1 time(s)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(counted_frames(&out), counted_frames(input));
+    assert_eq!(packet_count(&out, "a:0"), packet_count(input, "a:0"));
+    out
+}
+
+/// Two AC-3 (and E-AC-3) parts: the join makes one restart, and the output lasts as long as
+/// the two parts, with no hole.
+#[test]
+fn an_ac3_join_is_one_restart_without_a_hole() {
+    let dir = scratch();
+    for audio in ["ac3", "eac3"] {
+        let one = part(dir.path(), "one.ts", 4.0, 0.0, audio);
+        let input = joined(dir.path(), "joined.ts", &[&one, &one]);
+        let out = upscaled_after_one_restart(dir.path(), &input);
+        let (video, sound) = (shown(&out, "v:0"), shown(&out, "a:0"));
+        let gaps = |t: &[f64], most: f64| t.windows(2).all(|w| w[1] - w[0] < most);
+        assert!(gaps(&video, 0.05), "{audio}: video {video:?}");
+        assert!(gaps(&sound, 0.05), "{audio}: sound {sound:?}");
+        assert!(video.last().unwrap() - video[0] < 8.0, "{audio}: {video:?}");
+    }
+}
+
+/// A second part whose sound starts 0.2 s before its picture (its first audio PES comes
+/// after its first video PES in the file): its sound still leads its picture by 0.2 s.
+#[test]
+fn a_part_whose_sound_leads_keeps_its_lead() {
+    let dir = scratch();
+    let first = part(dir.path(), "first.ts", 4.0, 0.0, "mp2");
+    let second = part(dir.path(), "second.ts", 3.0, 0.2, "mp2");
+    let lead = |path: &Path, from: usize, a_from: usize| {
+        shown(path, "v:0")[from] - shown(path, "a:0")[a_from]
+    };
+    let want = lead(&second, 0, 0);
+    assert!((want - 0.2).abs() < 0.03, "the part alone: {want}");
+    let input = joined(dir.path(), "joined.ts", &[&first, &second]);
+    let out = upscaled_after_one_restart(dir.path(), &input);
+    let first_audio = packet_count(&first, "a:0");
+    let got = lead(&out, 100, first_audio);
+    assert!(
+        (got - want).abs() < 0.015,
+        "lead {got} s, in the part {want} s"
+    );
+}
+
+/// One audio PES's timestamp damaged (bit 29: 5965 s ahead; bit 17: 1.46 s back) a few PES
+/// after a join: damage, refused (exit 3, the leap named), not more restarts; with
+/// --allow-corrupt every frame and packet kept, after one restart.
+#[test]
+fn a_damaged_audio_timestamp_just_after_a_join_is_damage() {
+    let dir = scratch();
+    let first = part(dir.path(), "first.ts", 4.0, 0.0, "mp2");
+    let second = part(dir.path(), "second.ts", 8.0, 0.0, "mp2");
+    let input = joined(dir.path(), "joined.ts", &[&first, &second]);
+    let data = std::fs::read(&input).unwrap();
+    let seam = std::fs::metadata(&first).unwrap().len() as usize;
+    let audio: Vec<usize> = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0)
+        .into_iter()
+        .filter(|&at| at >= seam)
+        .collect();
+    for (nth, bit) in [(0, 29), (3, 29), (3, 17)] {
+        let what = format!("audio PES {nth} after the join, bit {bit}");
+        let damaged = dir.path().join("damaged.ts");
+        let bytes = corpus::with_pes_pts_bit_flipped(&data, audio[nth], bit);
+        std::fs::write(&damaged, bytes).unwrap();
+        let out = dir.path().join("out.mkv");
+        let o = upscale(
+            &damaged,
+            &out,
+            &fixture("nearest_x2.onnx"),
+            &["--overwrite"],
+        );
+        assert_exit(&o, 3);
+        assert!(
+            stderr(&o).contains("timestamp leaps"),
+            "{what}: {}",
+            stderr(&o)
+        );
+        let args = ["--overwrite", "--allow-corrupt"];
+        let o = upscale(&damaged, &out, &fixture("nearest_x2.onnx"), &args);
+        assert_exit(&o, 0);
+        let err = stderr(&o);
+        assert!(
+            err.contains("timestamps restart 1 time(s)"),
+            "{what}: {err}"
+        );
+        assert_eq!(counted_frames(&out), counted_frames(&input), "{what}");
+        assert_eq!(packet_count(&out, "a:0"), packet_count(&input, "a:0"));
+    }
+}
