@@ -89,6 +89,44 @@ fn mp4_output_refuses_streams_it_cannot_hold_before_any_work() {
     assert_eq!(temp_files_left(dir.path()), Vec::<String>::new());
 }
 
+/// The ADPCM, A-law and mu-law sound of older cameras' AVIs, which Matroska holds as
+/// `A_MS/ACM` tracks though its muxer does not list them: copied packet for packet into
+/// .mkv (it was refused, exit 4, as a stream no container RAVE writes could hold).
+#[test]
+fn mkv_holds_the_wave_audio_of_old_avis() {
+    let dir = scratch();
+    for codec in ["adpcm_ima_wav", "adpcm_ms", "pcm_alaw", "pcm_mulaw"] {
+        let input = dir.path().join(format!("{codec}.avi"));
+        lavfi_clip(
+            &input,
+            &["testsrc=s=96x64:r=10:d=2", "sine=f=440:r=22050:d=2"],
+            &["-c:v", "mjpeg", "-c:a", codec],
+        );
+        let output = dir.path().join(format!("{codec}.mkv"));
+        let o = upscale_nearest(&input, &output, &[]);
+        assert_exit(&o, 0);
+        let hashes = |p: &Path| {
+            ffprobe(
+                p,
+                &[
+                    "-select_streams",
+                    "a",
+                    "-show_packets",
+                    "-show_data_hash",
+                    "MD5",
+                    "-show_entries",
+                    "packet=data_hash",
+                    "-of",
+                    "csv=p=0",
+                ],
+            )
+        };
+        let want = hashes(&input);
+        assert!(want.lines().count() > 10, "{codec}: {want}");
+        assert_eq!(hashes(&output), want, "{codec}");
+    }
+}
+
 #[test]
 fn ten_bit_bt2020_stays_ten_bit_with_its_colour_tags_in_hevc() {
     let dir = scratch();

@@ -61,7 +61,8 @@ fn codec_id(codec: VideoCodec) -> Id {
 
 /// Whether `container`'s muxer takes `stream`: it lists the codec (attachments are not
 /// codecs: Matroska stores them as attachments, the others cannot) and sets the stream up
-/// without error. A muxer can set up codecs it does not list (Matroska takes PNG as a
+/// without error; Matroska also takes audio with a WAVE format tag (an `A_MS/ACM` track:
+/// the ADPCM of older cameras' AVIs). A muxer can set up codecs it does not list (Matroska takes PNG as a
 /// Video-for-Windows track, losing cover-art semantics); those are refused. Cover art goes
 /// into Matroska as an attachment (`cover_attachment`), where its picture format has a
 /// MIME type; it is refused in QuickTime: FFmpeg 5.1's mov muxer accepts it and writes it
@@ -86,7 +87,12 @@ fn holds(container: Container, stream: DryRunStream<'_>) -> bool {
                 }
                 _ => {}
             }
-            params.codec_type == ffmpeg_next::ffi::AVMediaType::AVMEDIA_TYPE_ATTACHMENT
+            use ffmpeg_next::ffi::AVMediaType::{AVMEDIA_TYPE_ATTACHMENT, AVMEDIA_TYPE_AUDIO};
+            let acm = container == Container::Matroska
+                && params.codec_type == AVMEDIA_TYPE_AUDIO
+                && sys::has_wave_tag(params.codec_id);
+            params.codec_type == AVMEDIA_TYPE_ATTACHMENT
+                || acm
                 || sys::muxer_lists_codec(muxer, params.codec_id)
         }
         DryRunStream::Planned(params, _) => sys::muxer_lists_codec(muxer, params.id().into()),

@@ -266,6 +266,18 @@ pub fn muxer_lists_codec(muxer: &CStr, codec: ffi::AVCodecID) -> bool {
     unsafe { ffi::avformat_query_codec(format, codec, ffi::FF_COMPLIANCE_NORMAL) != 0 }
 }
 
+/// Whether `codec` has a WAVE format tag (RIFF): Matroska stores such audio as an
+/// `A_MS/ACM` track where it has no codec ID of its own (IMA and MS ADPCM, A-law, mu-law,
+/// Speex), as `ffmpeg -c copy` does, though it does not list it.
+pub fn has_wave_tag(codec: ffi::AVCodecID) -> bool {
+    // SAFETY: avformat_get_riff_audio_tags returns FFmpeg's static tag table, terminated as
+    // av_codec_get_tag expects; the pointer array lives on this stack frame for the call.
+    unsafe {
+        let tables = [ffi::avformat_get_riff_audio_tags(), null()];
+        ffi::av_codec_get_tag(tables.as_ptr(), codec) != 0
+    }
+}
+
 /// One stream for `muxer_dry_run`.
 #[derive(Clone, Copy)]
 pub enum DryRunStream<'a> {
