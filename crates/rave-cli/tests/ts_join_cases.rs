@@ -173,3 +173,74 @@ fn a_damaged_audio_timestamp_just_after_a_join_is_damage() {
         assert_eq!(packet_count(&out, "a:0"), packet_count(&input, "a:0"));
     }
 }
+
+/// One recording cut by FFmpeg's segment muxer and joined back, and a part starting 5 s
+/// after the first ends: their timestamps go on, but each part's muxer starts every
+/// continuity counter at 0. Accepted (exit 0), every frame and packet kept; a counter
+/// broken elsewhere in such a file is still damage. (Both were refused, exit 3, "Continuity
+/// check failed for pid 17".)
+#[test]
+fn parts_whose_timestamps_go_on_join_without_damage() {
+    let dir = scratch();
+    let whole = dir.path().join("whole.ts");
+    lavfi_clip(
+        &whole,
+        &["testsrc2=s=96x64:r=25:d=8", "sine=f=440:r=48000:d=8"],
+        &["-c:v", "libx264", "-g", "25", "-c:a", "mp2"],
+    );
+    let pattern = dir.path().join("seg%d.ts");
+    ffmpeg(&[
+        "-i",
+        whole.to_str().unwrap(),
+        "-c",
+        "copy",
+        "-f",
+        "segment",
+        "-segment_time",
+        "3",
+        "-segment_format",
+        "mpegts",
+        pattern.to_str().unwrap(),
+    ]);
+    let segments: Vec<PathBuf> = (0..3)
+        .map(|i| dir.path().join(format!("seg{i}.ts")))
+        .collect();
+    let refs: Vec<&Path> = segments.iter().map(PathBuf::as_path).collect();
+    let rejoined = joined(dir.path(), "rejoined.ts", &refs);
+    let first = part(dir.path(), "first.ts", 4.0, 0.0, "mp2");
+    let later = dir.path().join("later.ts");
+    ffmpeg(&[
+        "-i",
+        first.to_str().unwrap(),
+        "-c",
+        "copy",
+        "-output_ts_offset",
+        "9",
+        later.to_str().unwrap(),
+    ]);
+    let gap = joined(dir.path(), "gap.ts", &[&first, &later]);
+    let model = fixture("nearest_x2.onnx");
+    for input in [&rejoined, &gap] {
+        let out = dir.path().join("out.mkv");
+        let o = upscale(input, &out, &model, &["--overwrite"]);
+        assert_exit(&o, 0);
+        assert!(!stderr(&o).contains("damaged"), "{}", stderr(&o));
+        assert_eq!(counted_frames(&out), counted_frames(input));
+        assert_eq!(packet_count(&out, "a:0"), packet_count(input, "a:0"));
+    }
+    // A video TS packet dropped in the second segment: still damage.
+    let data = std::fs::read(&rejoined).unwrap();
+    let seam = std::fs::metadata(&segments[0]).unwrap().len() as usize;
+    let video = corpus::pes_starts(&data, |id| id == 0xE0);
+    let at = *video.iter().find(|&&at| at > seam + 188 * 200).unwrap();
+    let packet = at / 188 * 188 + 188;
+    let damaged = dir.path().join("damaged.ts");
+    std::fs::write(&damaged, [&data[..packet], &data[packet + 188..]].concat()).unwrap();
+    let o = upscale(
+        &damaged,
+        &dir.path().join("out.mkv"),
+        &model,
+        &["--overwrite"],
+    );
+    assert_exit(&o, 3);
+}

@@ -2,10 +2,13 @@
 //! transport packet of a PID carries a 4-bit counter; `cat a.ts b.ts` restarts every PID's
 //! counter at the join, and FFmpeg's demuxer logs one "Continuity check failed" per PID there
 //! and flags the packet it was assembling as corrupt, although no byte was lost. RAVE's
-//! splicer sees the join as a restart of the timestamps. A continuity error or corrupt
-//! packet is held for a while before it counts as damage: the first one of each kind and
-//! PID within [`SEAM_READS`] packet reads of a restart belongs to the join and is forgiven;
-//! any other counts.
+//! splicer sees the join as a restart of the timestamps. Parts whose timestamps go on
+//! (FFmpeg's segment muxer's files joined back, a part starting later) show no restart, but
+//! a new stream's first tables: its muxer starts every counter at 0, so the PAT's (PID 0)
+//! and another PID's break "got 0" within a few packets of each other. A continuity error
+//! or corrupt packet is held for a while before it counts as damage: the first one of each
+//! kind and PID within [`SEAM_READS`] packet reads of a restart or of such fresh tables
+//! belongs to the join and is forgiven; any other counts.
 
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
@@ -14,6 +17,10 @@ use std::collections::{HashSet, VecDeque};
 /// error is the join's (each PID meets the seam within a few packets of the others; the
 /// restart shows once two video packets of the second part were read).
 pub const SEAM_READS: u64 = 256;
+
+/// Packet reads within which the PAT's break to 0 and another PID's make a new stream's
+/// start (a muxer writes its tables one after another).
+const FRESH_TABLES_READS: u64 = 8;
 
 /// What the demuxer said about a transport stream's packet counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,9 +47,23 @@ pub struct SeamForgiveness {
     pending: VecDeque<Pending>,
     counted: u64,
     first: Option<String>,
-    /// The latest restart: the read it showed at, and the PIDs whose seam error (of a kind)
-    /// was forgiven.
-    seam: Option<(u64, HashSet<(u32, Kind)>)>,
+    /// The latest joins (a restart, a new stream's fresh tables, or both).
+    seams: Vec<Seam>,
+    /// The reads at which the PAT's counter, and another PID's, last broke to 0.
+    pat_to_zero: Option<u64>,
+    other_to_zero: Option<u64>,
+}
+
+/// One join of the stream: where it showed, and what was forgiven at it.
+#[derive(Debug, Clone)]
+struct Seam {
+    /// The read at which it showed (its first sign).
+    at: u64,
+    /// What it showed by: a restart of the timestamps, fresh tables.
+    restart: bool,
+    tables: bool,
+    /// The PIDs whose seam error (of a kind) was forgiven.
+    forgiven: HashSet<(u32, Kind)>,
 }
 
 /// The PID a continuity message names ("Continuity check failed for pid 256 expected ...").
@@ -51,11 +72,28 @@ fn pid_of(text: &str) -> Option<u32> {
     rest.split_whitespace().next()?.parse().ok()
 }
 
+/// The counter a continuity message says came ("... expected 6 got 0").
+fn got_of(text: &str) -> Option<u32> {
+    text.rsplit("got ").next()?.trim().parse().ok()
+}
+
 impl SeamForgiveness {
     /// A packet was read; `logged` are the continuity errors logged since the last one.
     pub fn on_read(&mut self, logged: Vec<String>) {
         self.reads += 1;
         for text in logged {
+            if got_of(&text) == Some(0) {
+                match pid_of(&text) {
+                    Some(0) => self.pat_to_zero = Some(self.reads),
+                    Some(_) => self.other_to_zero = Some(self.reads),
+                    None => {}
+                }
+                if let (Some(pat), Some(other)) = (self.pat_to_zero, self.other_to_zero)
+                    && pat.abs_diff(other) <= FRESH_TABLES_READS
+                {
+                    self.open_seam(pat.min(other), false);
+                }
+            }
             self.pending.push_back(Pending {
                 read: self.reads,
                 pid: pid_of(&text),
@@ -80,18 +118,50 @@ impl SeamForgiveness {
 
     /// The timestamps restarted at the packet read last (the splicer saw a join).
     pub fn on_restart(&mut self) {
-        self.seam = Some((self.reads, HashSet::new()));
+        self.open_seam(self.reads, true);
         self.settle(false);
+    }
+
+    /// A join at read `at`, shown by a restart (else by fresh tables). The latest join, near
+    /// and shown by the other sign only, is the same one (a part's fresh tables, then its
+    /// restart a few reads on), whose PIDs each have one error forgiven.
+    fn open_seam(&mut self, at: u64, restart: bool) {
+        if let Some(last) = self.seams.last_mut()
+            && last.at.abs_diff(at) <= SEAM_READS
+        {
+            let sign = if restart {
+                &mut last.restart
+            } else {
+                &mut last.tables
+            };
+            if !*sign {
+                *sign = true;
+                return;
+            }
+        }
+        let reads = self.reads;
+        self.seams.retain(|s| s.at + 2 * SEAM_READS >= reads);
+        self.seams.push(Seam {
+            at,
+            restart,
+            tables: !restart,
+            forgiven: HashSet::new(),
+        });
     }
 
     /// Forgive what belongs to the seam, count what is old enough to belong to none (or all
     /// of it, `at_end`).
     fn settle(&mut self, at_end: bool) {
         while let Some(front) = self.pending.front() {
-            let forgiven = match (&mut self.seam, front.pid) {
-                (Some((at, pids)), Some(pid)) if front.read.abs_diff(*at) <= SEAM_READS => {
-                    pids.insert((pid, front.kind))
-                }
+            // The join it follows, else the one it comes just before.
+            let read = front.read;
+            let seam = self
+                .seams
+                .iter_mut()
+                .filter(|s| s.at.abs_diff(read) <= SEAM_READS)
+                .min_by_key(|s| (s.at > read, s.at.abs_diff(read)));
+            let forgiven = match (seam, front.pid) {
+                (Some(seam), Some(pid)) => seam.forgiven.insert((pid, front.kind)),
                 _ => false,
             };
             if !forgiven && !at_end && self.reads - front.read <= SEAM_READS {
@@ -168,6 +238,35 @@ mod tests {
         assert_eq!(s.first(true), Some(cc(256)));
         s.on_corrupt(Some(256), "corrupt packet in stream #0".into());
         assert_eq!(s.errors(true), 2);
+    }
+
+    #[test]
+    fn a_new_streams_fresh_tables_are_a_seam_without_a_restart() {
+        let to_zero = |pid: u32| format!("Continuity check failed for pid {pid} expected 11 got 0");
+        let mut s = SeamForgiveness::default();
+        for _ in 0..1000 {
+            s.on_read(vec![]);
+        }
+        // The next part's SDT, PAT and PMT, then its video and audio; no restart.
+        s.on_read(vec![to_zero(17), to_zero(0), to_zero(4096)]);
+        s.on_read(vec![to_zero(256)]);
+        s.on_corrupt(Some(256), "corrupt packet in stream #0".into());
+        s.on_read(vec![to_zero(257)]);
+        assert_eq!(s.errors(true), 0);
+        // Its restart, a few packets on, is the same join: a second break is damage.
+        s.on_restart();
+        s.on_read(vec![to_zero(256)]);
+        assert_eq!(s.errors(true), 1);
+        // Counters broken to other values, or the PAT's alone, are no new stream.
+        let mut s = SeamForgiveness::default();
+        let to_three = |pid: u32| cc(pid).replace("got 0", "got 3");
+        s.on_read(vec![to_three(0), to_three(256)]);
+        s.on_read(vec![to_zero(0)]);
+        for _ in 0..20 {
+            s.on_read(vec![]);
+        }
+        s.on_read(vec![to_zero(257)]);
+        assert_eq!(s.errors(true), 4);
     }
 
     #[test]
