@@ -244,3 +244,38 @@ fn parts_whose_timestamps_go_on_join_without_damage() {
     );
     assert_exit(&o, 3);
 }
+
+/// Two MPEG-PS files (MPEG-2 video with B-frames, MP2 sound) joined: one restart, every
+/// frame and packet kept. (The second part's first frame, whose PES starts before the
+/// sound that showed the restart, was taken for a last frame of the first part and refused
+/// as a timestamp out of line, exit 3.)
+#[test]
+fn a_program_stream_join_is_one_restart() {
+    let dir = scratch();
+    let part = |name: &str, seconds: &str| {
+        let path = dir.path().join(name);
+        lavfi_clip(
+            &path,
+            &[
+                &format!("testsrc2=s=96x64:r=25:d={seconds}"),
+                &format!("sine=f=440:r=48000:d={seconds}"),
+            ],
+            &[
+                "-c:v",
+                "mpeg2video",
+                "-g",
+                "12",
+                "-bf",
+                "2",
+                "-c:a",
+                "mp2",
+                "-b:a",
+                "128k",
+            ],
+        );
+        path
+    };
+    let (first, second) = (part("m1.mpg", "3"), part("m2.mpg", "4"));
+    let input = joined(dir.path(), "joined.mpg", &[&first, &second]);
+    upscaled_after_one_restart(dir.path(), &input);
+}

@@ -33,9 +33,6 @@ struct StreamPlace {
     after_reset: bool,
     /// Its extra shift before the last reset, for the last packets of the part before.
     extra_before_us: i64,
-    /// Whether its last packet was one of the part before the last reset, handed out after
-    /// it (its next packets without a byte position, split from the same PES, are too).
-    in_tail: bool,
 }
 
 /// Where the timestamps of one input restart, and the shift that continues them.
@@ -120,20 +117,17 @@ impl TimestampSplicer {
 
     /// Where `packet` (timestamps in `tb`) is one of the last of the part before the latest
     /// reset, the shift of that part (microseconds): its stream has none of the new part
-    /// yet, and it was read from before the byte that showed the reset, or, with no byte
-    /// position of its own (a frame a parser held back until the next PES of its PID, AC-3's
-    /// last), follows a packet that was, or goes on in step with its stream's last packet
-    /// by that part's shift.
+    /// yet, it was read from before the byte that showed the reset (or has no byte position
+    /// of its own: a frame a parser held back until the next PES of its PID, AC-3's last),
+    /// and by that part's shift it goes on in step with its stream's last packet. (The next
+    /// part's first packet of another stream may come before the one that showed the reset
+    /// too, handed out later: it is not in step.)
     fn before_reset_shift(&self, packet: &Packet, tb: Rational) -> Option<i64> {
         let (offset, reset_pos) = self.before_reset?;
         let place = self.streams.get(packet.stream())?;
         let shift = offset + place.extra_before_us;
-        let pos = packet.position() as i64;
-        let in_tail = match pos >= 0 {
-            true => pos < reset_pos,
-            false => place.in_tail || place.in_step(packet, tb, shift),
-        };
-        (place.after_reset && in_tail).then_some(shift)
+        let read_before = (packet.position() as i64) < reset_pos;
+        (place.after_reset && read_before && place.in_step(packet, tb, shift)).then_some(shift)
     }
 
     /// `packet`'s decode time (its presentation time where it has none) on the spliced
@@ -243,9 +237,7 @@ impl TimestampSplicer {
         let index = packet.stream();
         if let Some(shift) = self.before_reset_shift(packet, tb) {
             shift_packet(packet, shift, tb);
-            let place = &mut self.streams[index];
-            place.in_tail = true;
-            place.advance(packet, at, tb);
+            self.streams[index].advance(packet, at, tb);
             return None;
         }
         let place = *self.streams.get(index)?;
@@ -270,7 +262,6 @@ impl TimestampSplicer {
             shift = self.offset_us;
         }
         let place = &mut self.streams[index];
-        place.in_tail = false;
         if place.after_reset {
             place.after_reset = false;
             let at_us = to_us(at, tb) + shift;

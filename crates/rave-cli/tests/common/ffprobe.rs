@@ -164,7 +164,7 @@ pub fn format_duration(path: &Path) -> f64 {
 }
 
 /// Frames of the first video stream, counted by decoding (an MPEG-TS lists the stream under
-/// its program too: the first count is taken).
+/// its program too: the first count is taken; an MPEG-PS's ends in a comma).
 pub fn counted_frames(path: &Path) -> u64 {
     ffprobe(
         path,
@@ -178,8 +178,8 @@ pub fn counted_frames(path: &Path) -> u64 {
             "csv=p=0",
         ],
     )
-    .split_whitespace()
-    .next()
+    .split(|c: char| c.is_whitespace() || c == ',')
+    .find(|n| !n.is_empty())
     .and_then(|n| n.parse().ok())
     .expect("a frame count")
 }
