@@ -127,6 +127,64 @@ fn mkv_holds_the_wave_audio_of_old_avis() {
     }
 }
 
+/// Sound that starts after the frames written (`--max-frames 5`, sound from 1.5 s): .mp4
+/// and .mov write no empty track, so it is said to be skipped (it was said copied, with 0
+/// packets, and was not there); .mkv keeps the empty track.
+#[test]
+fn a_copied_stream_with_no_packet_is_said_skipped_where_mp4_drops_it() {
+    let dir = scratch();
+    let input = dir.path().join("late_sound.mkv");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=s=96x64:r=10:d=3",
+        "-itsoffset",
+        "1.5",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=f=440:r=48000:d=3",
+        "-c:v",
+        "libx264",
+        "-c:a",
+        "aac",
+        input.to_str().unwrap(),
+    ]);
+    for (ext, kept) in [("mp4", false), ("mov", false), ("mkv", true)] {
+        let output = dir.path().join(format!("out.{ext}"));
+        let o = upscale_nearest(&input, &output, &["--max-frames", "5", "--json"]);
+        let report = json_report(&o);
+        let (copied, skipped) = (
+            &report["mux"]["copied_streams"],
+            &report["mux"]["skipped_streams"],
+        );
+        let tracks = ffprobe(
+            &output,
+            &[
+                "-select_streams",
+                "a",
+                "-show_entries",
+                "stream=index",
+                "-of",
+                "csv=p=0",
+            ],
+        );
+        assert_eq!(tracks.trim().is_empty(), !kept, "{ext}: {tracks}");
+        match kept {
+            true => assert_eq!(copied, &serde_json::json!([1]), "{ext}: {report}"),
+            false => {
+                assert_eq!(copied, &serde_json::json!([]), "{ext}: {report}");
+                let said = skipped[0].as_str().unwrap_or_default();
+                assert!(
+                    said.starts_with("input stream #1: no packet"),
+                    "{ext}: {said}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn ten_bit_bt2020_stays_ten_bit_with_its_colour_tags_in_hevc() {
     let dir = scratch();

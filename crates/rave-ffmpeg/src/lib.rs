@@ -2,6 +2,7 @@
 //! frames, software encode, and muxing with every other stream copied untouched.
 
 mod alpha;
+mod closing_notes;
 mod continuity;
 mod cover_attachment;
 mod declared;

@@ -13,6 +13,7 @@ use ffmpeg_next::{Packet, Rational, Rescale};
 use rave_core::error::{EngineError, Result};
 
 use crate::carried_metadata::CarriedMetadata;
+use crate::closing_notes;
 use crate::codec_choice::{Container, VideoCodec};
 use crate::cover_attachment;
 use crate::global_tags;
@@ -542,23 +543,18 @@ impl Muxer {
             return Ok(());
         }
         self.finished = true;
-        if self.moved_frames > 0 {
-            self.summary.warnings.push(format!(
-                "{} video frame(s) fell on the same tick of the output's time base ({}) as the frame before them (input frames closer together than it can tell apart): each went one tick later, so every frame is kept",
-                self.moved_frames, self.video_tb
-            ));
-        }
-        let (shortened, left_out) = (self.cues_shortened, self.summary.cues_before_picture);
-        if shortened > 0 {
-            self.summary.warnings.push(format!(
-                "{shortened} subtitle cue(s) began before the picture (the output starts with its first frame and audio): each is shown from the start until its own end"
-            ));
-        }
-        if left_out > 0 {
-            self.summary.warnings.push(format!(
-                "{left_out} subtitle cue(s) ended before the picture starts and are left out"
-            ));
-        }
+        let empty_streams: Vec<usize> = (self.routes.iter().enumerate())
+            .filter(|(_, r)| r.as_ref().is_some_and(|r| r.last_dts.is_none()))
+            .map(|(i, _)| i)
+            .collect();
+        let closing = closing_notes::Closing {
+            moved_frames: self.moved_frames,
+            video_tb: self.video_tb,
+            cues_shortened: self.cues_shortened,
+            empty_streams: &empty_streams,
+            drops_empty_tracks: self.strict_dts && !self.segment_file,
+        };
+        closing_notes::note(&mut self.summary, &closing);
         self.output.write_trailer().map_err(|e| self.mux_error(e))
     }
 
