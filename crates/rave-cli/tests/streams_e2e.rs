@@ -385,14 +385,80 @@ fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
     // The third is left unset: an empty line.
     assert_eq!(languages(&mov), "ger\nfra\n\n");
     let warnings = json_report(&o)["mux"]["warnings"].to_string();
-    assert!(
-        warnings.contains("stream #3: its language 'hrv' has no QuickTime code"),
-        "{warnings}"
-    );
+    let said = "stream #3: its language 'hrv' has no QuickTime code";
+    assert!(warnings.contains(said), "{warnings}");
+    // Said on stderr too, like every warning (it was only in the report and the summary).
+    let err = stderr(&o);
+    assert_eq!(err.matches(said).count(), 1, "{err}");
     // A title is written (as the track's `udta/name`, which FFmpeg's own reader does not
     // read back): nothing to say.
     assert!(!warnings.contains("title"), "{warnings}");
     let mp4 = dir.path().join("out.mp4");
     assert_exit(&upscale_nearest(&input, &mp4, &[]), 0);
     assert_eq!(languages(&mp4), "deu\nfre\nhrv\n");
+}
+
+/// Two-letter codes ("en", "pt-BR", as `-metadata:s:a language=en` sets them) go into .mp4
+/// and .mov as their three-letter codes (FFmpeg left them unset without a word), and a
+/// value that is no language code is said; .mkv keeps each as it is.
+#[test]
+fn two_letter_languages_are_written_as_three_letters_in_mp4_and_mov() {
+    let dir = scratch();
+    let input = dir.path().join("langs.mkv");
+    lavfi_clip(
+        &input,
+        &[
+            "testsrc2=size=64x48:rate=25:duration=1",
+            "sine=duration=1",
+            "sine=frequency=600:duration=1",
+            "sine=frequency=800:duration=1",
+        ],
+        &[
+            "-map",
+            "0",
+            "-map",
+            "1",
+            "-map",
+            "2",
+            "-map",
+            "3",
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "-metadata:s:a:0",
+            "language=en",
+            "-metadata:s:a:1",
+            "language=pt-BR",
+            "-metadata:s:a:2",
+            "language=english",
+        ],
+    );
+    let languages = |path: &Path| {
+        ffprobe(
+            path,
+            &[
+                "-select_streams",
+                "a",
+                "-show_entries",
+                "stream_tags=language",
+                "-of",
+                "csv=p=0",
+            ],
+        )
+    };
+    for (ext, want) in [("mp4", "eng\npor\n"), ("mov", "eng\npor\n")] {
+        let output = dir.path().join(format!("out.{ext}"));
+        let o = upscale_nearest(&input, &output, &[]);
+        assert_exit(&o, 0);
+        assert!(
+            languages(&output).starts_with(want),
+            "{ext}: {}",
+            languages(&output)
+        );
+        let err = stderr(&o);
+        let said =
+            format!("its language 'english' is no ISO 639 code, so the .{ext} leaves it unset");
+        assert!(err.contains(&said), "{ext}: {err}");
+    }
 }

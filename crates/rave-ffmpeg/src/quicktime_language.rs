@@ -1,9 +1,12 @@
 //! Stream languages in QuickTime (.mov). Its track header holds one of the classic
 //! Macintosh language codes, listed by their ISO 639-2 names (some bibliographic, "ger",
 //! some terminological, "fra"), and FFmpeg's mov muxer writes only those: any other code is
-//! left unset, silently. MP4 and Matroska take any ISO 639-2 code. A language the list
-//! holds under its other ISO 639-2 name ("deu" for "ger") is written under that name; one
-//! it does not hold at all is said.
+//! left unset, silently. MP4 takes any three lowercase letters, Matroska any value. A
+//! language the list holds under its other ISO 639-2 name ("deu" for "ger") is written
+//! under that name; one it does not hold at all is said. In both, a two-letter ISO 639-1
+//! code ("en", as `ffmpeg -metadata:s:a language=en` sets it, or a tag's "en-US") is
+//! written as its ISO 639-2 code ("eng"), and capitals as small letters: FFmpeg left
+//! them unset, silently; a value that is no language code at all is said.
 
 use crate::codec_choice::Container;
 
@@ -78,10 +81,27 @@ pub fn in_quicktime(language: &str) -> QuickTimeLanguage {
     }
 }
 
+/// `language` as the three small letters of an ISO 639-2 code: as it is where it is
+/// three letters, from ISO 639-1 where it is two ("en", "pt-BR"); `None` for any other
+/// value.
+pub fn three_letters(language: &str) -> Option<String> {
+    let code = language.trim().to_ascii_lowercase();
+    let primary = code.split(['-', '_']).next().unwrap_or_default();
+    if !primary.bytes().all(|b| b.is_ascii_lowercase()) {
+        return None;
+    }
+    match primary.len() {
+        3 => Some(primary.to_owned()),
+        2 => isolang::Language::from_639_1(primary).map(|l| l.to_639_3().to_owned()),
+        _ => None,
+    }
+}
+
 /// `metadata`, that of the output stream `what` ("stream #1"), ready for `container`: in
-/// a QuickTime file its language renamed where QuickTime names it otherwise, and where it
-/// cannot name it, a warning in `warnings` (the value stays, for FFmpeg to leave out);
-/// other containers take it as it is.
+/// an MP4 or QuickTime file its language as three small letters ([`three_letters`]), in a
+/// QuickTime file renamed where QuickTime names it otherwise, and where the file cannot
+/// hold it, a warning in `warnings` (the value stays, for FFmpeg to leave out); Matroska
+/// takes it as it is.
 pub fn for_output<'a>(
     mut metadata: ffmpeg_next::Dictionary<'a>,
     container: Option<Container>,
@@ -89,10 +109,25 @@ pub fn for_output<'a>(
     warnings: &mut Vec<String>,
 ) -> ffmpeg_next::Dictionary<'a> {
     let language = metadata.get("language").map(str::to_owned);
-    let Some(language) = language.filter(|_| container == Some(Container::Mov)) else {
+    let quicktime = matches!(container, Some(Container::Mov | Container::Mp4));
+    let Some(language) = language.filter(|l| quicktime && !l.trim().is_empty()) else {
         return metadata;
     };
-    match in_quicktime(&language) {
+    let Some(code) = three_letters(&language) else {
+        let ext = container.map_or("", |c| c.extension());
+        warnings.push(format!(
+            "{what}: its language '{language}' is no ISO 639 code, so the {ext} leaves it unset; .mkv keeps it"
+        ));
+        return metadata;
+    };
+    if container == Some(Container::Mp4) {
+        if code != language {
+            metadata.set("language", &code);
+        }
+        return metadata;
+    }
+    match in_quicktime(&code) {
+        QuickTimeLanguage::Kept if code != language => metadata.set("language", &code),
         QuickTimeLanguage::Kept => {}
         QuickTimeLanguage::Renamed(name) => metadata.set("language", name),
         QuickTimeLanguage::Lost => warnings.push(format!(
@@ -121,6 +156,18 @@ mod tests {
         assert_eq!(in_quicktime("per"), QuickTimeLanguage::Lost);
         assert_eq!(in_quicktime("hrv"), QuickTimeLanguage::Lost);
         assert_eq!(in_quicktime("xyz"), QuickTimeLanguage::Lost);
+    }
+
+    #[test]
+    fn two_letter_codes_and_capitals_become_three_small_letters() {
+        assert_eq!(three_letters("en").as_deref(), Some("eng"));
+        assert_eq!(three_letters("pt-BR").as_deref(), Some("por"));
+        assert_eq!(three_letters("DE").as_deref(), Some("deu"));
+        assert_eq!(three_letters("ENG").as_deref(), Some("eng"));
+        assert_eq!(three_letters("fre").as_deref(), Some("fre"));
+        assert_eq!(three_letters("english"), None);
+        assert_eq!(three_letters("e1"), None);
+        assert_eq!(three_letters("qq"), None, "no ISO 639-1 language");
     }
 
     #[test]

@@ -310,6 +310,11 @@ pub fn run_job(
             })?;
             decode.copied_packets = written.copied_packets;
             mux = written.summary;
+            // What the muxer found it could not keep (a language QuickTime cannot name,
+            // chapters before the picture, cues shortened), said like the rest, once.
+            for w in &mux.warnings {
+                progress.warning(w);
+            }
             frames_out = frames;
             written.path
         }
