@@ -16,6 +16,7 @@ mod global_tags;
 mod leading_packets;
 mod log_capture;
 mod log_watch;
+mod lost_dispositions;
 mod output_chapters;
 mod output_timeline;
 mod packet_duration;

@@ -14,6 +14,7 @@ use crate::cover_attachment;
 use crate::flv_phantoms;
 use crate::frame_convert::working_format;
 use crate::input::is_cover_art;
+use crate::lost_dispositions;
 use crate::sys::{self, DryRunStream};
 
 /// The input streams the output copies, and those it leaves out with the reason.
@@ -239,6 +240,10 @@ pub fn plan_streams(
                 "{describe}, {}x{}, is copied as it is, not upscaled: RAVE upscales one video stream, #{video_index}; remux the other into a file of its own to upscale it",
                 p.width, p.height
             ));
+        }
+        let disposition = input.stream(index).map_or(0, |s| s.disposition().bits());
+        if let Some(w) = lost_dispositions::warning(container, &describe, disposition) {
+            plan.warnings.push(w);
         }
         plan.copied.push(index);
     }
