@@ -245,37 +245,57 @@ fn parts_whose_timestamps_go_on_join_without_damage() {
     assert_exit(&o, 3);
 }
 
-/// Two MPEG-PS files (MPEG-2 video with B-frames, MP2 sound) joined: one restart, every
-/// frame and packet kept. (The second part's first frame, whose PES starts before the
-/// sound that showed the restart, was taken for a last frame of the first part and refused
-/// as a timestamp out of line, exit 3.)
+/// Two MPEG-PS files (MPEG-2 video with B-frames, MP2 sound) joined, the second's sound
+/// starting with its picture or 0.1 s after it: one restart, every frame and packet kept,
+/// the second part's sound as far behind its picture as in the part. (The second part's
+/// first frame, whose PES starts before the sound that showed the restart but is handed
+/// out after it, was taken for a last frame of the first part and refused as a timestamp
+/// out of line, exit 3; with the sound 0.1 s late, a frame was dropped as a duplicate.)
 #[test]
 fn a_program_stream_join_is_one_restart() {
     let dir = scratch();
-    let part = |name: &str, seconds: &str| {
+    let part = |name: &str, seconds: &str, sound_delay: &str| {
         let path = dir.path().join(name);
-        lavfi_clip(
-            &path,
-            &[
-                &format!("testsrc2=s=96x64:r=25:d={seconds}"),
-                &format!("sine=f=440:r=48000:d={seconds}"),
-            ],
-            &[
-                "-c:v",
-                "mpeg2video",
-                "-g",
-                "12",
-                "-bf",
-                "2",
-                "-c:a",
-                "mp2",
-                "-b:a",
-                "128k",
-            ],
-        );
+        let video = format!("testsrc2=s=96x64:r=25:d={seconds}");
+        let sound = format!("sine=f=440:r=48000:d={seconds}");
+        ffmpeg(&[
+            "-f",
+            "lavfi",
+            "-i",
+            &video,
+            "-itsoffset",
+            sound_delay,
+            "-f",
+            "lavfi",
+            "-i",
+            &sound,
+            "-c:v",
+            "mpeg2video",
+            "-g",
+            "12",
+            "-bf",
+            "2",
+            "-c:a",
+            "mp2",
+            "-b:a",
+            "128k",
+            path.to_str().unwrap(),
+        ]);
         path
     };
-    let (first, second) = (part("m1.mpg", "3"), part("m2.mpg", "4"));
-    let input = joined(dir.path(), "joined.mpg", &[&first, &second]);
-    upscaled_after_one_restart(dir.path(), &input);
+    let first = part("m1.mpg", "3", "0");
+    for delay in ["0", "0.1"] {
+        let second = part("m2.mpg", "4", delay);
+        let input = joined(dir.path(), "joined.mpg", &[&first, &second]);
+        let out = upscaled_after_one_restart(dir.path(), &input);
+        let lag = |path: &Path, video_from: usize, audio_from: usize| {
+            shown(path, "a:0")[audio_from] - shown(path, "v:0")[video_from]
+        };
+        let want = lag(&second, 0, 0);
+        let got = lag(&out, 75, packet_count(&first, "a:0"));
+        assert!(
+            (got - want).abs() < 0.015,
+            "delay {delay}: {got} s, in the part {want} s"
+        );
+    }
 }

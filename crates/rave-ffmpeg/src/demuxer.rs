@@ -227,21 +227,20 @@ impl Demuxer {
 
     /// How long before `restart` (a packet confirmed to restart the timestamps; `tb` its
     /// time base) the new part starts, on the part's own clock (microseconds): the other
-    /// streams' first packets read from its byte on (within [`RESTART_LOOKAHEAD`] packets)
-    /// may be shown earlier, as a part's sound a fraction of a second before its picture,
-    /// whose PES comes first in the file. Ten seconds at most (a damaged timestamp).
+    /// streams' first packets of it (within [`RESTART_LOOKAHEAD`] packets; those not going
+    /// on in step with their stream, which the part before's last ones do) may be shown
+    /// earlier, as a part's sound a fraction of a second before its picture, whose PES
+    /// comes first in the file, or an MPEG-PS part's picture, whose PES starts before the
+    /// sound that showed the restart. Ten seconds at most (a damaged timestamp).
     fn part_lead_us(
         &mut self,
         restart: &Packet,
         tb: Rational,
         on_error: &mut impl FnMut(&ffmpeg_next::Error),
     ) -> i64 {
-        let (Some(at), pos) = (TimestampSplicer::shown_us(restart, tb), restart.position()) else {
+        let Some(at) = TimestampSplicer::shown_us(restart, tb) else {
             return 0;
         };
-        if pos < 0 {
-            return 0;
-        }
         let streams = self.time_bases.len();
         let mut seen = vec![false; streams];
         seen[restart.stream()] = true;
@@ -264,11 +263,14 @@ impl Demuxer {
             let p = &self.unplaced[i];
             i += 1;
             let s = p.stream();
-            if s >= streams || seen[s] || p.position() < pos || !self.splicer.judges(s) {
+            let Some(&tb) = self.time_bases.get(s) else {
+                continue;
+            };
+            if seen[s] || !self.splicer.judges(s) || self.splicer.continues(p, tb) {
                 continue;
             }
             seen[s] = true;
-            if let Some(shown) = TimestampSplicer::shown_us(p, self.time_bases[s]) {
+            if let Some(shown) = TimestampSplicer::shown_us(p, tb) {
                 lead = lead.max(at - shown);
             }
         }
