@@ -51,6 +51,14 @@ pub struct InputDamage {
     pub timeline_gaps: u64,
     /// Where the first such gap starts, in seconds of the input's timeline.
     pub first_gap_s: Option<f64>,
+    /// Seconds of gaps between consecutive audio packets (wider than one and a half
+    /// packets) in an input with no other sign of damage: not damage by itself (a
+    /// recorder's dropout), but said, as an audio PES the container lost without noticing
+    /// (16 MPEG-TS packets of its PID, whose 4-bit counter comes round again) leaves only
+    /// this trace.
+    pub audio_gaps_s: f64,
+    /// Where the first such gap starts, in seconds of the input's timeline.
+    pub first_audio_gap_s: Option<f64>,
     /// The last such gap lies among the video's last few frames, in a container that
     /// declares no frame count (MPEG-TS, FLV): the trace a file cut short in the middle of
     /// a group of B-frames leaves (the frames decoded ahead of the lost ones), which
@@ -103,6 +111,19 @@ impl InputDamage {
             format!(
                 "the input's video timeline has {}{at} with no other sign of damage: frames the recorder dropped or a stream-copy cut left out, or frames lost without the container noticing; the output has the same gaps{end}",
                 counted(self.timeline_gaps, "missing frame slot")
+            )
+        })
+    }
+
+    /// The warning for [`InputDamage::audio_gaps_s`], when there are any.
+    pub fn audio_gap_warning(&self) -> Option<String> {
+        (self.audio_gaps_s > 0.0).then(|| {
+            let at = self
+                .first_audio_gap_s
+                .map_or(String::new(), |t| format!(" (the first after {t:.3} s)"));
+            format!(
+                "the input's audio has gaps of {:.3} s in all{at} with no other sign of damage: a dropout of the recorder, or sound lost without the container noticing; the output has the same gaps",
+                self.audio_gaps_s
             )
         })
     }

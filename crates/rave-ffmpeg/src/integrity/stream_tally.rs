@@ -39,6 +39,8 @@ pub(super) struct StreamTally {
     last_end: Option<i64>,
     /// Time-base units of gaps between consecutive packets wider than 1.5 packets.
     pub(super) gaps: i64,
+    /// Where the first of them starts (the end of the packet before it).
+    pub(super) first_gap: Option<i64>,
     /// Where the previous packet started: the spacing stands for a duration where no
     /// packet carries one (ALAC in Matroska).
     last_start: Option<i64>,
@@ -64,6 +66,7 @@ impl StreamTally {
             typical: 0,
             last_end: None,
             gaps: 0,
+            first_gap: None,
             last_start: None,
             latest_s: None,
         }
@@ -97,6 +100,7 @@ impl StreamTally {
                     && s - last > self.typical + self.typical / 2
                 {
                     self.gaps += s - last;
+                    self.first_gap.get_or_insert(last);
                 }
                 // A packet of unknown length (a fragmented MP4's first AAC packet, which
                 // lasts until the next) ends where the next one starts: no gap after it.

@@ -232,6 +232,14 @@ impl IntegrityLedger {
                 (true, None) => t.gaps as f64 * t.unit_s,
             };
             damage.audio_missing_s = damage.audio_missing_s.max(by_count.max(by_end) + by_gaps);
+            if !damaged && t.gaps > 0 {
+                damage.audio_gaps_s += t.gaps as f64 * t.unit_s;
+                let at = t.first_gap.map(|p| p as f64 * t.unit_s - video_start);
+                damage.first_audio_gap_s = match (damage.first_audio_gap_s, at) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
         }
 
         if let Some(p) = &self.structure {

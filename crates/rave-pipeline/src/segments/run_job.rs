@@ -347,9 +347,13 @@ pub fn run_job(
         };
         progress.warning(&format!("damaged input{kept}: {}", damage.describe()));
     }
-    for w in [damage.leading_warning(), damage.gap_warning()]
-        .into_iter()
-        .flatten()
+    for w in [
+        damage.leading_warning(),
+        damage.gap_warning(),
+        damage.audio_gap_warning(),
+    ]
+    .into_iter()
+    .flatten()
     {
         progress.warning(&w);
         warnings.push(w);
