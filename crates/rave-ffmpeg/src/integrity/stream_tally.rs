@@ -41,6 +41,9 @@ pub(super) struct StreamTally {
     pub(super) gaps: i64,
     /// Where the first of them starts (the end of the packet before it).
     pub(super) first_gap: Option<i64>,
+    /// Where the input's timestamps restarted (a join), in time-base units: a gap across
+    /// one is the join's (a part whose sound starts after its picture), not counted.
+    pub(super) joins: Vec<i64>,
     /// Where the previous packet started: the spacing stands for a duration where no
     /// packet carries one (ALAC in Matroska).
     last_start: Option<i64>,
@@ -67,6 +70,7 @@ impl StreamTally {
             last_end: None,
             gaps: 0,
             first_gap: None,
+            joins: Vec::new(),
             last_start: None,
             latest_s: None,
         }
@@ -98,6 +102,10 @@ impl StreamTally {
             if self.role == Role::Audio {
                 if let Some(last) = self.last_end
                     && s - last > self.typical + self.typical / 2
+                    && !self
+                        .joins
+                        .iter()
+                        .any(|&j| j >= last - self.typical && j <= s)
                 {
                     self.gaps += s - last;
                     self.first_gap.get_or_insert(last);

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Joined MPEG-TS/PS inputs on NVDEC against the CPU (the twenty-first session's splice
+# changes): AC-3 parts, a part whose sound leads its picture, a part whose sound starts
+# 0.1 s after its picture (MPEG-PS), a recording cut by FFmpeg's segment muxer and joined
+# back, an audio PES lost whole. For each: exit codes, frames and audio packets in and out,
+# the warnings, and whether the GPU output's frame and audio times equal the CPU output's.
+# On the GPU machine after the staged calls of scripts/gpu_tests.sh stage.
+# Usage: OUT=DIR bash scripts/gpu_joins.sh
+set -uo pipefail
+source /opt/rave-dev/env.sh
+export PATH="/opt/rave-dev/payload:$PATH"
+out="${OUT:-$(pwd)/gpu-results}"
+mkdir -p "$out"
+w=$(mktemp -d)
+ff() { ffmpeg -v error -y "$@"; }
+size=640x360
+part() { # name seconds video_delay audio_delay video_codec audio_codec [format]
+  ff -itsoffset "$3" -f lavfi -i "testsrc2=s=$size:r=25:d=$2" -itsoffset "$4" \
+    -f lavfi -i "sine=f=440:r=48000:d=$2" -c:v "$5" -g 25 -bf 2 -c:a "$6" -b:a 128k \
+    ${7:+-f $7} "$w/$1"
+}
+part ac3.ts 4 0 0 libx264 ac3
+part lead1.ts 4 0 0 libx264 mp2
+part lead2.ts 3 0.2 0 libx264 mp2
+part ps1.mpg 3 0 0 mpeg2video mp2
+part ps2.mpg 4 0 0.1 mpeg2video mp2
+part whole.ts 8 0 0 libx264 mp2
+ff -i "$w/whole.ts" -c copy -f segment -segment_time 3 -segment_format mpegts "$w/seg%d.ts"
+cat "$w/ac3.ts" "$w/ac3.ts" > "$w/join_ac3.ts"
+cat "$w/lead1.ts" "$w/lead2.ts" > "$w/join_lead.ts"
+cat "$w/ps1.mpg" "$w/ps2.mpg" > "$w/join_ps.mpg"
+cat "$w/seg0.ts" "$w/seg1.ts" "$w/seg2.ts" > "$w/join_segments.ts"
+python3 - "$w/whole.ts" "$w/lost_pes.ts" <<'EOF'
+import sys
+b = open(sys.argv[1], "rb").read()
+n = len(b) // 188
+pid = lambda i: ((b[i * 188 + 1] & 0x1F) << 8) | b[i * 188 + 2]
+lost = set([i for i in range(n // 2, n) if pid(i) == 0x101][:16])
+open(sys.argv[2], "wb").write(b"".join(b[i * 188:(i + 1) * 188] for i in range(n) if i not in lost))
+EOF
+count() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | head -1; }
+apk() { ffprobe -v error -select_streams a:0 -show_entries packet=size -of csv=p=0 "$1" | grep -c .; }
+times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | sort -g | md5sum | cut -c1-8; }
+for input in join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts lost_pes.ts; do
+  line="$input: in $(count "$w/$input") frames, $(apk "$w/$input") audio packets"
+  for device in gpu cpu; do
+    o="$w/${input%.*}_$device.mkv"
+    rave upscale -i "$w/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off > "$w/log" 2>&1
+    rc=$?
+    said=$(grep -m1 -oE "restart [0-9]+ time|audio has gaps of [0-9.]+ s|error: .{0,80}|decoder: [a-z_]+" "$w/log" | tr '\n' ' ')
+    line="$line | $device: exit $rc, $(count "$o") frames, $(apk "$o") audio, video times $(times "$o" v:0), audio times $(times "$o" a:0); $said"
+  done
+  echo "$line"
+done | tee "$out/joins.txt"
