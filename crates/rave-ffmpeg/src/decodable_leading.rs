@@ -46,6 +46,19 @@ impl LeadingCheck {
                 == Some(1)
     }
 
+    /// Whether MPEG-2 packet `data`'s first picture is a B-picture (picture_coding_type 3):
+    /// right after an open GOP's keyframe in decoding order, a leading picture, which
+    /// refers back to the GOP before (told so where the keyframe has no timestamp to hold
+    /// the pictures' against: a program stream times only the PES a picture starts in).
+    pub fn mpeg2_b_picture(self, data: &[u8]) -> bool {
+        self == Self::Mpeg2
+            && data
+                .windows(6)
+                .find(|w| w[..4] == [0, 0, 1, 0])
+                // 10 bits of temporal_reference, then 3 of picture_coding_type.
+                .is_some_and(|w| (w[5] >> 3) & 7 == 3)
+    }
+
     /// Whether the leading packet `data` holds a picture that decodes from the keyframe.
     pub fn decodable(self, data: &[u8]) -> bool {
         self == Self::Hevc && first_hevc_picture_type(data).is_some_and(|t| t == 6 || t == 7)
@@ -105,6 +118,17 @@ fn mpeg2_gop_is_closed(data: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mpeg2_b_pictures_are_told_by_their_coding_type() {
+        // A sequence header's start, then a picture header: temporal_reference 2, type 3
+        // (B), and one of type 2 (P).
+        let b = [0, 0, 1, 0xB3, 0x06, 0, 0, 1, 0, 0x00, 0x98, 0xFF];
+        let p = [0, 0, 1, 0, 0x00, 0x90, 0xFF];
+        assert!(LeadingCheck::Mpeg2.mpeg2_b_picture(&b));
+        assert!(!LeadingCheck::Mpeg2.mpeg2_b_picture(&p));
+        assert!(!LeadingCheck::H264.mpeg2_b_picture(&b), "MPEG-2 only");
+    }
 
     #[test]
     fn hevc_radl_pictures_are_told_in_both_packet_forms() {

@@ -50,9 +50,11 @@ impl LeadingPackets {
         let check = self.check;
         let leading = match &mut self.first_key {
             None if key => {
+                // An untimed MPEG-2 keyframe's leading pictures are told by their type.
+                let timed = pts.is_some() || check == LeadingCheck::Mpeg2;
                 self.first_key = Some(FirstKeyframe {
                     pts,
-                    leading_pictures: pts.is_some() && !check.closed_gop(data),
+                    leading_pictures: timed && !check.closed_gop(data),
                     recovery_point: check.recovery_point(data),
                 });
                 false
@@ -61,6 +63,7 @@ impl LeadingPackets {
             Some(first) => match (first.leading_pictures, pts, first.pts) {
                 (true, Some(p), Some(key_pts)) if !key && p < key_pts => !check.decodable(data),
                 (true, None, Some(_)) if !key && first.recovery_point => true,
+                (true, _, None) if !key && check.mpeg2_b_picture(data) => true,
                 _ => {
                     first.leading_pictures = false;
                     false
