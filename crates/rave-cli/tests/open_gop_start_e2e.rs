@@ -266,71 +266,82 @@ fn a_copy_cut_of_h264_with_open_gops_is_no_damage() {
     }
 }
 
-/// A DVD-like MPEG-PS (MPEG-2 with open GOPs, AC-3) cut at a 2048-byte pack: its first
-/// keyframe has no timestamp (a program stream times only the PES a picture starts in), so
-/// the two B-pictures coded after it, which refer back to the GOP the cut removed, are told
-/// by their picture type: skipped and said with the packets before the keyframe, every
-/// other frame upscaled, exit 0. (They were decoded, dropped by the decoder and the cut
-/// refused: "at least 2 video frames missing".)
+/// A DVD-like MPEG-PS (MPEG-2 with open GOPs; AC-3 in a VOB, MP2 in an .mpg) cut at a
+/// 2048-byte pack: its first keyframe has no timestamp (a program stream times only the
+/// PES a picture starts in), so the two B-pictures coded after it, which refer back to the
+/// GOP the cut removed, are told by their picture type: skipped and said with the packets
+/// before the keyframe, every other frame upscaled, every audio packet copied, exit 0. (They
+/// were decoded, dropped by the decoder and the cut refused: "at least 2 video frames
+/// missing"; an MP2 frame the cut split in two was refused as audio that does not decode.)
 #[test]
 fn a_program_stream_cut_inside_an_open_gop_starts_at_its_keyframe() {
     let dir = scratch();
-    let whole = dir.path().join("whole.vob");
-    lavfi_clip(
-        &whole,
-        &["testsrc2=s=96x64:r=25:d=8", "sine=f=440:r=48000:d=8"],
-        &[
-            "-c:v",
-            "mpeg2video",
-            "-g",
-            "12",
-            "-bf",
-            "2",
-            "-b:v",
-            "800k",
-            "-c:a",
-            "ac3",
-            "-f",
-            "vob",
-        ],
-    );
-    let data = std::fs::read(&whole).unwrap();
-    let packs = data.len() / 2048;
-    for percent in [20, 37, 50] {
-        let cut = dir.path().join(format!("cut{percent}.vob"));
-        std::fs::write(&cut, &data[packs * percent / 100 * 2048..]).unwrap();
-        // Every video packet's flags, timed or not, in decoding order.
-        let flags = ffprobe(
-            &cut,
+    for (format, audio) in [("vob", "ac3"), ("mpeg", "mp2")] {
+        let whole = dir.path().join(format!("whole.{format}"));
+        lavfi_clip(
+            &whole,
+            &["testsrc2=s=96x64:r=25:d=8", "sine=f=440:r=48000:d=8"],
             &[
-                "-select_streams",
-                "v:0",
-                "-show_entries",
-                "packet=flags",
-                "-of",
-                "csv=p=0",
+                "-c:v",
+                "mpeg2video",
+                "-g",
+                "12",
+                "-bf",
+                "2",
+                "-b:v",
+                "800k",
+                "-c:a",
+                audio,
+                "-b:a",
+                "192k",
+                "-f",
+                format,
             ],
         );
-        let keys: Vec<bool> = flags.lines().map(|l| l.starts_with('K')).collect();
-        let from_key = keys.len() - keys.iter().position(|&k| k).unwrap();
-        let out = dir.path().join("out.mkv");
-        let o = upscale(
-            &cut,
-            &out,
-            &fixture("nearest_x2.onnx"),
-            &["--json", "--overwrite"],
-        );
-        assert_exit(&o, 0);
-        assert!(
-            stderr(&o).contains("the input starts mid-GOP"),
-            "{}",
-            stderr(&o)
-        );
-        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        for count in ["frames_missing", "decoder_errors"] {
-            assert_eq!(v["input_damage"][count], 0, "{percent}% {count}: {v}");
+        let data = std::fs::read(&whole).unwrap();
+        let packs = data.len() / 2048;
+        for percent in [20, 37, 50] {
+            let what = format!("{format} cut at {percent}%");
+            let cut = dir.path().join(format!("cut{percent}.{format}"));
+            std::fs::write(&cut, &data[packs * percent / 100 * 2048..]).unwrap();
+            // Every video packet's flags, timed or not, in decoding order.
+            let flags = ffprobe(
+                &cut,
+                &[
+                    "-select_streams",
+                    "v:0",
+                    "-show_entries",
+                    "packet=flags",
+                    "-of",
+                    "csv=p=0",
+                ],
+            );
+            let keys: Vec<bool> = flags.lines().map(|l| l.starts_with('K')).collect();
+            let from_key = keys.len() - keys.iter().position(|&k| k).unwrap();
+            let out = dir.path().join("out.mkv");
+            let o = upscale(
+                &cut,
+                &out,
+                &fixture("nearest_x2.onnx"),
+                &["--json", "--overwrite"],
+            );
+            assert_exit(&o, 0);
+            assert!(
+                stderr(&o).contains("the input starts mid-GOP"),
+                "{what}: {}",
+                stderr(&o)
+            );
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            for count in ["frames_missing", "decoder_errors", "audio_packets_damaged"] {
+                assert_eq!(v["input_damage"][count], 0, "{what} {count}: {v}");
+            }
+            // The keyframe and all after it but its two leading B-pictures.
+            assert_eq!(v["frames_out"], (from_key - 2) as u64, "{what}: {v}");
+            assert_eq!(
+                packet_count(&out, "a:0"),
+                packet_count(&cut, "a:0"),
+                "{what}"
+            );
         }
-        // The keyframe and all after it but its two leading B-pictures.
-        assert_eq!(v["frames_out"], (from_key - 2) as u64, "{percent}%: {v}");
     }
 }

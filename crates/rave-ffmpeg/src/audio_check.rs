@@ -8,7 +8,10 @@
 //! E-AC-3, FLAC and MP3 frames that carry a CRC). A packet counts as damaged when its
 //! decoder refuses it or logs an error while decoding it. The first packet of a stream is
 //! forgiven: a stream cut by a stream copy may start on a frame that refers to data before
-//! the cut (MP3's bit reservoir) and decodes with an error in an undamaged file.
+//! the cut (MP3's bit reservoir) and decodes with an error in an undamaged file. In an
+//! MPEG-TS or MPEG-PS file, which may be cut at any pack or packet (a DVD's VOB cut at a
+//! pack), the first few packets until one decodes are forgiven too: the tail of a frame
+//! cut in two comes first ("Header missing").
 
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
@@ -22,6 +25,10 @@ use crate::log_watch::LogWatch;
 
 /// Packets queued to a stream's decoder before the reader waits for it.
 const QUEUE: usize = 512;
+
+/// Packets at the start of an MPEG-TS/PS audio stream forgiven until one decodes: the
+/// pieces of a frame a cut split.
+const CUT_FRAGMENTS: usize = 4;
 
 /// What decoding the audio found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,8 +66,12 @@ impl AudioCheck {
         let workers = input
             .streams()
             .map(|stream| {
+                let forgiven = match crate::sys::timestamps_may_restart(input) {
+                    true => CUT_FRAGMENTS,
+                    false => 1,
+                };
                 (stream.parameters().medium() == Type::Audio)
-                    .then(|| Worker::start(&stream))
+                    .then(|| Worker::start(&stream, forgiven))
                     .flatten()
             })
             .collect();
@@ -106,7 +117,8 @@ impl AudioCheck {
 }
 
 impl Worker {
-    fn start(stream: &ffmpeg_next::Stream) -> Option<Self> {
+    /// A decoder of `stream` whose first `forgiven` packets are forgiven until one decodes.
+    fn start(stream: &ffmpeg_next::Stream, forgiven: usize) -> Option<Self> {
         let mut ctx =
             ffmpeg_next::codec::context::Context::from_parameters(stream.parameters()).ok()?;
         // SAFETY: `ctx` owns a valid, not yet opened codec context whose `opaque` nothing
@@ -124,19 +136,22 @@ impl Worker {
         let (packets, queue) = sync_channel::<Packet>(QUEUE);
         let done = std::thread::Builder::new()
             .name("audio-check".into())
-            .spawn(move || decode_all(decoder, log, unit_s, queue))
+            .spawn(move || decode_all(decoder, log, unit_s, forgiven, queue))
             .ok()?;
         Some(Self { packets, done })
     }
 }
 
-/// Decode every packet `queue` delivers until the reader drops its end.
+/// Decode every packet `queue` delivers until the reader drops its end; the first
+/// `forgiven` packets are forgiven until one decodes.
 fn decode_all(
     mut decoder: ffmpeg_next::decoder::Audio,
     log: LogWatch,
     unit_s: f64,
+    forgiven: usize,
     queue: std::sync::mpsc::Receiver<Packet>,
 ) -> StreamVerdict {
+    let mut decoded_one = false;
     let mut verdict = StreamVerdict {
         damaged: 0,
         first: None,
@@ -161,11 +176,14 @@ fn decode_all(
             }
         }
         let said = log.tally().count() > logged;
-        if n == 0 {
+        let failed = refused.is_some() || said;
+        if n == 0 || (n < forgiven && !decoded_one && failed) {
             log.tally().reset();
+            decoded_one |= !failed;
             continue;
         }
-        if refused.is_none() && !said {
+        decoded_one |= !failed;
+        if !failed {
             continue;
         }
         verdict.damaged += 1;
