@@ -327,14 +327,14 @@ fn fixed_shape_model_scale_comes_from_its_static_shapes() {
     assert_eq!(video_field(&output, "height"), "96");
 }
 
-/// QuickTime names languages by the classic Macintosh list, which spells some of them by
-/// the other ISO 639-2 code ("ger", not "deu"); FFmpeg's mov muxer left any other code
-/// unset without a word. Such a language goes into a .mov under QuickTime's name, and one
-/// QuickTime cannot name at all is said (an .mp4 keeps every code as it is).
-#[test]
-fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
-    let dir = scratch();
-    let input = dir.path().join("langs.mkv");
+/// A one-second MKV in `dir` with three AAC tracks, tagged by `metadata` (ffmpeg's
+/// `-metadata:s:a:N key=value` pairs).
+fn three_tagged_tracks(dir: &Path, metadata: &[&str]) -> std::path::PathBuf {
+    let input = dir.join("langs.mkv");
+    let mut args = vec![
+        "-map", "0", "-map", "1", "-map", "2", "-map", "3", "-c:v", "libx264", "-c:a", "aac",
+    ];
+    args.extend_from_slice(metadata);
     lavfi_clip(
         &input,
         &[
@@ -343,19 +343,36 @@ fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
             "sine=frequency=600:duration=1",
             "sine=frequency=800:duration=1",
         ],
+        &args,
+    );
+    input
+}
+
+/// The language tags of `path`'s audio tracks, one per line.
+fn languages(path: &Path) -> String {
+    ffprobe(
+        path,
         &[
-            "-map",
-            "0",
-            "-map",
-            "1",
-            "-map",
-            "2",
-            "-map",
-            "3",
-            "-c:v",
-            "libx264",
-            "-c:a",
-            "aac",
+            "-select_streams",
+            "a",
+            "-show_entries",
+            "stream_tags=language",
+            "-of",
+            "csv=p=0",
+        ],
+    )
+}
+
+/// QuickTime names languages by the classic Macintosh list, which spells some of them by
+/// the other ISO 639-2 code ("ger", not "deu"); FFmpeg's mov muxer left any other code
+/// unset without a word. Such a language goes into a .mov under QuickTime's name, and one
+/// QuickTime cannot name at all is said (an .mp4 keeps every code as it is).
+#[test]
+fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
+    let dir = scratch();
+    let input = three_tagged_tracks(
+        dir.path(),
+        &[
             "-metadata:s:a:0",
             "language=deu",
             "-metadata:s:a:1",
@@ -366,19 +383,6 @@ fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
             "title=Commentary",
         ],
     );
-    let languages = |path: &Path| {
-        ffprobe(
-            path,
-            &[
-                "-select_streams",
-                "a",
-                "-show_entries",
-                "stream_tags=language",
-                "-of",
-                "csv=p=0",
-            ],
-        )
-    };
     let mov = dir.path().join("out.mov");
     let o = upscale_nearest(&input, &mov, &["--json"]);
     assert_exit(&o, 0);
@@ -404,28 +408,9 @@ fn mov_keeps_languages_under_quicktimes_names_and_says_what_it_cannot_name() {
 #[test]
 fn two_letter_languages_are_written_as_three_letters_in_mp4_and_mov() {
     let dir = scratch();
-    let input = dir.path().join("langs.mkv");
-    lavfi_clip(
-        &input,
+    let input = three_tagged_tracks(
+        dir.path(),
         &[
-            "testsrc2=size=64x48:rate=25:duration=1",
-            "sine=duration=1",
-            "sine=frequency=600:duration=1",
-            "sine=frequency=800:duration=1",
-        ],
-        &[
-            "-map",
-            "0",
-            "-map",
-            "1",
-            "-map",
-            "2",
-            "-map",
-            "3",
-            "-c:v",
-            "libx264",
-            "-c:a",
-            "aac",
             "-metadata:s:a:0",
             "language=en",
             "-metadata:s:a:1",
@@ -434,19 +419,6 @@ fn two_letter_languages_are_written_as_three_letters_in_mp4_and_mov() {
             "language=english",
         ],
     );
-    let languages = |path: &Path| {
-        ffprobe(
-            path,
-            &[
-                "-select_streams",
-                "a",
-                "-show_entries",
-                "stream_tags=language",
-                "-of",
-                "csv=p=0",
-            ],
-        )
-    };
     for (ext, want) in [("mp4", "eng\npor\n"), ("mov", "eng\npor\n")] {
         let output = dir.path().join(format!("out.{ext}"));
         let o = upscale_nearest(&input, &output, &[]);

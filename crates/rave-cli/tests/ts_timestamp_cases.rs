@@ -70,23 +70,41 @@ fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
 #[test]
 fn a_join_whose_streams_restart_apart_is_still_a_splice() {
     let dir = scratch();
-    let first = dir.path().join("first.ts");
-    ts_part(&first, (6.0, 6.0), "null", "2");
-    let second = dir.path().join("second.ts");
-    ts_part(&second, (3.0, 4.5), "setpts=PTS+1.5/TB", "5.4");
-    let joined = dir.path().join("joined.ts");
-    let bytes = [
-        std::fs::read(&first).unwrap(),
-        std::fs::read(&second).unwrap(),
-    ]
-    .concat();
+    let (joined, out) = joined_and_upscaled(
+        dir.path(),
+        ((6.0, 6.0), "null", "2"),
+        ((3.0, 4.5), "setpts=PTS+1.5/TB", "5.4"),
+    );
+    assert_eq!(counted_frames(&out), counted_frames(&joined));
+    assert_eq!(packet_count(&out, "a:0"), packet_count(&joined, "a:0"));
+}
+
+/// One part of a capture to make with [`ts_part`]: its seconds, picture filter and offset.
+type Part<'a> = ((f64, f64), &'a str, &'a str);
+
+/// Two parts made in `dir` and joined end to end, upscaled (exit 0, a restart said): the
+/// joined input and the output.
+fn joined_and_upscaled(
+    dir: &std::path::Path,
+    first: Part<'_>,
+    second: Part<'_>,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let parts = [
+        (dir.join("first.ts"), first),
+        (dir.join("second.ts"), second),
+    ];
+    let mut bytes = Vec::new();
+    for (path, (seconds, filter, offset)) in &parts {
+        ts_part(path, *seconds, filter, offset);
+        bytes.extend(std::fs::read(path).unwrap());
+    }
+    let joined = dir.join("joined.ts");
     std::fs::write(&joined, bytes).unwrap();
-    let out = dir.path().join("out.mkv");
+    let out = dir.join("out.mkv");
     let o = upscale(&joined, &out, &fixture("nearest_x2.onnx"), &[]);
     assert_exit(&o, 0);
     assert!(stderr(&o).contains("timestamps restart"), "{}", stderr(&o));
-    assert_eq!(counted_frames(&out), counted_frames(&joined));
-    assert_eq!(packet_count(&out, "a:0"), packet_count(&joined, "a:0"));
+    (joined, out)
 }
 
 /// A part of a capture at `path`: (`seconds` of 64x48 picture, of sound), the picture
@@ -134,21 +152,11 @@ fn ts_part(path: &std::path::Path, seconds: (f64, f64), video_filter: &str, offs
 #[test]
 fn a_join_whose_second_picture_goes_on_in_step_is_still_a_splice() {
     let dir = scratch();
-    let first = dir.path().join("first.ts");
-    ts_part(&first, (2.0, 2.0), "null", "1.4");
-    let second = dir.path().join("second.ts");
-    ts_part(&second, (2.0, 4.0), "setpts=PTS+2/TB", "1.4");
-    let joined = dir.path().join("joined.ts");
-    let bytes = [
-        std::fs::read(&first).unwrap(),
-        std::fs::read(&second).unwrap(),
-    ]
-    .concat();
-    std::fs::write(&joined, bytes).unwrap();
-    let out = dir.path().join("out.mkv");
-    let o = upscale(&joined, &out, &fixture("nearest_x2.onnx"), &[]);
-    assert_exit(&o, 0);
-    assert!(stderr(&o).contains("timestamps restart"), "{}", stderr(&o));
+    let (joined, out) = joined_and_upscaled(
+        dir.path(),
+        ((2.0, 2.0), "null", "1.4"),
+        ((2.0, 4.0), "setpts=PTS+2/TB", "1.4"),
+    );
     assert_eq!(counted_frames(&out), 100);
     assert_eq!(packet_count(&out, "a:0"), packet_count(&joined, "a:0"));
     let mut times: Vec<f64> = frame_times(&out)

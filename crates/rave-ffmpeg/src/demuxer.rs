@@ -186,14 +186,8 @@ impl Demuxer {
         let mut own_next_pes = None;
         let own_decides = self.splicer.behind_the_others(candidate, candidate_tb);
         loop {
-            if i == self.unplaced.len() {
-                if i >= RESTART_LOOKAHEAD {
-                    break;
-                }
-                match self.read_one(on_error) {
-                    Some(p) => self.unplaced.push_back(p),
-                    None => break,
-                }
+            if !self.read_ahead_to(i, on_error) {
+                break;
             }
             let p = &self.unplaced[i];
             i += 1;
@@ -251,14 +245,8 @@ impl Demuxer {
             .enumerate()
             .any(|(s, &v)| !v && self.splicer.judges(s))
         {
-            if i == self.unplaced.len() {
-                if i >= RESTART_LOOKAHEAD {
-                    break;
-                }
-                match self.read_one(on_error) {
-                    Some(p) => self.unplaced.push_back(p),
-                    None => break,
-                }
+            if !self.read_ahead_to(i, on_error) {
+                break;
             }
             let p = &self.unplaced[i];
             i += 1;
@@ -275,6 +263,21 @@ impl Demuxer {
             }
         }
         lead
+    }
+
+    /// Whether packet `i` of those read ahead is there, reading on to it where it is not
+    /// yet (within [`RESTART_LOOKAHEAD`] packets, and the file's end).
+    fn read_ahead_to(&mut self, i: usize, on_error: &mut impl FnMut(&ffmpeg_next::Error)) -> bool {
+        while self.unplaced.len() <= i {
+            if self.unplaced.len() >= RESTART_LOOKAHEAD {
+                return false;
+            }
+            match self.read_one(on_error) {
+                Some(p) => self.unplaced.push_back(p),
+                None => return false,
+            }
+        }
+        true
     }
 
     /// One packet from the file as FFmpeg reads it; `None` at its end, or after
