@@ -2,7 +2,8 @@
 # Joined MPEG-TS/PS inputs on NVDEC against the CPU (the twenty-first session's splice
 # changes): AC-3 parts, a part whose sound leads its picture, a part whose sound starts
 # 0.1 s after its picture (MPEG-PS), a recording cut by FFmpeg's segment muxer and joined
-# back, an audio PES lost whole. For each: exit codes, frames and audio packets in and out,
+# back, an audio PES lost whole; and MPEG-PS files (a VOB with AC-3, an .mpg with MP2)
+# cut at a 2048-byte pack inside an open GOP. For each: exit codes, frames and audio packets in and out,
 # the warnings, and whether the GPU output's frame and audio times equal the CPU output's.
 # On the GPU machine after the staged calls of scripts/gpu_tests.sh stage.
 # Usage: OUT=DIR bash scripts/gpu_joins.sh
@@ -25,6 +26,12 @@ part lead2.ts 3 0.2 0 libx264 mp2
 part ps1.mpg 3 0 0 mpeg2video mp2
 part ps2.mpg 4 0 0.1 mpeg2video mp2
 part whole.ts 8 0 0 libx264 mp2
+part whole.vob 8 0 0 mpeg2video ac3 vob
+part whole.mpg 8 0 0 mpeg2video mp2 mpeg
+for f in whole.vob whole.mpg; do
+  packs=$(( $(stat -c %s "$w/$f") / 2048 ))
+  tail -c +$(( packs * 37 / 100 * 2048 + 1 )) "$w/$f" > "$w/cut_$f"
+done
 ff -i "$w/whole.ts" -c copy -f segment -segment_time 3 -segment_format mpegts "$w/seg%d.ts"
 cat "$w/ac3.ts" "$w/ac3.ts" > "$w/join_ac3.ts"
 cat "$w/lead1.ts" "$w/lead2.ts" > "$w/join_lead.ts"
@@ -38,16 +45,16 @@ pid = lambda i: ((b[i * 188 + 1] & 0x1F) << 8) | b[i * 188 + 2]
 lost = set([i for i in range(n // 2, n) if pid(i) == 0x101][:16])
 open(sys.argv[2], "wb").write(b"".join(b[i * 188:(i + 1) * 188] for i in range(n) if i not in lost))
 EOF
-count() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | head -1; }
-apk() { ffprobe -v error -select_streams a:0 -show_entries packet=size -of csv=p=0 "$1" | grep -c .; }
+count() { ffprobe -v quiet -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | head -1; }
+apk() { ffprobe -v quiet -select_streams a:0 -show_entries packet=size -of csv=p=0 "$1" | grep -c .; }
 times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | sort -g | md5sum | cut -c1-8; }
-for input in join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts lost_pes.ts; do
+for input in join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts lost_pes.ts cut_whole.vob cut_whole.mpg; do
   line="$input: in $(count "$w/$input") frames, $(apk "$w/$input") audio packets"
   for device in gpu cpu; do
-    o="$w/${input%.*}_$device.mkv"
+    o="$w/${input//./_}_$device.mkv"
     rave upscale -i "$w/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off > "$w/log" 2>&1
     rc=$?
-    said=$(grep -m1 -oE "restart [0-9]+ time|audio has gaps of [0-9.]+ s|error: .{0,80}|decoder: [a-z_]+" "$w/log" | tr '\n' ' ')
+    said=$(grep -oE "restart [0-9]+ time|audio has gaps of [0-9.]+ s|rave: error: .{0,80}|starts mid-GOP|[0-9]+ video frames before" "$w/log" | sort -u | tr '\n' ' ')
     line="$line | $device: exit $rc, $(count "$o") frames, $(apk "$o") audio, video times $(times "$o" v:0), audio times $(times "$o" a:0); $said"
   done
   echo "$line"

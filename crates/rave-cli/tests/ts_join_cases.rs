@@ -53,26 +53,6 @@ fn joined(dir: &Path, name: &str, parts: &[&Path]) -> PathBuf {
     path
 }
 
-/// The presentation times (seconds) of the packets of stream `select` of `path`, in order.
-fn shown(path: &Path, select: &str) -> Vec<f64> {
-    let mut times: Vec<f64> = ffprobe(
-        path,
-        &[
-            "-select_streams",
-            select,
-            "-show_entries",
-            "packet=pts_time",
-            "-of",
-            "csv=p=0",
-        ],
-    )
-    .lines()
-    .filter_map(|l| l.trim().trim_end_matches(',').parse().ok())
-    .collect();
-    times.sort_by(f64::total_cmp);
-    times
-}
-
 /// Upscale `input` into `dir/out.mkv`; the output, checked to hold every frame and audio
 /// packet of `input` after one restart, exit 0, with no audio gap said.
 fn upscaled_after_one_restart(dir: &Path, input: &Path) -> PathBuf {
@@ -97,7 +77,10 @@ fn an_ac3_join_is_one_restart_without_a_hole() {
         let one = part(dir.path(), "one.ts", 4.0, 0.0, audio);
         let input = joined(dir.path(), "joined.ts", &[&one, &one]);
         let out = upscaled_after_one_restart(dir.path(), &input);
-        let (video, sound) = (shown(&out, "v:0"), shown(&out, "a:0"));
+        let (video, sound) = (
+            sorted_packet_times(&out, "v:0", &[]),
+            sorted_packet_times(&out, "a:0", &[]),
+        );
         let gaps = |t: &[f64], most: f64| t.windows(2).all(|w| w[1] - w[0] < most);
         assert!(gaps(&video, 0.05), "{audio}: video {video:?}");
         assert!(gaps(&sound, 0.05), "{audio}: sound {sound:?}");
@@ -113,7 +96,7 @@ fn a_part_whose_sound_leads_keeps_its_lead() {
     let first = part(dir.path(), "first.ts", 4.0, 0.0, "mp2");
     let second = part(dir.path(), "second.ts", 3.0, 0.2, "mp2");
     let lead = |path: &Path, from: usize, a_from: usize| {
-        shown(path, "v:0")[from] - shown(path, "a:0")[a_from]
+        sorted_packet_times(path, "v:0", &[])[from] - sorted_packet_times(path, "a:0", &[])[a_from]
     };
     let want = lead(&second, 0, 0);
     assert!((want - 0.2).abs() < 0.03, "the part alone: {want}");
@@ -288,7 +271,8 @@ fn a_program_stream_join_is_one_restart() {
         let input = joined(dir.path(), "joined.mpg", &[&first, &second]);
         let out = upscaled_after_one_restart(dir.path(), &input);
         let lag = |path: &Path, video_from: usize, audio_from: usize| {
-            shown(path, "a:0")[audio_from] - shown(path, "v:0")[video_from]
+            sorted_packet_times(path, "a:0", &[])[audio_from]
+                - sorted_packet_times(path, "v:0", &[])[video_from]
         };
         let want = lag(&second, 0, 0);
         let got = lag(&out, 75, packet_count(&first, "a:0"));
