@@ -63,13 +63,13 @@ impl AudioCheck {
     /// Start a decoder for every audio stream of `input` that this FFmpeg can decode (a
     /// stream it cannot is left unchecked: it is copied all the same).
     pub fn start(input: &Input) -> Self {
+        let forgiven = match crate::sys::timestamps_may_restart(input) {
+            true => CUT_FRAGMENTS,
+            false => 1,
+        };
         let workers = input
             .streams()
             .map(|stream| {
-                let forgiven = match crate::sys::timestamps_may_restart(input) {
-                    true => CUT_FRAGMENTS,
-                    false => 1,
-                };
                 (stream.parameters().medium() == Type::Audio)
                     .then(|| Worker::start(&stream, forgiven))
                     .flatten()
@@ -175,14 +175,13 @@ fn decode_all(
                 }
             }
         }
-        let said = log.tally().count() > logged;
-        let failed = refused.is_some() || said;
-        if n == 0 || (n < forgiven && !decoded_one && failed) {
+        let failed = refused.is_some() || log.tally().count() > logged;
+        let forgive = n == 0 || (n < forgiven && !decoded_one);
+        decoded_one |= !failed;
+        if forgive {
             log.tally().reset();
-            decoded_one |= !failed;
             continue;
         }
-        decoded_one |= !failed;
         if !failed {
             continue;
         }

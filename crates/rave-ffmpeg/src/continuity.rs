@@ -82,8 +82,9 @@ impl SeamForgiveness {
     pub fn on_read(&mut self, logged: Vec<String>) {
         self.reads += 1;
         for text in logged {
+            let pid = pid_of(&text);
             if got_of(&text) == Some(0) {
-                match pid_of(&text) {
+                match pid {
                     Some(0) => self.pat_to_zero = Some(self.reads),
                     Some(_) => self.other_to_zero = Some(self.reads),
                     None => {}
@@ -96,7 +97,7 @@ impl SeamForgiveness {
             }
             self.pending.push_back(Pending {
                 read: self.reads,
-                pid: pid_of(&text),
+                pid,
                 kind: Kind::Continuity,
                 text,
             });

@@ -157,20 +157,20 @@ impl Demuxer {
     }
 
     /// Whether the packets after `candidate` (which shows a restart; timestamps in
-    /// `candidate_tb`) restart too, within
-    /// [`RESTART_LOOKAHEAD`] packets: a packet of another stream that can show one and does
-    /// not continue its stream in step confirms it (a splice moves every stream; across a
-    /// join one may go back by less than a restart's second, and the other part's last
-    /// packet may come first: FFmpeg hands out a PES when the next one starts); packets of
-    /// other streams that all continue deny it (a damaged PES header moves only its own
-    /// stream's packets, an MPEG-TS audio PES holding a dozen of them). Where the candidate
+    /// `candidate_tb`) restart too, within [`RESTART_LOOKAHEAD`] packets: a packet of another
+    /// stream that can show one and does not continue its stream in step confirms it (a
+    /// splice moves every stream; across a join one may go back by less than a restart's
+    /// second, and the other part's last packet may come first: FFmpeg hands out a PES when
+    /// the next one starts); packets of other streams that all continue deny it (a damaged
+    /// PES header moves only its own stream's packets, an MPEG-TS audio PES holding a dozen
+    /// of them). Where the candidate
     /// is a second behind every other stream too, its own stream decides first: its next
     /// PES back in step with the packets before the candidate denies it (the damaged
     /// header's PES is over), one that starts on the new line too confirms it, whatever the
     /// others do (across a join, the next part's picture, starting seconds after its sound,
-    /// may happen to go on in step with the first part's). With neither, another stream decides as above; with no other stream
-    /// there, its own stream's next packet, by showing a restart too; with none, it is taken
-    /// as a restart, as before.
+    /// may happen to go on in step with the first part's). With neither, another stream
+    /// decides as above; with no other stream there, its own stream's next packet, by
+    /// showing a restart too; with none, it is taken as a restart, as before.
     fn restart_confirmed(
         &mut self,
         candidate: &Packet,

@@ -63,8 +63,8 @@ fn codec_id(codec: VideoCodec) -> Id {
 /// Whether `container`'s muxer takes `stream`: it lists the codec (attachments are not
 /// codecs: Matroska stores them as attachments, the others cannot) and sets the stream up
 /// without error; Matroska also takes audio with a WAVE format tag (an `A_MS/ACM` track:
-/// the ADPCM of older cameras' AVIs). A muxer can set up codecs it does not list (Matroska takes PNG as a
-/// Video-for-Windows track, losing cover-art semantics); those are refused. Cover art goes
+/// the ADPCM of older cameras' AVIs). A muxer can set up codecs it does not list (Matroska
+/// takes PNG as a Video-for-Windows track, losing cover-art semantics); those are refused. Cover art goes
 /// into Matroska as an attachment (`cover_attachment`), where its picture format has a
 /// MIME type; it is refused in QuickTime: FFmpeg 5.1's mov muxer accepts it and writes it
 /// only in MP4 mode.

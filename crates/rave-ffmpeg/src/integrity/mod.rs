@@ -179,9 +179,10 @@ impl IntegrityLedger {
     pub fn on_resets(&mut self, at_s: &[f64]) {
         if at_s.len() > self.resets_s.len() {
             self.continuity.on_restart();
+            let new = &at_s[self.resets_s.len()..];
             for t in self.streams.iter_mut().filter(|t| t.unit_s > 0.0) {
-                let new = at_s[self.resets_s.len()..].iter();
-                t.joins.extend(new.map(|s| (s / t.unit_s).round() as i64));
+                t.joins
+                    .extend(new.iter().map(|s| (s / t.unit_s).round() as i64));
             }
         }
         self.resets_s = at_s.to_vec();
