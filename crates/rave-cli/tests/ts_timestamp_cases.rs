@@ -61,6 +61,48 @@ fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
     }
 }
 
+/// A stream's first PES damaged, with no packet before it to show the damage: the first
+/// audio PES's PTS 2.9 s (bit 18) or 5965 s (bit 29) ahead of the packets after it, the
+/// first or second video PES's 1.46 s off (bit 17: shown before it is decoded, or long
+/// after): refused as damage; with --allow-corrupt every packet and frame back in its place.
+/// (The first audio PES taken as it was dropped every packet until the stream passed it,
+/// for bit 29 the whole sound but its first PES; the first frame shown 1.4 s before the
+/// rest was an exit 0 with nothing said.)
+#[test]
+fn a_streams_first_pes_out_of_place_is_damage_put_back() {
+    let dir = scratch();
+    let clean = clean_ts(dir.path());
+    let data = std::fs::read(&clean).unwrap();
+    let model = fixture("nearest_x2.onnx");
+    let want = dir.path().join("clean-out.mkv");
+    assert_exit(&upscale(&clean, &want, &model, &[]), 0);
+    let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
+    let video = corpus::pes_starts(&data, |id| id == 0xE0);
+    for (what, at, bit) in [
+        ("audio PES 0, bit 18", audio[0], 18),
+        ("audio PES 0, bit 29", audio[0], 29),
+        ("video PES 0, bit 17", video[0], 17),
+        ("video PES 1, bit 17", video[1], 17),
+    ] {
+        let damaged = dir.path().join("damaged.ts");
+        std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, at, bit)).unwrap();
+        let out = dir.path().join("out.mkv");
+        let o = upscale(&damaged, &out, &model, &["--overwrite"]);
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(
+            err.contains("it is damaged, so the") && !err.contains("restart"),
+            "{what}: {err}"
+        );
+
+        let o = upscale(&damaged, &out, &model, &["--overwrite", "--allow-corrupt"]);
+        assert_exit(&o, 0);
+        assert!(!stderr(&o).contains("restart"), "{what}: {}", stderr(&o));
+        assert_same_audio(&out, &want, what);
+        assert_eq!(frame_times(&out), frame_times(&want), "{what}");
+    }
+}
+
 /// Two captures joined end to end whose second part's picture starts 1.5 s after its sound
 /// (its audio jumps back first, its video only a second later): the splice is confirmed by
 /// the video not going on in step, then the video's own restart follows it; every frame and

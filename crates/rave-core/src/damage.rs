@@ -118,9 +118,11 @@ impl InputDamage {
     /// The warning for [`InputDamage::audio_gaps_s`], when there are any.
     pub fn audio_gap_warning(&self) -> Option<String> {
         (self.audio_gaps_s > 0.0).then(|| {
-            let at = self
-                .first_audio_gap_s
-                .map_or(String::new(), |t| format!(" (the first after {t:.3} s)"));
+            // Counted from the picture's start: sound may start before it.
+            let at = self.first_audio_gap_s.map_or(String::new(), |t| match t < 0.0 {
+                true => format!(" (the first {:.3} s before the picture starts)", -t),
+                false => format!(" (the first after {t:.3} s)"),
+            });
             format!(
                 "the input's audio has gaps of {:.3} s in all{at} with no other sign of damage: a dropout of the recorder, or sound lost without the container noticing; the output has the same gaps",
                 self.audio_gaps_s

@@ -62,6 +62,10 @@ pub struct SourceStreams<'a> {
     /// `--max-frames`), in seconds of the source's timeline: chapters starting after it are
     /// left out, the last one and subtitle cues running past it end there.
     pub cut_at_s: Option<f64>,
+    /// Streams whose first packet's timestamp was damaged, and where each really starts
+    /// (its time base; `VideoReader::repaired_starts`): the output's timeline starts by
+    /// these, not by the damaged times FFmpeg took for their starts.
+    pub repaired_starts: &'a [(usize, i64)],
 }
 
 /// What an output file is made of.
@@ -170,7 +174,8 @@ impl Muxer {
         };
         let shift_us = match (source, &plan) {
             (Some(src), Some((plan, _))) => {
-                output_timeline::timeline_start_us(src.input, src.video_index, &plan.copied)
+                let streams = (src.video_index, plan.copied.as_slice());
+                output_timeline::timeline_start_us(src.input, streams, src.repaired_starts)
             }
             _ => 0,
         };

@@ -16,14 +16,22 @@ use crate::sys;
 /// Matroska cannot store the negative times, and an MP4 would hide them behind an edit).
 /// Audio starting a little before a video at zero (codec priming) moves nothing. Every
 /// stream keeps its offset from the others. Subtitle and data tracks do not count: a
-/// mov_text track starts with a filler sample at zero whatever the picture does.
-pub(crate) fn timeline_start_us(input: &Input, video_index: usize, copied: &[usize]) -> i64 {
+/// mov_text track starts with a filler sample at zero whatever the picture does. A stream
+/// whose first packet's timestamp was damaged starts where it was put back (`repaired`:
+/// stream, time in its time base), not where FFmpeg read the damaged time.
+pub(crate) fn timeline_start_us(
+    input: &Input,
+    (video_index, copied): (usize, &[usize]),
+    repaired: &[(usize, i64)],
+) -> i64 {
     use ffmpeg_next::media::Type;
     let start_of = |i: usize| {
-        input
-            .stream(i)
-            .filter(|s| s.start_time() != ffmpeg_next::ffi::AV_NOPTS_VALUE)
-            .map(|s| s.start_time().rescale(s.time_base(), AV_TIME_BASE_Q))
+        let s = input.stream(i)?;
+        let start = match repaired.iter().find(|&&(r, _)| r == i) {
+            Some(&(_, start)) => start,
+            None => Some(s.start_time()).filter(|&t| t != ffmpeg_next::ffi::AV_NOPTS_VALUE)?,
+        };
+        Some(start.rescale(s.time_base(), AV_TIME_BASE_Q))
     };
     let Some(video) = start_of(video_index) else {
         return 0;

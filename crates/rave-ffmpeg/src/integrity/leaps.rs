@@ -1,6 +1,8 @@
 //! The ledger's judgement of a packet whose timestamp leaps (the arithmetic is
 //! `outliers`): whether it is a candidate, whether its stream's next packets confirm the
-//! damage, and where the damaged packet goes.
+//! damage, and where the damaged packet goes. Besides leaps ahead, two damages with no
+//! packet before them to show them are told by the packets after: a video frame shown
+//! before it is decoded, and an audio stream's first packets ahead of the rest.
 
 use ffmpeg_next::Packet;
 
@@ -10,8 +12,10 @@ use super::{IntegrityLedger, RUN_PACKETS, SLOT_NEIGHBOURS, outliers};
 impl IntegrityLedger {
     /// Whether `packet`, of a video or audio stream, leaps out of all proportion ahead of
     /// its stream and of the other video and audio streams in step with it, or (audio)
-    /// starts further past its stream's previous packet than the stream ever gaps: a
-    /// candidate for a damaged timestamp, confirmed by [`IntegrityLedger::confirms_leap`].
+    /// starts further past its stream's previous packet than the stream ever gaps, or
+    /// (video) is shown before it is decoded: a candidate for a damaged timestamp, confirmed
+    /// by [`IntegrityLedger::confirms_leap`]. An audio stream's first packet is always one
+    /// (once per stream: nothing before it shows a leap, the packets after it do).
     pub fn leaps_ahead(&self, packet: &Packet) -> bool {
         let index = packet.stream();
         let judged = |t: &StreamTally| matches!(t.role, Role::Video | Role::Audio);
@@ -22,6 +26,7 @@ impl IntegrityLedger {
             return false;
         };
         let near = match t.role {
+            Role::Audio if t.latest_s.is_none() => true,
             Role::Audio => t.expected_next_s().is_some_and(|expected| {
                 let own_s = t.length_of(packet) as f64 * t.unit_s;
                 outliers::audio_out_of_step(at, expected, own_s)
@@ -29,6 +34,7 @@ impl IntegrityLedger {
             _ => t.shown_and_decoded_s(packet).is_some_and(|(pts, dts)| {
                 let step_s = t.typical_s();
                 outliers::shown_long_after_decoded(pts, dts, step_s)
+                    || outliers::shown_before_decoded(pts, dts, step_s)
                     || t.latest_s
                         .is_some_and(|previous| outliers::decoded_long_after(dts, previous, step_s))
             }),
@@ -45,7 +51,10 @@ impl IntegrityLedger {
     /// only shown long after it is decoded must also have been shown before every later
     /// frame, and have one slot left free for it: a frame after a pause in the picture
     /// (decoded before the pause, shown after it, the B-frames decoded next shown before
-    /// it) leaves none, and the frames after it go on past the pause.
+    /// it) leaves none, and the frames after it go on past the pause. A frame shown before
+    /// it is decoded needs only the frames decoded next to be in order themselves; an audio
+    /// stream's first packets, the stream's next packet to go back before them
+    /// (`first_audio_run`).
     ///
     /// [`leaps_ahead`]: IntegrityLedger::leaps_ahead
     pub fn confirms_leap(&self, leapt: &Packet, later: &[&Packet]) -> bool {
@@ -60,7 +69,12 @@ impl IntegrityLedger {
             .latest_s
             .is_some_and(|previous| outliers::comes_back(next, previous, leap));
         let near = match t.role {
-            Role::Audio => audio_run(t, leapt, later).is_some(),
+            Role::Audio => {
+                audio_run(t, leapt, later).is_some() || first_audio_run(t, leapt, later).is_some()
+            }
+            _ if shown_early(t, leapt) => {
+                !later.is_empty() && !later.iter().any(|p| shown_early(t, p))
+            }
             _ => match (
                 t.shown_and_decoded_s(leapt),
                 t.shown_and_decoded_s(next_packet),
@@ -99,35 +113,27 @@ impl IntegrityLedger {
         let t = &self.streams[index];
         let from = t.latest_s.unwrap_or(0.0);
         let video = t.role == Role::Video;
-        let time = t.time_s(packet).unwrap_or(from);
-        // How far it leapt: past the end of the audio packet before it; for video, in
-        // decode time or in presentation time after its decoding.
-        let leap = match video {
-            true => (time - from).max(t.shown_and_decoded_s(packet).map_or(0.0, |(p, d)| p - d)),
-            false => time - t.expected_next_s().unwrap_or(from),
-        };
-        let way = match leap < 0.0 {
-            true => "back behind",
-            false => "ahead of",
-        };
-        let leap = leap.abs();
+        let first = t.latest_s.is_none();
+        let first_audio = !video && first;
         let at = (from - self.start_s).max(0.0);
+        let what = leap_said(t, packet, later, at);
         let start = packet.pts().or(packet.dts());
-        let slot = match video {
-            true => self.video_slot(packet, later),
-            false => audio_slot(t, packet, later),
+        let slot = match (video, first_audio) {
+            (true, _) => self.video_slot(packet, later),
+            (false, false) => audio_slot(t, packet, later),
+            (false, true) => first_audio_run(t, packet, later).map(|(_, slot)| slot),
         };
         let outcome = match (video, slot) {
             (true, Some(_)) => "frame is put back in the one place its neighbours leave free",
             (true, None) => "frame is kept untimed (it fills its slot)",
+            (false, Some(_)) if first_audio => "packet is put back before the packets after it",
             (false, Some(_)) => "packet is put back between its neighbours",
             (false, None) => "packet is left out",
         };
-        self.note(|| {
-            format!(
-                "stream #{index}: a packet's timestamp leaps {leap:.3} s {way} its stream after {at:.3} s, and the next comes back: it is damaged, so the {outcome}"
-            )
-        });
+        self.note(|| format!("stream #{index}: {what}: it is damaged, so the {outcome}"));
+        if first && let Some(slot) = slot {
+            self.repaired_starts.push((index, slot));
+        }
         match (video, slot) {
             (true, Some(slot)) => {
                 packet.set_pts(Some(slot));
@@ -209,6 +215,79 @@ impl IntegrityLedger {
             _ => outliers::free_slot(&near, step, reach),
         }
     }
+}
+
+/// What a damaged `packet` of the stream `t` did, said after `at` seconds of the input (its
+/// stream's next packets are `later`): how far its timestamp leapt ahead of (or back
+/// behind) its stream, past the end of the audio packet before it; for video, in decode
+/// time or in presentation time after its decoding, or how far it is shown before it is
+/// decoded; for an audio stream's first packet, how far ahead of where the packets after it
+/// put it.
+fn leap_said(t: &StreamTally, packet: &Packet, later: &[&Packet], at: f64) -> String {
+    let from = t.latest_s.unwrap_or(0.0);
+    let time = t.time_s(packet).unwrap_or(from);
+    let shown_decoded = t.shown_and_decoded_s(packet);
+    if t.role == Role::Video && shown_early(t, packet) {
+        let early = shown_decoded.map_or(0.0, |(p, d)| d - p);
+        return format!("a frame after {at:.3} s is shown {early:.3} s before it is decoded");
+    }
+    if t.role == Role::Audio
+        && t.latest_s.is_none()
+        && let Some((_, slot)) = first_audio_run(t, packet, later)
+    {
+        let leap = time - slot as f64 * t.unit_s;
+        return format!("its first packet's timestamp is {leap:.3} s ahead of the stream's next");
+    }
+    let leap = match t.role {
+        Role::Video => (time - from).max(shown_decoded.map_or(0.0, |(p, d)| p - d)),
+        _ => time - t.expected_next_s().unwrap_or(from),
+    };
+    let way = match leap < 0.0 {
+        true => "back behind",
+        false => "ahead of",
+    };
+    let leap = leap.abs();
+    format!(
+        "a packet's timestamp leaps {leap:.3} s {way} its stream after {at:.3} s, and the next comes back"
+    )
+}
+
+/// Whether a video `packet` of the stream `t` is shown before it is decoded
+/// (`outliers::shown_before_decoded`).
+fn shown_early(t: &StreamTally, packet: &Packet) -> bool {
+    t.shown_and_decoded_s(packet)
+        .is_some_and(|(pts, dts)| outliers::shown_before_decoded(pts, dts, t.typical_s()))
+}
+
+/// The packets, counted from an audio stream's first `packet`, up to the first of `later`
+/// (its stream's next packets) that goes back before them (`outliers::first_audio_comes_back`):
+/// those between moved with it, by its length each give or take half of it (one MPEG-TS
+/// PES), at most [`RUN_PACKETS`]; and where the first packet belongs, in time-base units:
+/// as many packets before the one that went back, the stream going on from it. None for a
+/// packet of unknown length, and where no packet goes back or none follows the one that
+/// does.
+fn first_audio_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<(usize, i64)> {
+    let own = match t.length_of(packet) {
+        0 => return None,
+        own => own,
+    };
+    let own_s = own as f64 * t.unit_s;
+    let leap = t.time_s(packet)?;
+    for (k, p) in later.iter().enumerate() {
+        let at = t.time_s(p)?;
+        let in_place = leap + (k + 1) as f64 * own_s;
+        if k + 1 < RUN_PACKETS && (at - in_place).abs() <= own_s / 2.0 {
+            continue;
+        }
+        let then = t.time_s(later.get(k + 1)?)?;
+        if !outliers::first_audio_comes_back(leap, at, then, own_s) {
+            return None;
+        }
+        let run = k + 1;
+        let next_start = p.pts().or(p.dts())?;
+        return Some((run, next_start - own * run as i64));
+    }
+    None
 }
 
 /// The packets, counted from a leapt audio `packet` of the stream `t`, up to the first of

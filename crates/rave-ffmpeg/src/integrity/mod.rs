@@ -80,6 +80,9 @@ pub struct IntegrityLedger {
     /// What the video decoder probing the first packets logged, when the reading starts at
     /// the file's start (see `on_open_errors`).
     video_probe_errors: Vec<String>,
+    /// Streams whose first packet's timestamp was damaged and put back (`leaps`): where it
+    /// starts, in the stream's time base (FFmpeg's start time for it is the damaged one).
+    repaired_starts: Vec<(usize, i64)>,
 }
 
 impl IntegrityLedger {
@@ -157,6 +160,7 @@ impl IntegrityLedger {
             )),
             continuity: SeamForgiveness::default(),
             video_probe_errors: Vec::new(),
+            repaired_starts: Vec::new(),
             video_track: input.stream(video).and_then(|s| u32::try_from(s.id()).ok()),
             transport_pids: match format.split(',').any(|f| f == "mpegts") {
                 true => input
@@ -306,6 +310,19 @@ impl IntegrityLedger {
             self.note(|| format!("stream #{index}: timestamps go backwards at {at:.3} s"));
         }
         admitted
+    }
+
+    /// The streams whose first packet's timestamp was damaged and put back, and where each
+    /// starts (its time base): FFmpeg took the damaged time for the stream's start.
+    pub fn repaired_starts(&self) -> &[(usize, i64)] {
+        &self.repaired_starts
+    }
+
+    /// Whether every video and audio stream has had a packet counted.
+    pub fn every_stream_started(&self) -> bool {
+        (self.streams.iter())
+            .filter(|t| matches!(t.role, Role::Video | Role::Audio))
+            .all(|t| t.latest_s.is_some())
     }
 
     /// Whether the ledger knows stream `index` (FFmpeg adds a stream it meets only after

@@ -103,6 +103,29 @@ pub(super) fn shown_long_after_decoded(pts_s: f64, dts_s: f64, step_s: f64) -> b
     pts_s - dts_s > reorder_margin_s(step_s)
 }
 
+/// Whether a video packet is shown (`pts_s`) before it is decoded (`dts_s`), by more than
+/// half a frame (`step_s`) and 2 ms, beyond any time base's rounding: no decoder can show a
+/// picture it has not decoded, so one of the two times is damaged (a flipped bit in an
+/// MPEG-TS PES header). Taken as it was, the frame was shown seconds early, the picture
+/// frozen for as long after it, and nothing said. Confirmed by the frames decoded next
+/// being in order themselves (a stream whose every frame is so has its own reading).
+pub(super) fn shown_before_decoded(pts_s: f64, dts_s: f64, step_s: f64) -> bool {
+    dts_s - pts_s > (step_s / 2.0).max(0.002)
+}
+
+/// Whether an audio stream's first packets, a run starting at `leap_s`, are shown to be
+/// damaged by the packet after the run, at `next_s`: it goes back before the run's start by
+/// more than the margin of a stream's small steps (packets `own_s` long), while the packet
+/// after it follows on from it (`then_s`): audio is never reordered, and the stream goes
+/// on from the later packets, not from its first. Taken as they were, every good packet
+/// until the stream passed the leap was dropped (824 of 834 packets, the whole sound, for
+/// one bit in the first PES of an MPEG-TS). A first packet before the rest, with a gap
+/// after it, is not judged: a stream may start with a lone packet.
+pub(super) fn first_audio_comes_back(leap_s: f64, next_s: f64, then_s: f64, own_s: f64) -> bool {
+    let margin = audio_margin_s(own_s);
+    leap_s - next_s > margin && (then_s - next_s - own_s).abs() <= margin
+}
+
 /// Whether a video packet decoded at `dts_s` is decoded further after its stream's
 /// previous packet (`previous_s`) than a reordering holds frames back: its decode time
 /// leapt with its presentation time (an FLV tag's timestamp), or the picture paused.
@@ -207,6 +230,32 @@ mod tests {
         // The next packet far past the previous one's end (it left room for many packets):
         // no telling which of the two is out of place.
         assert!(!audio_comes_back(4.0, previous, 6.441, own, own));
+    }
+
+    #[test]
+    fn a_frame_shown_before_it_is_decoded_is_damaged() {
+        let step = 0.04;
+        assert!(shown_before_decoded(0.024, 1.4, step));
+        assert!(shown_before_decoded(1.3, 1.4, step));
+        assert!(
+            !shown_before_decoded(1.39, 1.4, step),
+            "within half a frame"
+        );
+        assert!(!shown_before_decoded(1.4, 1.4, 0.0));
+        assert!(!shown_before_decoded(1.48, 1.4, step));
+    }
+
+    #[test]
+    fn a_first_audio_run_ahead_of_the_packets_after_it_is_damaged() {
+        let own = 0.024;
+        // Bit 18 of the first PES: 4.383 s where the stream goes on from 1.71 s.
+        assert!(first_audio_comes_back(4.383, 1.71, 1.734, own));
+        assert!(first_audio_comes_back(5966.7, 1.71, 1.734, own));
+        // Before the packets after it (a lone first packet, a gap): not judged.
+        assert!(!first_audio_comes_back(0.014, 1.71, 1.734, own));
+        // Following on, or the packet after the next out of step itself.
+        assert!(!first_audio_comes_back(1.686, 1.71, 1.734, own));
+        assert!(!first_audio_comes_back(4.383, 1.71, 4.407, own));
     }
 
     #[test]

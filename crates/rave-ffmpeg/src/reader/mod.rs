@@ -48,6 +48,8 @@ pub struct VideoReader {
     ahead: VecDeque<Packet>,
     /// The demuxer has no more packets (the end of the file, or it gave up).
     drained: bool,
+    /// Copied packets read ahead by `repaired_starts`, to be handed out next.
+    peeked: VecDeque<CopiedPacket>,
 }
 
 /// A decoded frame waiting for its place on the timeline, with what the decoder said of it.
@@ -157,6 +159,7 @@ impl VideoReader {
             decoder,
             captions: Default::default(),
             ahead: VecDeque::new(),
+            peeked: VecDeque::new(),
             drained: false,
         })
     }

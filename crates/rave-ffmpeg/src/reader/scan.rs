@@ -5,7 +5,7 @@
 use ffmpeg_next::Packet;
 use rave_core::error::Result;
 
-use super::{CopiedPacket, KeyframeIndex, VideoReader};
+use super::{CopiedPacket, KeyframeIndex, LOOKAHEAD_PACKETS, VideoReader};
 use crate::audio_check::AudioCheck;
 use crate::picture_coding::ReorderEvidence;
 use crate::sys;
@@ -98,20 +98,49 @@ impl VideoReader {
     /// video without decoding it; `None` at the end of the file. Each packet is counted in
     /// the ledger, and one no muxer could store (its timestamps go backwards) is skipped.
     pub fn next_copied_packet(&mut self) -> Option<CopiedPacket> {
+        if let Some(peeked) = self.peeked.pop_front() {
+            return Some(peeked);
+        }
         loop {
-            let packet = self.next_packet()?;
-            let admitted = self.ledger.admit(&packet);
-            if packet.stream() == self.video_index() {
-                self.stats.packets += 1;
-                continue;
-            }
-            if admitted {
-                self.stats.copied_packets += 1;
-                return Some(CopiedPacket {
-                    input_stream: packet.stream(),
-                    packet,
-                });
+            if let Some(copied) = self.read_for_copy()? {
+                return Some(copied);
             }
         }
+    }
+
+    /// Where the streams whose first packet's timestamp was damaged start, put back
+    /// (`IntegrityLedger::repaired_starts`: stream, time in its time base), for the output's
+    /// timeline to start where the streams do, not where FFmpeg read the damaged time. The
+    /// file is read ahead (the copied packets kept for [`VideoReader::next_copied_packet`])
+    /// until every video and audio stream has started, [`LOOKAHEAD_PACKETS`] at most.
+    pub fn repaired_starts(&mut self) -> Vec<(usize, i64)> {
+        let mut read = 0;
+        while read < LOOKAHEAD_PACKETS && !self.ledger.every_stream_started() {
+            let Some(copied) = self.read_for_copy() else {
+                break;
+            };
+            self.peeked.extend(copied);
+            read += 1;
+        }
+        self.ledger.repaired_starts().to_vec()
+    }
+
+    /// The next packet of the file, counted in the ledger: a copied one where it is one the
+    /// muxer can store, `Some(None)` for a video packet or one skipped; `None` at the end.
+    fn read_for_copy(&mut self) -> Option<Option<CopiedPacket>> {
+        let packet = self.next_packet()?;
+        let admitted = self.ledger.admit(&packet);
+        if packet.stream() == self.video_index() {
+            self.stats.packets += 1;
+            return Some(None);
+        }
+        if !admitted {
+            return Some(None);
+        }
+        self.stats.copied_packets += 1;
+        Some(Some(CopiedPacket {
+            input_stream: packet.stream(),
+            packet,
+        }))
     }
 }
