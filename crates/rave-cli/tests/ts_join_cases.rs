@@ -156,6 +156,54 @@ fn a_damaged_audio_timestamp_just_after_a_join_is_damage() {
     }
 }
 
+/// The first video PES after a join damaged (bit 17: shown 1.46 s before it is decoded; bit
+/// 29: 5965 s after): damage, refused (exit 3); with --allow-corrupt one restart, every
+/// packet kept and every frame where the undamaged join has it (give or take the 10 ms by
+/// which the part's sound leads its picture: the frame goes on the frame grid). (The second
+/// part was placed by the damaged time: a 1.46 s hole, or a 10 s one counted as 148778
+/// frames missing.)
+#[test]
+fn a_damaged_first_frame_after_a_join_is_damage() {
+    let dir = scratch();
+    let first = part(dir.path(), "first.ts", 4.0, 0.0, "mp2");
+    let second = part(dir.path(), "second.ts", 6.0, 0.0, "mp2");
+    let input = joined(dir.path(), "joined.ts", &[&first, &second]);
+    let want = dir.path().join("clean.mkv");
+    std::fs::rename(upscaled_after_one_restart(dir.path(), &input), &want).unwrap();
+    let data = std::fs::read(&input).unwrap();
+    let seam = std::fs::metadata(&first).unwrap().len() as usize;
+    let video = corpus::pes_starts(&data, |id| id == 0xE0);
+    let at = *video.iter().find(|&&at| at >= seam).unwrap();
+    let times = |path: &Path| -> Vec<f64> {
+        let mut t: Vec<f64> = (frame_times(path).iter())
+            .map(|t| t.parse().unwrap())
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t
+    };
+    for bit in [17, 29] {
+        let damaged = dir.path().join("damaged.ts");
+        std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, at, bit)).unwrap();
+        let out = dir.path().join("out.mkv");
+        let model = fixture("nearest_x2.onnx");
+        let o = upscale(&damaged, &out, &model, &["--overwrite"]);
+        assert_exit(&o, 3);
+        assert!(stderr(&o).contains("damaged"), "bit {bit}: {}", stderr(&o));
+        let o = upscale(&damaged, &out, &model, &["--overwrite", "--allow-corrupt"]);
+        assert_exit(&o, 0);
+        let err = stderr(&o);
+        assert!(
+            err.contains("timestamps restart 1 time(s)"),
+            "bit {bit}: {err}"
+        );
+        assert_same_audio(&out, &want, &format!("bit {bit}"));
+        let (got, clean) = (times(&out), times(&want));
+        assert_eq!(got.len(), clean.len(), "bit {bit}");
+        let off = got.iter().zip(&clean).map(|(a, b)| (a - b).abs());
+        assert!(off.fold(0.0, f64::max) < 0.015, "bit {bit}: {got:?}");
+    }
+}
+
 /// One recording cut by FFmpeg's segment muxer and joined back, and a part starting 5 s
 /// after the first ends: their timestamps go on, but each part's muxer starts every
 /// continuity counter at 0. Accepted (exit 0), every frame and packet kept; a counter

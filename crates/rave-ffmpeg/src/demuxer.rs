@@ -47,6 +47,10 @@ pub struct Demuxer {
 /// Packets read ahead, at most, to tell a restart of the timestamps from one damaged one.
 const RESTART_LOOKAHEAD: usize = 256;
 
+/// A stream's next frames that tell where a part's first frame, its presentation time
+/// damaged, belongs: more than a B-frame reordering holds back.
+const NEXT_FRAMES: usize = 8;
+
 impl Demuxer {
     /// Open `path` and pick its main video stream; also returns the errors FFmpeg logged
     /// while opening (a track it could not parse: damage the caller counts). What the
@@ -146,8 +150,10 @@ impl Demuxer {
             return Some(packet);
         }
         if candidate {
-            let lead = self.part_lead_us(&packet, tb, &mut on_error);
-            self.splicer.lead_next_reset(lead);
+            let shown = self.restart_shown_us(&packet, tb, &mut on_error);
+            let lead = self.part_lead_us(&packet, shown, &mut on_error);
+            let damaged = TimestampSplicer::shown_in_step_us(&packet, tb).is_none();
+            self.splicer.lead_next_reset(lead, damaged.then_some(shown));
         }
         if let Some(at) = self.splicer.place(&mut packet, tb) {
             self.resets.push(at);
@@ -225,16 +231,14 @@ impl Demuxer {
     /// on in step with their stream, which the part before's last ones do) may be shown
     /// earlier, as a part's sound a fraction of a second before its picture, whose PES
     /// comes first in the file, or an MPEG-PS part's picture, whose PES starts before the
-    /// sound that showed the restart. Ten seconds at most (a damaged timestamp).
+    /// sound that showed the restart. Ten seconds at most (a damaged timestamp). It is
+    /// counted from `at`, where the restart is shown ([`Demuxer::restart_shown_us`]).
     fn part_lead_us(
         &mut self,
         restart: &Packet,
-        tb: Rational,
+        at: i64,
         on_error: &mut impl FnMut(&ffmpeg_next::Error),
     ) -> i64 {
-        let Some(at) = TimestampSplicer::shown_us(restart, tb) else {
-            return 0;
-        };
         let streams = self.time_bases.len();
         let mut seen = vec![false; streams];
         seen[restart.stream()] = true;
@@ -263,6 +267,40 @@ impl Demuxer {
             }
         }
         lead
+    }
+
+    /// Where `restart` (a packet confirmed to restart the timestamps; `tb` its time base)
+    /// is shown on its part's clock (microseconds): its presentation time where that is in
+    /// step with its decode time (`TimestampSplicer::shown_in_step_us`); else, a damaged
+    /// PES header's, one frame before the earliest of its stream's next frames of the part
+    /// (within [`RESTART_LOOKAHEAD`] packets; a frame is their closest spacing), as the
+    /// part's first frame is; with fewer than two of them, its decode time.
+    fn restart_shown_us(
+        &mut self,
+        restart: &Packet,
+        tb: Rational,
+        on_error: &mut impl FnMut(&ffmpeg_next::Error),
+    ) -> i64 {
+        if let Some(shown) = TimestampSplicer::shown_in_step_us(restart, tb) {
+            return shown;
+        }
+        let decoded = TimestampSplicer::decoded_own_us(restart, tb).unwrap_or(0);
+        let mut next = Vec::new();
+        let mut i = 0;
+        while next.len() < NEXT_FRAMES && self.read_ahead_to(i, on_error) {
+            let p = &self.unplaced[i];
+            i += 1;
+            if p.stream() == restart.stream() && !self.splicer.continues(p, tb) {
+                next.extend(TimestampSplicer::shown_in_step_us(p, tb));
+            }
+        }
+        next.sort_unstable();
+        next.dedup();
+        let frame = next.windows(2).map(|w| w[1] - w[0]).min();
+        match (next.first(), frame) {
+            (Some(&first), Some(frame)) => first - frame,
+            _ => decoded,
+        }
     }
 
     /// Whether packet `i` of those read ahead is there, reading on to it where it is not

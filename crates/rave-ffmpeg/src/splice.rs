@@ -47,6 +47,9 @@ pub struct TimestampSplicer {
     /// How long before the packet that shows the next reset its part starts (another
     /// stream's first packet of it, read later, is shown earlier), microseconds.
     next_part_lead_us: i64,
+    /// The presentation time the packet that shows the next reset is placed by, where its
+    /// own is damaged (microseconds on its own clock).
+    next_reset_shown_us: Option<i64>,
     streams: Vec<StreamPlace>,
     /// Which streams' timestamps can reveal a reset (video, audio, subtitles: not data
     /// streams, whose timestamps follow their own rules).
@@ -79,6 +82,7 @@ impl TimestampSplicer {
             offset_us: 0,
             before_reset: None,
             next_part_lead_us: 0,
+            next_reset_shown_us: None,
             streams: vec![StreamPlace::default(); watched.len()],
             watched,
         }
@@ -218,13 +222,35 @@ impl TimestampSplicer {
     /// The packet placed next shows a reset, and its part starts `lead_us` before it (the
     /// part's sound starts a little before its picture, but its PES comes later in the
     /// file): the part is placed so that its start, not that packet, continues the file.
-    pub fn lead_next_reset(&mut self, lead_us: i64) {
+    /// `shown_us` is that packet's presentation time on its own clock where its own is
+    /// damaged (`Demuxer::restart_shown_us`), the place its frame belongs.
+    pub fn lead_next_reset(&mut self, lead_us: i64, shown_us: Option<i64>) {
         self.next_part_lead_us = lead_us.clamp(0, FORWARDS_US);
+        self.next_reset_shown_us = shown_us;
     }
 
     /// The presentation time of `packet` (in `tb`) on its own clock, microseconds.
     pub fn shown_us(packet: &Packet, tb: Rational) -> Option<i64> {
         packet.pts().or(packet.dts()).map(|t| to_us(t, tb))
+    }
+
+    /// The decode time of `packet` (in `tb`) on its own clock, microseconds (its
+    /// presentation time where it has none).
+    pub fn decoded_own_us(packet: &Packet, tb: Rational) -> Option<i64> {
+        packet.dts().or(packet.pts()).map(|t| to_us(t, tb))
+    }
+
+    /// The presentation time of `packet` (in `tb`) on its own clock, microseconds, where it
+    /// can be right: not before its decode time (a tick of rounding aside) nor more than a
+    /// restart's second after it (no reordering holds a frame back so long). `None` for a
+    /// packet shown before it is decoded or long after: its presentation time is damaged
+    /// (a flipped bit in a PES header), and a part placed by it would start seconds off.
+    pub fn shown_in_step_us(packet: &Packet, tb: Rational) -> Option<i64> {
+        let shown = Self::shown_us(packet, tb)?;
+        match packet.dts().map(|d| to_us(d, tb)) {
+            Some(decoded) if shown < decoded - 2_000 || shown > decoded + BACKWARDS_US => None,
+            _ => Some(shown),
+        }
     }
 
     /// Move `packet`'s timestamps (in `tb`) onto the spliced timeline; where this packet
@@ -245,10 +271,12 @@ impl TimestampSplicer {
         let place = *self.streams.get(index)?;
         let mut reset = None;
         let mut shift = self.offset_us + place.extra_us;
-        let at_us = to_us(at, tb) + shift;
+        let mut own_us = to_us(at, tb);
         if self.shows_reset(packet, tb)
             && let Some(file_end) = self.file_end_us()
         {
+            own_us = self.next_reset_shown_us.take().unwrap_or(own_us);
+            let at_us = own_us + shift;
             // The timestamps restart: continue from where the whole file had got to.
             reset = Some(file_end as f64 / 1e6);
             let pos = packet.position() as i64;
@@ -266,7 +294,7 @@ impl TimestampSplicer {
         let place = &mut self.streams[index];
         if place.after_reset {
             place.after_reset = false;
-            let at_us = to_us(at, tb) + shift;
+            let at_us = own_us + shift;
             if let Some(end) = place.end_us.filter(|&end| at_us < end) {
                 // This stream started the new part a little earlier than the one that
                 // showed the reset: keep it after its own last packet.
@@ -510,6 +538,29 @@ mod tests {
         );
         assert_eq!(got, [0, 40, 80, 120]);
         assert_eq!(resets.len(), 1);
+    }
+
+    #[test]
+    fn a_presentation_time_before_the_decode_time_or_long_after_is_not_in_step() {
+        let tb = Rational::new(1, 90_000);
+        let frame = |pts: i64, dts: i64| {
+            let mut p = packet(0, dts, 3600);
+            p.set_pts(Some(pts));
+            p
+        };
+        let shown = |p: &Packet| TimestampSplicer::shown_in_step_us(p, tb);
+        assert_eq!(shown(&frame(133_200, 126_000)), Some(1_480_000));
+        assert_eq!(shown(&frame(126_000, 126_000)), Some(1_400_000));
+        assert_eq!(shown(&frame(2_128, 126_000)), None, "bit 17 of a PES's PTS");
+        assert_eq!(shown(&frame(537_004_112, 126_000)), None, "bit 29");
+        let mut untimed = frame(0, 0);
+        untimed.set_dts(None);
+        untimed.set_pts(Some(9_000));
+        assert_eq!(
+            shown(&untimed),
+            Some(100_000),
+            "no decode time to hold it to"
+        );
     }
 
     #[test]
