@@ -65,6 +65,7 @@ fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
 /// audio PES's PTS 2.9 s (bit 18) or 5965 s (bit 29) ahead of the packets after it, the
 /// first or second video PES's 1.46 s off (bit 17: shown before it is decoded, or long
 /// after): refused as damage; with --allow-corrupt every packet and frame back in its place.
+/// A damaged second or third PES does not make the first look damaged.
 /// (The first audio PES taken as it was dropped every packet until the stream passed it,
 /// for bit 29 the whole sound but its first PES; the first frame shown 1.4 s before the
 /// rest was an exit 0 with nothing said.)
@@ -81,6 +82,9 @@ fn a_streams_first_pes_out_of_place_is_damage_put_back() {
     for (what, at, bit) in [
         ("audio PES 0, bit 18", audio[0], 18),
         ("audio PES 0, bit 29", audio[0], 29),
+        // The first PES in step, the next ones not: they are the damaged ones.
+        ("audio PES 1, bit 17", audio[1], 17),
+        ("audio PES 2, bit 17", audio[2], 17),
         ("video PES 0, bit 17", video[0], 17),
         ("video PES 1, bit 17", video[1], 17),
     ] {

@@ -259,35 +259,53 @@ fn shown_early(t: &StreamTally, packet: &Packet) -> bool {
         .is_some_and(|(pts, dts)| outliers::shown_before_decoded(pts, dts, t.typical_s()))
 }
 
-/// The packets, counted from an audio stream's first `packet`, up to the first of `later`
-/// (its stream's next packets) that goes back before them (`outliers::first_audio_comes_back`):
-/// those between moved with it, by its length each give or take half of it (one MPEG-TS
-/// PES), at most [`RUN_PACKETS`]; and where the first packet belongs, in time-base units:
-/// as many packets before the one that went back, the stream going on from it. None for a
-/// packet of unknown length, and where no packet goes back or none follows the one that
-/// does.
+/// The packets, counted from an audio stream's first `packet`, that came out of the same
+/// read as it (one MPEG-TS PES, one Matroska lace: `read_run`), at most [`RUN_PACKETS`];
+/// and where the first packet belongs, in time-base units: as many packets before the next
+/// one, where that goes back before them and the next read goes on from its own
+/// (`outliers::first_audio_comes_back`): the stream goes on from there. None for a packet
+/// of unknown length, and where the next packet follows on (a stream whose first packets
+/// are in step: a damaged header further on is judged in its turn) or its own read is not
+/// followed on from (it is the damaged one).
 fn first_audio_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<(usize, i64)> {
     let own = match t.length_of(packet) {
         0 => return None,
         own => own,
     };
     let own_s = own as f64 * t.unit_s;
+    let run = read_run(t, packet, later)?;
+    let next = later.get(run - 1)?;
+    let next_run = read_run(t, next, &later[run..])?;
+    let then = t.time_s(later.get(run - 1 + next_run)?)?;
+    let next_end = t.time_s(next)? + (next_run - 1) as f64 * own_s;
     let leap = t.time_s(packet)?;
-    for (k, p) in later.iter().enumerate() {
-        let at = t.time_s(p)?;
-        let in_place = leap + (k + 1) as f64 * own_s;
-        if k + 1 < RUN_PACKETS && (at - in_place).abs() <= own_s / 2.0 {
-            continue;
-        }
-        let then = t.time_s(later.get(k + 1)?)?;
-        if !outliers::first_audio_comes_back(leap, at, then, own_s) {
-            return None;
-        }
-        let run = k + 1;
-        let next_start = p.pts().or(p.dts())?;
-        return Some((run, next_start - own * run as i64));
+    if !outliers::first_audio_comes_back(leap, t.time_s(next)?, then - next_end, own_s) {
+        return None;
     }
-    None
+    let next_start = next.pts().or(next.dts())?;
+    Some((run, next_start - own * run as i64))
+}
+
+/// How many packets, `packet` and those of `later` after it, came out of one read (no byte
+/// position of their own, or its own: one MPEG-TS PES split into frames, one Matroska
+/// lace) following on from each other, at most [`RUN_PACKETS`]. None for a packet of
+/// unknown time.
+fn read_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<usize> {
+    let own_s = t.length_of(packet) as f64 * t.unit_s;
+    let start = t.time_s(packet)?;
+    let same_read = |p: &Packet| p.position() < 0 || p.position() == packet.position();
+    let mut run = 1;
+    for p in later.iter().take(RUN_PACKETS - 1) {
+        let in_place = start + run as f64 * own_s;
+        let on = t
+            .time_s(p)
+            .is_some_and(|at| (at - in_place).abs() <= own_s / 2.0);
+        if !same_read(p) || !on {
+            break;
+        }
+        run += 1;
+    }
+    Some(run)
 }
 
 /// The packets, counted from a leapt audio `packet` of the stream `t`, up to the first of

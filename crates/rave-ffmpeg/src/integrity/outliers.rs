@@ -115,15 +115,21 @@ pub(super) fn shown_before_decoded(pts_s: f64, dts_s: f64, step_s: f64) -> bool 
 
 /// Whether an audio stream's first packets, a run starting at `leap_s`, are shown to be
 /// damaged by the packet after the run, at `next_s`: it goes back before the run's start by
-/// more than the margin of a stream's small steps (packets `own_s` long), while the packet
-/// after it follows on from it (`then_s`): audio is never reordered, and the stream goes
-/// on from the later packets, not from its first. Taken as they were, every good packet
+/// more than the margin of a stream's small steps (packets `own_s` long), while the stream
+/// goes on from its run (the next run starts `then_gap_s` after where it ended, within the
+/// margin of a packet): audio is never reordered, and the stream goes on from the later
+/// packets, not from its first. Taken as they were, every good packet
 /// until the stream passed the leap was dropped (824 of 834 packets, the whole sound, for
 /// one bit in the first PES of an MPEG-TS). A first packet before the rest, with a gap
 /// after it, is not judged: a stream may start with a lone packet.
-pub(super) fn first_audio_comes_back(leap_s: f64, next_s: f64, then_s: f64, own_s: f64) -> bool {
+pub(super) fn first_audio_comes_back(
+    leap_s: f64,
+    next_s: f64,
+    then_gap_s: f64,
+    own_s: f64,
+) -> bool {
     let margin = audio_margin_s(own_s);
-    leap_s - next_s > margin && (then_s - next_s - own_s).abs() <= margin
+    leap_s - next_s > margin && (then_gap_s - own_s).abs() <= margin
 }
 
 /// Whether a video packet decoded at `dts_s` is decoded further after its stream's
@@ -249,13 +255,13 @@ mod tests {
     fn a_first_audio_run_ahead_of_the_packets_after_it_is_damaged() {
         let own = 0.024;
         // Bit 18 of the first PES: 4.383 s where the stream goes on from 1.71 s.
-        assert!(first_audio_comes_back(4.383, 1.71, 1.734, own));
-        assert!(first_audio_comes_back(5966.7, 1.71, 1.734, own));
+        assert!(first_audio_comes_back(4.383, 1.71, 0.024, own));
+        assert!(first_audio_comes_back(5966.7, 1.71, 0.024, own));
         // Before the packets after it (a lone first packet, a gap): not judged.
-        assert!(!first_audio_comes_back(0.014, 1.71, 1.734, own));
-        // Following on, or the packet after the next out of step itself.
-        assert!(!first_audio_comes_back(1.686, 1.71, 1.734, own));
-        assert!(!first_audio_comes_back(4.383, 1.71, 4.407, own));
+        assert!(!first_audio_comes_back(0.014, 1.71, 0.024, own));
+        // Following on, or the stream not going on from the next run (the damaged one).
+        assert!(!first_audio_comes_back(1.686, 1.71, 0.024, own));
+        assert!(!first_audio_comes_back(1.47, 0.254, 1.696, own));
     }
 
     #[test]
