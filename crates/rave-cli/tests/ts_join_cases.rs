@@ -15,31 +15,22 @@ use std::path::{Path, PathBuf};
 /// after the start of `seconds` of 48 kHz sound coded as `audio`.
 fn part(dir: &Path, name: &str, seconds: f64, delay: f64, audio: &str) -> PathBuf {
     let path = dir.join(name);
-    let (d, delay) = (seconds.to_string(), delay.to_string());
-    let video = format!("testsrc2=s=96x64:r=25:d={d}");
-    let sound = format!("sine=f=440:r=48000:d={d}");
-    ffmpeg(&[
-        "-itsoffset",
-        &delay,
-        "-f",
-        "lavfi",
-        "-i",
-        &video,
-        "-f",
-        "lavfi",
-        "-i",
-        &sound,
-        "-c:v",
-        "libx264",
-        "-g",
-        "25",
-        "-c:a",
-        audio,
-        "-b:a",
-        "96k",
-        path.to_str().unwrap(),
-    ]);
+    let mut args = vec!["-itsoffset".to_owned(), delay.to_string()];
+    args.extend(part_args(seconds, audio, &path));
+    ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
     path
+}
+
+/// FFmpeg's arguments for a part of [`part`] at `path`: its inputs, codecs and output.
+fn part_args(seconds: f64, audio: &str, path: &Path) -> Vec<String> {
+    let video = format!("testsrc2=s=96x64:r=25:d={seconds}");
+    let sound = format!("sine=f=440:r=48000:d={seconds}");
+    let args = [
+        "-f", "lavfi", "-i", &video, "-f", "lavfi", "-i", &sound, "-c:v", "libx264", "-g", "25",
+        "-c:a", audio, "-b:a", "96k",
+    ];
+    let path = path.to_str().unwrap();
+    args.iter().chain([&path]).map(|a| a.to_string()).collect()
 }
 
 /// `parts` joined byte for byte into `dir/name`.
@@ -201,6 +192,34 @@ fn a_damaged_first_frame_after_a_join_is_damage() {
         assert_eq!(got.len(), clean.len(), "bit {bit}");
         let off = got.iter().zip(&clean).map(|(a, b)| (a - b).abs());
         assert!(off.fold(0.0, f64::max) < 0.015, "bit {bit}: {got:?}");
+    }
+}
+
+/// A second part whose timestamps start 0.28 s or 0.98 s before the first part's end (two
+/// captures overlapping in time): one restart, exit 0, every frame and packet kept, each
+/// part in sync. (Decode times going back by less than a second were no restart: 7 frames
+/// dropped as duplicates and 11 to 41 audio packets as unstorable, exit 3.)
+#[test]
+fn parts_whose_times_overlap_are_one_restart() {
+    let dir = scratch();
+    let first = part(dir.path(), "first.ts", 4.0, 0.0, "mp2");
+    for offset in ["3.8", "3.1"] {
+        let second = dir.path().join("second.ts");
+        let mut args = vec!["-output_ts_offset".to_owned(), offset.to_owned()];
+        args.extend(part_args(3.0, "mp2", &second));
+        ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let input = joined(dir.path(), "joined.ts", &[&first, &second]);
+        let out = upscaled_after_one_restart(dir.path(), &input);
+        let lag = |path: &Path, video_from: usize, audio_from: usize| {
+            sorted_packet_times(path, "a:0", &[])[audio_from]
+                - sorted_packet_times(path, "v:0", &[])[video_from]
+        };
+        let want = lag(&second, 0, 0);
+        let got = lag(&out, 100, packet_count(&first, "a:0"));
+        assert!(
+            (got - want).abs() < 0.015,
+            "offset {offset}: {got} s, in the part {want} s"
+        );
     }
 }
 

@@ -165,8 +165,8 @@ impl Demuxer {
     /// Whether the packets after `candidate` (which shows a restart; timestamps in
     /// `candidate_tb`) restart too, within [`RESTART_LOOKAHEAD`] packets: a packet of another
     /// stream that can show one and does not continue its stream in step confirms it (a
-    /// splice moves every stream; across a join one may go back by less than a restart's
-    /// second, and the other part's last packet may come first: FFmpeg hands out a PES when
+    /// splice moves every stream; across a join one may go back by less than a restart
+    /// does, and the other part's last packet may come first: FFmpeg hands out a PES when
     /// the next one starts); packets of other streams that all continue deny it (a damaged
     /// PES header moves only its own stream's packets, an MPEG-TS audio PES holding a dozen
     /// of them). Where the candidate

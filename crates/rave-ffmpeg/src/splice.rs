@@ -12,8 +12,19 @@
 
 use ffmpeg_next::{Packet, Rational};
 
-/// A backwards jump longer than this (microseconds) is a reset, not reordering or damage.
-const BACKWARDS_US: i64 = 1_000_000;
+/// A backwards jump of decode times longer than this (microseconds) is a candidate reset:
+/// past a muxer's rounding ([`IN_STEP_US`]), which decode times never go back by within one
+/// part. Confirmed only where the other streams go back too (one damaged PES header moves
+/// its own stream alone): parts joined with their times overlapping by a fraction of a
+/// second are a restart as much as those a minute apart.
+const BACKWARDS_US: i64 = 150_000;
+/// How long (microseconds) after its decode time a frame may be shown: more than any
+/// reordering holds one back.
+const REORDER_MAX_US: i64 = 1_000_000;
+/// How far (microseconds) behind every other stream a packet is off the whole file's line:
+/// more than a muxer interleaves streams by (an MPEG-TS audio PES is written up to half a
+/// second ahead of the picture it plays with).
+const OFF_THE_LINE_US: i64 = 1_000_000;
 /// A forward jump longer than this (microseconds) is a reset too (FFmpeg's own threshold).
 const FORWARDS_US: i64 = 10_000_000;
 /// How far (microseconds) a packet's decode time may fall behind its stream's last one and
@@ -151,7 +162,7 @@ impl TimestampSplicer {
     /// earlier than its stream's last packet (decode times only go forward within one
     /// part; a tenth of a second of rounding allowed) nor far past the whole file's end.
     /// A stream that does not, next to another's restart, confirms it: across a join, one
-    /// stream may go back by less than a restart's second (a part whose video starts after
+    /// stream may go back by less than a restart does (a part whose video starts after
     /// its sound).
     pub fn continues(&self, packet: &Packet, tb: Rational) -> bool {
         let Some((decoded_us, place)) = self.decoded_us(packet, tb) else {
@@ -165,7 +176,7 @@ impl TimestampSplicer {
         }
     }
 
-    /// Whether `packet` (timestamps in `tb`) is decoded more than a restart's second behind
+    /// Whether `packet` (timestamps in `tb`) is decoded more than [`OFF_THE_LINE_US`] behind
     /// every other watched stream's last packet: off the whole file's line, not just its
     /// own stream's (that stream's last packets may be the ones out of place, a PES whose
     /// header leapt ahead, placed since it showed no restart).
@@ -181,11 +192,11 @@ impl TimestampSplicer {
             .filter(|&(i, (_, w))| *w && i != packet.stream())
             .filter_map(|(_, (s, _))| s.last_decode_us)
             .max();
-        others_last.is_some_and(|last| decoded_us < last - BACKWARDS_US)
+        others_last.is_some_and(|last| decoded_us < last - OFF_THE_LINE_US)
     }
 
     /// Whether `packet` (timestamps in `tb`) is its stream's first of the part that began
-    /// at the latest reset, and decoded more than a restart's second behind the stream's
+    /// at the latest reset, and decoded more than a restart ([`BACKWARDS_US`]) behind the stream's
     /// last packet even so: that stream's timestamps restart after another's did, by more
     /// (the part's sound starts seconds before its picture), and it catches up with the same
     /// splice. A stream that has packets of the new part already, or one leaping ahead,
@@ -242,13 +253,13 @@ impl TimestampSplicer {
 
     /// The presentation time of `packet` (in `tb`) on its own clock, microseconds, where it
     /// can be right: not before its decode time (a tick of rounding aside) nor more than a
-    /// restart's second after it (no reordering holds a frame back so long). `None` for a
+    /// second after it (no reordering holds a frame back so long). `None` for a
     /// packet shown before it is decoded or long after: its presentation time is damaged
     /// (a flipped bit in a PES header), and a part placed by it would start seconds off.
     pub fn shown_in_step_us(packet: &Packet, tb: Rational) -> Option<i64> {
         let shown = Self::shown_us(packet, tb)?;
         match packet.dts().map(|d| to_us(d, tb)) {
-            Some(decoded) if shown < decoded - 2_000 || shown > decoded + BACKWARDS_US => None,
+            Some(decoded) if shown < decoded - 2_000 || shown > decoded + REORDER_MAX_US => None,
             _ => Some(shown),
         }
     }
