@@ -70,8 +70,9 @@ pub(super) fn audio_out_of_step(at_s: f64, expected_s: f64, own_s: f64) -> bool 
 /// (at `leap_s`, `own_s` long) was the damaged one: the next follows on from the packet
 /// before the leap (which started at `previous_s` and ended at `expected_s`), leaving room
 /// for the leapt packet and not much more, and the leapt packet would put its neighbours
-/// out of order: starting after the next (which would go "backwards") or before the
-/// previous (as it would). Audio is never reordered, so it is the one out of place; taken
+/// out of order: it, or a packet that moved with it, starting after the next (which would
+/// go "backwards": a PES header 0.18 s ahead, its dozen frames running past the next PES's
+/// start), or it starting before the previous (as it would). Audio is never reordered, so it is the one out of place; taken
 /// the other way, every good packet until the stream passed the leap was dropped (176
 /// packets, 4.1 s of sound, for one bit in a Matroska block). An order a muxer stores is
 /// not judged: no packet is taken for damage that was not lost before.
@@ -84,7 +85,9 @@ pub(super) fn audio_comes_back(
 ) -> bool {
     let margin = audio_margin_s(typical_s);
     let follows_on = next_s >= expected_s - margin && next_s - expected_s <= own_s + margin;
-    follows_on && (leap_s > next_s || leap_s < previous_s)
+    // The run's last packet (each `typical_s` long) starts after the next.
+    let overlaps_next = leap_s + own_s - typical_s > next_s;
+    follows_on && (overlaps_next || leap_s < previous_s)
 }
 
 /// Seconds a video frame may be shown after it is decoded (its B-frame reordering) before
@@ -233,6 +236,13 @@ mod tests {
         // 15 ms late, overlapping the next packet (which starts after it): a muxer stores
         // it, so it is not judged.
         assert!(!audio_comes_back(2.368, previous, 2.360, own, own));
+        // Ten packets 0.18 s ahead: the run runs past the next packet's start.
+        let (own, run) = (0.024, 0.24);
+        assert!(audio_comes_back(2.430, (2.166, 2.190), 2.372, run, own));
+        assert!(
+            !audio_comes_back(2.612, (2.166, 2.190), 2.372, run, own),
+            "a gap"
+        );
         // The next packet far past the previous one's end (it left room for many packets):
         // no telling which of the two is out of place.
         assert!(!audio_comes_back(4.0, previous, 6.441, own, own));
