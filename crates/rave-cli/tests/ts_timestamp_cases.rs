@@ -71,6 +71,38 @@ fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
 /// rest was an exit 0 with nothing said.)
 #[test]
 fn a_streams_first_pes_out_of_place_is_damage_put_back() {
+    assert_damage_put_back(|audio, video| {
+        vec![
+            ("audio PES 0, bit 18", audio[0], 18),
+            ("audio PES 0, bit 29", audio[0], 29),
+            // The first PES in step, the next ones not: they are the damaged ones.
+            ("audio PES 1, bit 17", audio[1], 17),
+            ("audio PES 2, bit 17", audio[2], 17),
+            ("video PES 0, bit 17", video[0], 17),
+            ("video PES 1, bit 17", video[1], 17),
+        ]
+    });
+}
+
+/// One PES's PTS off by about a frame: an audio PES 0.09 s late (bit 13), its dozen frames
+/// running past the next PES's start; a frame 46 ms early (bit 12), 0.85 of a frame after
+/// the one before it. Refused as damage; with --allow-corrupt every packet and frame in its
+/// place. (The late run was kept and the good packets it overran dropped; the early frame
+/// was taken for the one in line, and the frame on its own slot dropped.)
+#[test]
+fn a_pes_timestamp_off_by_a_frame_or_so_is_damage_put_back() {
+    assert_damage_put_back(|audio, video| {
+        vec![
+            ("audio PES 6, bit 13", audio[6], 13),
+            ("video PES 4, bit 12", video[4], 12),
+        ]
+    });
+}
+
+/// The PES of [`clean_ts`] each case names (by the starts of its audio and video PES),
+/// its PTS bit flipped: refused as damage said and put back, not a restart; with
+/// --allow-corrupt the same frames and audio packets as the clean file's output.
+fn assert_damage_put_back(cases: impl Fn(&[usize], &[usize]) -> Vec<(&'static str, usize, u32)>) {
     let dir = scratch();
     let clean = clean_ts(dir.path());
     let data = std::fs::read(&clean).unwrap();
@@ -79,15 +111,7 @@ fn a_streams_first_pes_out_of_place_is_damage_put_back() {
     assert_exit(&upscale(&clean, &want, &model, &[]), 0);
     let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
     let video = corpus::pes_starts(&data, |id| id == 0xE0);
-    for (what, at, bit) in [
-        ("audio PES 0, bit 18", audio[0], 18),
-        ("audio PES 0, bit 29", audio[0], 29),
-        // The first PES in step, the next ones not: they are the damaged ones.
-        ("audio PES 1, bit 17", audio[1], 17),
-        ("audio PES 2, bit 17", audio[2], 17),
-        ("video PES 0, bit 17", video[0], 17),
-        ("video PES 1, bit 17", video[1], 17),
-    ] {
+    for (what, at, bit) in cases(&audio, &video) {
         let damaged = dir.path().join("damaged.ts");
         std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, at, bit)).unwrap();
         let out = dir.path().join("out.mkv");

@@ -30,11 +30,20 @@ pub fn comes_back_at(
     let window: Vec<i64> = std::iter::once(p).chain(later.iter().copied()).collect();
     let runs = rising_runs(last, &window);
     let with = runs[0];
-    // The longest run without `p`, the closest start among those as long.
+    // The longest run without `p`, the closest start among those as long: on the grid
+    // first, then fewer frames after `last`, then nearer the grid's slot (a frame damaged
+    // back by a frame and a seventh lands 0.85 frames after the last, within the grid's
+    // fifth of a frame: the frame on its own slot is the one in line).
     let nearer = |a: i64, b: i64| {
         let key = |t: i64| {
-            let off = constant_rate && !on_grid(t - last, exact_step);
-            (off, t - last)
+            let delta = t - last;
+            if !constant_rate {
+                return (false, delta, 0);
+            }
+            let frames = delta as f64 / exact_step;
+            let off_slot = ((frames - frames.round()).abs() * exact_step).round() as i64;
+            let whole = frames.round() as i64;
+            (!on_grid(delta, exact_step), whole, off_slot)
         };
         key(a) < key(b)
     };
@@ -114,6 +123,10 @@ mod tests {
         // them; with none, it stays and the second is judged in its turn.
         assert_eq!(back(360, 280, &[360, 400, 440, 480]), Some(360));
         assert_eq!(back(360, 320, &[400, 360, 400, 440]), None);
+        // Of two one frame after the last, the one on its slot (the other is damaged by
+        // a frame and a seventh, 0.85 of a frame after the last).
+        assert_eq!(back(1560, 1520, &[1554, 1640, 1680, 1720]), None);
+        assert_eq!(back(1554, 1560, &[1640, 1680, 1720, 1760]), Some(1640));
         // Off the grid is farther than on it (a constant-rate stream).
         assert_eq!(back(120, 80, &[90]), None);
         assert_eq!(comes_back_at(120, 80, &[90], 40.0, false), Some(90));
