@@ -204,6 +204,24 @@ fn a_concatenation_into_matroska_is_complete_in_matroska_and_mp4() {
     assert_eq!(counts(&mp4), counts(&joined));
 }
 
+/// An ASF holds decode times only: a B-frame stream's pictures are shown up to its
+/// reordering after the last decode time, where the file's declared length ends. Complete.
+/// (The last two frames' place was counted "at least 2 video frames missing", exit 3, on a
+/// clean file.)
+#[test]
+fn an_asf_with_b_frames_is_complete() {
+    let dir = scratch();
+    let input = clip_of(
+        dir.path(),
+        "clip.asf",
+        4.0,
+        &[],
+        4.0,
+        &["-c:a", "libmp3lame"],
+    );
+    assert_complete(&input);
+}
+
 #[test]
 fn an_input_in_a_container_without_checks_is_upscaled_with_a_warning() {
     let dir = scratch();

@@ -120,6 +120,7 @@ impl IntegrityLedger {
                 // start, and its shortfall is held to a frame and a half, not to 2 ms.
                 if role == Role::Video {
                     tally.typical = timeline.step();
+                    tally.reorder_frames = i64::from(sys::stream_params(input, video).video_delay);
                 }
                 tally
             })

@@ -27,7 +27,8 @@ pub(super) struct StreamTally {
     pub(super) unit_s: f64,
     pub(super) declared: Declared,
     pub(super) packets: u64,
-    /// The latest `pts + duration` seen.
+    /// The latest `pts + duration` seen (for a video packet with a decode time only, that
+    /// plus its reordering: `reorder_frames`).
     pub(super) end: Option<i64>,
     last_dts: Option<i64>,
     /// CRC-32 of the last admitted packet's data (to tell a repeated packet from one that
@@ -49,6 +50,10 @@ pub(super) struct StreamTally {
     last_start: Option<i64>,
     /// The latest time of a counted packet ([`StreamTally::time_s`]), in seconds.
     pub(super) latest_s: Option<f64>,
+    /// Frames a video stream's pictures are shown after they are decoded, at most (its
+    /// B-frame reordering): a packet with a decode time only (ASF, AVI) ends that much
+    /// later on screen.
+    pub(super) reorder_frames: i64,
 }
 
 impl StreamTally {
@@ -73,6 +78,7 @@ impl StreamTally {
             joins: Vec::new(),
             last_start: None,
             latest_s: None,
+            reorder_frames: 0,
         }
     }
 
@@ -98,7 +104,12 @@ impl StreamTally {
         }
         if let Some(s) = start {
             let dur = self.length_of(packet);
-            self.end = Some(self.end.map_or(s + dur, |e| e.max(s + dur)));
+            let shown_later = match (self.role, packet.pts()) {
+                (Role::Video, None) => self.reorder_frames * self.typical,
+                _ => 0,
+            };
+            let end = s + dur + shown_later;
+            self.end = Some(self.end.map_or(end, |e| e.max(end)));
             if self.role == Role::Audio {
                 if let Some(last) = self.last_end
                     && s - last > self.typical + self.typical / 2
