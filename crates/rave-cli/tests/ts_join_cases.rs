@@ -195,6 +195,60 @@ fn a_damaged_first_frame_after_a_join_is_damage() {
     }
 }
 
+/// Parts with one MP2 frame to a PES, the second part's first one damaged 5.8 s (bit 19)
+/// or 93 s (bit 23) ahead: damage, refused; with --allow-corrupt one restart, every packet
+/// and frame where the undamaged join has them (give or take the 10 ms by which the part's
+/// sound leads its picture: the seam is placed by the picture). (The splicer took the damaged time for the
+/// stream's place, and the second part was placed after it: a 2.8 s hole, exit 0 with an
+/// audio-gap warning; past ten seconds the frame was taken for a restart of its own, a
+/// 10 s hole, exit 0.)
+#[test]
+fn a_damaged_first_sound_after_a_join_does_not_place_the_part() {
+    let dir = scratch();
+    let make = |name: &str| {
+        let path = dir.path().join(name);
+        let mut args = part_args(3.0, "mp2", &path);
+        args.insert(args.len() - 1, "-pes_payload_size".into());
+        args.insert(args.len() - 1, "0".into());
+        ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        path
+    };
+    let (first, second) = (make("first.ts"), make("second.ts"));
+    let input = joined(dir.path(), "joined.ts", &[&first, &second]);
+    let want = dir.path().join("clean.mkv");
+    std::fs::rename(upscaled_after_one_restart(dir.path(), &input), &want).unwrap();
+    let data = std::fs::read(&input).unwrap();
+    let seam = std::fs::metadata(&first).unwrap().len() as usize;
+    let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
+    let at = *audio.iter().find(|&&at| at >= seam).unwrap();
+    let model = fixture("nearest_x2.onnx");
+    for bit in [19, 23] {
+        let damaged = dir.path().join("damaged.ts");
+        std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, at, bit)).unwrap();
+        let out = dir.path().join("out.mkv");
+        assert_exit(&upscale(&damaged, &out, &model, &["--overwrite"]), 3);
+        let o = upscale(&damaged, &out, &model, &["--overwrite", "--allow-corrupt"]);
+        assert_exit(&o, 0);
+        let err = stderr(&o);
+        assert!(
+            err.contains("timestamps restart 1 time(s)"),
+            "bit {bit}: {err}"
+        );
+        for stream in ["v:0", "a:0"] {
+            let (got, clean) = (
+                sorted_packet_times(&out, stream, &[]),
+                sorted_packet_times(&want, stream, &[]),
+            );
+            assert_eq!(got.len(), clean.len(), "bit {bit}, {stream}");
+            let off = got.iter().zip(&clean).map(|(a, b)| (a - b).abs());
+            assert!(
+                off.fold(0.0, f64::max) < 0.015,
+                "bit {bit}, {stream}: {got:?}"
+            );
+        }
+    }
+}
+
 /// A second part whose timestamps start 0.28 s or 0.98 s before the first part's end (two
 /// captures overlapping in time): one restart, exit 0, every frame and packet kept, each
 /// part in sync. (Decode times going back by less than a second were no restart: 7 frames

@@ -99,6 +99,56 @@ fn a_pes_timestamp_off_by_a_frame_or_so_is_damage_put_back() {
     });
 }
 
+/// AC-3 with one frame to a PES, its first PES 5.8 s ahead (bit 19): refused as damage;
+/// with --allow-corrupt the frame back at the stream's start, no restart said. (The
+/// splicer took the damaged time for the stream's place: every later packet went "back"
+/// from it, and where the picture ended one was taken for a restart, the damaged frame
+/// put after the last and "1.89 s of audio missing" said.)
+#[test]
+fn a_first_ac3_frame_far_ahead_is_put_back() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.ts");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=96x64:rate=25:duration=4",
+            "sine=sample_rate=48000:duration=4",
+        ],
+        &[
+            "-c:v",
+            "libx264",
+            "-g",
+            "25",
+            "-c:a",
+            "ac3",
+            "-pes_payload_size",
+            "0",
+        ],
+    );
+    let model = fixture("nearest_x2.onnx");
+    let want = dir.path().join("clean-out.mkv");
+    assert_exit(&upscale(&clean, &want, &model, &[]), 0);
+    let data = std::fs::read(&clean).unwrap();
+    let audio = corpus::pes_starts(&data, |id| id == 0xBD);
+    let damaged = dir.path().join("damaged.ts");
+    std::fs::write(
+        &damaged,
+        corpus::with_pes_pts_bit_flipped(&data, audio[0], 19),
+    )
+    .unwrap();
+    let out = dir.path().join("out.mkv");
+    assert_exit(&upscale(&damaged, &out, &model, &[]), 3);
+    let o = upscale(&damaged, &out, &model, &["--overwrite", "--allow-corrupt"]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        !err.contains("restart") && !err.contains("audio missing"),
+        "{err}"
+    );
+    assert_same_audio(&out, &want, "AC-3");
+    assert_eq!(frame_times(&out), frame_times(&want));
+}
+
 /// The PES of [`clean_ts`] each case names (by the starts of its audio and video PES),
 /// its PTS bit flipped: refused as damage said and put back, not a restart; with
 /// --allow-corrupt the same frames and audio packets as the clean file's output.

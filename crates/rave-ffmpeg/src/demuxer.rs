@@ -144,6 +144,17 @@ impl Demuxer {
             .last_restart
             .is_some_and(|at| self.handed_out - at <= RESTART_LOOKAHEAD)
             && self.splicer.catches_up(&packet, tb);
+        // A packet far ahead of the file whose stream comes back after it: a damaged
+        // timestamp, which must not move its stream's place (every later packet of the
+        // stream would show a restart until it caught up, and the next part would be placed
+        // after it), nor be taken for a restart forward (a join right after it would
+        // confirm one).
+        if self.splicer.leaps_ahead(&packet, tb)
+            && self.own_stream_comes_back(&packet, tb, &mut on_error)
+        {
+            self.splicer.shift_only(&mut packet, tb);
+            return Some(packet);
+        }
         let candidate = self.splicer.shows_reset(&packet, tb) && !catches_up;
         if candidate && !self.restart_confirmed(&packet, tb, &mut on_error) {
             self.splicer.shift_only(&mut packet, tb);
@@ -223,6 +234,27 @@ impl Demuxer {
             }
         }
         own_next_pes.unwrap_or(!others_continue && own_next.unwrap_or(true))
+    }
+
+    /// Whether the next packet of `leapt`'s stream read from a place of its own (its next
+    /// PES; within [`RESTART_LOOKAHEAD`] packets) is decoded well before it
+    /// (`TimestampSplicer::comes_back_from`): `leapt`'s time is damaged.
+    fn own_stream_comes_back(
+        &mut self,
+        leapt: &Packet,
+        tb: Rational,
+        on_error: &mut impl FnMut(&ffmpeg_next::Error),
+    ) -> bool {
+        let mut i = 0;
+        while self.read_ahead_to(i, on_error) {
+            let p = &self.unplaced[i];
+            i += 1;
+            let own_read = p.position() >= 0 && p.position() != leapt.position();
+            if p.stream() == leapt.stream() && own_read {
+                return TimestampSplicer::comes_back_from(p, leapt, tb);
+            }
+        }
+        false
     }
 
     /// How long before `restart` (a packet confirmed to restart the timestamps; `tb` its

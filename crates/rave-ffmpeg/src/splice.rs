@@ -211,6 +211,40 @@ impl TimestampSplicer {
         place.after_reset && behind && self.before_reset_shift(packet, tb).is_none()
     }
 
+    /// Whether `packet` (timestamps in `tb`) is decoded more than [`OFF_THE_LINE_US`] past
+    /// its own stream's last packet (where it has one) and past every other watched
+    /// stream's (at least one): a candidate for a damaged timestamp, confirmed by its
+    /// stream's next packet coming back ([`TimestampSplicer::comes_back_from`]). A pause of
+    /// the whole recording leaps too, and its stream's next packet goes on from it.
+    pub fn leaps_ahead(&self, packet: &Packet, tb: Rational) -> bool {
+        let Some((decoded_us, place)) = self.decoded_us(packet, tb).filter(|_| self.enabled) else {
+            return false;
+        };
+        // One of the last packets of the part before a restart, handed out after it.
+        if self.before_reset_shift(packet, tb).is_some() {
+            return false;
+        }
+        let past = |last: i64| decoded_us > last + OFF_THE_LINE_US;
+        let others: Vec<i64> = (self.streams.iter().zip(&self.watched).enumerate())
+            .filter(|&(i, (_, w))| *w && i != packet.stream())
+            .filter_map(|(_, (s, _))| s.last_decode_us)
+            .collect();
+        self.watched[packet.stream()]
+            && place.last_decode_us.is_none_or(past)
+            && !others.is_empty()
+            && others.into_iter().all(past)
+    }
+
+    /// Whether `next`, the next packet of `leapt`'s stream (both in `tb`), is decoded more
+    /// than [`OFF_THE_LINE_US`] before `leapt`: the stream came back from its leap.
+    pub fn comes_back_from(next: &Packet, leapt: &Packet, tb: Rational) -> bool {
+        let decoded = |p: &Packet| p.dts().or(p.pts()).map(|t| to_us(t, tb));
+        match (decoded(next), decoded(leapt)) {
+            (Some(n), Some(l)) => n < l - OFF_THE_LINE_US,
+            _ => false,
+        }
+    }
+
     /// Whether stream `index` can show a restart: watched, with a packet placed already.
     pub fn judges(&self, index: usize) -> bool {
         let placed = self
