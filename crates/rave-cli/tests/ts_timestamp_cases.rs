@@ -75,6 +75,8 @@ fn a_streams_first_pes_out_of_place_is_damage_put_back() {
         vec![
             ("audio PES 0, bit 18", audio[0], 18),
             ("audio PES 0, bit 29", audio[0], 29),
+            // Late by less than its run: the next PES starts inside it.
+            ("audio PES 0, bit 13", audio[0], 13),
             // The first PES in step, the next ones not: they are the damaged ones.
             ("audio PES 1, bit 17", audio[1], 17),
             ("audio PES 2, bit 17", audio[2], 17),

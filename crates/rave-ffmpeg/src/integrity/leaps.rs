@@ -236,7 +236,9 @@ fn leap_said(t: &StreamTally, packet: &Packet, later: &[&Packet], at: f64) -> St
         && let Some((_, slot)) = first_audio_run(t, packet, later)
     {
         let leap = time - slot as f64 * t.unit_s;
-        return format!("its first packet's timestamp is {leap:.3} s ahead of the stream's next");
+        return format!(
+            "its first packet is timed {leap:.3} s later than the packets after it put it"
+        );
     }
     let leap = match t.role {
         Role::Video => (time - from).max(shown_decoded.map_or(0.0, |(p, d)| p - d)),
@@ -262,7 +264,7 @@ fn shown_early(t: &StreamTally, packet: &Packet) -> bool {
 /// The packets, counted from an audio stream's first `packet`, that came out of the same
 /// read as it (one MPEG-TS PES, one Matroska lace: `read_run`), at most [`RUN_PACKETS`];
 /// and where the first packet belongs, in time-base units: as many packets before the next
-/// one, where that goes back before them and the next read goes on from its own
+/// one, where that starts before the run's last and the next read goes on from its own
 /// (`outliers::first_audio_comes_back`): the stream goes on from there. None for a packet
 /// of unknown length, and where the next packet follows on (a stream whose first packets
 /// are in step: a damaged header further on is judged in its turn) or its own read is not
@@ -275,11 +277,12 @@ fn first_audio_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Optio
     let own_s = own as f64 * t.unit_s;
     let run = read_run(t, packet, later)?;
     let next = later.get(run - 1)?;
+    let next_s = t.time_s(next)?;
     let next_run = read_run(t, next, &later[run..])?;
     let then = t.time_s(later.get(run - 1 + next_run)?)?;
-    let next_end = t.time_s(next)? + (next_run - 1) as f64 * own_s;
-    let leap = t.time_s(packet)?;
-    if !outliers::first_audio_comes_back(leap, t.time_s(next)?, then - next_end, own_s) {
+    let next_last = next_s + (next_run - 1) as f64 * own_s;
+    let (leap, run_s) = (t.time_s(packet)?, run as f64 * own_s);
+    if !outliers::first_audio_comes_back((leap, run_s), next_s, then - next_last, own_s) {
         return None;
     }
     let next_start = next.pts().or(next.dts())?;

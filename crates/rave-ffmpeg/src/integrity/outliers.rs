@@ -116,23 +116,23 @@ pub(super) fn shown_before_decoded(pts_s: f64, dts_s: f64, step_s: f64) -> bool 
     dts_s - pts_s > (step_s / 2.0).max(0.002)
 }
 
-/// Whether an audio stream's first packets, a run starting at `leap_s`, are shown to be
-/// damaged by the packet after the run, at `next_s`: it goes back before the run's start by
-/// more than the margin of a stream's small steps (packets `own_s` long), while the stream
-/// goes on from its run (the next run starts `then_gap_s` after where it ended, within the
-/// margin of a packet): audio is never reordered, and the stream goes on from the later
-/// packets, not from its first. Taken as they were, every good packet
-/// until the stream passed the leap was dropped (824 of 834 packets, the whole sound, for
-/// one bit in the first PES of an MPEG-TS). A first packet before the rest, with a gap
-/// after it, is not judged: a stream may start with a lone packet.
+/// Whether an audio stream's first packets, a run of `run_s` starting at `leap_s` (packets
+/// `own_s` long), are shown to be damaged by the packet after the run, at `next_s`: the
+/// run's last packet starts after it (2 ms of rounding aside), so it would go back, while
+/// the stream goes on from it (the next run starts `then_gap_s` after `next_s`'s run ended,
+/// within the margin of a packet): audio is never reordered, and the stream goes on from
+/// the later packets, not from its first. Taken as they were, every good packet until the
+/// stream passed the run was dropped (824 of 834 packets, the whole sound, for one bit in
+/// the first PES of an MPEG-TS; 8 packets for a PES 0.18 s late). A first packet before the
+/// rest, with a gap after it, is not judged: a stream may start with a lone packet.
 pub(super) fn first_audio_comes_back(
-    leap_s: f64,
+    (leap_s, run_s): (f64, f64),
     next_s: f64,
     then_gap_s: f64,
     own_s: f64,
 ) -> bool {
     let margin = audio_margin_s(own_s);
-    leap_s - next_s > margin && (then_gap_s - own_s).abs() <= margin
+    leap_s + run_s - own_s > next_s + 0.002 && (then_gap_s - own_s).abs() <= margin
 }
 
 /// Whether a video packet decoded at `dts_s` is decoded further after its stream's
@@ -265,13 +265,21 @@ mod tests {
     fn a_first_audio_run_ahead_of_the_packets_after_it_is_damaged() {
         let own = 0.024;
         // Bit 18 of the first PES: 4.383 s where the stream goes on from 1.71 s.
-        assert!(first_audio_comes_back(4.383, 1.71, 0.024, own));
-        assert!(first_audio_comes_back(5966.7, 1.71, 0.024, own));
+        let one = |leap: f64| (leap, own);
+        assert!(first_audio_comes_back(one(4.383), 1.71, 0.024, own));
+        assert!(first_audio_comes_back(one(5966.7), 1.71, 0.024, own));
         // Before the packets after it (a lone first packet, a gap): not judged.
-        assert!(!first_audio_comes_back(0.014, 1.71, 0.024, own));
+        assert!(!first_audio_comes_back(one(0.014), 1.71, 0.024, own));
         // Following on, or the stream not going on from the next run (the damaged one).
-        assert!(!first_audio_comes_back(1.686, 1.71, 0.024, own));
-        assert!(!first_audio_comes_back(1.47, 0.254, 1.696, own));
+        assert!(!first_audio_comes_back(one(1.686), 1.71, 0.024, own));
+        assert!(!first_audio_comes_back(one(1.47), 0.254, 1.696, own));
+        // Thirteen packets 0.18 s late: the next run starts inside them.
+        let run = 13.0 * own;
+        assert!(first_audio_comes_back((1.652, run), 1.782, 0.024, own));
+        assert!(
+            !first_audio_comes_back((1.47, run), 1.782, 0.024, own),
+            "in step"
+        );
     }
 
     #[test]
