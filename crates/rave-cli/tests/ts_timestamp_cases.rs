@@ -64,8 +64,10 @@ fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
 /// A stream's first PES damaged, with no packet before it to show the damage: the first
 /// audio PES's PTS 2.9 s (bit 18) or 5965 s (bit 29) ahead of the packets after it, the
 /// first or second video PES's 1.46 s off (bit 17: shown before it is decoded, or long
-/// after): refused as damage; with --allow-corrupt every packet and frame back in its place.
-/// A damaged second or third PES does not make the first look damaged.
+/// after; bit 14: the first frame, an IDR picture, 0.18 s late): refused as damage; with
+/// --allow-corrupt every packet and frame back in its place. A damaged second or third PES
+/// does not make the first look damaged. (The late IDR picture was exit 0, the frames
+/// shown before it skipped as "leading" ones of a capture starting mid-GOP.)
 /// (The first audio PES taken as it was dropped every packet until the stream passed it,
 /// for bit 29 the whole sound but its first PES; the first frame shown 1.4 s before the
 /// rest was an exit 0 with nothing said.)
@@ -82,6 +84,8 @@ fn a_streams_first_pes_out_of_place_is_damage_put_back() {
             ("audio PES 2, bit 17", audio[2], 17),
             ("video PES 0, bit 17", video[0], 17),
             ("video PES 1, bit 17", video[1], 17),
+            // The first frame, an IDR picture, timed after frames decoded after it.
+            ("video PES 0, bit 14", video[0], 14),
         ]
     });
 }

@@ -46,6 +46,16 @@ impl LeadingCheck {
                 == Some(1)
     }
 
+    /// Whether the keyframe packet `data` is an H.264 IDR picture (its first slice NAL unit
+    /// type 5): no picture decoded after it is shown before it.
+    pub fn idr(self, data: &[u8]) -> bool {
+        self == Self::H264
+            && (nal_units(data).iter())
+                .filter_map(|u| u.first().map(|b| b & 0x1f))
+                .find(|t| (1..=5).contains(t))
+                == Some(5)
+    }
+
     /// Whether MPEG-2 packet `data`'s first picture is a B-picture (picture_coding_type 3):
     /// right after an open GOP's keyframe in decoding order, a leading picture, which
     /// refers back to the GOP before (told so where the keyframe has no timestamp to hold

@@ -15,7 +15,8 @@ impl IntegrityLedger {
     /// starts further past its stream's previous packet than the stream ever gaps, or
     /// (video) is shown before it is decoded: a candidate for a damaged timestamp, confirmed
     /// by [`IntegrityLedger::confirms_leap`]. An audio stream's first packet is always one
-    /// (once per stream: nothing before it shows a leap, the packets after it do).
+    /// (once per stream: nothing before it shows a leap, the packets after it do), where
+    /// the reading starts at the file's start.
     pub fn leaps_ahead(&self, packet: &Packet) -> bool {
         let index = packet.stream();
         let judged = |t: &StreamTally| matches!(t.role, Role::Video | Role::Audio);
@@ -26,7 +27,7 @@ impl IntegrityLedger {
             return false;
         };
         let near = match t.role {
-            Role::Audio if t.latest_s.is_none() => true,
+            Role::Audio if t.latest_s.is_none() => self.from_start,
             Role::Audio => t.expected_next_s().is_some_and(|expected| {
                 let own_s = t.length_of(packet) as f64 * t.unit_s;
                 outliers::audio_out_of_step(at, expected, own_s)
@@ -35,6 +36,7 @@ impl IntegrityLedger {
                 let step_s = t.typical_s();
                 outliers::shown_long_after_decoded(pts, dts, step_s)
                     || outliers::shown_before_decoded(pts, dts, step_s)
+                    || self.first_idr(packet)
                     || t.latest_s
                         .is_some_and(|previous| outliers::decoded_long_after(dts, previous, step_s))
             }),
@@ -75,6 +77,11 @@ impl IntegrityLedger {
             _ if shown_early(t, leapt) => {
                 !later.is_empty() && !later.iter().any(|p| shown_early(t, p))
             }
+            _ if self.first_idr(leapt) => {
+                let shown = leapt.pts().unwrap_or(i64::MIN);
+                let shown_before = |p: &&Packet| p.pts().is_some_and(|q| q < shown);
+                later.iter().any(shown_before) && self.video_slot(leapt, later).is_some()
+            }
             _ => match (
                 t.shown_and_decoded_s(leapt),
                 t.shown_and_decoded_s(next_packet),
@@ -97,6 +104,17 @@ impl IntegrityLedger {
         far || near
     }
 
+    /// Whether `packet` is the video stream's first, an H.264 IDR picture: a frame decoded
+    /// after it shown before it says its presentation time is damaged (a candidate; nothing
+    /// before it shows that).
+    fn first_idr(&self, packet: &Packet) -> bool {
+        packet.stream() == self.video
+            && self.from_start
+            && packet.is_key()
+            && self.streams[self.video].latest_s.is_none()
+            && self.leading.check().idr(packet.data().unwrap_or_default())
+    }
+
     /// Whether stream `index` is the video stream read.
     pub fn is_video(&self, index: usize) -> bool {
         index == self.video
@@ -116,12 +134,18 @@ impl IntegrityLedger {
         let first = t.latest_s.is_none();
         let first_audio = !video && first;
         let at = (from - self.start_s).max(0.0);
-        let what = leap_said(t, packet, later, at);
         let start = packet.pts().or(packet.dts());
         let slot = match (video, first_audio) {
             (true, _) => self.video_slot(packet, later),
             (false, false) => audio_slot(t, packet, later),
             (false, true) => first_audio_run(t, packet, later).map(|(_, slot)| slot),
+        };
+        let what = match (self.first_idr(packet), start, slot) {
+            (true, Some(own), Some(slot)) if own > slot && !shown_early(t, packet) => format!(
+                "its first frame, an IDR picture (none after it is shown before it), is timed {:.3} s later than the frames after it put it",
+                (own - slot) as f64 * t.unit_s
+            ),
+            _ => leap_said(t, packet, later, at),
         };
         let outcome = match (video, slot) {
             (true, Some(_)) => "frame is put back in the one place its neighbours leave free",

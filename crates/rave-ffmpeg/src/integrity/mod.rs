@@ -83,6 +83,10 @@ pub struct IntegrityLedger {
     /// Streams whose first packet's timestamp was damaged and put back (`leaps`): where it
     /// starts, in the stream's time base (FFmpeg's start time for it is the damaged one).
     repaired_starts: Vec<(usize, i64)>,
+    /// The reading starts at the file's start: a stream's first packets are the file's,
+    /// judged by the packets after them (after a seek they are wherever it landed, and the
+    /// other streams are not counted).
+    from_start: bool,
 }
 
 impl IntegrityLedger {
@@ -162,6 +166,7 @@ impl IntegrityLedger {
             continuity: SeamForgiveness::default(),
             video_probe_errors: Vec::new(),
             repaired_starts: Vec::new(),
+            from_start: true,
             video_track: input.stream(video).and_then(|s| u32::try_from(s.id()).ok()),
             transport_pids: match format.split(',').any(|f| f == "mpegts") {
                 true => input
@@ -214,6 +219,7 @@ impl IntegrityLedger {
     /// the file's start (no seek), so its leading packets are the file's: the video
     /// decoder's words count where there are none, and are about them where there are.
     pub fn on_open_errors(&mut self, errors: OpenErrors, from_start: bool) {
+        self.from_start = from_start;
         self.read_errors += errors.demuxer.len() as u64;
         if let Some(first) = errors.demuxer.into_iter().next() {
             self.note(|| first);
@@ -392,8 +398,9 @@ impl IntegrityLedger {
     }
 
     /// Reading starts again from the file's start (a seek that missed): its leading packets
-    /// are told anew.
+    /// are told anew, and its streams' first packets judged.
     pub fn restart_leading(&mut self) {
+        self.from_start = true;
         self.leading = LeadingPackets::new(self.leading.check());
     }
 
