@@ -38,6 +38,9 @@ pub(super) struct StreamTally {
     pub(super) typical: i64,
     /// Where the previous packet ended (`pts + duration`), for gaps between packets.
     last_end: Option<i64>,
+    /// Whether the previous packet carried its own duration: a gap after one that did not
+    /// is no measure (Vorbis in NUT has none, and its packets are 128 or 1024 samples).
+    last_own_length: bool,
     /// Time-base units of gaps between consecutive packets wider than 1.5 packets.
     pub(super) gaps: i64,
     /// Where the first of them starts (the end of the packet before it).
@@ -73,6 +76,7 @@ impl StreamTally {
             last_data: 0,
             typical: 0,
             last_end: None,
+            last_own_length: false,
             gaps: 0,
             first_gap: None,
             joins: Vec::new(),
@@ -111,7 +115,7 @@ impl StreamTally {
             let end = s + dur + shown_later;
             self.end = Some(self.end.map_or(end, |e| e.max(end)));
             if self.role == Role::Audio {
-                if let Some(last) = self.last_end
+                if let Some(last) = self.last_end.filter(|_| self.last_own_length)
                     && s - last > self.typical + self.typical / 2
                     && !self
                         .joins
@@ -124,6 +128,7 @@ impl StreamTally {
                 // A packet of unknown length (a fragmented MP4's first AAC packet, which
                 // lasts until the next) ends where the next one starts: no gap after it.
                 self.last_end = (dur > 0).then_some(s + dur);
+                self.last_own_length = packet.duration() > 0;
             }
         }
         start
@@ -232,6 +237,13 @@ mod tests {
         // A real gap after a packet of known length still counts.
         t.count(&packet(9000, 1024));
         assert_eq!(t.gaps, 9000 - 5888);
+        // No packet with a length (Vorbis in NUT: 128 or 1024 samples apart): the first
+        // spacing is no measure of the others.
+        let mut t = StreamTally::new(Role::Audio, Rational::new(1, 48000), Declared::default());
+        for pts in [0, 128, 704, 1728, 2752, 3776] {
+            t.count(&packet(pts, 0));
+        }
+        assert_eq!(t.gaps, 0);
     }
 
     #[test]
