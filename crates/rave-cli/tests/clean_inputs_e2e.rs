@@ -205,21 +205,30 @@ fn a_concatenation_into_matroska_is_complete_in_matroska_and_mp4() {
 }
 
 /// An ASF holds decode times only: a B-frame stream's pictures are shown up to its
-/// reordering after the last decode time, where the file's declared length ends. Complete.
-/// (The last two frames' place was counted "at least 2 video frames missing", exit 3, on a
-/// clean file.)
+/// reordering after the last decode time, where the file's declared length ends; the video
+/// starts at its first decode time, not at the file's start, which is the sound's where
+/// that starts a second later. Complete, the sound as far after the picture as in the
+/// input. (The last two frames' place was counted "at least 2 video frames missing", exit
+/// 3, on a clean file; a second of picture before the sound went to negative times, which
+/// Matroska cannot hold and an MP4's edit list hid.)
 #[test]
 fn an_asf_with_b_frames_is_complete() {
     let dir = scratch();
-    let input = clip_of(
-        dir.path(),
-        "clip.asf",
-        4.0,
-        &[],
-        4.0,
-        &["-c:a", "libmp3lame"],
-    );
+    let mp3 = ["-c:a", "libmp3lame"];
+    let input = clip_of(dir.path(), "clip.asf", 4.0, &[], 4.0, &mp3);
     assert_complete(&input);
+    let late = ["-itsoffset", "1"];
+    let input = clip_of(dir.path(), "late.asf", 4.0, &late, 3.0, &mp3);
+    assert_complete(&input);
+    let output = PathBuf::from(format!("{}.out.mkv", input.display()));
+    let (video, audio) = (
+        sorted_packet_times(&output, "v:0", &[]),
+        sorted_packet_times(&output, "a:0", &[]),
+    );
+    // The first picture is shown two frames after it is decoded (the B-frame delay).
+    assert!((video[0] - 0.08).abs() < 0.001, "{video:?}");
+    let sound = sorted_packet_times(&input, "a:0", &[])[0];
+    assert!((audio[0] - sound).abs() < 0.001, "{sound}: {audio:?}");
 }
 
 #[test]

@@ -62,10 +62,10 @@ pub struct SourceStreams<'a> {
     /// `--max-frames`), in seconds of the source's timeline: chapters starting after it are
     /// left out, the last one and subtitle cues running past it end there.
     pub cut_at_s: Option<f64>,
-    /// Streams whose first packet's timestamp was damaged, and where each really starts
-    /// (its time base; `VideoReader::repaired_starts`): the output's timeline starts by
-    /// these, not by the damaged times FFmpeg took for their starts.
-    pub repaired_starts: &'a [(usize, i64)],
+    /// Streams whose start FFmpeg's start time gets wrong (a first timestamp damaged, an
+    /// ASF video's decode times), and where each really starts (its time base;
+    /// `VideoReader::corrected_starts`): the output's timeline starts by these.
+    pub corrected_starts: &'a [(usize, i64)],
 }
 
 /// What an output file is made of.
@@ -175,7 +175,7 @@ impl Muxer {
         let shift_us = match (source, &plan) {
             (Some(src), Some((plan, _))) => {
                 let streams = (src.video_index, plan.copied.as_slice());
-                output_timeline::timeline_start_us(src.input, streams, src.repaired_starts)
+                output_timeline::timeline_start_us(src.input, streams, src.corrected_starts)
             }
             _ => 0,
         };

@@ -17,17 +17,17 @@ use crate::sys;
 /// Audio starting a little before a video at zero (codec priming) moves nothing. Every
 /// stream keeps its offset from the others. Subtitle and data tracks do not count: a
 /// mov_text track starts with a filler sample at zero whatever the picture does. A stream
-/// whose first packet's timestamp was damaged starts where it was put back (`repaired`:
-/// stream, time in its time base), not where FFmpeg read the damaged time.
+/// whose start FFmpeg's start time gets wrong starts where `corrected` says (stream, time in
+/// its time base): a first timestamp damaged and put back, an ASF video's first decode time.
 pub(crate) fn timeline_start_us(
     input: &Input,
     (video_index, copied): (usize, &[usize]),
-    repaired: &[(usize, i64)],
+    corrected: &[(usize, i64)],
 ) -> i64 {
     use ffmpeg_next::media::Type;
     let start_of = |i: usize| {
         let s = input.stream(i)?;
-        let start = match repaired.iter().find(|&&(r, _)| r == i) {
+        let start = match corrected.iter().find(|&&(r, _)| r == i) {
             Some(&(_, start)) => start,
             None => Some(s.start_time()).filter(|&t| t != ffmpeg_next::ffi::AV_NOPTS_VALUE)?,
         };

@@ -156,7 +156,7 @@ impl IntegrityLedger {
         };
         self.note(|| format!("stream #{index}: {what}: it is damaged, so the {outcome}"));
         if first && let Some(slot) = slot {
-            self.repaired_starts.push((index, slot));
+            self.corrected_starts.push((index, slot));
         }
         match (video, slot) {
             (true, Some(slot)) => {

@@ -80,9 +80,11 @@ pub struct IntegrityLedger {
     /// What the video decoder probing the first packets logged, when the reading starts at
     /// the file's start (see `on_open_errors`).
     video_probe_errors: Vec<String>,
-    /// Streams whose first packet's timestamp was damaged and put back (`leaps`): where it
-    /// starts, in the stream's time base (FFmpeg's start time for it is the damaged one).
-    repaired_starts: Vec<(usize, i64)>,
+    /// Streams whose start FFmpeg's start time gets wrong, and where each starts (the
+    /// stream's time base): a first packet whose timestamp was damaged and put back
+    /// (`leaps`; FFmpeg's start is the damaged time), a video stream whose packets carry a
+    /// decode time only (FFmpeg's start is the file's, which may be the sound's).
+    corrected_starts: Vec<(usize, i64)>,
     /// The reading starts at the file's start: a stream's first packets are the file's,
     /// judged by the packets after them (after a seek they are wherever it landed, and the
     /// other streams are not counted).
@@ -165,7 +167,7 @@ impl IntegrityLedger {
             )),
             continuity: SeamForgiveness::default(),
             video_probe_errors: Vec::new(),
-            repaired_starts: Vec::new(),
+            corrected_starts: Vec::new(),
             from_start: true,
             video_track: input.stream(video).and_then(|s| u32::try_from(s.id()).ok()),
             transport_pids: match format.split(',').any(|f| f == "mpegts") {
@@ -269,6 +271,15 @@ impl IntegrityLedger {
             }
             _ => {}
         }
+        // A video stream whose packets carry a decode time only (ASF): FFmpeg takes the
+        // file's start, which may be the sound's, for its start time; it starts here.
+        if t.role == Role::Video
+            && t.packets == 0
+            && packet.pts().is_none()
+            && let Some(dts) = packet.dts()
+        {
+            self.corrected_starts.push((index, dts));
+        }
         let start = t.count(packet);
         let (role, unit_s) = (t.role, t.unit_s);
         if role == Role::Video {
@@ -319,10 +330,10 @@ impl IntegrityLedger {
         admitted
     }
 
-    /// The streams whose first packet's timestamp was damaged and put back, and where each
-    /// starts (its time base): FFmpeg took the damaged time for the stream's start.
-    pub fn repaired_starts(&self) -> &[(usize, i64)] {
-        &self.repaired_starts
+    /// The streams whose start FFmpeg's start time gets wrong, and where each starts (its
+    /// time base): see the field.
+    pub fn corrected_starts(&self) -> &[(usize, i64)] {
+        &self.corrected_starts
     }
 
     /// Whether every video and audio stream has had a packet counted.

@@ -48,7 +48,7 @@ pub struct VideoReader {
     ahead: VecDeque<Packet>,
     /// The demuxer has no more packets (the end of the file, or it gave up).
     drained: bool,
-    /// Copied packets read ahead by `repaired_starts`, to be handed out next.
+    /// Copied packets read ahead by `corrected_starts`, to be handed out next.
     peeked: VecDeque<CopiedPacket>,
 }
 

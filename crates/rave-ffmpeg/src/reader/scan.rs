@@ -108,12 +108,13 @@ impl VideoReader {
         }
     }
 
-    /// Where the streams whose first packet's timestamp was damaged start, put back
-    /// (`IntegrityLedger::repaired_starts`: stream, time in its time base), for the output's
-    /// timeline to start where the streams do, not where FFmpeg read the damaged time. The
+    /// Where the streams whose start FFmpeg's start time gets wrong start
+    /// (`IntegrityLedger::corrected_starts`: stream, time in its time base), for the output's
+    /// timeline to start where the streams do (a first timestamp damaged and put back, an
+    /// ASF video's first decode time), not where FFmpeg's start time says. The
     /// file is read ahead (the copied packets kept for [`VideoReader::next_copied_packet`])
     /// until every video and audio stream has started, [`LOOKAHEAD_PACKETS`] at most.
-    pub fn repaired_starts(&mut self) -> Vec<(usize, i64)> {
+    pub fn corrected_starts(&mut self) -> Vec<(usize, i64)> {
         let mut read = 0;
         while read < LOOKAHEAD_PACKETS && !self.ledger.every_stream_started() {
             let Some(copied) = self.read_for_copy() else {
@@ -122,7 +123,7 @@ impl VideoReader {
             self.peeked.extend(copied);
             read += 1;
         }
-        self.ledger.repaired_starts().to_vec()
+        self.ledger.corrected_starts().to_vec()
     }
 
     /// The next packet of the file, counted in the ledger: a copied one where it is one the

@@ -85,7 +85,7 @@ pub fn assemble(
     let mut source =
         VideoReader::open_within(input.source, None, FrameBounds::default(), None, 0.into())?;
     let frame_rate = nominal_frame_rate(&source);
-    let repaired_starts = source.repaired_starts();
+    let corrected_starts = source.corrected_starts();
     let cut_at_s = match input.segments.last() {
         Some(last) if input.ends_early => video_end_s(last, frame_rate)?,
         _ => None,
@@ -112,7 +112,7 @@ pub fn assemble(
                 video_index: source.video_index(),
                 path: input.source,
                 cut_at_s,
-                repaired_starts: &repaired_starts,
+                corrected_starts: &corrected_starts,
             }),
         };
         Muxer::create(path, shown_as, &description)?
