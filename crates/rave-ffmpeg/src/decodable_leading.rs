@@ -39,21 +39,13 @@ impl LeadingCheck {
     /// IDR slice, NAL unit type 1): decoding that starts there meets references to
     /// pictures before it (an open GOP, a stream cut by copying from such a keyframe).
     pub fn recovery_point(self, data: &[u8]) -> bool {
-        self == Self::H264
-            && (nal_units(data).iter())
-                .filter_map(|u| u.first().map(|b| b & 0x1f))
-                .find(|t| (1..=5).contains(t))
-                == Some(1)
+        self == Self::H264 && first_h264_slice_type(data) == Some(1)
     }
 
     /// Whether the keyframe packet `data` is an H.264 IDR picture (its first slice NAL unit
     /// type 5): no picture decoded after it is shown before it.
     pub fn idr(self, data: &[u8]) -> bool {
-        self == Self::H264
-            && (nal_units(data).iter())
-                .filter_map(|u| u.first().map(|b| b & 0x1f))
-                .find(|t| (1..=5).contains(t))
-                == Some(5)
+        self == Self::H264 && first_h264_slice_type(data) == Some(5)
     }
 
     /// Whether MPEG-2 packet `data`'s first picture is a B-picture (picture_coding_type 3):
@@ -73,6 +65,13 @@ impl LeadingCheck {
     pub fn decodable(self, data: &[u8]) -> bool {
         self == Self::Hevc && first_hevc_picture_type(data).is_some_and(|t| t == 6 || t == 7)
     }
+}
+
+/// The NAL unit type of the first slice of H.264 packet `data` (1 to 5).
+fn first_h264_slice_type(data: &[u8]) -> Option<u8> {
+    (nal_units(data).iter())
+        .filter_map(|u| u.first().map(|b| b & 0x1f))
+        .find(|t| (1..=5).contains(t))
 }
 
 /// The payloads of the NAL units of `data`, in Annex B form (start codes, as in MPEG-TS) or
