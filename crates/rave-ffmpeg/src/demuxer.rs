@@ -161,10 +161,10 @@ impl Demuxer {
             return Some(packet);
         }
         if candidate {
-            let shown = self.restart_shown_us(&packet, tb, &mut on_error);
-            let lead = self.part_lead_us(&packet, shown, &mut on_error);
-            let damaged = TimestampSplicer::shown_in_step_us(&packet, tb).is_none();
-            self.splicer.lead_next_reset(lead, damaged.then_some(shown));
+            let corrected = self.corrected_restart_shown_us(&packet, tb, &mut on_error);
+            let at = corrected.or(TimestampSplicer::shown_us(&packet, tb));
+            let lead = at.map_or(0, |at| self.part_lead_us(&packet, at, &mut on_error));
+            self.splicer.lead_next_reset(lead, corrected);
         }
         if let Some(at) = self.splicer.place(&mut packet, tb) {
             self.resets.push(at);
@@ -264,7 +264,8 @@ impl Demuxer {
     /// earlier, as a part's sound a fraction of a second before its picture, whose PES
     /// comes first in the file, or an MPEG-PS part's picture, whose PES starts before the
     /// sound that showed the restart. Ten seconds at most (a damaged timestamp). It is
-    /// counted from `at`, where the restart is shown ([`Demuxer::restart_shown_us`]).
+    /// counted from `at`, where the restart is shown (its own presentation time, or
+    /// [`Demuxer::corrected_restart_shown_us`]).
     fn part_lead_us(
         &mut self,
         restart: &Packet,
@@ -302,19 +303,20 @@ impl Demuxer {
     }
 
     /// Where `restart` (a packet confirmed to restart the timestamps; `tb` its time base)
-    /// is shown on its part's clock (microseconds): its presentation time where that is in
-    /// step with its decode time (`TimestampSplicer::shown_in_step_us`); else, a damaged
-    /// PES header's, one frame before the earliest of its stream's next frames of the part
+    /// is shown on its part's clock (microseconds), where its own presentation time is out
+    /// of step with its decode time (`TimestampSplicer::shown_in_step_us`: a damaged PES
+    /// header): one frame before the earliest of its stream's next frames of the part
     /// (within [`RESTART_LOOKAHEAD`] packets; a frame is their closest spacing), as the
-    /// part's first frame is; with fewer than two of them, its decode time.
-    fn restart_shown_us(
+    /// part's first frame is; with fewer than two of them, its decode time. `None` where
+    /// its own is in step.
+    fn corrected_restart_shown_us(
         &mut self,
         restart: &Packet,
         tb: Rational,
         on_error: &mut impl FnMut(&ffmpeg_next::Error),
-    ) -> i64 {
-        if let Some(shown) = TimestampSplicer::shown_in_step_us(restart, tb) {
-            return shown;
+    ) -> Option<i64> {
+        if TimestampSplicer::shown_in_step_us(restart, tb).is_some() {
+            return None;
         }
         let decoded = TimestampSplicer::decoded_own_us(restart, tb).unwrap_or(0);
         let mut next = Vec::new();
@@ -329,10 +331,10 @@ impl Demuxer {
         next.sort_unstable();
         next.dedup();
         let frame = next.windows(2).map(|w| w[1] - w[0]).min();
-        match (next.first(), frame) {
+        Some(match (next.first(), frame) {
             (Some(&first), Some(frame)) => first - frame,
             _ => decoded,
-        }
+        })
     }
 
     /// Whether packet `i` of those read ahead is there, reading on to it where it is not

@@ -140,13 +140,7 @@ impl IntegrityLedger {
             (false, false) => audio_slot(t, packet, later),
             (false, true) => first_audio_run(t, packet, later).map(|(_, slot)| slot),
         };
-        let what = match (self.first_idr(packet), start, slot) {
-            (true, Some(own), Some(slot)) if own > slot && !shown_early(t, packet) => format!(
-                "its first frame, an IDR picture (none after it is shown before it), is timed {:.3} s later than the frames after it put it",
-                (own - slot) as f64 * t.unit_s
-            ),
-            _ => leap_said(t, packet, later, at),
-        };
+        let what = leap_said(t, packet, (slot, self.first_idr(packet)), at);
         let outcome = match (video, slot) {
             (true, Some(_)) => "frame is put back in the one place its neighbours leave free",
             (true, None) => "frame is kept untimed (it fills its slot)",
@@ -241,13 +235,19 @@ impl IntegrityLedger {
     }
 }
 
-/// What a damaged `packet` of the stream `t` did, said after `at` seconds of the input (its
-/// stream's next packets are `later`): how far its timestamp leapt ahead of (or back
-/// behind) its stream, past the end of the audio packet before it; for video, in decode
-/// time or in presentation time after its decoding, or how far it is shown before it is
-/// decoded; for an audio stream's first packet, how far ahead of where the packets after it
-/// put it.
-fn leap_said(t: &StreamTally, packet: &Packet, later: &[&Packet], at: f64) -> String {
+/// What a damaged `packet` of the stream `t` did, said after `at` seconds of the input,
+/// given the `slot` it goes to (time base) and whether it is the stream's first frame, an
+/// H.264 IDR picture (`first_idr`): how far its timestamp leapt ahead of (or back behind)
+/// its stream, past the end of the audio packet before it; for video, in decode time or in
+/// presentation time after its decoding, or how far it is shown before it is decoded; for
+/// a stream's first audio packet or first IDR picture, how much later than the packets
+/// after it put it.
+fn leap_said(
+    t: &StreamTally,
+    packet: &Packet,
+    (slot, first_idr): (Option<i64>, bool),
+    at: f64,
+) -> String {
     let from = t.latest_s.unwrap_or(0.0);
     let time = t.time_s(packet).unwrap_or(from);
     let shown_decoded = t.shown_and_decoded_s(packet);
@@ -255,14 +255,21 @@ fn leap_said(t: &StreamTally, packet: &Packet, later: &[&Packet], at: f64) -> St
         let early = shown_decoded.map_or(0.0, |(p, d)| d - p);
         return format!("a frame after {at:.3} s is shown {early:.3} s before it is decoded");
     }
-    if t.role == Role::Audio
-        && t.latest_s.is_none()
-        && let Some((_, slot)) = first_audio_run(t, packet, later)
-    {
-        let leap = time - slot as f64 * t.unit_s;
-        return format!(
-            "its first packet is timed {leap:.3} s later than the packets after it put it"
-        );
+    let later_than = |own: i64, slot: i64| (own - slot) as f64 * t.unit_s;
+    match (packet.pts().or(packet.dts()), slot) {
+        (Some(own), Some(slot)) if first_idr && own > slot => {
+            let late = later_than(own, slot);
+            return format!(
+                "its first frame, an IDR picture (none after it is shown before it), is timed {late:.3} s later than the frames after it put it"
+            );
+        }
+        (Some(own), Some(slot)) if t.role == Role::Audio && t.latest_s.is_none() => {
+            let late = later_than(own, slot);
+            return format!(
+                "its first packet is timed {late:.3} s later than the packets after it put it"
+            );
+        }
+        _ => {}
     }
     let leap = match t.role {
         Role::Video => (time - from).max(shown_decoded.map_or(0.0, |(p, d)| p - d)),

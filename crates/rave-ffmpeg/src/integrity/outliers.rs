@@ -72,10 +72,11 @@ pub(super) fn audio_out_of_step(at_s: f64, expected_s: f64, own_s: f64) -> bool 
 /// for the leapt packet and not much more, and the leapt packet would put its neighbours
 /// out of order: it, or a packet that moved with it, starting after the next (which would
 /// go "backwards": a PES header 0.18 s ahead, its dozen frames running past the next PES's
-/// start), or it starting before the previous (as it would). Audio is never reordered, so it is the one out of place; taken
-/// the other way, every good packet until the stream passed the leap was dropped (176
-/// packets, 4.1 s of sound, for one bit in a Matroska block). An order a muxer stores is
-/// not judged: no packet is taken for damage that was not lost before.
+/// start), or it starting before the previous (as it would). Audio is never reordered, so
+/// it is the one out of place; taken the other way, every good packet until the stream
+/// passed the leap was dropped (176 packets, 4.1 s of sound, for one bit in a Matroska
+/// block). An order a muxer stores is not judged: no packet is taken for damage that was
+/// not lost before.
 pub(super) fn audio_comes_back(
     next_s: f64,
     (previous_s, expected_s): (f64, f64),

@@ -1,14 +1,14 @@
 //! `TimestampSplicer`: continues the timeline where the timestamps of a transport or program
-//! stream restart (`cat a.ts b.ts`, a broadcast capture across a splice). Such formats carry
-//! no promise that timestamps keep increasing; where they jump back by more than a second or
-//! forward by more than ten, every stream's later timestamps are moved so the file plays on
-//! from where it was, and the reset is counted. Every frame and packet is kept. (One packet
-//! whose timestamp is damaged jumps too: the demuxer asks the next packets first.) A packet
-//! read from before the byte where the reset showed that goes on in step with its stream
-//! belongs to the part before it, though FFmpeg hands it out later (a PES is complete only
-//! when the next one of its PID starts): it keeps that part's shift. The next part starts
-//! where its earliest stream does (the demuxer looks ahead for it), so each stream keeps
-//! its place in it.
+//! stream restart (`cat a.ts b.ts`, a broadcast capture across a splice). Such formats carry no
+//! promise that timestamps keep increasing; where they jump back by more than a few frames
+//! ([`BACKWARDS_US`]) or forward by more than ten seconds, every stream's later timestamps are
+//! moved so the file plays on from where it was, and the reset is counted. Every frame and
+//! packet is kept. (One packet whose timestamp is damaged jumps too: the demuxer asks the next
+//! packets first.) A packet read from before the byte where the reset showed that goes on in
+//! step with its stream belongs to the part before it, though FFmpeg hands it out later (a PES
+//! is complete only when the next one of its PID starts): it keeps that part's shift. The next
+//! part starts where its earliest stream does (the demuxer looks ahead for it), so each stream
+//! keeps its place in it.
 
 use ffmpeg_next::{Packet, Rational};
 
