@@ -6,18 +6,14 @@
 # equal the CPU output's (and the clean file's, where one is named).
 # On the GPU machine after the staged calls of scripts/gpu_tests.sh stage.
 # Usage: OUT=DIR bash scripts/gpu_first_packets.sh
-set -uo pipefail
 source /opt/rave-dev/env.sh
-export PATH="/opt/rave-dev/payload:$PATH"
-out="${OUT:-$(pwd)/gpu-results}"
-mkdir -p "$out"
-w=$(mktemp -d)
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh"
 ff() { ffmpeg -v error -y "$@"; }
 clip() { # name seconds audio_codec [extra output options...]
   local name=$1 seconds=$2 audio=$3
   shift 3
   ff -f lavfi -i "testsrc2=s=640x360:r=25:d=$seconds" -f lavfi -i "sine=f=440:r=48000:d=$seconds" \
-    -c:v libx264 -g 25 -bf 2 -c:a "$audio" "$@" "$w/$name"
+    -c:v libx264 -g 25 -bf 2 -c:a "$audio" "$@" "$work/$name"
 }
 # flip IN OUT KIND NTH BIT [FROM_BYTE]: PTS bit BIT of the NTH audio (a: 0xC0-0xDF, 0xBD) or
 # video (v: 0xE0) PES at or after FROM_BYTE.
@@ -56,34 +52,34 @@ clip a2.ts 3 mp2 -pes_payload_size 0
 clip ac3.ts 4 ac3 -pes_payload_size 0
 clip p1.ts 4 mp2
 clip p2.ts 3 mp2 -output_ts_offset 3.8
-cat "$w/a1.ts" "$w/a2.ts" > "$w/join.ts"
-cat "$w/p1.ts" "$w/p2.ts" > "$w/overlap.ts"
-seam=$(stat -c %s "$w/a1.ts")
-flip "$w/first.ts" "$w/idr_late.ts" v 0 14
-flip "$w/first.ts" "$w/pts_below_dts.ts" v 0 17
-flip "$w/first.ts" "$w/audio_ahead.ts" a 0 18
-flip "$w/first.ts" "$w/audio_late.ts" a 0 13
-flip "$w/ac3.ts" "$w/ac3_ahead.ts" a 0 19
-flip "$w/join.ts" "$w/join_sound_ahead.ts" a 0 19 "$seam"
+cat "$work/a1.ts" "$work/a2.ts" > "$work/join.ts"
+cat "$work/p1.ts" "$work/p2.ts" > "$work/overlap.ts"
+seam=$(stat -c %s "$work/a1.ts")
+flip "$work/first.ts" "$work/idr_late.ts" v 0 14
+flip "$work/first.ts" "$work/pts_below_dts.ts" v 0 17
+flip "$work/first.ts" "$work/audio_ahead.ts" a 0 18
+flip "$work/first.ts" "$work/audio_late.ts" a 0 13
+flip "$work/ac3.ts" "$work/ac3_ahead.ts" a 0 19
+flip "$work/join.ts" "$work/join_sound_ahead.ts" a 0 19 "$seam"
 count() { ffprobe -v quiet -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | head -1; }
 apk() { ffprobe -v quiet -select_streams a:0 -show_entries packet=size -of csv=p=0 "$1" | grep -c .; }
 times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | sort -g | md5sum | cut -c1-8; }
 for case in idr_late:first pts_below_dts:first audio_ahead:first audio_late:first ac3_ahead:ac3 join_sound_ahead:join overlap:; do
   input=${case%%:*}.ts
   clean=${case##*:}
-  line="$input: in $(count "$w/$input") frames, $(apk "$w/$input") audio packets"
+  line="$input: in $(count "$work/$input") frames, $(apk "$work/$input") audio packets"
   for device in gpu cpu; do
-    rave upscale -i "$w/$input" -o "$w/strict_$device.mkv" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off > "$w/log" 2>&1
+    rave upscale -i "$work/$input" -o "$work/strict_$device.mkv" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off > "$work/log" 2>&1
     strict=$?
-    o="$w/${input%.ts}_$device.mkv"
-    rave upscale -i "$w/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off --allow-corrupt > "$w/log" 2>&1
+    o="$work/${input%.ts}_$device.mkv"
+    rave upscale -i "$work/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off --allow-corrupt > "$work/log" 2>&1
     rc=$?
-    said=$(grep -oE "restart [0-9]+ time|first problem: .{0,90}" "$w/log" | sort -u | tr '\n' ' ')
+    said=$(grep -oE "restart [0-9]+ time|first problem: .{0,90}" "$work/log" | sort -u | tr '\n' ' ')
     line="$line | $device: exit $strict, --allow-corrupt exit $rc, $(count "$o") frames, $(apk "$o") audio, video times $(times "$o" v:0), audio times $(times "$o" a:0); $said"
   done
   if [ -n "$clean" ]; then
-    c="$w/clean_$clean.mkv"
-    [ -f "$c" ] || rave upscale -i "$w/$clean.ts" -o "$c" --device gpu -m tests/fixtures/nearest_x2.onnx --progress off > /dev/null 2>&1
+    c="$work/clean_$clean.mkv"
+    [ -f "$c" ] || rave upscale -i "$work/$clean.ts" -o "$c" --device gpu -m tests/fixtures/nearest_x2.onnx --progress off > /dev/null 2>&1
     line="$line | clean $clean.ts on the GPU: video times $(times "$c" v:0), audio times $(times "$c" a:0)"
   fi
   echo "$line"

@@ -7,18 +7,14 @@
 # the warnings, and whether the GPU output's frame and audio times equal the CPU output's.
 # On the GPU machine after the staged calls of scripts/gpu_tests.sh stage.
 # Usage: OUT=DIR bash scripts/gpu_joins.sh
-set -uo pipefail
 source /opt/rave-dev/env.sh
-export PATH="/opt/rave-dev/payload:$PATH"
-out="${OUT:-$(pwd)/gpu-results}"
-mkdir -p "$out"
-w=$(mktemp -d)
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_common.sh"
 ff() { ffmpeg -v error -y "$@"; }
 size=640x360
 part() { # name seconds video_delay audio_delay video_codec audio_codec [format]
   ff -itsoffset "$3" -f lavfi -i "testsrc2=s=$size:r=25:d=$2" -itsoffset "$4" \
     -f lavfi -i "sine=f=440:r=48000:d=$2" -c:v "$5" -g 25 -bf 2 -c:a "$6" -b:a 128k \
-    ${7:+-f $7} "$w/$1"
+    ${7:+-f $7} "$work/$1"
 }
 part ac3.ts 4 0 0 libx264 ac3
 part lead1.ts 4 0 0 libx264 mp2
@@ -29,15 +25,15 @@ part whole.ts 8 0 0 libx264 mp2
 part whole.vob 8 0 0 mpeg2video ac3 vob
 part whole.mpg 8 0 0 mpeg2video mp2 mpeg
 for f in whole.vob whole.mpg; do
-  packs=$(( $(stat -c %s "$w/$f") / 2048 ))
-  tail -c +$(( packs * 37 / 100 * 2048 + 1 )) "$w/$f" > "$w/cut_$f"
+  packs=$(( $(stat -c %s "$work/$f") / 2048 ))
+  tail -c +$(( packs * 37 / 100 * 2048 + 1 )) "$work/$f" > "$work/cut_$f"
 done
-ff -i "$w/whole.ts" -c copy -f segment -segment_time 3 -segment_format mpegts "$w/seg%d.ts"
-cat "$w/ac3.ts" "$w/ac3.ts" > "$w/join_ac3.ts"
-cat "$w/lead1.ts" "$w/lead2.ts" > "$w/join_lead.ts"
-cat "$w/ps1.mpg" "$w/ps2.mpg" > "$w/join_ps.mpg"
-cat "$w/seg0.ts" "$w/seg1.ts" "$w/seg2.ts" > "$w/join_segments.ts"
-python3 - "$w/whole.ts" "$w/lost_pes.ts" <<'EOF'
+ff -i "$work/whole.ts" -c copy -f segment -segment_time 3 -segment_format mpegts "$work/seg%d.ts"
+cat "$work/ac3.ts" "$work/ac3.ts" > "$work/join_ac3.ts"
+cat "$work/lead1.ts" "$work/lead2.ts" > "$work/join_lead.ts"
+cat "$work/ps1.mpg" "$work/ps2.mpg" > "$work/join_ps.mpg"
+cat "$work/seg0.ts" "$work/seg1.ts" "$work/seg2.ts" > "$work/join_segments.ts"
+python3 - "$work/whole.ts" "$work/lost_pes.ts" <<'EOF'
 import sys
 b = open(sys.argv[1], "rb").read()
 n = len(b) // 188
@@ -49,12 +45,12 @@ count() { ffprobe -v quiet -count_frames -select_streams v:0 -show_entries strea
 apk() { ffprobe -v quiet -select_streams a:0 -show_entries packet=size -of csv=p=0 "$1" | grep -c .; }
 times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | sort -g | md5sum | cut -c1-8; }
 for input in join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts lost_pes.ts cut_whole.vob cut_whole.mpg; do
-  line="$input: in $(count "$w/$input") frames, $(apk "$w/$input") audio packets"
+  line="$input: in $(count "$work/$input") frames, $(apk "$work/$input") audio packets"
   for device in gpu cpu; do
-    o="$w/${input//./_}_$device.mkv"
-    rave upscale -i "$w/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off > "$w/log" 2>&1
+    o="$work/${input//./_}_$device.mkv"
+    rave upscale -i "$work/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off > "$work/log" 2>&1
     rc=$?
-    said=$(grep -oE "restart [0-9]+ time|audio has gaps of [0-9.]+ s|rave: error: .{0,80}|starts mid-GOP|[0-9]+ video frames before" "$w/log" | sort -u | tr '\n' ' ')
+    said=$(grep -oE "restart [0-9]+ time|audio has gaps of [0-9.]+ s|rave: error: .{0,80}|starts mid-GOP|[0-9]+ video frames before" "$work/log" | sort -u | tr '\n' ' ')
     line="$line | $device: exit $rc, $(count "$o") frames, $(apk "$o") audio, video times $(times "$o" v:0), audio times $(times "$o" a:0); $said"
   done
   echo "$line"
