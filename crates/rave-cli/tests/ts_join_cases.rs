@@ -44,6 +44,20 @@ fn joined(dir: &Path, name: &str, parts: &[&Path]) -> PathBuf {
     path
 }
 
+/// The bytes of `input`, `first` joined to another part, and where the PES of the streams
+/// `id` picks (by stream ID) start in the part after `first`.
+fn pes_after_the_join(
+    input: &Path,
+    first: &Path,
+    id: impl Fn(u8) -> bool,
+) -> (Vec<u8>, Vec<usize>) {
+    let data = std::fs::read(input).unwrap();
+    let seam = std::fs::metadata(first).unwrap().len() as usize;
+    let starts = corpus::pes_starts(&data, id);
+    let after = starts.into_iter().filter(|&at| at >= seam).collect();
+    (data, after)
+}
+
 /// Upscale `input` into `dir/out.mkv`; the output, checked to hold every frame and audio
 /// packet of `input` after one restart, exit 0, with no audio gap said.
 fn upscaled_after_one_restart(dir: &Path, input: &Path) -> PathBuf {
@@ -110,12 +124,7 @@ fn a_damaged_audio_timestamp_just_after_a_join_is_damage() {
     let first = part(dir.path(), "first.ts", 4.0, 0.0, "mp2");
     let second = part(dir.path(), "second.ts", 8.0, 0.0, "mp2");
     let input = joined(dir.path(), "joined.ts", &[&first, &second]);
-    let data = std::fs::read(&input).unwrap();
-    let seam = std::fs::metadata(&first).unwrap().len() as usize;
-    let audio: Vec<usize> = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0)
-        .into_iter()
-        .filter(|&at| at >= seam)
-        .collect();
+    let (data, audio) = pes_after_the_join(&input, &first, |id| id & 0xE0 == 0xC0);
     for (nth, bit) in [(0, 29), (3, 29), (3, 17)] {
         let what = format!("audio PES {nth} after the join, bit {bit}");
         let damaged = dir.path().join("damaged.ts");
@@ -161,10 +170,8 @@ fn a_damaged_first_frame_after_a_join_is_damage() {
     let input = joined(dir.path(), "joined.ts", &[&first, &second]);
     let want = dir.path().join("clean.mkv");
     std::fs::rename(upscaled_after_one_restart(dir.path(), &input), &want).unwrap();
-    let data = std::fs::read(&input).unwrap();
-    let seam = std::fs::metadata(&first).unwrap().len() as usize;
-    let video = corpus::pes_starts(&data, |id| id == 0xE0);
-    let at = *video.iter().find(|&&at| at >= seam).unwrap();
+    let (data, video) = pes_after_the_join(&input, &first, |id| id == 0xE0);
+    let at = video[0];
     let times = |path: &Path| -> Vec<f64> {
         let mut t: Vec<f64> = (frame_times(path).iter())
             .map(|t| t.parse().unwrap())
@@ -217,10 +224,8 @@ fn a_damaged_first_sound_after_a_join_does_not_place_the_part() {
     let input = joined(dir.path(), "joined.ts", &[&first, &second]);
     let want = dir.path().join("clean.mkv");
     std::fs::rename(upscaled_after_one_restart(dir.path(), &input), &want).unwrap();
-    let data = std::fs::read(&input).unwrap();
-    let seam = std::fs::metadata(&first).unwrap().len() as usize;
-    let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
-    let at = *audio.iter().find(|&&at| at >= seam).unwrap();
+    let (data, audio) = pes_after_the_join(&input, &first, |id| id & 0xE0 == 0xC0);
+    let at = audio[0];
     let model = fixture("nearest_x2.onnx");
     for bit in [19, 23] {
         let damaged = dir.path().join("damaged.ts");
