@@ -28,7 +28,7 @@ fn clean_ts(dir: &std::path::Path) -> std::path::PathBuf {
 /// every packet and frame back in its place.
 #[test]
 fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
-    assert_damage_put_back(|audio, video| {
+    assert_damage_put_back(|_, audio, video| {
         vec![
             ("audio PES 3", audio[3], 18),
             ("audio PES 5", audio[5], 18),
@@ -50,7 +50,7 @@ fn a_pes_timestamp_out_of_place_is_damage_put_back_not_a_splice() {
 /// rest was an exit 0 with nothing said.)
 #[test]
 fn a_streams_first_pes_out_of_place_is_damage_put_back() {
-    assert_damage_put_back(|audio, video| {
+    assert_damage_put_back(|_, audio, video| {
         vec![
             ("audio PES 0, bit 18", audio[0], 18),
             ("audio PES 0, bit 29", audio[0], 29),
@@ -74,7 +74,7 @@ fn a_streams_first_pes_out_of_place_is_damage_put_back() {
 /// was taken for the one in line, and the frame on its own slot dropped.)
 #[test]
 fn a_pes_timestamp_off_by_a_frame_or_so_is_damage_put_back() {
-    assert_damage_put_back(|audio, video| {
+    assert_damage_put_back(|_, audio, video| {
         vec![
             ("audio PES 6, bit 13", audio[6], 13),
             ("video PES 4, bit 12", video[4], 12),
@@ -132,10 +132,41 @@ fn a_first_ac3_frame_far_ahead_is_put_back() {
     assert_eq!(frame_times(&out), frame_times(&want));
 }
 
+/// One PES's PTS a little back, less than a restart: an audio PES 45 or 91 ms (bit 12 or
+/// 13 cleared), its dozen frames starting inside the packets before it; a B-frame (its
+/// PES carries no DTS, so its decode time moves too) 45 ms, decoded before the frame before
+/// it. Refused as damage, not taken for a join whose clocks overlap (the stream's next PES
+/// comes back to where it was, where after a join it goes on from the stepped one); with
+/// --allow-corrupt every packet and frame in its place.
+#[test]
+fn a_pes_timestamp_a_little_back_is_damage_not_a_joins_overlap() {
+    assert_damage_put_back(|data, audio, video| {
+        // Past the first few PES (whose damage has readings of its own).
+        let set = |starts: &[usize], bit: u32, pts_only: bool| {
+            *starts[starts.len() / 4..]
+                .iter()
+                .find(|&&at| {
+                    let (pts, with_dts) = corpus::pes_pts(data, at);
+                    pts & (1 << bit) != 0 && (!pts_only || !with_dts)
+                })
+                .expect("a PES with the bit set")
+        };
+        vec![
+            ("audio PES 45 ms back", set(audio, 12, false), 12),
+            ("audio PES 91 ms back", set(audio, 13, false), 13),
+            ("B-frame 45 ms back", set(video, 12, true), 12),
+        ]
+    });
+}
+
+/// The cases of [`assert_damage_put_back`]: what each is, where its PES starts, which bit
+/// of its PTS is flipped.
+type Cases = Vec<(&'static str, usize, u32)>;
+
 /// The PES of [`clean_ts`] each case names (by the starts of its audio and video PES),
 /// its PTS bit flipped: refused as damage said and put back, not a restart; with
 /// --allow-corrupt the same frames and audio packets as the clean file's output.
-fn assert_damage_put_back(cases: impl Fn(&[usize], &[usize]) -> Vec<(&'static str, usize, u32)>) {
+fn assert_damage_put_back(cases: impl Fn(&[u8], &[usize], &[usize]) -> Cases) {
     let dir = scratch();
     let clean = clean_ts(dir.path());
     let data = std::fs::read(&clean).unwrap();
@@ -144,7 +175,7 @@ fn assert_damage_put_back(cases: impl Fn(&[usize], &[usize]) -> Vec<(&'static st
     assert_exit(&upscale(&clean, &want, &model, &[]), 0);
     let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
     let video = corpus::pes_starts(&data, |id| id == 0xE0);
-    for (what, at, bit) in cases(&audio, &video) {
+    for (what, at, bit) in cases(&data, &audio, &video) {
         let damaged = dir.path().join("damaged.ts");
         std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, at, bit)).unwrap();
         let out = dir.path().join("out.mkv");

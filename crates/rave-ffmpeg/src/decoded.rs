@@ -37,8 +37,24 @@ pub struct DecodeStats {
     /// Where (seconds into the output) the input's timestamps restarted and the timeline
     /// was continued across them (joined or spliced MPEG-TS/PS).
     pub timestamp_resets: Vec<f64>,
+    /// Where one stream's timestamps stepped back a little into its own last packets (parts
+    /// joined with their clocks overlapping) and the stream was moved on to play on from
+    /// them.
+    pub timestamp_steps: Vec<StepBack>,
     /// Frames passed on that carried closed captions (CEA-608/708 as A/53 user data).
     pub captioned_frames: u64,
+}
+
+/// One stream's clock stepping back into its own last packets where parts join
+/// (`Demuxer::next_packet`): the stream was moved on by the overlap, every packet kept.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct StepBack {
+    /// The input stream.
+    pub stream: usize,
+    /// Where (seconds into the output) its packet now plays.
+    pub at_s: f64,
+    /// How far (seconds) it stepped back, and was moved on.
+    pub by_s: f64,
 }
 
 /// A decoded picture: in host memory (software decoder) or on the GPU (NVDEC).

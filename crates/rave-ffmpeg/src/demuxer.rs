@@ -8,6 +8,7 @@ use ffmpeg_next::format::context::Input;
 use ffmpeg_next::{Packet, Rational};
 use rave_core::error::{EngineError, Result};
 
+use crate::decoded::StepBack;
 use crate::splice::TimestampSplicer;
 use crate::{input, sys};
 
@@ -37,6 +38,12 @@ pub struct Demuxer {
     splicer: TimestampSplicer,
     /// Where (seconds into the output) the input's timestamps restarted.
     resets: Vec<f64>,
+    /// Where a stream's timestamps stepped back into its own last packets.
+    steps: Vec<StepBack>,
+    /// Whether the reading was moved (`seek_video`): it starts where the stream's packets
+    /// before are not read, and no step back is judged (a file is cut into parts only
+    /// where its whole reading found none).
+    sought: bool,
     /// Packets read ahead of a restart candidate, not placed on the timeline yet.
     unplaced: VecDeque<Packet>,
     /// Packets handed out, and how many had been when the timestamps last restarted.
@@ -93,6 +100,8 @@ impl Demuxer {
             time_bases,
             splicer,
             resets: Vec::new(),
+            steps: Vec::new(),
+            sought: false,
             unplaced: VecDeque::new(),
             handed_out: 0,
             last_restart: None,
@@ -125,11 +134,18 @@ impl Demuxer {
         &self.resets
     }
 
+    /// Where a stream's timestamps stepped back so far, and it was moved on.
+    pub fn timestamp_steps(&self) -> &[StepBack] {
+        &self.steps
+    }
+
     /// The next packet, on the spliced timeline; `None` at the end of the file, or where the
     /// rest of it cannot be read. Every failed read is reported to `on_error`. A packet that
     /// shows a restart of the timestamps is one only where the next packets agree
     /// ([`Demuxer::restart_confirmed`]); else its timestamp is damaged, and it is passed on
-    /// unspliced (the integrity checks judge it).
+    /// unspliced (the integrity checks judge it). A packet that steps back into its own
+    /// stream's last packets, its next PES going on from it (`Demuxer::join_overlap_us`),
+    /// moves its stream on: parts joined with their clocks overlapping a little.
     pub fn next_packet(&mut self, mut on_error: impl FnMut(&ffmpeg_next::Error)) -> Option<Packet> {
         let mut packet = match self.unplaced.pop_front() {
             Some(p) => p,
@@ -156,11 +172,25 @@ impl Demuxer {
             return Some(packet);
         }
         let candidate = self.splicer.shows_reset(&packet, tb) && !catches_up;
-        if candidate && !self.restart_confirmed(&packet, tb, &mut on_error) {
+        let restart = candidate && self.restart_confirmed(&packet, tb, &mut on_error);
+        // A stream stepping back into its own last packets where parts join, the others
+        // going on (or a restart that they deny), plays on from them.
+        if !restart
+            && !catches_up
+            && let Some(by) = self.join_overlap_us(&packet, tb, &mut on_error)
+        {
+            self.splicer.step_on(packet.stream(), by);
+            let own_us = TimestampSplicer::decoded_own_us(&packet, tb).unwrap_or(0);
+            self.steps.push(StepBack {
+                stream: packet.stream(),
+                at_s: self.splicer.on_timeline_s(packet.stream(), own_us),
+                by_s: by as f64 / 1e6,
+            });
+        } else if candidate && !restart {
             self.splicer.shift_only(&mut packet, tb);
             return Some(packet);
         }
-        if candidate {
+        if restart {
             let corrected = self.corrected_restart_shown_us(&packet, tb, &mut on_error);
             let at = corrected.or(TimestampSplicer::shown_us(&packet, tb));
             let lead = at.map_or(0, |at| self.part_lead_us(&packet, at, &mut on_error));
@@ -337,6 +367,41 @@ impl Demuxer {
         })
     }
 
+    /// How far (microseconds) `packet` (timestamps in `tb`) steps back into its stream's
+    /// last packets (`TimestampSplicer::steps_back`), where its stream's next PES (its next
+    /// packet with a byte position of its own, within [`RESTART_LOOKAHEAD`] packets) goes on
+    /// from it: starts where its PES's frames end, closer to that than to where they would
+    /// end had the stream gone on in step (a damaged header moves one PES; the next comes
+    /// back to the old line). `None` where it does not step back, or nothing confirms it.
+    fn join_overlap_us(
+        &mut self,
+        packet: &Packet,
+        tb: Rational,
+        on_error: &mut impl FnMut(&ffmpeg_next::Error),
+    ) -> Option<i64> {
+        if self.sought {
+            return None;
+        }
+        let by = self.splicer.steps_back(packet, tb)?;
+        let own = TimestampSplicer::length_us(packet, tb);
+        let mut run_end = TimestampSplicer::decoded_own_us(packet, tb)? + own;
+        let mut i = 0;
+        while self.read_ahead_to(i, on_error) {
+            let p = &self.unplaced[i];
+            i += 1;
+            if p.stream() != packet.stream() {
+                continue;
+            }
+            let decoded = TimestampSplicer::decoded_own_us(p, tb)?;
+            if p.position() < 0 || p.position() == packet.position() {
+                run_end = run_end.max(decoded + TimestampSplicer::length_us(p, tb));
+                continue;
+            }
+            return (own > 0 && (decoded - run_end).abs() < by / 2).then_some(by);
+        }
+        None
+    }
+
     /// Whether packet `i` of those read ahead is there, reading on to it where it is not
     /// yet (within [`RESTART_LOOKAHEAD`] packets, and the file's end).
     fn read_ahead_to(&mut self, i: usize, on_error: &mut impl FnMut(&ffmpeg_next::Error)) -> bool {
@@ -380,7 +445,7 @@ impl Demuxer {
     /// comes before the first keyframe it meets). Only for inputs whose timestamps do not
     /// restart (a splice would make the timestamp ambiguous).
     pub fn seek_video(&mut self, pts: i64) -> Result<()> {
-        if !self.resets.is_empty() {
+        if !self.resets.is_empty() || !self.steps.is_empty() {
             return Err(EngineError::InvariantViolation(format!(
                 "{}: seeking in a file whose timestamps restart",
                 self.path.display()
@@ -395,6 +460,7 @@ impl Demuxer {
             false => pts,
         };
         self.unplaced.clear();
+        self.sought = true;
         sys::seek_to_keyframe(&mut self.input, self.video_index, pts).map_err(|e| {
             EngineError::Decode(format!(
                 "{}: cannot seek to the keyframe before timestamp {pts}: {e}",

@@ -13,7 +13,8 @@ pub struct KeyframeIndex {
     keyframe_pts: Vec<i64>,
     /// Video packets without a presentation timestamp.
     untimed: u64,
-    /// Times the input's timestamps restarted (joined transport streams).
+    /// Times the input's timestamps restarted or a stream's stepped back (joined transport
+    /// streams): a part found by its timestamps would not be the one planned.
     resets: usize,
     /// The codec declares that frames are reordered (B-frames: presentation differs from
     /// decode order).
@@ -80,8 +81,8 @@ impl KeyframeIndex {
         }
     }
 
-    /// Put the timestamps in presentation order; the input's timestamps restarted `resets`
-    /// times while it was read.
+    /// Put the timestamps in presentation order; the input's timestamps restarted (or a
+    /// stream's stepped back) `resets` times while it was read.
     pub fn finish(&mut self, resets: usize) {
         self.frame_pts.sort_unstable();
         self.keyframe_pts.sort_unstable();
@@ -124,7 +125,7 @@ impl KeyframeIndex {
             });
         }
         if self.resets > 0 {
-            return Some("its timestamps restart (a joined stream)".into());
+            return Some("its timestamps restart or step back (a joined stream)".into());
         }
         if self.frame_pts.windows(2).any(|w| w[0] == w[1]) {
             return Some("two video frames share a timestamp".into());

@@ -63,7 +63,8 @@ pub use codec_choice::{Container, EncoderSettings, VideoCodec};
 pub use log_capture::capture_errors;
 pub use probe::{MediaInfo, StreamInfo, VideoInfo, probe};
 pub use reader::{
-    CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds, KeyframeIndex, VideoReader,
+    CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds, KeyframeIndex, StepBack,
+    VideoReader,
 };
 pub use sys::RawColor;
 pub use writer::{CopyOutcome, MediaWriter, WriterSummary};

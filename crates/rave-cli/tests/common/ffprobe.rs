@@ -223,3 +223,23 @@ pub fn assert_same_audio(got: &Path, want: &Path, what: &str) {
         );
     }
 }
+
+/// That in `out`, the join of `first` (of `frames` frames) and `second`, the second part's
+/// sound starts as far from its picture as in `second` itself, within `tolerance` seconds.
+pub fn assert_second_part_in_sync(
+    out: &Path,
+    (first, frames): (&Path, usize),
+    second: &Path,
+    (tolerance, what): (f64, &str),
+) {
+    let lag = |path: &Path, video_from: usize, audio_from: usize| {
+        sorted_packet_times(path, "a:0", &[])[audio_from]
+            - sorted_packet_times(path, "v:0", &[])[video_from]
+    };
+    let want = lag(second, 0, 0);
+    let got = lag(out, frames, packet_count(first, "a:0"));
+    assert!(
+        (got - want).abs() < tolerance,
+        "{what}: {got} s, in the part {want} s"
+    );
+}

@@ -479,19 +479,24 @@ pub fn pes_starts(data: &[u8], id: impl Fn(u8) -> bool) -> Vec<usize> {
     starts
 }
 
+/// The PTS of the PES starting at `at` in the transport stream `data` (90 kHz), and
+/// whether the PES carries a DTS too.
+pub fn pes_pts(data: &[u8], at: usize) -> (u64, bool) {
+    let b = &data[at + 9..at + 14];
+    let pts = (u64::from(b[0] >> 1 & 7) << 30)
+        | (u64::from(b[1]) << 22)
+        | (u64::from(b[2] >> 1) << 15)
+        | (u64::from(b[3]) << 7)
+        | u64::from(b[4] >> 1);
+    (pts, data[at + 7] >> 6 == 3)
+}
+
 /// The transport stream `data` with bit `bit` of the PTS of the PES starting at `at`
 /// flipped (the 33-bit 90 kHz field split over five bytes with marker bits).
 pub fn with_pes_pts_bit_flipped(data: &[u8], at: usize, bit: u32) -> Vec<u8> {
+    let v = pes_pts(data, at).0 ^ (1 << bit);
     let mut out = data.to_vec();
     let b = &mut out[at + 9..at + 14];
-    let read = |b: &[u8]| {
-        (u64::from(b[0] >> 1 & 7) << 30)
-            | (u64::from(b[1]) << 22)
-            | (u64::from(b[2] >> 1) << 15)
-            | (u64::from(b[3]) << 7)
-            | u64::from(b[4] >> 1)
-    };
-    let v = read(b) ^ (1 << bit);
     b[0] = (b[0] & 0xF0) | ((v >> 30 & 7) as u8) << 1 | 1;
     b[1] = (v >> 22) as u8;
     b[2] = ((v >> 15 & 0x7F) as u8) << 1 | 1;

@@ -12,7 +12,9 @@ use rave_core::color::ColorInfo;
 use rave_core::damage::InputDamage;
 use rave_core::error::Result;
 
-pub use crate::decoded::{CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds};
+pub use crate::decoded::{
+    CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds, StepBack,
+};
 use crate::demuxer::Demuxer;
 use crate::integrity::{IntegrityLedger, LOOKAHEAD_PACKETS, RUN_PACKETS, SLOT_NEIGHBOURS};
 pub use crate::keyframe_index::KeyframeIndex;
@@ -344,6 +346,9 @@ impl VideoReader {
         self.ledger.on_read();
         if self.demuxer.timestamp_resets().len() != self.stats.timestamp_resets.len() {
             self.note_resets();
+        }
+        if self.demuxer.timestamp_steps().len() != self.stats.timestamp_steps.len() {
+            self.stats.timestamp_steps = self.demuxer.timestamp_steps().to_vec();
         }
         packet
     }

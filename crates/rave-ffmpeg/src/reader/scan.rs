@@ -60,7 +60,7 @@ impl VideoReader {
             self.ledger.on_audio_check(verdict);
         }
         index.set_reorders(evidence.reorders(declared_reorder));
-        index.finish(self.demuxer.timestamp_resets().len());
+        index.finish(self.demuxer.timestamp_resets().len() + self.demuxer.timestamp_steps().len());
         Ok(index)
     }
 

@@ -46,6 +46,12 @@ struct StreamPlace {
     after_reset: bool,
     /// Its extra shift before the last reset, for the last packets of the part before.
     extra_before_us: i64,
+    /// How long its last packet lasts (microseconds; 0 where unknown).
+    last_length_us: i64,
+    /// The byte position of its last PES (the last packet with a position of its own), and
+    /// whether that started where the packets before it ended: a PES out of line (one whose
+    /// header is damaged, the stream's first) may be what the next one steps back into.
+    last_pes: Option<(i64, bool)>,
 }
 
 /// Where the timestamps of one input restart, and the shift that continues them.
@@ -65,6 +71,8 @@ pub struct TimestampSplicer {
     /// Which streams' timestamps can reveal a reset (video, audio, subtitles: not data
     /// streams, whose timestamps follow their own rules).
     watched: Vec<bool>,
+    /// The first bytes of each stream's last packets (`step_back::Recent`).
+    recent: Vec<step_back::Recent>,
 }
 
 fn to_us(t: i64, tb: Rational) -> i64 {
@@ -95,6 +103,7 @@ impl TimestampSplicer {
             next_part_lead_us: 0,
             next_reset_shown_us: None,
             streams: vec![StreamPlace::default(); watched.len()],
+            recent: vec![step_back::Recent::default(); watched.len()],
             watched,
         }
     }
@@ -311,6 +320,9 @@ impl TimestampSplicer {
         if let Some(shift) = self.before_reset_shift(packet, tb) {
             shift_packet(packet, shift, tb);
             self.streams[index].advance(packet, at, tb);
+            if let Some(recent) = self.recent.get_mut(index) {
+                recent.note(packet);
+            }
             return None;
         }
         let place = *self.streams.get(index)?;
@@ -349,6 +361,9 @@ impl TimestampSplicer {
         }
         shift_packet(packet, shift, tb);
         place.advance(packet, at, tb);
+        if let Some(recent) = self.recent.get_mut(index) {
+            recent.note(packet);
+        }
         reset
     }
 }
@@ -375,7 +390,17 @@ impl StreamPlace {
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
         let end_us = to_us(start + packet.duration().max(0), tb);
         self.end_us = Some(self.end_us.map_or(end_us, |e| e.max(end_us)));
-        self.last_decode_us = Some(to_us(packet.dts().unwrap_or(start), tb));
+        let decoded_us = to_us(packet.dts().unwrap_or(start), tb);
+        let pos = packet.position() as i64;
+        if pos >= 0 && self.last_pes.is_none_or(|(last, _)| last != pos) {
+            let len = self.last_length_us;
+            let in_line = self.last_decode_us.is_some_and(|last| {
+                len > 0 && (decoded_us - (last + len)).abs() <= (len / 2).max(2_000)
+            });
+            self.last_pes = Some((pos, in_line));
+        }
+        self.last_decode_us = Some(decoded_us);
+        self.last_length_us = to_us(packet.duration().max(0), tb);
     }
 }
 
@@ -388,5 +413,6 @@ fn shift_packet(packet: &mut Packet, shift_us: i64, tb: Rational) {
     }
 }
 
+mod step_back;
 #[cfg(test)]
 mod tests;

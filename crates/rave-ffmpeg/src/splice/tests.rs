@@ -238,3 +238,58 @@ fn a_streams_first_packet_is_no_restart() {
     assert!(resets.is_empty(), "{resets:?}");
     assert_eq!(got, [1400, 3000, 1340, 1380, 3020, 16_400, 1420]);
 }
+
+/// A packet (stream, ms, byte position) with `data`, one 20 ms long.
+fn read_packet(stream: usize, ms: i64, pos: isize, data: &[u8]) -> Packet {
+    let mut p = Packet::copy(data);
+    p.set_stream(stream);
+    p.set_dts(Some(ms));
+    p.set_pts(Some(ms));
+    p.set_duration(20);
+    p.set_position(pos);
+    p
+}
+
+#[test]
+fn a_stream_stepping_back_into_its_last_packets_is_measured_to_their_end() {
+    let tb = Rational::new(1, 1000);
+    let mut s = TimestampSplicer::new(vec![true, true], true);
+    for (i, ms) in [1000, 1020, 1040].into_iter().enumerate() {
+        let mut p = read_packet(1, ms, 100 * i as isize, &[i as u8; 8]);
+        s.place(&mut p, tb);
+    }
+    // 50 ms back from where the last packet ends (1060), new bytes, a PES of its own.
+    let stepped = read_packet(1, 1010, 400, &[9; 8]);
+    assert_eq!(s.steps_back(&stepped, tb), Some(50_000));
+    // Its stream's last packet again (duplicated data, or cut short), a frame of a PES read before
+    // (no position of its own), one a second and more back: no step.
+    assert_eq!(s.steps_back(&read_packet(1, 1040, 400, &[2; 8]), tb), None);
+    assert_eq!(s.steps_back(&read_packet(1, 1040, 400, &[2; 3]), tb), None);
+    assert_eq!(s.steps_back(&read_packet(1, 1010, -1, &[9; 8]), tb), None);
+    assert_eq!(s.steps_back(&read_packet(1, 20, 400, &[9; 8]), tb), None);
+    // A packet going on from the last one is none either.
+    assert_eq!(s.steps_back(&read_packet(1, 1060, 400, &[9; 8]), tb), None);
+    // Moved on by the step, the stream goes on from its last packet.
+    s.step_on(1, 50_000);
+    let mut p = stepped;
+    assert_eq!(s.place(&mut p, tb), None, "no restart");
+    assert_eq!(p.dts(), Some(1060));
+    assert_eq!(s.on_timeline_s(1, 1_030_000), 1.08);
+}
+
+#[test]
+fn no_step_back_into_a_pes_out_of_line() {
+    let tb = Rational::new(1, 1000);
+    let mut s = TimestampSplicer::new(vec![true], true);
+    // The third PES starts 90 ms late (its header damaged): the fourth, in line with the
+    // first two, goes back into it, and is no step.
+    for (i, ms) in [1000, 1020, 1130].into_iter().enumerate() {
+        let mut p = read_packet(0, ms, 100 * i as isize, &[i as u8; 8]);
+        s.place(&mut p, tb);
+    }
+    assert_eq!(s.steps_back(&read_packet(0, 1060, 400, &[9; 8]), tb), None);
+    // A stream's first PES is in line with nothing.
+    let mut s = TimestampSplicer::new(vec![true], true);
+    s.place(&mut read_packet(0, 1000, 0, &[1; 8]), tb);
+    assert_eq!(s.steps_back(&read_packet(0, 990, 100, &[9; 8]), tb), None);
+}

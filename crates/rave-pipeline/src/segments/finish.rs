@@ -208,6 +208,7 @@ pub fn decode_stats_of<'a>(
     let mut stats = DecodeStats {
         packets: plan.packets,
         timestamp_resets: plan.timestamp_resets.clone(),
+        timestamp_steps: plan.timestamp_steps.clone(),
         ..Default::default()
     };
     for d in decodes {
@@ -220,6 +221,22 @@ pub fn decode_stats_of<'a>(
         stats.captioned_frames += d.captioned_frames;
     }
     stats
+}
+
+/// What the run says of streams whose timestamps stepped back into their own last packets
+/// where parts join (each moved on by its overlap): how often, the first, and how far a
+/// stream was moved at most (a stream moved alone plays that much later against the
+/// others). `None` where none did.
+pub fn step_back_warning(steps: &[rave_ffmpeg::StepBack]) -> Option<String> {
+    let first = steps.first()?;
+    let most = steps.iter().map(|s| s.by_s).fold(0.0, f64::max);
+    Some(format!(
+        "the input's timestamps step back into their own last packets {} time(s) where parts join, first at {:.3} s (stream #{}, by {:.3} s): each such stream plays on from its last packet, moved on by at most {most:.3} s, every frame and packet kept",
+        steps.len(),
+        first.at_s,
+        first.stream,
+        first.by_s
+    ))
 }
 
 /// Whether any segment's decoder saw interlaced frames.

@@ -13,7 +13,7 @@ use super::done_segments::verify_done_naming;
 use super::failures;
 use super::finish::{
     OutputJob, damage_of, decode_stats_of, done_prefix, held_decodes, job_damage, job_decode_stats,
-    saw_interlaced, write_output,
+    saw_interlaced, step_back_warning, write_output,
 };
 use super::job::PreparedJob;
 use super::job_progress::JobProgress;
@@ -425,6 +425,10 @@ pub fn run_job(
             "the input's timestamps restart {} time(s), first at {at:.3} s (a joined or spliced stream); the timeline was continued across them, every frame and packet kept",
             decode.timestamp_resets.len()
         );
+        progress.warning(&w);
+        warnings.push(w);
+    }
+    if let Some(w) = step_back_warning(&decode.timestamp_steps) {
         progress.warning(&w);
         warnings.push(w);
     }
