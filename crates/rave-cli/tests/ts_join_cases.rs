@@ -36,11 +36,7 @@ fn part_args(seconds: f64, audio: &str, path: &Path) -> Vec<String> {
 /// `parts` joined byte for byte into `dir/name`.
 fn joined(dir: &Path, name: &str, parts: &[&Path]) -> PathBuf {
     let path = dir.join(name);
-    let bytes: Vec<u8> = parts
-        .iter()
-        .flat_map(|p| std::fs::read(p).unwrap())
-        .collect();
-    std::fs::write(&path, bytes).unwrap();
+    cat_files(parts, &path);
     path
 }
 

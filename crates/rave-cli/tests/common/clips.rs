@@ -215,6 +215,15 @@ pub fn concat_copy(parts: &[&Path], out: &Path) {
     ]);
 }
 
+/// `parts` joined byte for byte into `out` (as `cat a.ts b.ts > out.ts`).
+pub fn cat_files(parts: &[&Path], out: &Path) {
+    let bytes: Vec<u8> = parts
+        .iter()
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect();
+    std::fs::write(out, bytes).unwrap();
+}
+
 /// An MPEG-TS of `video` (a lavfi source) with a sine for `seconds`, H.264 with two B-frames
 /// and a keyframe every 12 frames, AAC audio, its timestamps moved by `offset` seconds
 /// (`-output_ts_offset`: an hour in, or just before the 33-bit clock wraps).

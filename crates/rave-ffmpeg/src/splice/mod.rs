@@ -24,7 +24,7 @@ const REORDER_MAX_US: i64 = 1_000_000;
 /// How far (microseconds) behind every other stream a packet is off the whole file's line:
 /// more than a muxer interleaves streams by (an MPEG-TS audio PES is written up to half a
 /// second ahead of the picture it plays with).
-const OFF_THE_LINE_US: i64 = 1_000_000;
+pub(crate) const OFF_THE_LINE_US: i64 = 1_000_000;
 /// A forward jump longer than this (microseconds) is a reset too (FFmpeg's own threshold).
 const FORWARDS_US: i64 = 10_000_000;
 /// How far (microseconds) a packet's decode time may fall behind its stream's last one and
@@ -317,12 +317,12 @@ impl TimestampSplicer {
         // times of B-frame video run ahead of them).
         let at = packet.pts().or(packet.dts())?;
         let index = packet.stream();
+        if let Some(recent) = self.recent.get_mut(index) {
+            recent.note(packet, tb);
+        }
         if let Some(shift) = self.before_reset_shift(packet, tb) {
             shift_packet(packet, shift, tb);
             self.streams[index].advance(packet, at, tb);
-            if let Some(recent) = self.recent.get_mut(index) {
-                recent.note(packet);
-            }
             return None;
         }
         let place = *self.streams.get(index)?;
@@ -361,9 +361,6 @@ impl TimestampSplicer {
         }
         shift_packet(packet, shift, tb);
         place.advance(packet, at, tb);
-        if let Some(recent) = self.recent.get_mut(index) {
-            recent.note(packet);
-        }
         reset
     }
 }
@@ -413,6 +410,7 @@ fn shift_packet(packet: &mut Packet, shift_us: i64, tb: Rational) {
     }
 }
 
+mod seam;
 mod step_back;
 #[cfg(test)]
 mod tests;

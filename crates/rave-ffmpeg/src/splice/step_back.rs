@@ -9,51 +9,81 @@
 //! in step is one too: no restart is confirmed.) The demuxer confirms the step by the stream's next PES going on from the
 //! stepped one (after a damaged header it comes back to the old line), and the stream is
 //! moved on by the overlap: it plays on from its own last packet, every packet kept.
-//! A packet that starts as one of its stream's last ones is the same packet again, or the
-//! whole of one cut short (duplicated data, judged by the integrity checks), no step;
-//! parts whose sound is silent where they join (identical silent frames) are judged so
-//! too, and refused as before.
+//! A packet decoded when one of its stream's last ones was, which that one is the start
+//! of, is the same packet again, or the whole of one cut short (duplicated data, judged by
+//! the integrity checks), no step.
 //!
 //! [`BACKWARDS_US`]: super::BACKWARDS_US
 
 use std::collections::VecDeque;
 
+use std::hash::{DefaultHasher, Hasher};
+
 use ffmpeg_next::{Packet, Rational};
 
 use super::{OFF_THE_LINE_US, TimestampSplicer};
 
-/// Packets of a stream whose first bytes are kept to tell a packet repeated from a new
-/// one: more than a PES's frames or a B-frame reordering.
+/// Packets of a stream whose bytes are kept (as hashes) to tell a packet repeated from a
+/// new one: more than a PES's frames or a B-frame reordering.
 const RECENT_PACKETS: usize = 32;
 
-/// Bytes of a packet's start kept: two different frames differ there already (headers,
-/// the first coefficients).
+/// Bytes of a packet's start kept as they are (for a packet shorter than one kept).
 const PREFIX_BYTES: usize = 64;
 
-/// The first bytes of a stream's last packets.
+/// One packet kept: its decode time on its own clock (microseconds), its length, a hash
+/// of its bytes, its first bytes.
+#[derive(Debug, Clone)]
+struct Kept {
+    decoded_us: Option<i64>,
+    len: usize,
+    hash: u64,
+    prefix: Vec<u8>,
+}
+
+/// The bytes of a stream's last packets.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Recent(VecDeque<Vec<u8>>);
+pub(super) struct Recent(VecDeque<Kept>);
+
+/// A hash of `data`.
+fn hash_of(data: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    h.write(data);
+    h.finish()
+}
 
 impl Recent {
-    /// Note `packet` as the stream's latest.
-    pub(super) fn note(&mut self, packet: &Packet) {
+    /// Note `packet` (timestamps in `tb`, on its own clock) as the stream's latest.
+    pub(super) fn note(&mut self, packet: &Packet, tb: Rational) {
         if self.0.len() == RECENT_PACKETS {
             self.0.pop_front();
         }
         let data = packet.data().unwrap_or_default();
-        self.0
-            .push_back(data[..data.len().min(PREFIX_BYTES)].to_vec());
+        self.0.push_back(Kept {
+            decoded_us: TimestampSplicer::decoded_own_us(packet, tb),
+            len: data.len(),
+            hash: hash_of(data),
+            prefix: data[..data.len().min(PREFIX_BYTES)].to_vec(),
+        });
     }
 
-    /// Whether `packet` starts as one of the last packets does, as far as the shorter of
-    /// the two goes: the same packet again, or the rest of one cut short (a transport
-    /// stream's bytes repeated from inside a PES: its first copy ends early, the second is
-    /// whole).
-    fn holds(&self, packet: &Packet) -> bool {
+    /// Whether `packet` (timestamps in `tb`) is one of the last packets again, whole or cut
+    /// short: decoded at the same time (within a millisecond), and one of them is the start
+    /// of it (the same packet, or the first copy of one whose bytes a transport stream
+    /// repeats from inside it, cut short where the repeat starts), or it is the start of one
+    /// of them, where it is short enough to tell. (A part's first frame may begin with the
+    /// same bytes as the last part's keyframe: the same parameter sets, a picture repeated;
+    /// it is decoded at another time.)
+    pub(super) fn holds(&self, packet: &Packet, tb: Rational) -> bool {
         let data = packet.data().unwrap_or_default();
-        self.0.iter().any(|kept| {
-            let n = kept.len().min(data.len());
-            kept[..n] == data[..n]
+        let decoded = TimestampSplicer::decoded_own_us(packet, tb);
+        let same_time = |kept: &Kept| match (kept.decoded_us, decoded) {
+            (Some(k), Some(d)) => (k - d).abs() <= 1_000,
+            _ => true,
+        };
+        let mut at_same_time = self.0.iter().filter(|k| same_time(k));
+        at_same_time.any(|kept| match kept.len <= data.len() {
+            true => hash_of(&data[..kept.len]) == kept.hash,
+            false => data.len() <= PREFIX_BYTES && kept.prefix[..data.len()] == *data,
         })
     }
 }
@@ -85,7 +115,7 @@ impl TimestampSplicer {
         let in_line = place.last_pes.is_some_and(|(_, in_line)| in_line);
         let fresh = !place.after_reset && place.last_length_us > 0 && in_line;
         let near = decoded_us <= last && decoded_us >= last - OFF_THE_LINE_US;
-        if !fresh || !near || self.recent.get(stream)?.holds(packet) {
+        if !fresh || !near || self.recent.get(stream)?.holds(packet, tb) {
             return None;
         }
         Some(last + place.last_length_us - decoded_us)

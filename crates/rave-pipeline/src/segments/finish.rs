@@ -224,14 +224,21 @@ pub fn decode_stats_of<'a>(
 }
 
 /// What the run says of streams whose timestamps stepped back into their own last packets
-/// where parts join (each moved on by its overlap): how often, the first, and how far a
-/// stream was moved at most (a stream moved alone plays that much later against the
-/// others). `None` where none did.
+/// where parts join, no seam showing in the file's bytes (FFmpeg's concat demuxer writing
+/// MPEG-TS): each was moved on by its overlap alone, and plays that much later against the
+/// others from there; said with the most a stream was moved in all. `None` where none was.
 pub fn step_back_warning(steps: &[rave_ffmpeg::StepBack]) -> Option<String> {
     let first = steps.first()?;
-    let most = steps.iter().map(|s| s.by_s).fold(0.0, f64::max);
+    let mut totals = std::collections::BTreeMap::new();
+    for s in steps {
+        *totals.entry(s.stream).or_insert(0.0) += s.by_s;
+    }
+    let (stream, total) = totals
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("a step");
     Some(format!(
-        "the input's timestamps step back into their own last packets {} time(s) where parts join, first at {:.3} s (stream #{}, by {:.3} s): each such stream plays on from its last packet, moved on by at most {most:.3} s, every frame and packet kept",
+        "the input's timestamps step back where parts join {} time(s), first at {:.3} s (stream #{} overlaps its own last packets by {:.3} s): each such stream was moved on by its overlap, every frame and packet kept; stream #{stream} plays {total:.3} s later against the others by the end",
         steps.len(),
         first.at_s,
         first.stream,
@@ -263,4 +270,20 @@ pub fn done_prefix(manifest: &Manifest, work: &WorkFolder) -> (Vec<(PathBuf, Opt
         }
     }
     (files, frames)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rave_ffmpeg::StepBack;
+
+    #[test]
+    fn the_step_warning_gives_the_most_a_stream_moved_in_all() {
+        assert_eq!(step_back_warning(&[]), None);
+        let step = |stream, at_s, by_s| StepBack { stream, at_s, by_s };
+        let w = step_back_warning(&[step(1, 4.6, 0.029), step(2, 5.0, 0.01), step(1, 7.9, 0.031)])
+            .unwrap();
+        assert!(w.contains("3 time(s), first at 4.600 s (stream #1"), "{w}");
+        assert!(w.contains("stream #1 plays 0.060 s later"), "{w}");
+    }
 }

@@ -10,7 +10,10 @@ use rave_core::error::{EngineError, Result};
 
 use crate::decoded::StepBack;
 use crate::splice::TimestampSplicer;
+use crate::ts_seams::TsSeams;
 use crate::{input, sys};
+
+mod joins;
 
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
@@ -40,6 +43,10 @@ pub struct Demuxer {
     resets: Vec<f64>,
     /// Where a stream's timestamps stepped back into its own last packets.
     steps: Vec<StepBack>,
+    /// Where new transport streams start in the file's bytes (MPEG-TS only).
+    seams: Option<TsSeams>,
+    /// Which streams are video.
+    video_streams: Vec<bool>,
     /// Whether the reading was moved (`seek_video`): it starts where the stream's packets
     /// before are not read, and no step back is judged (a file is cut into parts only
     /// where its whole reading found none).
@@ -93,6 +100,14 @@ impl Demuxer {
             })
             .collect();
         let splicer = TimestampSplicer::new(watched, sys::timestamps_may_restart(&input));
+        let video_streams = input
+            .streams()
+            .map(|s| s.parameters().medium() == ffmpeg_next::media::Type::Video)
+            .collect();
+        let seams = match input.format().name().split(',').any(|f| f == "mpegts") {
+            true => TsSeams::open(path),
+            false => None,
+        };
         let demuxer = Self {
             path: path.to_path_buf(),
             input,
@@ -101,6 +116,8 @@ impl Demuxer {
             splicer,
             resets: Vec::new(),
             steps: Vec::new(),
+            seams,
+            video_streams,
             sought: false,
             unplaced: VecDeque::new(),
             handed_out: 0,
@@ -155,6 +172,12 @@ impl Demuxer {
             return Some(packet);
         };
         self.handed_out += 1;
+        // The first packet of a part joined on at a seam of the file's bytes, the part
+        // overlapping the one before: the part moves on as a whole.
+        if let Some((seam, shift)) = self.part_at_seam(&packet, &mut on_error) {
+            self.resets.push(self.splicer.splice_at_seam(shift, seam));
+            self.last_restart = Some(self.handed_out);
+        }
         // A stream that restarts soon after another did catches up with the same splice.
         let catches_up = self
             .last_restart
@@ -365,41 +388,6 @@ impl Demuxer {
             (Some(&first), Some(frame)) => first - frame,
             _ => decoded,
         })
-    }
-
-    /// How far (microseconds) `packet` (timestamps in `tb`) steps back into its stream's
-    /// last packets (`TimestampSplicer::steps_back`), where its stream's next PES (its next
-    /// packet with a byte position of its own, within [`RESTART_LOOKAHEAD`] packets) goes on
-    /// from it: starts where its PES's frames end, closer to that than to where they would
-    /// end had the stream gone on in step (a damaged header moves one PES; the next comes
-    /// back to the old line). `None` where it does not step back, or nothing confirms it.
-    fn join_overlap_us(
-        &mut self,
-        packet: &Packet,
-        tb: Rational,
-        on_error: &mut impl FnMut(&ffmpeg_next::Error),
-    ) -> Option<i64> {
-        if self.sought {
-            return None;
-        }
-        let by = self.splicer.steps_back(packet, tb)?;
-        let own = TimestampSplicer::length_us(packet, tb);
-        let mut run_end = TimestampSplicer::decoded_own_us(packet, tb)? + own;
-        let mut i = 0;
-        while self.read_ahead_to(i, on_error) {
-            let p = &self.unplaced[i];
-            i += 1;
-            if p.stream() != packet.stream() {
-                continue;
-            }
-            let decoded = TimestampSplicer::decoded_own_us(p, tb)?;
-            if p.position() < 0 || p.position() == packet.position() {
-                run_end = run_end.max(decoded + TimestampSplicer::length_us(p, tb));
-                continue;
-            }
-            return (own > 0 && (decoded - run_end).abs() < by / 2).then_some(by);
-        }
-        None
     }
 
     /// Whether packet `i` of those read ahead is there, reading on to it where it is not

@@ -1,0 +1,51 @@
+//! A join found from the file's bytes (`crate::ts_seams::TsSeams`): the part that starts
+//! there is moved on as a whole by how far its streams overlap the part before, so each
+//! keeps its place against the others (moving one stream alone, by its own overlap, would
+//! put its sound later against its picture at every join, 45 ms more each time).
+
+use ffmpeg_next::{Packet, Rational};
+
+use super::TimestampSplicer;
+
+impl TimestampSplicer {
+    /// Whether stream `index` can show a join (video, audio, subtitles).
+    pub fn watches(&self, index: usize) -> bool {
+        self.enabled && self.watched.get(index) == Some(&true)
+    }
+
+    /// Where `packet` (timestamps in `tb`) would be shown on the timeline as the first of a
+    /// part placed by the shift so far (its stream's extra shift left out: a new part
+    /// starts without one), microseconds.
+    pub fn part_start_us(&self, packet: &Packet, tb: Rational) -> Option<i64> {
+        Some(Self::shown_us(packet, tb)? + self.offset_us)
+    }
+
+    /// Where stream `index`'s packets placed so far end on the timeline, microseconds.
+    pub fn stream_end_us(&self, index: usize) -> Option<i64> {
+        self.streams.get(index)?.end_us
+    }
+
+    /// Whether `packet` (timestamps in `tb`) is one of its stream's last packets again,
+    /// whole or cut short (`step_back::Recent::holds`): repeated data, no new part.
+    pub fn repeats(&self, packet: &Packet, tb: Rational) -> bool {
+        self.recent
+            .get(packet.stream())
+            .is_some_and(|r| r.holds(packet, tb))
+    }
+
+    /// A new part starts at byte `seam_pos`: its packets (those read from there on) are
+    /// moved on by `shift_us` more, each stream without an extra shift of its own; the last
+    /// packets of the part before, handed out later, keep that part's. Where the timeline
+    /// was, seconds.
+    pub fn splice_at_seam(&mut self, shift_us: i64, seam_pos: i64) -> f64 {
+        let at = self.file_end_us().unwrap_or(0);
+        self.before_reset = Some((self.offset_us, seam_pos));
+        self.offset_us += shift_us;
+        for s in &mut self.streams {
+            s.extra_before_us = s.extra_us;
+            s.extra_us = 0;
+            s.after_reset = true;
+        }
+        at as f64 / 1e6
+    }
+}

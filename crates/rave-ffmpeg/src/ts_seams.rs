@@ -1,0 +1,187 @@
+//! `TsSeams`: where a new transport stream starts inside an MPEG-TS file, found from its
+//! bytes ahead of the packets FFmpeg hands out. `cat a.ts b.ts` joins two streams whose
+//! muxers each started every PID's 4-bit continuity counter at 0: at the seam the PAT's
+//! (PID 0) counter and another PID's break to 0 within a few transport packets of each
+//! other (the next stream's tables, SDT, PAT, PMT, then its first PES). The demuxer places
+//! the part that starts there as a whole (`Demuxer::next_packet`): where its clock
+//! overlaps the part before a little, each stream's picture-to-sound offset is kept.
+//! A counter of 15 going on to 0 is no break (one join in sixteen shows no seam, and is
+//! judged by its timestamps alone).
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+/// Bytes of one transport packet.
+const PACKET: u64 = 188;
+/// Transport packets within which the PAT's break to 0 and another PID's make a new
+/// stream's start (its muxer writes its tables one after another).
+const FRESH_TABLES_PACKETS: u64 = 16;
+/// The PID of stuffing packets, whose counter means nothing.
+const NULL_PID: u16 = 0x1FFF;
+
+/// The seams of one MPEG-TS file, scanned from its start as far as asked.
+pub struct TsSeams {
+    reader: BufReader<File>,
+    /// The byte offset of the next transport packet to look at.
+    scanned: u64,
+    /// Whether the file's end (or an unreadable byte) was reached.
+    done: bool,
+    /// Each PID's last continuity counter.
+    counters: HashMap<u16, u8>,
+    /// Where the PAT's counter, and another PID's, last broke to 0.
+    pat_to_zero: Option<u64>,
+    other_to_zero: Option<u64>,
+    /// Seams found and not yet taken, in byte order.
+    found: VecDeque<u64>,
+}
+
+impl TsSeams {
+    /// A scanner of the file at `path`, where it is made of 188-byte transport packets
+    /// (a sync byte at its start and 188 bytes on); `None` otherwise, or where it cannot
+    /// be opened.
+    pub fn open(path: &Path) -> Option<Self> {
+        let mut file = File::open(path).ok()?;
+        let mut head = [0u8; PACKET as usize + 1];
+        file.read_exact(&mut head).ok()?;
+        if head[0] != 0x47 || head[PACKET as usize] != 0x47 {
+            return None;
+        }
+        Some(Self {
+            reader: BufReader::with_capacity(1 << 20, File::open(path).ok()?),
+            scanned: 0,
+            done: false,
+            counters: HashMap::new(),
+            pat_to_zero: None,
+            other_to_zero: None,
+            found: VecDeque::new(),
+        })
+    }
+
+    /// The last seam at or before byte `pos` not taken yet (those before it are taken
+    /// too: a packet after them was handed out first), scanning the file that far.
+    pub fn take_up_to(&mut self, pos: u64) -> Option<u64> {
+        let far = pos + PACKET * FRESH_TABLES_PACKETS;
+        while !self.done && self.scanned <= far {
+            self.scan_one();
+        }
+        let mut last = None;
+        while self.found.front().is_some_and(|&s| s <= pos) {
+            last = self.found.pop_front();
+        }
+        last
+    }
+
+    /// Look at the next transport packet's header (finding the next sync byte where the
+    /// packet does not start with one: damage).
+    fn scan_one(&mut self) {
+        let mut packet = [0u8; PACKET as usize];
+        if self.reader.read_exact(&mut packet).is_err() {
+            self.done = true;
+            return;
+        }
+        let at = self.scanned;
+        if packet[0] != 0x47 {
+            let skip = packet[1..]
+                .iter()
+                .position(|&b| b == 0x47)
+                .map_or(PACKET, |i| i as u64 + 1);
+            self.scanned += skip;
+            if self
+                .reader
+                .seek_relative(skip as i64 - PACKET as i64)
+                .is_err()
+            {
+                self.done = true;
+            }
+            return;
+        }
+        self.scanned += PACKET;
+        self.on_header(at, [packet[1], packet[2], packet[3]]);
+    }
+
+    /// A transport packet at byte `at` whose header bytes after the sync byte are `h`.
+    fn on_header(&mut self, at: u64, h: [u8; 3]) {
+        let pid = u16::from(h[0] & 0x1F) << 8 | u16::from(h[1]);
+        let (has_payload, counter) = (h[2] & 0x10 != 0, h[2] & 0x0F);
+        if pid == NULL_PID || !has_payload {
+            return;
+        }
+        let last = self.counters.insert(pid, counter);
+        let to_zero = counter == 0 && last.is_some_and(|c| c != 15 && c != 0);
+        if !to_zero {
+            return;
+        }
+        match pid {
+            0 => self.pat_to_zero = Some(at),
+            _ => self.other_to_zero = Some(at),
+        }
+        if let (Some(pat), Some(other)) = (self.pat_to_zero, self.other_to_zero)
+            && pat.abs_diff(other) <= PACKET * FRESH_TABLES_PACKETS
+        {
+            self.found.push_back(pat.min(other));
+            self.pat_to_zero = None;
+            self.other_to_zero = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transport packet of `pid` with counter `cc` (and a payload).
+    fn ts(pid: u16, cc: u8) -> Vec<u8> {
+        let mut p = vec![0xFF; PACKET as usize];
+        p[..4].copy_from_slice(&[0x47, (pid >> 8) as u8, pid as u8, 0x10 | cc]);
+        p
+    }
+
+    /// A stream of `n` packets of PAT, PMT (4096) and video (256) in turn, counters from 0.
+    fn stream(n: usize) -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| {
+                let pid = [0, 4096, 256][i % 3];
+                ts(pid, (i / 3 % 16) as u8)
+            })
+            .collect()
+    }
+
+    fn seams_of(bytes: &[u8]) -> Vec<u64> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.ts");
+        std::fs::write(&path, bytes).unwrap();
+        let mut s = TsSeams::open(&path).unwrap();
+        std::iter::from_fn(|| s.take_up_to(bytes.len() as u64)).collect()
+    }
+
+    #[test]
+    fn a_second_stream_joined_on_is_a_seam_at_its_first_table() {
+        let first = stream(45);
+        let joined = [first.clone(), stream(30)].concat();
+        assert_eq!(seams_of(&joined), vec![first.len() as u64]);
+        assert_eq!(seams_of(&first), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn a_counter_going_on_from_15_or_one_pid_broken_is_no_seam() {
+        // 48 packets: every PID's last counter is 15, the next stream's 0 goes on from it.
+        let joined = [stream(48), stream(30)].concat();
+        assert_eq!(seams_of(&joined), Vec::<u64>::new());
+        // Only the video PID's counter breaks to 0 (a lost packet): no seam.
+        let mut damaged = stream(45);
+        damaged.extend([ts(256, 0), ts(0, 15), ts(4096, 15)].concat());
+        assert_eq!(seams_of(&damaged), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn bytes_lost_between_packets_are_skipped() {
+        let first = stream(45);
+        let mut bytes = first[..1000].to_vec();
+        bytes.extend(&first[1100..]);
+        let seam = bytes.len() as u64;
+        bytes.extend(stream(30));
+        assert_eq!(seams_of(&bytes), vec![seam]);
+    }
+}
