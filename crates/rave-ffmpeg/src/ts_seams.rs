@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
 /// Bytes of one transport packet.
@@ -20,10 +20,15 @@ const PACKET: u64 = 188;
 const FRESH_TABLES_PACKETS: u64 = 16;
 /// The PID of stuffing packets, whose counter means nothing.
 const NULL_PID: u16 = 0x1FFF;
+/// Bytes read from the file at a time.
+const CHUNK: usize = 1 << 20;
 
 /// The seams of one MPEG-TS file, scanned from its start as far as asked.
 pub struct TsSeams {
-    reader: BufReader<File>,
+    file: File,
+    /// Bytes read and not yet looked at all, from byte `buf_start` of the file on.
+    buf: Vec<u8>,
+    buf_start: u64,
     /// The byte offset of the next transport packet to look at.
     scanned: u64,
     /// Whether the file's end (or an unreadable byte) was reached.
@@ -49,7 +54,9 @@ impl TsSeams {
             return None;
         }
         Some(Self {
-            reader: BufReader::with_capacity(1 << 20, File::open(path).ok()?),
+            file: File::open(path).ok()?,
+            buf: Vec::new(),
+            buf_start: 0,
             scanned: 0,
             done: false,
             counters: HashMap::new(),
@@ -64,7 +71,7 @@ impl TsSeams {
     pub fn take_up_to(&mut self, pos: u64) -> Option<u64> {
         let far = pos + PACKET * FRESH_TABLES_PACKETS;
         while !self.done && self.scanned <= far {
-            self.scan_one();
+            self.scan_chunk(far);
         }
         let mut last = None;
         while self.found.front().is_some_and(|&s| s <= pos) {
@@ -73,32 +80,34 @@ impl TsSeams {
         last
     }
 
-    /// Look at the next transport packet's header (finding the next sync byte where the
-    /// packet does not start with one: damage).
-    fn scan_one(&mut self) {
-        let mut packet = [0u8; PACKET as usize];
-        if self.reader.read_exact(&mut packet).is_err() {
-            self.done = true;
-            return;
-        }
-        let at = self.scanned;
-        if packet[0] != 0x47 {
-            let skip = packet[1..]
-                .iter()
-                .position(|&b| b == 0x47)
-                .map_or(PACKET, |i| i as u64 + 1);
-            self.scanned += skip;
-            if self
-                .reader
-                .seek_relative(skip as i64 - PACKET as i64)
-                .is_err()
-            {
+    /// Look at the transport packets' headers from `scanned` on, as far as `far` or the
+    /// bytes read (reading more where fewer than a packet are left); a packet that does
+    /// not start with the sync byte is damage, and the next sync byte is looked for.
+    fn scan_chunk(&mut self, far: u64) {
+        let mut i = (self.scanned - self.buf_start) as usize;
+        if self.buf.len() < i + PACKET as usize {
+            self.buf.drain(..i.min(self.buf.len()));
+            self.buf_start = self.scanned;
+            let old = self.buf.len();
+            self.buf.resize(old + CHUNK, 0);
+            let read = self.file.read(&mut self.buf[old..]).unwrap_or(0);
+            self.buf.truncate(old + read);
+            if read == 0 {
                 self.done = true;
+                return;
             }
-            return;
+            i = 0;
         }
-        self.scanned += PACKET;
-        self.on_header(at, [packet[1], packet[2], packet[3]]);
+        while i + PACKET as usize <= self.buf.len() && self.buf_start + i as u64 <= far {
+            if self.buf[i] != 0x47 {
+                i += 1;
+                continue;
+            }
+            let header = [self.buf[i + 1], self.buf[i + 2], self.buf[i + 3]];
+            self.on_header(self.buf_start + i as u64, header);
+            i += PACKET as usize;
+        }
+        self.scanned = self.buf_start + i as u64;
     }
 
     /// A transport packet at byte `at` whose header bytes after the sync byte are `h`.

@@ -27,27 +27,32 @@ use super::{OFF_THE_LINE_US, TimestampSplicer};
 /// new one: more than a PES's frames or a B-frame reordering.
 const RECENT_PACKETS: usize = 32;
 
+/// Bytes of a packet's start hashed: two different frames differ well within them
+/// (headers, the first coefficients), and hashing every byte of every packet read would
+/// cost a pass over the whole file.
+const HASHED_BYTES: usize = 4096;
+
 /// Bytes of a packet's start kept as they are (for a packet shorter than one kept).
 const PREFIX_BYTES: usize = 64;
 
 /// One packet kept: its decode time on its own clock (microseconds), its length, a hash
-/// of its bytes, its first bytes.
+/// of its first bytes, its first bytes.
 #[derive(Debug, Clone)]
 struct Kept {
     decoded_us: Option<i64>,
     len: usize,
     hash: u64,
-    prefix: Vec<u8>,
+    prefix: [u8; PREFIX_BYTES],
 }
 
 /// The bytes of a stream's last packets.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Recent(VecDeque<Kept>);
 
-/// A hash of `data`.
+/// A hash of the first [`HASHED_BYTES`] of `data`.
 fn hash_of(data: &[u8]) -> u64 {
     let mut h = DefaultHasher::new();
-    h.write(data);
+    h.write(&data[..data.len().min(HASHED_BYTES)]);
     h.finish()
 }
 
@@ -58,21 +63,25 @@ impl Recent {
             self.0.pop_front();
         }
         let data = packet.data().unwrap_or_default();
+        let mut prefix = [0; PREFIX_BYTES];
+        let n = data.len().min(PREFIX_BYTES);
+        prefix[..n].copy_from_slice(&data[..n]);
         self.0.push_back(Kept {
             decoded_us: TimestampSplicer::decoded_own_us(packet, tb),
             len: data.len(),
             hash: hash_of(data),
-            prefix: data[..data.len().min(PREFIX_BYTES)].to_vec(),
+            prefix,
         });
     }
 
     /// Whether `packet` (timestamps in `tb`) is one of the last packets again, whole or cut
     /// short: decoded at the same time (within a millisecond), and one of them is the start
     /// of it (the same packet, or the first copy of one whose bytes a transport stream
-    /// repeats from inside it, cut short where the repeat starts), or it is the start of one
-    /// of them, where it is short enough to tell. (A part's first frame may begin with the
-    /// same bytes as the last part's keyframe: the same parameter sets, a picture repeated;
-    /// it is decoded at another time.)
+    /// repeats from inside it, cut short where the repeat starts; judged by their first
+    /// [`HASHED_BYTES`]), or it is the start of one of them, where it is short enough to
+    /// tell. (A part's first frame may begin with the same bytes as the last part's
+    /// keyframe: the same parameter sets, a picture repeated; it is decoded at another
+    /// time.)
     pub(super) fn holds(&self, packet: &Packet, tb: Rational) -> bool {
         let data = packet.data().unwrap_or_default();
         let decoded = TimestampSplicer::decoded_own_us(packet, tb);
