@@ -7,6 +7,7 @@
 //! dropped"), and `--allow-corrupt` lost audio packets or frames of good parts.
 
 mod common;
+mod corpus;
 
 use common::*;
 use std::path::{Path, PathBuf};
@@ -178,4 +179,67 @@ fn a_concat_of_parts_written_as_ts_keeps_every_packet() {
     let out = dir.path().join("out.mkv");
     let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &[]);
     assert_complete(&o, &input, &out, "concat");
+}
+
+/// A join whose second part lost its first audio TS packet (the start of its first PES):
+/// that PID's counter breaks to 1 at the seam, where every other starts at 0. Refused as
+/// damage (exit 3). (The first break of each PID at a seam was forgiven whatever its value:
+/// exit 0 "every frame and packet kept", 14 audio packets short.)
+#[test]
+fn a_packet_lost_at_a_seam_is_damage() {
+    let dir = scratch();
+    let first = part(dir.path(), "first.ts", ("3", "0"), &x264("0"));
+    let second = part(dir.path(), "second.ts", ("3", "2.5"), &x264("0"));
+    let input = cat(dir.path(), &[&first, &second]);
+    let data = std::fs::read(&input).unwrap();
+    let seam = std::fs::metadata(&first).unwrap().len() as usize;
+    let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
+    let at = *audio.iter().find(|&&at| at > seam).unwrap() / 188 * 188;
+    let damaged = dir.path().join("damaged.ts");
+    std::fs::write(&damaged, [&data[..at], &data[at + 188..]].concat()).unwrap();
+    let o = upscale(
+        &damaged,
+        &dir.path().join("out.mkv"),
+        &fixture("nearest_x2.onnx"),
+        &[],
+    );
+    assert_exit(&o, 3);
+    assert!(
+        stderr(&o).contains("Continuity check failed"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Parts written with other transport PIDs joined on (other start PIDs, then other stream
+/// IDs): FFmpeg meets the later parts' streams only past its probe. A clear refusal naming
+/// them (exit 3), no crash. (An index past the streams known at opening panicked, exit 1.)
+#[test]
+fn parts_with_other_pids_are_refused_clearly() {
+    let dir = scratch();
+    let first = part(dir.path(), "first.ts", ("3", "0"), &x264("2"));
+    let mut other = x264("2").to_vec();
+    other.extend([
+        "-mpegts_start_pid",
+        "0x200",
+        "-mpegts_pmt_start_pid",
+        "0x1500",
+    ]);
+    let second = part(dir.path(), "second.ts", ("2", "2.3"), &other);
+    let mut ids = x264("2").to_vec();
+    ids.extend(["-streamid", "0:0x300", "-streamid", "1:0x280"]);
+    let third = part(dir.path(), "third.ts", ("2", "4"), &ids);
+    let input = cat(dir.path(), &[&first, &second, &third]);
+    let o = upscale(
+        &input,
+        &dir.path().join("out.mkv"),
+        &fixture("nearest_x2.onnx"),
+        &[],
+    );
+    assert_exit(&o, 3);
+    assert!(
+        stderr(&o).contains("appears only after the start"),
+        "{}",
+        stderr(&o)
+    );
 }

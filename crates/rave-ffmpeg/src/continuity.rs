@@ -8,7 +8,8 @@
 //! and another PID's break "got 0" within a few packets of each other. A continuity error
 //! or corrupt packet is held for a while before it counts as damage: the first one of each
 //! kind and PID within [`SEAM_READS`] packet reads of a restart or of such fresh tables
-//! belongs to the join and is forgiven; any other counts.
+//! belongs to the join and is forgiven (at fresh tables, only a break to 0: one to another
+//! value lost the new stream's first packets of that PID); any other counts.
 
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
@@ -37,6 +38,8 @@ struct Pending {
     read: u64,
     pid: Option<u32>,
     kind: Kind,
+    /// Whether the counter broke to 0 (a continuity error).
+    to_zero: bool,
     text: String,
 }
 
@@ -83,7 +86,8 @@ impl SeamForgiveness {
         self.reads += 1;
         for text in logged {
             let pid = pid_of(&text);
-            if got_of(&text) == Some(0) {
+            let to_zero = got_of(&text) == Some(0);
+            if to_zero {
                 match pid {
                     Some(0) => self.pat_to_zero = Some(self.reads),
                     Some(_) => self.other_to_zero = Some(self.reads),
@@ -99,6 +103,7 @@ impl SeamForgiveness {
                 read: self.reads,
                 pid,
                 kind: Kind::Continuity,
+                to_zero,
                 text,
             });
         }
@@ -112,6 +117,7 @@ impl SeamForgiveness {
             read: self.reads,
             pid,
             kind: Kind::Corrupt,
+            to_zero: false,
             text,
         });
         self.settle(false);
@@ -161,7 +167,11 @@ impl SeamForgiveness {
                 .iter_mut()
                 .filter(|s| s.at.abs_diff(read) <= SEAM_READS)
                 .min_by_key(|s| (s.at > read, s.at.abs_diff(read)));
+            // At a new stream's fresh tables every counter starts at 0: one that breaks to
+            // another value lost the new stream's first packets of its PID.
+            let lost_first = front.kind == Kind::Continuity && !front.to_zero;
             let forgiven = match (seam, front.pid) {
+                (Some(seam), _) if seam.tables && lost_first => false,
                 (Some(seam), Some(pid)) => seam.forgiven.insert((pid, front.kind)),
                 _ => false,
             };
@@ -258,6 +268,11 @@ mod tests {
         s.on_restart();
         s.on_read(vec![to_zero(256)]);
         assert_eq!(s.errors(true), 1);
+        // A PID whose counter breaks to 2 at the fresh tables lost its first packets.
+        let mut lost = SeamForgiveness::default();
+        lost.on_read(vec![to_zero(17), to_zero(0), to_zero(4096)]);
+        lost.on_read(vec![to_zero(256), cc(257).replace("got 0", "got 2")]);
+        assert_eq!(lost.errors(true), 1);
         // Counters broken to other values, or the PAT's alone, are no new stream.
         let mut s = SeamForgiveness::default();
         let to_three = |pid: u32| cc(pid).replace("got 0", "got 3");

@@ -37,7 +37,9 @@ impl Demuxer {
             let p = &self.unplaced[i];
             i += 1;
             let s = p.stream();
-            if seen[s] || (p.position() as i64) < seam || !self.splicer.judges(s) {
+            // (A stream FFmpeg added past its probe has no place: none is judged.)
+            let unseen = seen.get(s) == Some(&false);
+            if !unseen || (p.position() as i64) < seam || !self.splicer.judges(s) {
                 continue;
             }
             seen[s] = true;
@@ -71,12 +73,67 @@ impl Demuxer {
         if self.splicer.repeats(first, tb) {
             return None;
         }
-        let own = TimestampSplicer::length_us(first, tb);
-        let off = self.next_pes_offset_us(first, next_from, tb, on_error)?;
-        if own <= 0 || off.abs() > (own / 2).max(2_000) {
+        if !self.next_pes_goes_on(first, next_from, tb, on_error)? {
             return None;
         }
         Some(end - self.splicer.part_start_us(first, tb)?)
+    }
+
+    /// Whether the next PES of `packet`'s stream (read ahead, from index `from` on) starts
+    /// where `packet`'s PES ends, within half a packet (`Demuxer::next_pes_offset_us`): it
+    /// goes on from it, where after a damaged header it comes back to the old line. `None`
+    /// where none is found (or `packet`'s length is unknown).
+    pub(super) fn next_pes_goes_on(
+        &mut self,
+        packet: &Packet,
+        from: usize,
+        tb: Rational,
+        on_error: &mut impl FnMut(&ffmpeg_next::Error),
+    ) -> Option<bool> {
+        let own = TimestampSplicer::length_us(packet, tb);
+        let off = self.next_pes_offset_us(packet, from, tb, on_error)?;
+        (own > 0).then_some(off.abs() <= (own / 2).max(2_000))
+    }
+
+    /// Put back `packet` (timestamps in `tb`) where it is a stream's first PES of a new part
+    /// (or a frame of one) whose next PES does not go on from it: its header is damaged.
+    /// Placed as it is, it would move its stream (kept after its own last packet, the rest
+    /// of the part's sound seconds late). It is moved to end where the next PES starts, and
+    /// said (`Demuxer::repaired`): the integrity checks count it as damage.
+    pub(super) fn repair_part_start(
+        &mut self,
+        packet: &mut Packet,
+        tb: Rational,
+        on_error: &mut impl FnMut(&ffmpeg_next::Error),
+    ) {
+        let stream = packet.stream();
+        if let Some((s, by)) = self.repairing {
+            if s == stream && packet.position() < 0 {
+                TimestampSplicer::move_packet(packet, by, tb);
+                return;
+            }
+            if s == stream {
+                self.repairing = None;
+            }
+        }
+        let first = self.splicer.starts_part(stream) && !self.splicer.of_part_before(packet, tb);
+        if !first || packet.position() < 0 {
+            return;
+        }
+        let own = TimestampSplicer::length_us(packet, tb);
+        let Some(off) = self.next_pes_offset_us(packet, 0, tb, on_error) else {
+            return;
+        };
+        if own <= 0 || off.abs() <= (own / 2).max(2_000) {
+            return;
+        }
+        let at = TimestampSplicer::decoded_own_us(packet, tb).unwrap_or(0) as f64 / 1e6;
+        TimestampSplicer::move_packet(packet, off, tb);
+        self.repairing = Some((stream, off));
+        self.repaired.push(format!(
+            "stream #{stream}: the first packet of a joined part, at {at:.3} s on its own clock, is {:.3} s off the packets after it: it is damaged, so the packet is put back before them",
+            off.abs() as f64 / 1e6
+        ));
     }
 
     /// How far (microseconds) `packet` (timestamps in `tb`) steps back into its stream's

@@ -43,6 +43,12 @@ pub struct Demuxer {
     resets: Vec<f64>,
     /// Where a stream's timestamps stepped back into its own last packets.
     steps: Vec<StepBack>,
+    /// The stream whose first PES of a new part was put back, and by how much
+    /// (microseconds): the frames FFmpeg split it into (no byte position of their own) move
+    /// with it.
+    repairing: Option<(usize, i64)>,
+    /// What was said of each such PES.
+    repaired: Vec<String>,
     /// Where new transport streams start in the file's bytes (MPEG-TS only).
     seams: Option<TsSeams>,
     /// Which streams are video.
@@ -116,6 +122,8 @@ impl Demuxer {
             splicer,
             resets: Vec::new(),
             steps: Vec::new(),
+            repairing: None,
+            repaired: Vec::new(),
             seams,
             video_streams,
             sought: false,
@@ -151,6 +159,11 @@ impl Demuxer {
         &self.resets
     }
 
+    /// The damaged first PES of joined parts put back so far, each as said.
+    pub fn repaired(&self) -> &[String] {
+        &self.repaired
+    }
+
     /// Where a stream's timestamps stepped back so far, and it was moved on.
     pub fn timestamp_steps(&self) -> &[StepBack] {
         &self.steps
@@ -172,6 +185,7 @@ impl Demuxer {
             return Some(packet);
         };
         self.handed_out += 1;
+        self.repair_part_start(&mut packet, tb, &mut on_error);
         // The first packet of a part joined on at a seam of the file's bytes, the part
         // overlapping the one before: the part moves on as a whole.
         if let Some((seam, shift)) = self.part_at_seam(&packet, &mut on_error) {
@@ -195,7 +209,11 @@ impl Demuxer {
             return Some(packet);
         }
         let candidate = self.splicer.shows_reset(&packet, tb) && !catches_up;
-        let restart = candidate && self.restart_confirmed(&packet, tb, &mut on_error);
+        // A restart shown by a packet whose next PES does not go on from it is shown by a
+        // damaged one (the part's first PES, its header damaged): the next packets show it.
+        let restart = candidate
+            && self.restart_confirmed(&packet, tb, &mut on_error)
+            && self.next_pes_goes_on(&packet, 0, tb, &mut on_error) != Some(false);
         // A stream stepping back into its own last packets where parts join, the others
         // going on (or a restart that they deny), plays on from them.
         if !restart
@@ -316,7 +334,8 @@ impl Demuxer {
     /// on in step with their stream, which the part before's last ones do) may be shown
     /// earlier, as a part's sound a fraction of a second before its picture, whose PES
     /// comes first in the file, or an MPEG-PS part's picture, whose PES starts before the
-    /// sound that showed the restart. Ten seconds at most (a damaged timestamp). It is
+    /// sound that showed the restart. A first packet whose next PES does not go on from it
+    /// is damaged, and passed over. Ten seconds at most (a damaged timestamp). It is
     /// counted from `at`, where the restart is shown (its own presentation time, or
     /// [`Demuxer::corrected_restart_shown_us`]).
     fn part_lead_us(
@@ -347,8 +366,16 @@ impl Demuxer {
             if seen[s] || !self.splicer.judges(s) || self.splicer.continues(p, tb) {
                 continue;
             }
+            // A part's first packet starts a PES (the frames FFmpeg splits one into have no
+            // byte position of their own); one whose next PES does not go on from it is
+            // damaged: the stream's next PES is its first.
+            let first = p.clone();
+            if first.position() < 0 || self.next_pes_goes_on(&first, i, tb, on_error) == Some(false)
+            {
+                continue;
+            }
             seen[s] = true;
-            if let Some(shown) = TimestampSplicer::shown_us(p, tb) {
+            if let Some(shown) = TimestampSplicer::shown_us(&first, tb) {
                 lead = lead.max(at - shown);
             }
         }

@@ -186,6 +186,12 @@ impl IntegrityLedger {
         self.continuity.on_read(logged);
     }
 
+    /// The demuxer put back a damaged packet (`text` says which, and how): damage.
+    pub fn on_repaired(&mut self, text: &str) {
+        self.corrupt_packets += 1;
+        self.note(|| text.to_owned());
+    }
+
     /// The timestamps restarted at `at_s` (seconds of the spliced timeline, each); the
     /// latest restart showed at the packet read last.
     pub fn on_resets(&mut self, at_s: &[f64]) {

@@ -20,6 +20,24 @@ impl TimestampSplicer {
         Some(Self::shown_us(packet, tb)? + self.offset_us)
     }
 
+    /// Whether stream `index`'s next packet is its first of the part that began at the
+    /// latest restart.
+    pub fn starts_part(&self, index: usize) -> bool {
+        self.streams.get(index).is_some_and(|p| p.after_reset)
+    }
+
+    /// Whether `packet` (timestamps in `tb`) is one of the last packets of the part before
+    /// the latest restart, handed out after it (`before_reset_shift`).
+    pub fn of_part_before(&self, packet: &Packet, tb: Rational) -> bool {
+        self.before_reset_shift(packet, tb).is_some()
+    }
+
+    /// Move `packet`'s timestamps (in `tb`) by `by_us` on its own clock (a damaged one
+    /// put back).
+    pub fn move_packet(packet: &mut Packet, by_us: i64, tb: Rational) {
+        super::shift_packet(packet, by_us, tb);
+    }
+
     /// Where stream `index`'s packets placed so far end on the timeline, microseconds.
     pub fn stream_end_us(&self, index: usize) -> Option<i64> {
         self.streams.get(index)?.end_us
