@@ -211,6 +211,29 @@ fn a_packet_lost_at_a_seam_is_damage() {
     );
 }
 
+/// A second part written with other transport PIDs on the same PMT PID: FFmpeg lists its
+/// streams while opening but cannot read their parameters, so they are left out. Their
+/// packets are lost: refused as damage (exit 3), not "complete" with the part missing
+/// (exit 0, 75 of 150 frames, "the stream holds no data").
+#[test]
+fn a_part_whose_streams_cannot_be_read_is_not_dropped_silently() {
+    let dir = scratch();
+    let first = part(dir.path(), "first.ts", ("3", "0"), &x264("2"));
+    let mut other = x264("2").to_vec();
+    other.extend(["-mpegts_start_pid", "0x200"]);
+    let second = part(dir.path(), "second.ts", ("3", "2.3"), &other);
+    let input = cat(dir.path(), &[&first, &second]);
+    let o = upscale(
+        &input,
+        &dir.path().join("out.mkv"),
+        &fixture("nearest_x2.onnx"),
+        &[],
+    );
+    assert_exit(&o, 3);
+    let said = "has packets, but FFmpeg could not read its parameters";
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+}
+
 /// Parts written with other transport PIDs joined on (other start PIDs, then other stream
 /// IDs): FFmpeg meets the later parts' streams only past its probe. A clear refusal naming
 /// them (exit 3), no crash. (An index past the streams known at opening panicked, exit 1.)

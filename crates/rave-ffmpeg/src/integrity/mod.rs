@@ -109,12 +109,16 @@ impl IntegrityLedger {
         let avi = crate::declared::is_avi(&format);
         let declared_times = sys::durations_are_declared(input) && !avi;
         let phantoms = crate::flv_phantoms::phantom_streams(input, &format, video);
+        let unread = |index| {
+            crate::stream_plan::missing_parameters(sys::stream_params(input, index)).is_some()
+        };
         let streams = input
             .streams()
             .map(|s| {
                 let role = match s.parameters().medium() {
                     _ if s.index() == video => Role::Video,
                     _ if phantoms.contains(&s.index()) => Role::Phantom,
+                    Type::Audio | Type::Video if unread(s.index()) => Role::Unread,
                     Type::Audio => Role::Audio,
                     Type::Subtitle | Type::Video => Role::Other,
                     _ => Role::Ignored,
@@ -263,6 +267,19 @@ impl IntegrityLedger {
         match t.role {
             // Not copied (data streams): their packets' flags and timestamps lose nothing.
             Role::Ignored => return false,
+            // Packets of a stream left out for want of parameters: lost (said once).
+            Role::Unread => {
+                t.packets += 1;
+                if t.packets == 1 {
+                    self.corrupt_packets += 1;
+                    self.note(|| {
+                        format!(
+                            "stream #{index} has packets, but FFmpeg could not read its parameters while opening the file (parts joined with other transport PIDs, say): they are not in the output"
+                        )
+                    });
+                }
+                return false;
+            }
             // A damaged FLV tag: its bytes belong to the file's real stream of its kind.
             Role::Phantom => {
                 let at = packet.pts().unwrap_or(0) as f64 * t.unit_s - self.start_s;

@@ -17,6 +17,10 @@ pub(super) enum Role {
     Ignored,
     /// Made of damaged data (`flv_phantoms`): each packet is damage.
     Phantom,
+    /// Audio or video whose parameters FFmpeg could not read while opening the file, so
+    /// left out of the output: where it has packets after all (the parts of a join written
+    /// with other transport PIDs), they are lost, and that is damage.
+    Unread,
 }
 
 /// One stream's tally.
