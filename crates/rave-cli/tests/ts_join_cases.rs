@@ -235,18 +235,7 @@ fn a_damaged_first_sound_after_a_join_does_not_place_the_part() {
             err.contains("timestamps restart 1 time(s)"),
             "bit {bit}: {err}"
         );
-        for stream in ["v:0", "a:0"] {
-            let (got, clean) = (
-                sorted_packet_times(&out, stream, &[]),
-                sorted_packet_times(&want, stream, &[]),
-            );
-            assert_eq!(got.len(), clean.len(), "bit {bit}, {stream}");
-            let off = got.iter().zip(&clean).map(|(a, b)| (a - b).abs());
-            assert!(
-                off.fold(0.0, f64::max) < 0.015,
-                "bit {bit}, {stream}: {got:?}"
-            );
-        }
+        assert_times_as_clean(&out, &want, &format!("bit {bit}"));
     }
 }
 
@@ -283,16 +272,7 @@ fn a_damaged_first_sound_pes_after_a_join_is_put_back() {
             "{}",
             stderr(&o)
         );
-        for stream in ["v:0", "a:0"] {
-            let (got, clean) = (
-                sorted_packet_times(&out, stream, &[]),
-                sorted_packet_times(&want, stream, &[]),
-            );
-            assert_eq!(got.len(), clean.len(), "bit {bit}, {stream}");
-            let off = got.iter().zip(&clean).map(|(a, b)| (a - b).abs());
-            let most = off.fold(0.0, f64::max);
-            assert!(most < 0.015, "bit {bit}, {stream}: {most} s off");
-        }
+        assert_times_as_clean(&out, &want, &format!("bit {bit}"));
     }
 }
 
@@ -432,5 +412,20 @@ fn a_program_stream_join_is_one_restart() {
         let out = upscaled_after_one_restart(dir.path(), &input);
         let what = format!("delay {delay}");
         assert_second_part_in_sync(&out, (&first, 75), &second, (0.015, &what));
+    }
+}
+
+/// That `out` holds as many video frames and audio packets as `want` (the undamaged join's
+/// output), each within 15 ms of its time there.
+fn assert_times_as_clean(out: &Path, want: &Path, what: &str) {
+    for stream in ["v:0", "a:0"] {
+        let (got, clean) = (
+            sorted_packet_times(out, stream, &[]),
+            sorted_packet_times(want, stream, &[]),
+        );
+        assert_eq!(got.len(), clean.len(), "{what}, {stream}");
+        let off = got.iter().zip(&clean).map(|(a, b)| (a - b).abs());
+        let most = off.fold(0.0, f64::max);
+        assert!(most < 0.015, "{what}, {stream}: {most} s off");
     }
 }

@@ -197,18 +197,7 @@ fn a_packet_lost_at_a_seam_is_damage() {
     let at = *audio.iter().find(|&&at| at > seam).unwrap() / 188 * 188;
     let damaged = dir.path().join("damaged.ts");
     std::fs::write(&damaged, [&data[..at], &data[at + 188..]].concat()).unwrap();
-    let o = upscale(
-        &damaged,
-        &dir.path().join("out.mkv"),
-        &fixture("nearest_x2.onnx"),
-        &[],
-    );
-    assert_exit(&o, 3);
-    assert!(
-        stderr(&o).contains("Continuity check failed"),
-        "{}",
-        stderr(&o)
-    );
+    assert_refused_as_damaged(dir.path(), &damaged, "Continuity check failed");
 }
 
 /// A second part written with other transport PIDs on the same PMT PID: FFmpeg lists its
@@ -223,15 +212,8 @@ fn a_part_whose_streams_cannot_be_read_is_not_dropped_silently() {
     other.extend(["-mpegts_start_pid", "0x200"]);
     let second = part(dir.path(), "second.ts", ("3", "2.3"), &other);
     let input = cat(dir.path(), &[&first, &second]);
-    let o = upscale(
-        &input,
-        &dir.path().join("out.mkv"),
-        &fixture("nearest_x2.onnx"),
-        &[],
-    );
-    assert_exit(&o, 3);
     let said = "has packets, but FFmpeg could not read its parameters";
-    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+    assert_refused_as_damaged(dir.path(), &input, said);
 }
 
 /// Parts written with other transport PIDs joined on (other start PIDs, then other stream
@@ -253,16 +235,18 @@ fn parts_with_other_pids_are_refused_clearly() {
     ids.extend(["-streamid", "0:0x300", "-streamid", "1:0x280"]);
     let third = part(dir.path(), "third.ts", ("2", "4"), &ids);
     let input = cat(dir.path(), &[&first, &second, &third]);
+    assert_refused_as_damaged(dir.path(), &input, "appears only after the start");
+}
+
+/// `input` upscaled into `dir/out.mkv` with nothing else asked: refused as damaged (exit
+/// 3), saying `said`.
+fn assert_refused_as_damaged(dir: &Path, input: &Path, said: &str) {
     let o = upscale(
-        &input,
-        &dir.path().join("out.mkv"),
+        input,
+        &dir.join("out.mkv"),
         &fixture("nearest_x2.onnx"),
         &[],
     );
     assert_exit(&o, 3);
-    assert!(
-        stderr(&o).contains("appears only after the start"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
 }
