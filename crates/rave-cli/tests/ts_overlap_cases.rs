@@ -250,3 +250,21 @@ fn assert_refused_as_damaged(dir: &Path, input: &Path, said: &str) {
     assert_exit(&o, 3);
     assert!(stderr(&o).contains(said), "{}", stderr(&o));
 }
+
+/// The first part's last frame with its PTS 186 s ahead (bit 24) where a second part joins
+/// on: damage (exit 3), not a 186 s hole in the output (the join was placed after the
+/// damaged time, exit 0 with "4660 missing frame slots").
+#[test]
+fn a_damaged_last_frame_before_a_seam_is_damage() {
+    let dir = scratch();
+    let first = part(dir.path(), "first.ts", ("3", "0"), &x264("3"));
+    let second = part(dir.path(), "second.ts", ("3", "2.4"), &x264("3"));
+    let input = cat(dir.path(), &[&first, &second]);
+    let data = std::fs::read(&input).unwrap();
+    let seam = std::fs::metadata(&first).unwrap().len() as usize;
+    let video = corpus::pes_starts(&data, |id| id == 0xE0);
+    let last = *video.iter().rfind(|&&at| at < seam).unwrap();
+    let damaged = dir.path().join("damaged.ts");
+    std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, last, 24)).unwrap();
+    assert_refused_as_damaged(dir.path(), &damaged, "it is damaged");
+}

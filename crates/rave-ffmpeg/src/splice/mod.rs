@@ -385,7 +385,15 @@ impl StreamPlace {
     /// latest.
     fn advance(&mut self, packet: &Packet, at: i64, tb: Rational) {
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
-        let end_us = to_us(start + packet.duration().max(0), tb);
+        // A packet shown long after it is decoded has a damaged presentation time (the
+        // integrity checks judge it): the stream ends where it is decoded, else the next
+        // part would be placed after the damaged time (a frame of the part before 186 s
+        // ahead: a 186 s hole).
+        let shown = match TimestampSplicer::shown_in_step_us(packet, tb) {
+            Some(_) => start,
+            None => packet.dts().unwrap_or(start),
+        };
+        let end_us = to_us(shown + packet.duration().max(0), tb);
         self.end_us = Some(self.end_us.map_or(end_us, |e| e.max(end_us)));
         let decoded_us = to_us(packet.dts().unwrap_or(start), tb);
         let pos = packet.position() as i64;
