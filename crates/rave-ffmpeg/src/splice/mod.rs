@@ -36,6 +36,10 @@ const IN_STEP_US: i64 = 100_000;
 struct StreamPlace {
     /// Where its last packet ended, on the spliced timeline (microseconds).
     end_us: Option<i64>,
+    /// The same, a packet shown long after it is decoded ending where it is decoded: where
+    /// the part after it may start (a damaged presentation time of the part's last frame,
+    /// 186 s ahead, placed the next part after it: a 186 s hole).
+    end_in_step_us: Option<i64>,
     /// Its last packet's decode time (its presentation time where it has none), on the
     /// spliced timeline (microseconds).
     last_decode_us: Option<i64>,
@@ -106,6 +110,17 @@ impl TimestampSplicer {
             recent: vec![step_back::Recent::default(); watched.len()],
             watched,
         }
+    }
+
+    /// Where the part after the packets placed so far may start: where the last of the
+    /// watched streams ends (`StreamPlace::end_in_step_us`), microseconds.
+    fn part_end_us(&self) -> Option<i64> {
+        self.streams
+            .iter()
+            .zip(&self.watched)
+            .filter(|(_, w)| **w)
+            .filter_map(|(s, _)| s.end_in_step_us)
+            .max()
     }
 
     fn file_end_us(&self) -> Option<i64> {
@@ -330,7 +345,7 @@ impl TimestampSplicer {
         let mut shift = self.offset_us + place.extra_us;
         let mut own_us = to_us(at, tb);
         if self.shows_reset(packet, tb)
-            && let Some(file_end) = self.file_end_us()
+            && let Some(file_end) = self.part_end_us()
         {
             own_us = self.next_reset_shown_us.take().unwrap_or(own_us);
             let at_us = own_us + shift;
@@ -352,7 +367,7 @@ impl TimestampSplicer {
         if place.after_reset {
             place.after_reset = false;
             let at_us = own_us + shift;
-            if let Some(end) = place.end_us.filter(|&end| at_us < end) {
+            if let Some(end) = place.end_in_step_us.filter(|&end| at_us < end) {
                 // This stream started the new part a little earlier than the one that
                 // showed the reset: keep it after its own last packet.
                 place.extra_us = end - at_us;
@@ -385,16 +400,17 @@ impl StreamPlace {
     /// latest.
     fn advance(&mut self, packet: &Packet, at: i64, tb: Rational) {
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
-        // A packet shown long after it is decoded has a damaged presentation time (the
-        // integrity checks judge it): the stream ends where it is decoded, else the next
-        // part would be placed after the damaged time (a frame of the part before 186 s
-        // ahead: a 186 s hole).
+        let end_us = to_us(start + packet.duration().max(0), tb);
+        self.end_us = Some(self.end_us.map_or(end_us, |e| e.max(end_us)));
+        // A packet shown long after it is decoded (a frame held across a pause, or one
+        // whose presentation time is damaged) ends, for the part after it, where it is
+        // decoded.
         let shown = match TimestampSplicer::shown_in_step_us(packet, tb) {
             Some(_) => start,
             None => packet.dts().unwrap_or(start),
         };
         let end_us = to_us(shown + packet.duration().max(0), tb);
-        self.end_us = Some(self.end_us.map_or(end_us, |e| e.max(end_us)));
+        self.end_in_step_us = Some(self.end_in_step_us.map_or(end_us, |e| e.max(end_us)));
         let decoded_us = to_us(packet.dts().unwrap_or(start), tb);
         let pos = packet.position() as i64;
         if pos >= 0 && self.last_pes.is_none_or(|(last, _)| last != pos) {

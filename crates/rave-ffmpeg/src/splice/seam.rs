@@ -38,9 +38,10 @@ impl TimestampSplicer {
         super::shift_packet(packet, by_us, tb);
     }
 
-    /// Where stream `index`'s packets placed so far end on the timeline, microseconds.
+    /// Where stream `index`'s packets placed so far end on the timeline, for a part after
+    /// them (`StreamPlace::end_in_step_us`), microseconds.
     pub fn stream_end_us(&self, index: usize) -> Option<i64> {
-        self.streams.get(index)?.end_us
+        self.streams.get(index)?.end_in_step_us
     }
 
     /// Whether `packet` (timestamps in `tb`) is one of its stream's last packets again,
@@ -56,7 +57,7 @@ impl TimestampSplicer {
     /// packets of the part before, handed out later, keep that part's. Where the timeline
     /// was, seconds.
     pub fn splice_at_seam(&mut self, shift_us: i64, seam_pos: i64) -> f64 {
-        let at = self.file_end_us().unwrap_or(0);
+        let at = self.part_end_us().unwrap_or(0);
         self.before_reset = Some((self.offset_us, seam_pos));
         self.offset_us += shift_us;
         for s in &mut self.streams {
