@@ -188,11 +188,7 @@ fn a_concat_of_parts_written_as_ts_keeps_every_packet() {
 #[test]
 fn a_packet_lost_at_a_seam_is_damage() {
     let dir = scratch();
-    let first = part(dir.path(), "first.ts", ("3", "0"), &x264("0"));
-    let second = part(dir.path(), "second.ts", ("3", "2.5"), &x264("0"));
-    let input = cat(dir.path(), &[&first, &second]);
-    let data = std::fs::read(&input).unwrap();
-    let seam = std::fs::metadata(&first).unwrap().len() as usize;
+    let (data, seam) = joined_bytes(dir.path(), "0", "2.5");
     let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
     let at = *audio.iter().find(|&&at| at > seam).unwrap() / 188 * 188;
     let damaged = dir.path().join("damaged.ts");
@@ -238,6 +234,15 @@ fn parts_with_other_pids_are_refused_clearly() {
     assert_refused_as_damaged(dir.path(), &input, "appears only after the start");
 }
 
+/// The bytes of two three-second parts (`bframes` B-frames) joined, the second's clock
+/// starting `offset` seconds in, and where the second starts in them.
+fn joined_bytes(dir: &Path, bframes: &str, offset: &str) -> (Vec<u8>, usize) {
+    let first = part(dir, "first.ts", ("3", "0"), &x264(bframes));
+    let second = part(dir, "second.ts", ("3", offset), &x264(bframes));
+    let data = std::fs::read(cat(dir, &[&first, &second])).unwrap();
+    (data, std::fs::metadata(&first).unwrap().len() as usize)
+}
+
 /// `input` upscaled into `dir/out.mkv` with nothing else asked: refused as damaged (exit
 /// 3), saying `said`.
 fn assert_refused_as_damaged(dir: &Path, input: &Path, said: &str) {
@@ -257,11 +262,7 @@ fn assert_refused_as_damaged(dir: &Path, input: &Path, said: &str) {
 #[test]
 fn a_damaged_last_frame_before_a_seam_is_damage() {
     let dir = scratch();
-    let first = part(dir.path(), "first.ts", ("3", "0"), &x264("3"));
-    let second = part(dir.path(), "second.ts", ("3", "2.4"), &x264("3"));
-    let input = cat(dir.path(), &[&first, &second]);
-    let data = std::fs::read(&input).unwrap();
-    let seam = std::fs::metadata(&first).unwrap().len() as usize;
+    let (data, seam) = joined_bytes(dir.path(), "3", "2.4");
     let video = corpus::pes_starts(&data, |id| id == 0xE0);
     let last = *video.iter().rfind(|&&at| at < seam).unwrap();
     let damaged = dir.path().join("damaged.ts");

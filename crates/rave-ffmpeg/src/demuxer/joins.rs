@@ -92,14 +92,14 @@ impl Demuxer {
     ) -> Option<bool> {
         let own = TimestampSplicer::length_us(packet, tb);
         let off = self.next_pes_offset_us(packet, from, tb, on_error)?;
-        (own > 0).then_some(off.abs() <= (own / 2).max(2_000))
+        (own > 0).then_some(TimestampSplicer::in_line(off, own))
     }
 
     /// Put back `packet` (timestamps in `tb`) where it is a stream's first PES of a new part
     /// (or a frame of one) whose next PES does not go on from it: its header is damaged.
     /// Placed as it is, it would move its stream (kept after its own last packet, the rest
     /// of the part's sound seconds late). It is moved to end where the next PES starts, and
-    /// said (`Demuxer::repaired`): the integrity checks count it as damage.
+    /// said (`Demuxer::take_repaired`): the integrity checks count it as damage.
     pub(super) fn repair_part_start(
         &mut self,
         packet: &mut Packet,
@@ -124,7 +124,7 @@ impl Demuxer {
         let Some(off) = self.next_pes_offset_us(packet, 0, tb, on_error) else {
             return;
         };
-        if own <= 0 || off.abs() <= (own / 2).max(2_000) {
+        if own <= 0 || TimestampSplicer::in_line(off, own) {
             return;
         }
         let at = TimestampSplicer::decoded_own_us(packet, tb).unwrap_or(0) as f64 / 1e6;
@@ -150,7 +150,8 @@ impl Demuxer {
         tb: Rational,
         on_error: &mut impl FnMut(&ffmpeg_next::Error),
     ) -> Option<i64> {
-        let video = self.video_streams.get(packet.stream()) == Some(&true);
+        let video = (self.input.stream(packet.stream()))
+            .is_some_and(|s| s.parameters().medium() == ffmpeg_next::media::Type::Video);
         if self.sought || video {
             return None;
         }

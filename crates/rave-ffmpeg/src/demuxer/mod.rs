@@ -47,12 +47,10 @@ pub struct Demuxer {
     /// (microseconds): the frames FFmpeg split it into (no byte position of their own) move
     /// with it.
     repairing: Option<(usize, i64)>,
-    /// What was said of each such PES.
+    /// What was said of each such PES, until the reader takes it.
     repaired: Vec<String>,
     /// Where new transport streams start in the file's bytes (MPEG-TS only).
     seams: Option<TsSeams>,
-    /// Which streams are video.
-    video_streams: Vec<bool>,
     /// Whether the reading was moved (`seek_video`): it starts where the stream's packets
     /// before are not read, and no step back is judged (a file is cut into parts only
     /// where its whole reading found none).
@@ -106,10 +104,6 @@ impl Demuxer {
             })
             .collect();
         let splicer = TimestampSplicer::new(watched, sys::timestamps_may_restart(&input));
-        let video_streams = input
-            .streams()
-            .map(|s| s.parameters().medium() == ffmpeg_next::media::Type::Video)
-            .collect();
         let seams = match input.format().name().split(',').any(|f| f == "mpegts") {
             true => TsSeams::open(path),
             false => None,
@@ -125,7 +119,6 @@ impl Demuxer {
             repairing: None,
             repaired: Vec::new(),
             seams,
-            video_streams,
             sought: false,
             unplaced: VecDeque::new(),
             handed_out: 0,
@@ -159,9 +152,10 @@ impl Demuxer {
         &self.resets
     }
 
-    /// The damaged first PES of joined parts put back so far, each as said.
-    pub fn repaired(&self) -> &[String] {
-        &self.repaired
+    /// The damaged first PES of joined parts put back since this was last asked, each as
+    /// said.
+    pub fn take_repaired(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.repaired)
     }
 
     /// Where a stream's timestamps stepped back so far, and it was moved on.

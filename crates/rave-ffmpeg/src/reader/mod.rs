@@ -50,8 +50,6 @@ pub struct VideoReader {
     ahead: VecDeque<Packet>,
     /// The demuxer has no more packets (the end of the file, or it gave up).
     drained: bool,
-    /// The demuxer's repairs told to the ledger so far.
-    repairs_told: usize,
     /// Copied packets read ahead by `corrected_starts`, to be handed out next.
     peeked: VecDeque<CopiedPacket>,
 }
@@ -165,7 +163,6 @@ impl VideoReader {
             ahead: VecDeque::new(),
             peeked: VecDeque::new(),
             drained: false,
-            repairs_told: 0,
         })
     }
 
@@ -350,10 +347,9 @@ impl VideoReader {
         if self.demuxer.timestamp_resets().len() != self.stats.timestamp_resets.len() {
             self.note_resets();
         }
-        for text in &self.demuxer.repaired()[self.repairs_told..] {
-            self.ledger.on_repaired(text);
+        for text in self.demuxer.take_repaired() {
+            self.ledger.on_repaired(&text);
         }
-        self.repairs_told = self.demuxer.repaired().len();
         if self.demuxer.timestamp_steps().len() != self.stats.timestamp_steps.len() {
             self.stats.timestamp_steps = self.demuxer.timestamp_steps().to_vec();
         }

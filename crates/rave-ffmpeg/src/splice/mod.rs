@@ -112,24 +112,32 @@ impl TimestampSplicer {
         }
     }
 
-    /// Where the part after the packets placed so far may start: where the last of the
-    /// watched streams ends (`StreamPlace::end_in_step_us`), microseconds.
-    fn part_end_us(&self) -> Option<i64> {
-        self.streams
-            .iter()
-            .zip(&self.watched)
+    /// The latest of `end` over the watched streams' places.
+    fn latest_end_us(&self, end: impl Fn(&StreamPlace) -> Option<i64>) -> Option<i64> {
+        (self.streams.iter().zip(&self.watched))
             .filter(|(_, w)| **w)
-            .filter_map(|(s, _)| s.end_in_step_us)
+            .filter_map(|(s, _)| end(s))
             .max()
     }
 
+    /// Where the part after the packets placed so far may start: where the last of the
+    /// watched streams ends (`StreamPlace::end_in_step_us`), microseconds.
+    fn part_end_us(&self) -> Option<i64> {
+        self.latest_end_us(|s| s.end_in_step_us)
+    }
+
     fn file_end_us(&self) -> Option<i64> {
-        self.streams
-            .iter()
-            .zip(&self.watched)
-            .filter(|(_, w)| **w)
-            .filter_map(|(s, _)| s.end_us)
-            .max()
+        self.latest_end_us(|s| s.end_us)
+    }
+
+    /// A new part begins with the next packets: each stream starts it without an extra
+    /// shift of its own (the part before's kept for its last packets, handed out later).
+    fn begin_part(&mut self) {
+        for s in &mut self.streams {
+            s.extra_before_us = s.extra_us;
+            s.extra_us = 0;
+            s.after_reset = true;
+        }
     }
 
     /// Whether `packet` (timestamps in `tb`) shows a restart: its decode time far behind
@@ -356,11 +364,7 @@ impl TimestampSplicer {
             // The part starts where its earliest stream does: each stream keeps its place in
             // it.
             self.offset_us += file_end - at_us + std::mem::take(&mut self.next_part_lead_us);
-            for s in &mut self.streams {
-                s.extra_before_us = s.extra_us;
-                s.extra_us = 0;
-                s.after_reset = true;
-            }
+            self.begin_part();
             shift = self.offset_us;
         }
         let place = &mut self.streams[index];
@@ -400,7 +404,8 @@ impl StreamPlace {
     /// latest.
     fn advance(&mut self, packet: &Packet, at: i64, tb: Rational) {
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
-        let end_us = to_us(start + packet.duration().max(0), tb);
+        let length = packet.duration().max(0);
+        let end_us = to_us(start + length, tb);
         self.end_us = Some(self.end_us.map_or(end_us, |e| e.max(end_us)));
         // A packet shown long after it is decoded (a frame held across a pause, or one
         // whose presentation time is damaged) ends, for the part after it, where it is
@@ -409,19 +414,18 @@ impl StreamPlace {
             Some(_) => start,
             None => packet.dts().unwrap_or(start),
         };
-        let end_us = to_us(shown + packet.duration().max(0), tb);
+        let end_us = to_us(shown + length, tb);
         self.end_in_step_us = Some(self.end_in_step_us.map_or(end_us, |e| e.max(end_us)));
         let decoded_us = to_us(packet.dts().unwrap_or(start), tb);
         let pos = packet.position() as i64;
         if pos >= 0 && self.last_pes.is_none_or(|(last, _)| last != pos) {
             let len = self.last_length_us;
-            let in_line = self.last_decode_us.is_some_and(|last| {
-                len > 0 && (decoded_us - (last + len)).abs() <= (len / 2).max(2_000)
-            });
+            let in_line = (self.last_decode_us)
+                .is_some_and(|last| TimestampSplicer::in_line(decoded_us - (last + len), len));
             self.last_pes = Some((pos, in_line));
         }
         self.last_decode_us = Some(decoded_us);
-        self.last_length_us = to_us(packet.duration().max(0), tb);
+        self.last_length_us = to_us(length, tb);
     }
 }
 

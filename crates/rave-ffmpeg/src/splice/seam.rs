@@ -32,6 +32,13 @@ impl TimestampSplicer {
         self.before_reset_shift(packet, tb).is_some()
     }
 
+    /// Whether a packet `off_us` away from where the packets before it end (packets
+    /// `length_us` long, where known) is in line with them: within half a packet, and 2 ms
+    /// of a muxer's rounding.
+    pub fn in_line(off_us: i64, length_us: i64) -> bool {
+        length_us > 0 && off_us.abs() <= (length_us / 2).max(2_000)
+    }
+
     /// Move `packet`'s timestamps (in `tb`) by `by_us` on its own clock (a damaged one
     /// put back).
     pub fn move_packet(packet: &mut Packet, by_us: i64, tb: Rational) {
@@ -60,11 +67,7 @@ impl TimestampSplicer {
         let at = self.part_end_us().unwrap_or(0);
         self.before_reset = Some((self.offset_us, seam_pos));
         self.offset_us += shift_us;
-        for s in &mut self.streams {
-            s.extra_before_us = s.extra_us;
-            s.extra_us = 0;
-            s.after_reset = true;
-        }
+        self.begin_part();
         at as f64 / 1e6
     }
 }

@@ -3,7 +3,11 @@
 use super::*;
 
 fn packet(stream: usize, dts: i64, duration: i64) -> Packet {
-    let mut p = Packet::empty();
+    timed(Packet::empty(), stream, dts, duration)
+}
+
+/// `p` of `stream`, decoded and shown at `dts`, `duration` long.
+fn timed(mut p: Packet, stream: usize, dts: i64, duration: i64) -> Packet {
     p.set_stream(stream);
     p.set_dts(Some(dts));
     p.set_pts(Some(dts));
@@ -22,6 +26,27 @@ fn run(s: &mut TimestampSplicer, packets: &[(usize, i64, i64)]) -> (Vec<i64>, Ve
             let mut p = packet(stream, dts, dur);
             resets.extend(s.place(&mut p, tb));
             p.dts().unwrap()
+        })
+        .collect();
+    (placed, resets)
+}
+
+/// Place packets (stream, timestamp in ms, byte position), each `duration` ms long; their
+/// presentation time afterwards, and the resets found.
+fn place_read(
+    s: &mut TimestampSplicer,
+    order: &[(usize, i64, isize)],
+    duration: i64,
+) -> (Vec<i64>, Vec<f64>) {
+    let tb = Rational::new(1, 1000);
+    let mut resets = Vec::new();
+    let placed = order
+        .iter()
+        .map(|&(stream, ts, pos)| {
+            let mut p = packet(stream, ts, duration);
+            p.set_position(pos);
+            resets.extend(s.place(&mut p, tb));
+            p.pts().unwrap()
         })
         .collect();
     (placed, resets)
@@ -56,7 +81,6 @@ fn a_restart_continues_every_stream_from_where_the_file_was() {
 #[test]
 fn the_first_parts_last_packets_handed_out_after_the_restart_keep_their_place() {
     let mut s = TimestampSplicer::new(vec![true, true], true);
-    let tb = Rational::new(1, 1000);
     // (stream, timestamp ms, byte position): the first part's video runs to 3360 ms,
     // its sound to 3380 ms; the second part's sound (at byte 1000) starts at 1400 ms,
     // then FFmpeg hands out the first part's last frame (read at byte 900), then the
@@ -69,14 +93,7 @@ fn the_first_parts_last_packets_handed_out_after_the_restart_keep_their_place() 
         (0, 3360, 900),
         (0, 3400, 2000),
     ];
-    let mut placed = Vec::new();
-    let mut resets = Vec::new();
-    for (stream, ts, pos) in order {
-        let mut p = packet(stream, ts, 20);
-        p.set_position(pos);
-        resets.extend(s.place(&mut p, tb));
-        placed.push(p.pts().unwrap());
-    }
+    let (placed, resets) = place_read(&mut s, &order, 20);
     assert_eq!(resets, vec![3.4]);
     assert_eq!(
         placed[2..4],
@@ -105,13 +122,7 @@ fn a_parts_last_frame_without_a_byte_position_that_goes_on_in_step_stays_in_its_
         (0, 1400, 1000),
         (1, 3968, -1),
     ];
-    let mut placed = Vec::new();
-    for (stream, ts, pos) in order {
-        let mut p = packet(stream, ts, 32);
-        p.set_position(pos);
-        s.place(&mut p, tb);
-        placed.push(p.pts().unwrap());
-    }
+    let (placed, _) = place_read(&mut s, &order, 32);
     assert_eq!(
         placed[3], 3968,
         "the held-back frame stays in the first part"
@@ -241,11 +252,7 @@ fn a_streams_first_packet_is_no_restart() {
 
 /// A packet (stream, ms, byte position) with `data`, one 20 ms long.
 fn read_packet(stream: usize, ms: i64, pos: isize, data: &[u8]) -> Packet {
-    let mut p = Packet::copy(data);
-    p.set_stream(stream);
-    p.set_dts(Some(ms));
-    p.set_pts(Some(ms));
-    p.set_duration(20);
+    let mut p = timed(Packet::copy(data), stream, ms, 20);
     p.set_position(pos);
     p
 }
