@@ -159,6 +159,53 @@ fn a_pes_timestamp_a_little_back_is_damage_not_a_joins_overlap() {
     });
 }
 
+/// One AAC frame to a PES, one PES's PTS moved by less than a frame's length more or less
+/// (1920 ticks): back onto the frame before it (the same time), 2/3 or a little over
+/// half a frame back, 2/3 of a frame ahead, all but onto the frame after it. Refused as damage; with
+/// --allow-corrupt every packet in its place. (Each was an exit 0 with nothing said, the
+/// frame played out of place: a muxer stores an audio packet overlapping its neighbour.)
+/// Moved by a tick, it is in its place.
+#[test]
+fn a_one_frame_audio_pes_moved_less_than_a_frame_is_damage_put_back() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.ts");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=96x64:rate=25:duration=4",
+            "sine=sample_rate=48000:duration=4",
+        ],
+        &[
+            "-c:v",
+            "libx264",
+            "-g",
+            "25",
+            "-c:a",
+            "aac",
+            "-pes_payload_size",
+            "0",
+        ],
+    );
+    let data = std::fs::read(&clean).unwrap();
+    let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
+    let at = audio[audio.len() / 2];
+    let cases = [-1920, -1280, -1100, 1280, 1900]
+        .map(|ticks| (ticks, corpus::with_pes_pts_moved(&data, at, ticks)));
+    assert_each_put_back(dir.path(), &clean, cases.iter().map(|(t, d)| (*t, d)));
+
+    let model = fixture("nearest_x2.onnx");
+    let (want, out) = (
+        dir.path().join("clean-out.mkv"),
+        dir.path().join("tick.mkv"),
+    );
+    let nudged = dir.path().join("nudged.ts");
+    std::fs::write(&nudged, corpus::with_pes_pts_moved(&data, at, -1)).unwrap();
+    let o = upscale(&nudged, &out, &model, &[]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("damage"), "{}", stderr(&o));
+    assert_same_audio(&out, &want, "moved by a tick");
+}
+
 /// The cases of [`assert_damage_put_back`]: what each is, where its PES starts, which bit
 /// of its PTS is flipped.
 type Cases = Vec<(&'static str, usize, u32)>;
@@ -170,15 +217,31 @@ fn assert_damage_put_back(cases: impl Fn(&[u8], &[usize], &[usize]) -> Cases) {
     let dir = scratch();
     let clean = clean_ts(dir.path());
     let data = std::fs::read(&clean).unwrap();
-    let model = fixture("nearest_x2.onnx");
-    let want = dir.path().join("clean-out.mkv");
-    assert_exit(&upscale(&clean, &want, &model, &[]), 0);
     let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
     let video = corpus::pes_starts(&data, |id| id == 0xE0);
-    for (what, at, bit) in cases(&data, &audio, &video) {
-        let damaged = dir.path().join("damaged.ts");
-        std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, at, bit)).unwrap();
-        let out = dir.path().join("out.mkv");
+    let damaged: Vec<_> = (cases(&data, &audio, &video).into_iter())
+        .map(|(what, at, bit)| (what, corpus::with_pes_pts_bit_flipped(&data, at, bit)))
+        .collect();
+    assert_each_put_back(dir.path(), &clean, damaged.iter().map(|(w, d)| (*w, d)));
+}
+
+/// Each damaged copy of `clean` (what it is, its bytes), upscaled in `dir`: refused as
+/// damage said and put back, not a restart; with --allow-corrupt the same frames and audio
+/// packets as the clean file's output (written to `dir`/clean-out.mkv).
+fn assert_each_put_back<'a, W: std::fmt::Debug>(
+    dir: &std::path::Path,
+    clean: &std::path::Path,
+    cases: impl Iterator<Item = (W, &'a Vec<u8>)>,
+) {
+    let model = fixture("nearest_x2.onnx");
+    let want = dir.join("clean-out.mkv");
+    assert_exit(&upscale(clean, &want, &model, &[]), 0);
+    for (what, bytes) in cases {
+        let what = format!("{what:?}");
+        let what = what.as_str();
+        let damaged = dir.join("damaged.ts");
+        std::fs::write(&damaged, bytes).unwrap();
+        let out = dir.join("out.mkv");
         let o = upscale(&damaged, &out, &model, &["--overwrite"]);
         assert_exit(&o, 3);
         let err = stderr(&o);

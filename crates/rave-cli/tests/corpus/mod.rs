@@ -494,7 +494,22 @@ pub fn pes_pts(data: &[u8], at: usize) -> (u64, bool) {
 /// The transport stream `data` with bit `bit` of the PTS of the PES starting at `at`
 /// flipped (the 33-bit 90 kHz field split over five bytes with marker bits).
 pub fn with_pes_pts_bit_flipped(data: &[u8], at: usize, bit: u32) -> Vec<u8> {
-    let v = pes_pts(data, at).0 ^ (1 << bit);
+    with_pes_pts(data, at, pes_pts(data, at).0 ^ (1 << bit))
+}
+
+/// The transport stream `data` with the PTS of the PES starting at `at` moved by `ticks`
+/// of the 90 kHz clock.
+pub fn with_pes_pts_moved(data: &[u8], at: usize, ticks: i64) -> Vec<u8> {
+    with_pes_pts(
+        data,
+        at,
+        pes_pts(data, at).0.wrapping_add_signed(ticks) & ((1 << 33) - 1),
+    )
+}
+
+/// The transport stream `data` with the PTS of the PES starting at `at` set to `v` (the
+/// 33-bit 90 kHz field split over five bytes with marker bits).
+fn with_pes_pts(data: &[u8], at: usize, v: u64) -> Vec<u8> {
     let mut out = data.to_vec();
     let b = &mut out[at + 9..at + 14];
     b[0] = (b[0] & 0xF0) | ((v >> 30 & 7) as u8) << 1 | 1;

@@ -346,7 +346,8 @@ fn read_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<usize
 /// `later` (its stream's next packets) that comes back: those between moved with it, by
 /// the same amount give or take half a packet (the dozen AAC frames of one MPEG-TS PES
 /// whose header is damaged, each timed from it), at most [`RUN_PACKETS`]. None where no
-/// packet comes back (`outliers::audio_comes_back`).
+/// packet comes back (`outliers::audio_comes_back`) and, on a stream whose packets follow
+/// on exactly, none takes up the run's place (`outliers::audio_leaves_its_slot`).
 fn audio_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<usize> {
     let (previous, expected) = (t.latest_s?, t.expected_next_s()?);
     let own = t.length_of(packet) as f64 * t.unit_s;
@@ -360,8 +361,9 @@ fn audio_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<usiz
         }
         let run = k + 1;
         let neighbours = (previous, expected);
-        let back =
-            outliers::audio_comes_back(at, neighbours, leap, run as f64 * own, t.typical_s());
+        let run_s = run as f64 * own;
+        let back = outliers::audio_comes_back(at, neighbours, leap, run_s, t.typical_s())
+            || (t.on_grid() && outliers::audio_leaves_its_slot(at, expected, run_s));
         return back.then_some(run);
     }
     None

@@ -91,6 +91,27 @@ pub(super) fn audio_comes_back(
     follows_on && (overlaps_next || leap_s < previous_s)
 }
 
+/// Seconds an audio packet may start off where the packet before it ended and still be on
+/// its stream's grid: a millisecond time base rounds both ends.
+pub(super) const GRID_S: f64 = 0.002;
+
+/// Audio packets in a row on their stream's grid (each starting where the one before
+/// ended, within [`GRID_S`]) before one off it by more than half a packet is judged by
+/// [`audio_leaves_its_slot`]: a capture timed from a jittery clock never gets there.
+pub(super) const GRID_PACKETS: u32 = 8;
+
+/// Whether, on a stream whose packets follow on exactly, a run of audio packets (`run_s`
+/// long) off its place by more than half a packet (a candidate of [`audio_out_of_step`])
+/// left its place empty: the stream's next packet, at `next_s`, starts where the run would
+/// have ended had it started where the previous packet ended (`expected_s`), within
+/// [`GRID_S`]. One PES holding one AAC frame moved back onto the packet before it, or
+/// forward onto the one after it, by a damaged header: a muxer stores it, and taken as it
+/// was the sound played a frame out of place (two frames at one time, none at the next)
+/// with nothing said.
+pub(super) fn audio_leaves_its_slot(next_s: f64, expected_s: f64, run_s: f64) -> bool {
+    (next_s - (expected_s + run_s)).abs() <= GRID_S
+}
+
 /// Seconds a video frame may be shown after it is decoded (its B-frame reordering) before
 /// its presentation time is a candidate for damage: 16 frames, and at least half a second
 /// (x264 and x265 reorder a few frames; FFmpeg guesses Matroska's decode times from them).
@@ -235,8 +256,15 @@ mod tests {
         assert!(audio_out_of_step(3.0, 2.345, own));
         assert!(!audio_comes_back(3.023, previous, 3.0, own, own));
         // 15 ms late, overlapping the next packet (which starts after it): a muxer stores
-        // it, so it is not judged.
+        // it, so it is not judged by its order; on a grid, by the place it left empty.
         assert!(!audio_comes_back(2.368, previous, 2.360, own, own));
+        assert!(audio_leaves_its_slot(2.368, 2.345, own));
+        // Moved back onto the packet before it, the next one in its place; not where the
+        // next goes on from the moved one (an encoder's correction) or leaves a gap.
+        assert!(audio_out_of_step(2.322, 2.345, own));
+        assert!(audio_leaves_its_slot(2.3685, 2.345, own));
+        assert!(!audio_leaves_its_slot(2.3452, 2.345, own));
+        assert!(!audio_leaves_its_slot(2.390, 2.345, own));
         // Ten packets 0.18 s ahead: the run runs past the next packet's start.
         let (own, run) = (0.024, 0.24);
         assert!(audio_comes_back(2.430, (2.166, 2.190), 2.372, run, own));

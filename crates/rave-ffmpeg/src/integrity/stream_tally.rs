@@ -4,6 +4,7 @@
 
 use ffmpeg_next::{Packet, Rational};
 
+use super::outliers::{GRID_PACKETS, GRID_S};
 use crate::declared::Declared;
 
 /// The role of a stream in the checks.
@@ -47,6 +48,9 @@ pub(super) struct StreamTally {
     last_own_length: bool,
     /// Time-base units of gaps between consecutive packets wider than 1.5 packets.
     pub(super) gaps: i64,
+    /// Audio packets in a row that started where the one before ended (within
+    /// `outliers::GRID_S`): a stream on an exact grid, where a packet off it stands out.
+    grid_run: u32,
     /// Where the first of them starts (the end of the packet before it).
     pub(super) first_gap: Option<i64>,
     /// Where the input's timestamps restarted (a join), in time-base units: a gap across
@@ -82,6 +86,7 @@ impl StreamTally {
             last_end: None,
             last_own_length: false,
             gaps: 0,
+            grid_run: 0,
             first_gap: None,
             joins: Vec::new(),
             last_start: None,
@@ -129,6 +134,13 @@ impl StreamTally {
                     self.gaps += s - last;
                     self.first_gap.get_or_insert(last);
                 }
+                let on_grid = (self.last_end.filter(|_| self.last_own_length))
+                    .is_some_and(|last| ((s - last) as f64 * self.unit_s).abs() <= GRID_S);
+                self.grid_run = if on_grid {
+                    self.grid_run.saturating_add(1)
+                } else {
+                    0
+                };
                 // A packet of unknown length (a fragmented MP4's first AAC packet, which
                 // lasts until the next) ends where the next one starts: no gap after it.
                 self.last_end = (dur > 0).then_some(s + dur);
@@ -174,6 +186,12 @@ impl StreamTally {
     /// ended (unknown after a packet of unknown length, and for other streams).
     pub(super) fn expected_next_s(&self) -> Option<f64> {
         self.expected_end().map(|e| e as f64 * self.unit_s)
+    }
+
+    /// Whether the audio stream's latest packets followed on from each other exactly, enough
+    /// of them (`outliers::GRID_PACKETS`) for one off the grid to stand out.
+    pub(super) fn on_grid(&self) -> bool {
+        self.grid_run >= GRID_PACKETS
     }
 
     /// A video `packet`'s (presentation, decode) times in seconds, where it has both.
