@@ -92,7 +92,21 @@ fn joined_transport_streams_keep_every_frame_and_packet_on_one_timeline() {
     let ts = corpus::CONTAINERS.iter().find(|c| c.name == "ts").unwrap();
     let part = corpus::make_clean(dir.path(), ts);
     let (frames, audio) = (frame_times(&part).len(), packet_count(&part, "a:0"));
-    let (out, v) = upscale_joined(dir.path(), &[&part, &part]);
+    // The same picture and sound as another stream (the same bytes twice are one segment
+    // written twice: `ts_repeat_cases`).
+    let second = dir.path().join("second.ts");
+    ffmpeg(&[
+        "-i",
+        part.to_str().unwrap(),
+        "-map",
+        "0",
+        "-c",
+        "copy",
+        "-metadata",
+        "service_name=second",
+        second.to_str().unwrap(),
+    ]);
+    let (out, v) = upscale_joined(dir.path(), &[&part, &second]);
     assert_eq!(v["input_damage"]["frames_dropped"], 0, "{v}");
     assert_eq!(v["input_damage"]["packets_dropped"], 0, "{v}");
     let times: Vec<f64> = frame_times(&out)

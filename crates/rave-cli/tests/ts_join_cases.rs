@@ -21,13 +21,35 @@ fn part(dir: &Path, name: &str, seconds: f64, delay: f64, audio: &str) -> PathBu
     path
 }
 
-/// FFmpeg's arguments for a part of [`part`] at `path`: its inputs, codecs and output.
+/// FFmpeg's arguments for a part of [`part`] at `path`: its inputs, codecs and output. Its
+/// file name is its service's: parts made alike are other bytes (the same bytes twice are
+/// one segment written twice, `ts_repeat_cases`).
 fn part_args(seconds: f64, audio: &str, path: &Path) -> Vec<String> {
     let video = format!("testsrc2=s=96x64:r=25:d={seconds}");
     let sound = format!("sine=f=440:r=48000:d={seconds}");
+    let service = format!(
+        "service_name={}",
+        path.file_name().unwrap().to_str().unwrap()
+    );
     let args = [
-        "-f", "lavfi", "-i", &video, "-f", "lavfi", "-i", &sound, "-c:v", "libx264", "-g", "25",
-        "-c:a", audio, "-b:a", "96k",
+        "-f",
+        "lavfi",
+        "-i",
+        &video,
+        "-f",
+        "lavfi",
+        "-i",
+        &sound,
+        "-c:v",
+        "libx264",
+        "-g",
+        "25",
+        "-c:a",
+        audio,
+        "-b:a",
+        "96k",
+        "-metadata",
+        &service,
     ];
     let path = path.to_str().unwrap();
     args.iter().chain([&path]).map(|a| a.to_string()).collect()
@@ -76,7 +98,8 @@ fn an_ac3_join_is_one_restart_without_a_hole() {
     let dir = scratch();
     for audio in ["ac3", "eac3"] {
         let one = part(dir.path(), "one.ts", 4.0, 0.0, audio);
-        let input = joined(dir.path(), "joined.ts", &[&one, &one]);
+        let two = part(dir.path(), "two.ts", 4.0, 0.0, audio);
+        let input = joined(dir.path(), "joined.ts", &[&one, &two]);
         let out = upscaled_after_one_restart(dir.path(), &input);
         let (video, sound) = (
             sorted_packet_times(&out, "v:0", &[]),
@@ -248,7 +271,8 @@ fn a_damaged_first_sound_after_a_join_does_not_place_the_part() {
 fn a_damaged_first_sound_pes_after_a_join_is_put_back() {
     let dir = scratch();
     let one = part(dir.path(), "one.ts", 4.0, 0.0, "mp2");
-    let input = joined(dir.path(), "joined.ts", &[&one, &one]);
+    let two = part(dir.path(), "two.ts", 4.0, 0.0, "mp2");
+    let input = joined(dir.path(), "joined.ts", &[&one, &two]);
     let want = dir.path().join("clean.mkv");
     std::fs::rename(upscaled_after_one_restart(dir.path(), &input), &want).unwrap();
     let (data, audio) = pes_after_the_join(&input, &one, |id| id & 0xE0 == 0xC0);

@@ -56,6 +56,7 @@ pub mod splice;
 pub mod stream_plan;
 pub mod structure_check;
 pub mod timeline;
+pub mod ts_repeats;
 pub mod ts_seams;
 pub mod video_decoder;
 pub mod writer;

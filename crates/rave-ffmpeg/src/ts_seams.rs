@@ -6,7 +6,8 @@
 //! the part that starts there as a whole (`Demuxer::next_packet`): where its clock
 //! overlaps the part before a little, each stream's picture-to-sound offset is kept.
 //! A counter of 15 going on to 0 is no break (one join in sixteen shows no seam, and is
-//! judged by its timestamps alone).
+//! judged by its timestamps alone); the PAT's counter 0 again is one (a stream that sends
+//! its tables once, as FFmpeg's segment muxer copying does).
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -118,12 +119,16 @@ impl TsSeams {
             return;
         }
         let last = self.counters.insert(pid, counter);
-        let to_zero = counter == 0 && last.is_some_and(|c| c != 15 && c != 0);
-        if !to_zero {
+        let (Some(last), 0) = (last, counter) else {
             return;
-        }
-        match pid {
-            0 => self.pat_to_zero = Some(at),
+        };
+        match (pid, last) {
+            (_, 15) => return,
+            // A stream that sends its PAT once (FFmpeg's segment muxer, copying, writes one
+            // to a segment): the next stream's is 0 again.
+            (0, _) => self.pat_to_zero = Some(at),
+            // (The same counter again is a packet sent twice.)
+            (_, 0) => return,
             _ => self.other_to_zero = Some(at),
         }
         if let (Some(pat), Some(other)) = (self.pat_to_zero, self.other_to_zero)
@@ -182,6 +187,21 @@ mod tests {
         let mut damaged = stream(45);
         damaged.extend([ts(256, 0), ts(0, 15), ts(4096, 15)].concat());
         assert_eq!(seams_of(&damaged), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn a_stream_sending_its_tables_once_is_a_seam_where_the_next_begins() {
+        // One PAT and PMT, then ten video packets: the next stream's PAT is 0 again.
+        let once: Vec<u8> = [ts(0, 0), ts(4096, 0)]
+            .into_iter()
+            .chain((0..10).map(|cc| ts(256, cc)))
+            .flatten()
+            .collect();
+        let joined = [once.clone(), once.clone()].concat();
+        assert_eq!(seams_of(&joined), vec![once.len() as u64]);
+        // A PAT sent twice, no other counter broken: no seam.
+        let twice = [ts(0, 0), ts(0, 0), ts(4096, 0), ts(256, 0), ts(256, 1)].concat();
+        assert_eq!(seams_of(&twice), Vec::<u64>::new());
     }
 
     #[test]

@@ -28,7 +28,9 @@ impl Demuxer {
         if self.sought || pos < 0 || !self.splicer.watches(packet.stream()) {
             return None;
         }
-        let seam = self.seams.as_mut()?.take_up_to(pos as u64)? as i64;
+        let seam = self.pending_seam.filter(|&s| pos as u64 >= s)?;
+        self.pending_seam = None;
+        let seam = seam as i64;
         let mut seen = vec![false; self.time_bases.len()];
         seen[packet.stream()] = true;
         let mut shift = self.first_of_part_overlap_us(packet, 0, on_error)?;

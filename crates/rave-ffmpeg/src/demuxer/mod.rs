@@ -14,6 +14,7 @@ use crate::ts_seams::TsSeams;
 use crate::{input, sys};
 
 mod joins;
+mod repeats;
 
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
@@ -51,6 +52,11 @@ pub struct Demuxer {
     repaired: Vec<String>,
     /// Where new transport streams start in the file's bytes (MPEG-TS only).
     seams: Option<TsSeams>,
+    /// A seam met and no repeat's start (`Demuxer::drops_repeated`), for
+    /// `Demuxer::part_at_seam`.
+    pending_seam: Option<u64>,
+    /// Stretches of the file written twice in a row, dropped (MPEG-TS only).
+    repeats: Option<repeats::Repeats>,
     /// Whether the reading was moved (`seek_video`): it starts where the stream's packets
     /// before are not read, and no step back is judged (a file is cut into parts only
     /// where its whole reading found none).
@@ -60,6 +66,15 @@ pub struct Demuxer {
     /// Packets handed out, and how many had been when the timestamps last restarted.
     handed_out: usize,
     last_restart: Option<usize>,
+}
+
+/// What one read of the demuxer gives.
+pub enum Demuxed {
+    /// A packet, on the spliced timeline.
+    Packet(Packet),
+    /// A packet of a stretch of the file written twice in a row, dropped
+    /// (`Demuxer::take_repaired` says so once the stretch is passed).
+    Repeated,
 }
 
 /// Packets read ahead, at most, to tell a restart of the timestamps from one damaged one.
@@ -108,6 +123,7 @@ impl Demuxer {
             true => TsSeams::open(path),
             false => None,
         };
+        let streams = input.streams().count();
         let demuxer = Self {
             path: path.to_path_buf(),
             input,
@@ -118,7 +134,11 @@ impl Demuxer {
             steps: Vec::new(),
             repairing: None,
             repaired: Vec::new(),
+            repeats: seams
+                .as_ref()
+                .and_then(|_| repeats::Repeats::open(path, streams)),
             seams,
+            pending_seam: None,
             sought: false,
             unplaced: VecDeque::new(),
             handed_out: 0,
@@ -170,13 +190,23 @@ impl Demuxer {
     /// unspliced (the integrity checks judge it). A packet that steps back into its own
     /// stream's last packets, its next PES going on from it (`Demuxer::join_overlap_us`),
     /// moves its stream on: parts joined with their clocks overlapping a little.
-    pub fn next_packet(&mut self, mut on_error: impl FnMut(&ffmpeg_next::Error)) -> Option<Packet> {
-        let mut packet = match self.unplaced.pop_front() {
-            Some(p) => p,
-            None => self.read_one(&mut on_error)?,
+    pub fn next_packet(
+        &mut self,
+        mut on_error: impl FnMut(&ffmpeg_next::Error),
+    ) -> Option<Demuxed> {
+        let next = match self.unplaced.pop_front() {
+            Some(p) => Some(p),
+            None => self.read_one(&mut on_error),
         };
+        let Some(mut packet) = next else {
+            self.end_repeat();
+            return None;
+        };
+        if self.drops_repeated(&packet) {
+            return Some(Demuxed::Repeated);
+        }
         let Some(&tb) = self.time_bases.get(packet.stream()) else {
-            return Some(packet);
+            return Some(Demuxed::Packet(packet));
         };
         self.handed_out += 1;
         self.repair_part_start(&mut packet, tb, &mut on_error);
@@ -200,7 +230,7 @@ impl Demuxer {
             && self.own_stream_comes_back(&packet, tb, &mut on_error)
         {
             self.splicer.shift_only(&mut packet, tb);
-            return Some(packet);
+            return Some(Demuxed::Packet(packet));
         }
         let candidate = self.splicer.shows_reset(&packet, tb) && !catches_up;
         // A restart shown by a packet whose next PES does not go on from it is shown by a
@@ -223,7 +253,7 @@ impl Demuxer {
             });
         } else if candidate && !restart {
             self.splicer.shift_only(&mut packet, tb);
-            return Some(packet);
+            return Some(Demuxed::Packet(packet));
         }
         if restart {
             let corrected = self.corrected_restart_shown_us(&packet, tb, &mut on_error);
@@ -235,7 +265,7 @@ impl Demuxer {
             self.resets.push(at);
             self.last_restart = Some(self.handed_out);
         }
-        Some(packet)
+        Some(Demuxed::Packet(packet))
     }
 
     /// Whether the packets after `candidate` (which shows a restart; timestamps in

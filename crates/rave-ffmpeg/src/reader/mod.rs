@@ -15,7 +15,7 @@ use rave_core::error::Result;
 pub use crate::decoded::{
     CopiedPacket, DecodeStats, DecodedFrame, DecodedImage, FrameBounds, StepBack,
 };
-use crate::demuxer::Demuxer;
+use crate::demuxer::{Demuxed, Demuxer};
 use crate::integrity::{IntegrityLedger, LOOKAHEAD_PACKETS, RUN_PACKETS, SLOT_NEIGHBOURS};
 pub use crate::keyframe_index::KeyframeIndex;
 use crate::nvdec::CudaDevice;
@@ -340,9 +340,23 @@ impl VideoReader {
         packet
     }
 
+    /// The demuxer's next packet, the ledger told of each read (one it drops as repeated
+    /// data too: what FFmpeg logged while reading it belongs to that read).
     fn read_from_demuxer(&mut self) -> Option<Packet> {
-        let ledger = &mut self.ledger;
-        let packet = self.demuxer.next_packet(|e| ledger.on_read_error(e));
+        loop {
+            let ledger = &mut self.ledger;
+            let read = self.demuxer.next_packet(|e| ledger.on_read_error(e));
+            self.note_read();
+            match read {
+                Some(Demuxed::Repeated) => continue,
+                Some(Demuxed::Packet(packet)) => return Some(packet),
+                None => return None,
+            }
+        }
+    }
+
+    /// Tell the ledger of a read of the demuxer, and what it found.
+    fn note_read(&mut self) {
         self.ledger.on_read();
         if self.demuxer.timestamp_resets().len() != self.stats.timestamp_resets.len() {
             self.note_resets();
@@ -353,7 +367,6 @@ impl VideoReader {
         if self.demuxer.timestamp_steps().len() != self.stats.timestamp_steps.len() {
             self.stats.timestamp_steps = self.demuxer.timestamp_steps().to_vec();
         }
-        packet
     }
 
     fn note_resets(&mut self) {
