@@ -26,6 +26,9 @@ pub struct InputDamage {
     /// Decoded frames dropped because their timestamp repeated or went backwards
     /// (duplicated data).
     pub frames_dropped: u64,
+    /// Decoded frames whose timestamp was out of line with the frames around them (a
+    /// damaged timestamp), put in the one place those leave free.
+    pub frames_moved: u64,
     /// Seconds of audio missing: declared but not read, or (in a damaged file whose
     /// container declares nothing) the audio ending before the video does.
     pub audio_missing_s: f64,
@@ -76,6 +79,7 @@ impl InputDamage {
         self.frames_damaged == 0
             && self.frames_missing == 0
             && self.frames_dropped == 0
+            && self.frames_moved == 0
             && self.audio_missing_s <= 0.0
             && self.demux_errors == 0
             && self.decoder_errors == 0
@@ -181,6 +185,12 @@ impl InputDamage {
             parts.push(format!(
                 "{} dropped",
                 counted(self.frames_dropped, "duplicated frame")
+            ));
+        }
+        if self.frames_moved > 0 {
+            parts.push(format!(
+                "{} put back in place",
+                counted(self.frames_moved, "frame timed out of line")
             ));
         }
         if self.audio_missing_s > 0.0 {

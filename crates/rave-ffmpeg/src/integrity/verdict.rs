@@ -105,6 +105,7 @@ impl IntegrityLedger {
             decoding_stopped: self.scanned,
             frames_damaged: self.frames_damaged,
             frames_dropped: self.timeline.duplicates,
+            frames_moved: self.timeline.moved.len() as u64,
             demux_errors: self.demux_errors(true),
             decoder_errors: self.decoder_errors(),
             packets_dropped: self.packets_dropped,

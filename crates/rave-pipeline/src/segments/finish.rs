@@ -171,6 +171,7 @@ pub fn damage_of<'a>(
         damage.frames_decoded += d.frames;
         damage.frames_damaged += d.frames_damaged;
         damage.frames_dropped += d.frames_dropped;
+        damage.frames_moved += d.frames_moved;
         damage.decoder_errors += d.decoder_errors;
         if let Some(p) = &d.first_problem {
             damage.note(p.clone());

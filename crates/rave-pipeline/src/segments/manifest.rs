@@ -43,6 +43,9 @@ pub struct SegmentDecode {
     pub frames_damaged: u64,
     /// Frames dropped as duplicates.
     pub frames_dropped: u64,
+    /// Frames timed out of line, put back in place (absent in manifests of older runs).
+    #[serde(default)]
+    pub frames_moved: u64,
     /// Errors the decoder reported.
     pub decoder_errors: u64,
     /// The first problem, in words.
@@ -64,6 +67,7 @@ impl SegmentDecode {
             timestamp_fixes: stats.timestamp_fixes,
             frames_damaged: damage.frames_damaged,
             frames_dropped: damage.frames_dropped,
+            frames_moved: damage.frames_moved,
             decoder_errors: damage.decoder_errors,
             first_problem: damage.first_problem.clone(),
             interlaced,
