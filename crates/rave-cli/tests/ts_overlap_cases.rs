@@ -256,16 +256,30 @@ fn assert_refused_as_damaged(dir: &Path, input: &Path, said: &str) {
     assert!(stderr(&o).contains(said), "{}", stderr(&o));
 }
 
-/// The first part's last frame with its PTS 186 s ahead (bit 24) where a second part joins
-/// on: damage (exit 3), not a 186 s hole in the output (the join was placed after the
-/// damaged time, exit 0 with "4660 missing frame slots").
+/// The first part's last frame with its PTS 186 s ahead (bit 24) or 0.18 s late (bit 14)
+/// where a second part joins on: damage (exit 3); with --allow-corrupt the frame back in
+/// its place, every frame and audio packet where the clean join has them. (The join was
+/// placed after the damaged time: exit 0 with "4660 missing frame slots" and a 186 s hole,
+/// or exit 0 with an audio-gap warning and the second part 0.15 s late.)
 #[test]
 fn a_damaged_last_frame_before_a_seam_is_damage() {
     let dir = scratch();
     let (data, seam) = joined_bytes(dir.path(), "3", "2.4");
+    let model = fixture("nearest_x2.onnx");
+    let clean = dir.path().join("clean.ts");
+    std::fs::write(&clean, &data).unwrap();
+    let want = dir.path().join("clean.mkv");
+    assert_exit(&upscale(&clean, &want, &model, &[]), 0);
     let video = corpus::pes_starts(&data, |id| id == 0xE0);
     let last = *video.iter().rfind(|&&at| at < seam).unwrap();
-    let damaged = dir.path().join("damaged.ts");
-    std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, last, 24)).unwrap();
-    assert_refused_as_damaged(dir.path(), &damaged, "it is damaged");
+    for bit in [24, 14] {
+        let damaged = dir.path().join("damaged.ts");
+        std::fs::write(&damaged, corpus::with_pes_pts_bit_flipped(&data, last, bit)).unwrap();
+        assert_refused_as_damaged(dir.path(), &damaged, "it is damaged");
+        let out = dir.path().join("kept.mkv");
+        let o = upscale(&damaged, &out, &model, &["--overwrite", "--allow-corrupt"]);
+        assert_exit(&o, 0);
+        assert_eq!(frame_times(&out), frame_times(&want), "bit {bit}");
+        assert_same_audio(&out, &want, &format!("bit {bit}"));
+    }
 }

@@ -56,7 +56,15 @@ struct StreamPlace {
     /// whether that started where the packets before it ended: a PES out of line (one whose
     /// header is damaged, the stream's first) may be what the next one steps back into.
     last_pes: Option<(i64, bool)>,
+    /// How long (microseconds) the part's frames are shown after they are decoded, at most
+    /// (its B-frame reordering), and how many frames told it (`held_beyond_reorder`).
+    reorder_us: i64,
+    reordered: u32,
 }
+
+/// Frames of a part with both timestamps that tell its reordering before a frame shown
+/// beyond it is judged (x264 and x265 reach their deepest within a group of pictures).
+const REORDER_FRAMES: u32 = 16;
 
 /// Where the timestamps of one input restart, and the shift that continues them.
 #[derive(Debug, Clone)]
@@ -137,6 +145,7 @@ impl TimestampSplicer {
             s.extra_before_us = s.extra_us;
             s.extra_us = 0;
             s.after_reset = true;
+            (s.reorder_us, s.reordered) = (0, 0);
         }
     }
 
@@ -400,6 +409,27 @@ impl StreamPlace {
         }
     }
 
+    /// Whether `packet` (timestamps in `tb`), a frame of a part whose reordering is known,
+    /// is shown later after it is decoded than the part's frames are, by more than a frame
+    /// and a half: its presentation time is damaged (the part's last frame, its time 0.18 s
+    /// late, placed the part after it that much late: a hole in the picture and the sound,
+    /// exit 0 with an audio-gap warning). For the part after it, it ends a frame after the
+    /// frames before it (where a part's last frame is shown), and the frames that follow
+    /// show it out of line. Else the reordering learns from it.
+    fn held_beyond_reorder(&mut self, packet: &Packet, tb: Rational) -> bool {
+        let (Some(pts), Some(dts)) = (packet.pts(), packet.dts()) else {
+            return false;
+        };
+        let (held, length) = (to_us(pts - dts, tb), to_us(packet.duration(), tb));
+        if self.reordered >= REORDER_FRAMES && length > 0 && held > self.reorder_us + 3 * length / 2
+        {
+            return true;
+        }
+        self.reorder_us = self.reorder_us.max(held);
+        self.reordered += 1;
+        false
+    }
+
     /// Note `packet` (placed already; `at` its presentation time before) as the stream's
     /// latest.
     fn advance(&mut self, packet: &Packet, at: i64, tb: Rational) {
@@ -410,11 +440,13 @@ impl StreamPlace {
         // A packet shown long after it is decoded (a frame held across a pause, or one
         // whose presentation time is damaged) ends, for the part after it, where it is
         // decoded.
-        let shown = match TimestampSplicer::shown_in_step_us(packet, tb) {
-            Some(_) => start,
-            None => packet.dts().unwrap_or(start),
+        let end_us = match TimestampSplicer::shown_in_step_us(packet, tb) {
+            Some(_) => match (self.held_beyond_reorder(packet, tb), self.end_in_step_us) {
+                (true, Some(end)) => end + to_us(length, tb),
+                _ => to_us(start + length, tb),
+            },
+            None => to_us(packet.dts().unwrap_or(start) + length, tb),
         };
-        let end_us = to_us(shown + length, tb);
         self.end_in_step_us = Some(self.end_in_step_us.map_or(end_us, |e| e.max(end_us)));
         let decoded_us = to_us(packet.dts().unwrap_or(start), tb);
         let pos = packet.position() as i64;
