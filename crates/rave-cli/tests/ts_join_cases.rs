@@ -439,6 +439,53 @@ fn a_program_stream_join_is_one_restart() {
     }
 }
 
+/// Two parts whose clocks go on from each other (a segment muxer's files joined back), the
+/// first's PAT and PMT counters ending at 15 (as every part's do once it holds a multiple of
+/// sixteen of them): the second's go on to 0, and only its SDT, picture and sound break to 0.
+/// A join, every frame and packet kept (exit 0). (Taken for no join, the SDT's and the
+/// streams' breaks counted as damage: exit 3, "Continuity check failed for pid 17".)
+#[test]
+fn a_join_whose_pat_counter_goes_on_is_still_a_join() {
+    let dir = scratch();
+    let make = |name: &str, offset: &str| {
+        let path = dir.path().join(name);
+        let mut args = part_args(4.0, "mp2", &path);
+        let at = args.len() - 1;
+        args.splice(at..at, ["-output_ts_offset".into(), offset.into()]);
+        ffmpeg(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        path
+    };
+    let (first, second) = (make("first.ts", "0"), make("second.ts", "4"));
+    let ending = dir.path().join("ending.ts");
+    let bytes = tables_counters_ending_at_15(&std::fs::read(&first).unwrap());
+    std::fs::write(&ending, bytes).unwrap();
+    let input = joined(dir.path(), "joined.ts", &[&ending, &second]);
+    let out = dir.path().join("out.mkv");
+    let o = upscale(&input, &out, &fixture("nearest_x2.onnx"), &[]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("damaged"), "{}", stderr(&o));
+    assert_eq!(counted_frames(&out), counted_frames(&input));
+    assert_eq!(packet_count(&out, "a:0"), packet_count(&input, "a:0"));
+}
+
+/// The transport stream `data` with its PAT's and PMT's (PID 4096) continuity counters
+/// numbered on so that the last of each is 15.
+fn tables_counters_ending_at_15(data: &[u8]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    let pid = |p: &[u8]| u16::from(p[1] & 0x1F) << 8 | u16::from(p[2]);
+    for table in [0, 4096] {
+        let at: Vec<usize> = (0..out.len() / 188)
+            .map(|k| k * 188)
+            .filter(|&i| out[i] == 0x47 && pid(&out[i..]) == table && out[i + 3] & 0x10 != 0)
+            .collect();
+        for (k, &i) in at.iter().enumerate() {
+            let cc = (15 + 16 * at.len() - (at.len() - 1 - k)) % 16;
+            out[i + 3] = (out[i + 3] & 0xF0) | cc as u8;
+        }
+    }
+    out
+}
+
 /// That `out` holds as many video frames and audio packets as `want` (the undamaged join's
 /// output), each within 15 ms of its time there.
 fn assert_times_as_clean(out: &Path, want: &Path, what: &str) {

@@ -14,6 +14,8 @@
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 
+use crate::fresh_tables::FreshTables;
+
 /// Packet reads either side of a timestamp restart within which a PID's first continuity
 /// error is the join's (each PID meets the seam within a few packets of the others; the
 /// restart shows once two video packets of the second part were read).
@@ -44,7 +46,7 @@ struct Pending {
 }
 
 /// The continuity errors of one reading, with those of the seams of joined streams forgiven.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SeamForgiveness {
     reads: u64,
     pending: VecDeque<Pending>,
@@ -52,9 +54,21 @@ pub struct SeamForgiveness {
     first: Option<String>,
     /// The latest joins (a restart, a new stream's fresh tables, or both).
     seams: Vec<Seam>,
-    /// The reads at which the PAT's counter, and another PID's, last broke to 0.
-    pat_to_zero: Option<u64>,
-    other_to_zero: Option<u64>,
+    /// The signs of a new stream's first tables (packet reads).
+    fresh: FreshTables,
+}
+
+impl Default for SeamForgiveness {
+    fn default() -> Self {
+        Self {
+            reads: 0,
+            pending: VecDeque::new(),
+            counted: 0,
+            first: None,
+            seams: Vec::new(),
+            fresh: FreshTables::new(FRESH_TABLES_READS),
+        }
+    }
 }
 
 /// One join of the stream: where it showed, and what was forgiven at it.
@@ -87,17 +101,11 @@ impl SeamForgiveness {
         for text in logged {
             let pid = pid_of(&text);
             let to_zero = got_of(&text) == Some(0);
-            if to_zero {
-                match pid {
-                    Some(0) => self.pat_to_zero = Some(self.reads),
-                    Some(_) => self.other_to_zero = Some(self.reads),
-                    None => {}
-                }
-                if let (Some(pat), Some(other)) = (self.pat_to_zero, self.other_to_zero)
-                    && pat.abs_diff(other) <= FRESH_TABLES_READS
-                {
-                    self.open_seam(pat.min(other), false);
-                }
+            if to_zero
+                && let Some(pid) = pid
+                && let Some(start) = self.fresh.broke_to_zero(self.reads, pid)
+            {
+                self.open_seam(start, false);
             }
             self.pending.push_back(Pending {
                 read: self.reads,

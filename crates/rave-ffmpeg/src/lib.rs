@@ -12,6 +12,7 @@ mod decoder_log;
 mod first_frame;
 mod flv_phantoms;
 mod frame_times;
+mod fresh_tables;
 mod global_tags;
 mod leading_packets;
 mod log_capture;

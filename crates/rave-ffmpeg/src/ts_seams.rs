@@ -14,6 +14,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+use crate::fresh_tables::FreshTables;
+
 /// Bytes of one transport packet.
 const PACKET: u64 = 188;
 /// Transport packets within which the PAT's break to 0 and another PID's make a new
@@ -36,9 +38,8 @@ pub struct TsSeams {
     done: bool,
     /// Each PID's last continuity counter.
     counters: HashMap<u16, u8>,
-    /// Where the PAT's counter, and another PID's, last broke to 0.
-    pat_to_zero: Option<u64>,
-    other_to_zero: Option<u64>,
+    /// The signs of a new stream's first tables (byte positions).
+    fresh: FreshTables,
     /// Seams found and not yet taken, in byte order.
     found: VecDeque<u64>,
 }
@@ -61,8 +62,7 @@ impl TsSeams {
             scanned: 0,
             done: false,
             counters: HashMap::new(),
-            pat_to_zero: None,
-            other_to_zero: None,
+            fresh: FreshTables::new(PACKET * FRESH_TABLES_PACKETS),
             found: VecDeque::new(),
         })
     }
@@ -126,17 +126,13 @@ impl TsSeams {
             (_, 15) => return,
             // A stream that sends its PAT once (FFmpeg's segment muxer, copying, writes one
             // to a segment): the next stream's is 0 again.
-            (0, _) => self.pat_to_zero = Some(at),
+            (0, _) => {}
             // (The same counter again is a packet sent twice.)
             (_, 0) => return,
-            _ => self.other_to_zero = Some(at),
+            _ => {}
         }
-        if let (Some(pat), Some(other)) = (self.pat_to_zero, self.other_to_zero)
-            && pat.abs_diff(other) <= PACKET * FRESH_TABLES_PACKETS
-        {
-            self.found.push_back(pat.min(other));
-            self.pat_to_zero = None;
-            self.other_to_zero = None;
+        if let Some(start) = self.fresh.broke_to_zero(at, u32::from(pid)) {
+            self.found.push_back(start);
         }
     }
 }
