@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Joined MPEG-TS/PS inputs on NVDEC against the CPU (the twenty-first session's splice
-# changes, the twenty-third's seams): parts whose clocks overlap a little, AC-3 parts, a part whose sound leads its picture, a part whose sound starts
+# changes, the twenty-third's seams, the twenty-fourth's repeats): parts whose clocks overlap a little, a segment written twice or cut short then whole, AC-3 parts, a part whose sound leads its picture, a part whose sound starts
 # 0.1 s after its picture (MPEG-PS), a recording cut by FFmpeg's segment muxer and joined
 # back, an audio PES lost whole; and MPEG-PS files (a VOB with AC-3, an .mpg with MP2)
 # cut at a 2048-byte pack inside an open GOP. For each: exit codes, frames and audio packets in and out,
@@ -39,10 +39,15 @@ for k in 0 1 2 3 4 5; do
   ff -f lavfi -i "testsrc2=s=$size:r=25:d=1" -f lavfi -i "sine=r=48000:d=1" -c:v libx264 -bf 0 -g 25 -c:a aac -output_ts_offset $k "$work/six$k.ts"
   cat "$work/six$k.ts" >> "$work/join_six.ts"
 done
-cat "$work/ac3.ts" "$work/ac3.ts" > "$work/join_ac3.ts"
+ff -i "$work/ac3.ts" -map 0 -c copy -metadata service_name=second "$work/ac3b.ts"
+cat "$work/ac3.ts" "$work/ac3b.ts" > "$work/join_ac3.ts"
 cat "$work/lead1.ts" "$work/lead2.ts" > "$work/join_lead.ts"
 cat "$work/ps1.mpg" "$work/ps2.mpg" > "$work/join_ps.mpg"
 cat "$work/seg0.ts" "$work/seg1.ts" "$work/seg2.ts" > "$work/join_segments.ts"
+# A segment written twice in a row, and one cut short then written whole (the twenty-fourth
+# session's repeats): with --allow-corrupt the same as the segments joined once.
+cat "$work/seg0.ts" "$work/seg1.ts" "$work/seg1.ts" "$work/seg2.ts" > "$work/repeat_segment.ts"
+{ cat "$work/seg0.ts"; head -c $((188 * 200)) "$work/seg1.ts"; cat "$work/seg1.ts" "$work/seg2.ts"; } > "$work/repeat_cut.ts"
 python3 - "$work/whole.ts" "$work/lost_pes.ts" <<'EOF'
 import sys
 b = open(sys.argv[1], "rb").read()
@@ -54,13 +59,15 @@ EOF
 count() { ffprobe -v quiet -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | head -1; }
 apk() { ffprobe -v quiet -select_streams a:0 -show_entries packet=size -of csv=p=0 "$1" | grep -c .; }
 times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | sort -g | md5sum | cut -c1-8; }
-for input in join_overlap.ts join_six.ts join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts lost_pes.ts cut_whole.vob cut_whole.mpg; do
+for input in join_overlap.ts join_six.ts join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts repeat_segment.ts repeat_cut.ts lost_pes.ts cut_whole.vob cut_whole.mpg; do
   line="$input: in $(count "$work/$input") frames, $(apk "$work/$input") audio packets"
   for device in gpu cpu; do
     o="$work/${input//./_}_$device.mkv"
-    rave upscale -i "$work/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off > "$work/log" 2>&1
+    allow=""
+    case $input in repeat_*) allow=--allow-corrupt ;; esac
+    rave upscale -i "$work/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off $allow > "$work/log" 2>&1
     rc=$?
-    said=$(grep -oE "restart [0-9]+ time|step back|audio has gaps of [0-9.]+ s|rave: error: .{0,80}|starts mid-GOP|[0-9]+ video frames before" "$work/log" | sort -u | tr '\n' ' ')
+    said=$(grep -oE "restart [0-9]+ time|step back|audio has gaps of [0-9.]+ s|rave: error: .{0,80}|starts mid-GOP|[0-9]+ video frames before|repeats itself|[0-9]+ duplicated frames dropped" "$work/log" | sort -u | tr '\n' ' ')
     line="$line | $device: exit $rc, $(count "$o") frames, $(apk "$o") audio, video times $(times "$o" v:0), audio times $(times "$o" a:0); $said"
   done
   echo "$line"

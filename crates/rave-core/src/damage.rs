@@ -43,6 +43,9 @@ pub struct InputDamage {
     /// Packets of copied streams (audio, subtitles) left out because no muxer can store
     /// them: their timestamps go backwards or repeat, or their data is broken.
     pub packets_dropped: u64,
+    /// Packets of the other streams (audio, subtitles) of a stretch of the file written
+    /// twice in a row (a segment downloaded again), dropped as duplicated data.
+    pub packets_repeated: u64,
     /// The file ends before its container says it does (truncated).
     pub truncated: bool,
     /// The first problem seen, in words (FFmpeg's message or RAVE's own check).
@@ -85,6 +88,7 @@ impl InputDamage {
             && self.decoder_errors == 0
             && self.audio_packets_damaged == 0
             && self.packets_dropped == 0
+            && self.packets_repeated == 0
             && !self.truncated
             && self.first_problem.is_none()
     }
@@ -206,6 +210,12 @@ impl InputDamage {
             parts.push(format!(
                 "{} unstorable (broken timestamps or data)",
                 counted(self.packets_dropped, "audio/subtitle packet")
+            ));
+        }
+        if self.packets_repeated > 0 {
+            parts.push(format!(
+                "{} written twice dropped",
+                counted(self.packets_repeated, "audio/subtitle packet")
             ));
         }
         let errors = self.demux_errors + self.decoder_errors;

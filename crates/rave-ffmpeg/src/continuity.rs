@@ -170,17 +170,24 @@ impl SeamForgiveness {
         while let Some(front) = self.pending.front() {
             // The join it follows, else the one it comes just before.
             let read = front.read;
-            let seam = self
+            let key = |s: &Seam| (s.at > read, s.at.abs_diff(read));
+            let near = self
                 .seams
                 .iter_mut()
-                .filter(|s| s.at.abs_diff(read) <= SEAM_READS)
-                .min_by_key(|s| (s.at > read, s.at.abs_diff(read)));
+                .filter(|s| s.at.abs_diff(read) <= SEAM_READS);
+            let mut near: Vec<&mut Seam> = near.collect();
+            near.sort_by_key(|s| key(s));
+            // Joins a few reads apart can show at one read: each forgives its own.
+            let nearest = near.first().map(|s| key(s));
+            near.retain(|s| Some(key(s)) == nearest);
             // At a new stream's fresh tables every counter starts at 0: one that breaks to
             // another value lost the new stream's first packets of its PID.
             let lost_first = front.kind == Kind::Continuity && !front.to_zero;
-            let forgiven = match (seam, front.pid) {
-                (Some(seam), _) if seam.tables && lost_first => false,
-                (Some(seam), Some(pid)) => seam.forgiven.insert((pid, front.kind)),
+            let forgiven = match (near.first().map(|s| s.tables), front.pid) {
+                (Some(true), _) if lost_first => false,
+                (Some(_), Some(pid)) => near
+                    .iter_mut()
+                    .any(|s| s.forgiven.insert((pid, front.kind))),
                 _ => false,
             };
             if !forgiven && !at_end && self.reads - front.read <= SEAM_READS {

@@ -20,9 +20,11 @@ pub(crate) struct FreshTables {
     /// of the others.
     tables: Vec<(u64, u32)>,
     others: Vec<(u64, u32)>,
-    /// Where the last new stream was found to start: its other signs, within the window
-    /// after it, are its own.
+    /// Where the last new stream was found to start, and the PIDs whose signs it showed:
+    /// another PID's sign within the window after it is its own; one of those PIDs
+    /// breaking again starts another (a part a few packets long, a download cut short).
     last_start: Option<u64>,
+    last_pids: Vec<u32>,
 }
 
 impl FreshTables {
@@ -33,6 +35,7 @@ impl FreshTables {
             tables: Vec::new(),
             others: Vec::new(),
             last_start: None,
+            last_pids: Vec::new(),
         }
     }
 
@@ -42,7 +45,11 @@ impl FreshTables {
     /// A stream found once: its later signs within the window after its start are its own.
     pub(crate) fn broke_to_zero(&mut self, at: u64, pid: u32) -> Option<u64> {
         if self.last_start.is_some_and(|s| at <= s + self.window) {
-            return None;
+            if !self.last_pids.contains(&pid) {
+                self.last_pids.push(pid);
+                return None;
+            }
+            self.last_start = None;
         }
         let window = self.window;
         let recent = |&(a, _): &(u64, u32)| a + window >= at;
@@ -62,6 +69,9 @@ impl FreshTables {
         let start = (self.tables.iter().chain(&self.others))
             .map(|&(a, _)| a)
             .min()?;
+        self.last_pids = (self.tables.iter().chain(&self.others))
+            .map(|&(_, p)| p)
+            .collect();
         self.tables.clear();
         self.others.clear();
         self.last_start = Some(start);
@@ -84,6 +94,9 @@ mod tests {
         // The next join, its PAT going on from 15: SDT and video together.
         assert_eq!(f.broke_to_zero(500, 17), None);
         assert_eq!(f.broke_to_zero(503, 256), Some(500));
+        // A part a few packets long: its SDT and PAT break again at once, another stream.
+        assert_eq!(f.broke_to_zero(505, 17), None);
+        assert_eq!(f.broke_to_zero(506, 0), Some(505));
         // One PID alone, the same PID twice, two PIDs far apart, or two PIDs of no table
         // (lost packets): no new stream.
         let mut f = FreshTables::new(8);

@@ -6,8 +6,8 @@
 //! the part that starts there as a whole (`Demuxer::next_packet`): where its clock
 //! overlaps the part before a little, each stream's picture-to-sound offset is kept.
 //! A counter of 15 going on to 0 is no break (one join in sixteen shows no seam, and is
-//! judged by its timestamps alone); the PAT's counter 0 again is one (a stream that sends
-//! its tables once, as FFmpeg's segment muxer copying does).
+//! judged by its timestamps alone); a counter 0 again, far from the packet before, is one
+//! (a stream that sends its tables once, as FFmpeg's segment muxer copying does).
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -36,8 +36,8 @@ pub struct TsSeams {
     scanned: u64,
     /// Whether the file's end (or an unreadable byte) was reached.
     done: bool,
-    /// Each PID's last continuity counter.
-    counters: HashMap<u16, u8>,
+    /// Each PID's last continuity counter, and where its packet was.
+    counters: HashMap<u16, (u8, u64)>,
     /// The signs of a new stream's first tables (byte positions).
     fresh: FreshTables,
     /// Seams found and not yet taken, in byte order.
@@ -81,6 +81,20 @@ impl TsSeams {
         last
     }
 
+    /// The first seam after byte `after` (not taken yet), scanning the file as far as
+    /// `limit` bytes past it for one.
+    pub fn next_after(&mut self, after: u64, limit: u64) -> Option<u64> {
+        loop {
+            if let Some(&s) = self.found.iter().find(|&&s| s > after) {
+                return Some(s);
+            }
+            if self.done || self.scanned > after + limit {
+                return None;
+            }
+            self.scan_chunk(self.scanned + CHUNK as u64);
+        }
+    }
+
     /// Look at the transport packets' headers from `scanned` on, as far as `far` or the
     /// bytes read (reading more where fewer than a packet are left); a packet that does
     /// not start with the sync byte is damage, and the next sync byte is looked for.
@@ -118,17 +132,17 @@ impl TsSeams {
         if pid == NULL_PID || !has_payload {
             return;
         }
-        let last = self.counters.insert(pid, counter);
-        let (Some(last), 0) = (last, counter) else {
+        let last = self.counters.insert(pid, (counter, at));
+        let (Some((last, last_at)), 0) = (last, counter) else {
             return;
         };
-        match (pid, last) {
-            (_, 15) => return,
-            // A stream that sends its PAT once (FFmpeg's segment muxer, copying, writes one
-            // to a segment): the next stream's is 0 again.
-            (0, _) => {}
-            // (The same counter again is a packet sent twice.)
-            (_, 0) => return,
+        // The same counter again is a packet sent twice, right after the first; far from
+        // it, a stream that sends that table once (FFmpeg's segment muxer, copying, writes
+        // one PAT and one SDT to a segment): the next stream's is 0 again.
+        let sent_twice = at - last_at <= PACKET * FRESH_TABLES_PACKETS;
+        match last {
+            15 => return,
+            0 if sent_twice => return,
             _ => {}
         }
         if let Some(start) = self.fresh.broke_to_zero(at, u32::from(pid)) {
@@ -187,10 +201,10 @@ mod tests {
 
     #[test]
     fn a_stream_sending_its_tables_once_is_a_seam_where_the_next_begins() {
-        // One PAT and PMT, then ten video packets: the next stream's PAT is 0 again.
+        // One PAT and PMT, then twenty video packets: the next stream's PAT is 0 again.
         let once: Vec<u8> = [ts(0, 0), ts(4096, 0)]
             .into_iter()
-            .chain((0..10).map(|cc| ts(256, cc)))
+            .chain((0..20).map(|cc| ts(256, cc % 16)))
             .flatten()
             .collect();
         let joined = [once.clone(), once.clone()].concat();

@@ -16,6 +16,8 @@ use crate::{input, sys};
 mod joins;
 mod repeats;
 
+pub use repeats::RepeatDropped;
+
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
 
@@ -57,6 +59,8 @@ pub struct Demuxer {
     pending_seam: Option<u64>,
     /// Stretches of the file written twice in a row, dropped (MPEG-TS only).
     repeats: Option<repeats::Repeats>,
+    /// The copies dropped, until the reader takes them.
+    repeats_dropped: Vec<RepeatDropped>,
     /// Whether the reading was moved (`seek_video`): it starts where the stream's packets
     /// before are not read, and no step back is judged (a file is cut into parts only
     /// where its whole reading found none).
@@ -73,7 +77,7 @@ pub enum Demuxed {
     /// A packet, on the spliced timeline.
     Packet(Packet),
     /// A packet of a stretch of the file written twice in a row, dropped
-    /// (`Demuxer::take_repaired` says so once the stretch is passed).
+    /// (`Demuxer::take_repeats` says so once the stretch is passed).
     Repeated,
 }
 
@@ -139,6 +143,7 @@ impl Demuxer {
                 .and_then(|_| repeats::Repeats::open(path, streams)),
             seams,
             pending_seam: None,
+            repeats_dropped: Vec::new(),
             sought: false,
             unplaced: VecDeque::new(),
             handed_out: 0,

@@ -1,29 +1,38 @@
 //! Stretches of an MPEG-TS file written twice in a row (`crate::ts_repeats`), found at
-//! the seams the demuxer meets, and dropped: each packet read from the repeat's bytes is
-//! duplicated data, said once the repeat is passed (`Demuxer::take_repaired`), which the
-//! integrity checks count as damage.
+//! the seams the demuxer meets, and dropped: each packet read from the dropped copy's
+//! bytes is duplicated data, said once the copy is passed (`Demuxer::take_repeats`), which
+//! the integrity checks count as damage. From a seam, the stretch to the next seam is
+//! looked for again right after it (the first copy dropped: a download retried writes the
+//! part it got, then the whole), else the stretch from the seam on among the bytes before
+//! it (the copy after dropped: several segments written again as a block).
 
+use std::collections::VecDeque;
 use std::fs::File;
-use std::ops::Range;
 
 use ffmpeg_next::Packet;
 
 use super::Demuxer;
 use crate::splice::TimestampSplicer;
+use crate::ts_repeats::{self, MAX_REPEAT_BYTES, Repeat};
 
-/// The repeats of one file: where the last seam was, and the repeat being dropped.
+/// Seams looked back over for the start of a block written again.
+const SEAMS_BACK: usize = 8;
+
+/// The repeats of one file: the seams met lately, and the copy being dropped.
 pub(super) struct Repeats {
     file: File,
-    /// The byte position of the last seam met (a repeated stretch starts there or later).
-    since: u64,
-    /// The bytes of the repeat being dropped, and what was dropped of it.
-    dropping: Option<(Range<u64>, Dropped)>,
+    /// The byte positions of the last seams met (a stretch written again starts at one).
+    seams: VecDeque<u64>,
+    /// Where the last copy dropped ends: no stretch before it is looked for again.
+    dropped_to: u64,
+    /// The copy being dropped, and what was dropped of it.
+    dropping: Option<(Repeat, Dropped)>,
     /// Each stream whose last packet was dropped: the frames FFmpeg split its PES into,
     /// without a byte position of their own, go with it.
     streams_dropping: Vec<bool>,
 }
 
-/// What was dropped of one repeat.
+/// What was dropped of one copy.
 #[derive(Default)]
 struct Dropped {
     /// The first dropped packet's decode time on its own clock, microseconds.
@@ -32,16 +41,41 @@ struct Dropped {
     other: u64,
 }
 
+/// A copy dropped, as said to the integrity checks: what it was, the video frames and
+/// other packets dropped.
+#[derive(Debug, Clone)]
+pub struct RepeatDropped {
+    /// What was dropped, in words.
+    pub text: String,
+    /// Video frames dropped.
+    pub frames: u64,
+    /// Packets of other streams dropped.
+    pub packets: u64,
+}
+
 impl Repeats {
     /// The repeats of the MPEG-TS file at `path` (with `streams` streams); `None` where it
     /// cannot be opened.
     pub(super) fn open(path: &std::path::Path, streams: usize) -> Option<Self> {
         Some(Self {
             file: File::open(path).ok()?,
-            since: 0,
+            seams: VecDeque::new(),
+            dropped_to: 0,
             dropping: None,
             streams_dropping: vec![false; streams],
         })
+    }
+
+    /// The copy to drop from `seam` on, if any: the stretch to `next` (the next seam)
+    /// written again right after it, else the stretch from the seam on written before.
+    fn found_at(&mut self, seam: u64, next: Option<u64>) -> Option<Repeat> {
+        let ahead = next.and_then(|n| ts_repeats::repeated_ahead(&mut self.file, seam, n));
+        let since = (self.seams.front().copied().unwrap_or(0)).max(self.dropped_to);
+        if self.seams.len() == SEAMS_BACK {
+            self.seams.pop_front();
+        }
+        self.seams.push_back(seam);
+        ahead.or_else(|| ts_repeats::repeat_before(&mut self.file, seam, since))
     }
 }
 
@@ -56,11 +90,10 @@ impl Dropped {
 }
 
 impl Demuxer {
-    /// Whether `packet` is read from a repeated stretch of the file and is dropped: from a
-    /// seam at or before it where the bytes before the seam start again
-    /// (`ts_repeats::repeat_before`), up to where they end; a frame FFmpeg split from a
-    /// dropped PES goes with it. The seam, where it is no repeat's, is left for
-    /// `Demuxer::part_at_seam`. A packet past the repeat ends it, and what was dropped is
+    /// Whether `packet` is read from a copy of a stretch written twice in a row and is
+    /// dropped (`Repeats::found_at`, at the seam at or before it); a frame FFmpeg split from
+    /// a dropped PES goes with it. The seam, where it starts no copy, is left for
+    /// `Demuxer::part_at_seam`. A packet past the copy ends it, and what was dropped is
     /// said.
     pub(super) fn drops_repeated(&mut self, packet: &Packet) -> bool {
         let (Some(repeats), Some(seams)) = (self.repeats.as_mut(), self.seams.as_mut()) else {
@@ -77,25 +110,28 @@ impl Demuxer {
             return true;
         }
         if let Some(seam) = seams.take_up_to(pos as u64) {
-            let found = crate::ts_repeats::repeat_before(&mut repeats.file, seam, repeats.since);
-            repeats.since = seam;
-            match (found, repeats.dropping.as_mut()) {
-                // The stretch written a third time: one repeat, longer.
-                (Some(length), Some((range, _))) if range.end == seam => range.end += length,
-                (Some(length), _) => {
+            let next = seams.next_after(seam, MAX_REPEAT_BYTES);
+            match (repeats.found_at(seam, next), repeats.dropping.as_mut()) {
+                // The stretch written a third time: one copy dropped, longer.
+                (Some(r), Some((d, _))) if d.bytes.end == r.bytes.start => {
+                    d.bytes.end = r.bytes.end
+                }
+                (Some(r), _) => {
                     self.end_repeat();
                     let repeats = self.repeats.as_mut().expect("repeats read");
-                    repeats.dropping = Some((seam..seam + length, Dropped::default()));
+                    repeats.dropped_to = r.bytes.end;
+                    repeats.dropping = Some((r, Dropped::default()));
                 }
                 (None, _) => self.pending_seam = Some(seam),
             }
         }
         let repeats = self.repeats.as_mut().expect("repeats read");
-        let Some((range, dropped)) = repeats.dropping.as_mut() else {
+        let Some((repeat, dropped)) = repeats.dropping.as_mut() else {
             return false;
         };
-        let drop = range.contains(&(pos as u64));
-        let past = pos as u64 >= range.end;
+        repeats.dropped_to = repeats.dropped_to.max(repeat.bytes.end);
+        let drop = repeat.bytes.contains(&(pos as u64));
+        let past = pos as u64 >= repeat.bytes.end;
         if drop {
             if dropped.at_us.is_none() {
                 let tb = self.time_bases.get(stream).copied();
@@ -112,20 +148,35 @@ impl Demuxer {
         drop
     }
 
-    /// Say the repeat being dropped, if any (past it, or at the file's end).
+    /// Say the copy being dropped, if any (past it, or at the file's end).
     pub(super) fn end_repeat(&mut self) {
         let Some(repeats) = self.repeats.as_mut() else {
             return;
         };
         repeats.streams_dropping.fill(false);
-        let Some((range, dropped)) = repeats.dropping.take() else {
+        let Some((repeat, dropped)) = repeats.dropping.take() else {
             return;
         };
         let at = dropped.at_us.unwrap_or(0) as f64 / 1e6;
-        let bytes = range.end - range.start;
-        self.repaired.push(format!(
-            "the input repeats itself: the {bytes} bytes from byte {} on (from {at:.3} s on its own clock) repeat the bytes before them, a segment written more than once: its {} frame(s) and {} other packet(s) are duplicated data, dropped",
-            range.start, dropped.video, dropped.other
-        ));
+        let (start, end) = (repeat.bytes.start, repeat.bytes.end);
+        let what = match repeat.first_copy {
+            true => {
+                "are written again right after them (a segment written twice, the first time whole or cut short)"
+            }
+            false => "repeat the bytes just before them (segments written twice)",
+        };
+        self.repeats_dropped.push(RepeatDropped {
+            text: format!(
+                "the input repeats itself: bytes {start} to {end} (from {at:.3} s on their own clock) {what}: the copy's {} frame(s) and {} other packet(s) are duplicated data, dropped",
+                dropped.video, dropped.other
+            ),
+            frames: dropped.video,
+            packets: dropped.other,
+        });
+    }
+
+    /// The copies dropped since this was last asked.
+    pub fn take_repeats(&mut self) -> Vec<RepeatDropped> {
+        std::mem::take(&mut self.repeats_dropped)
     }
 }

@@ -51,6 +51,10 @@ pub struct IntegrityLedger {
     frames_out: u64,
     frames_damaged: u64,
     packets_dropped: u64,
+    /// Video frames and other packets of copies written twice in a row, dropped
+    /// (`on_repeat_dropped`).
+    repeated_frames: u64,
+    repeated_packets: u64,
     interlaced: bool,
     scanned: bool,
     /// Presentation timestamps of every video packet (for gaps in the timeline).
@@ -158,6 +162,8 @@ impl IntegrityLedger {
             frames_out: 0,
             frames_damaged: 0,
             packets_dropped: 0,
+            repeated_frames: 0,
+            repeated_packets: 0,
             interlaced: false,
             scanned: false,
             video_pts: Vec::new(),
@@ -193,6 +199,15 @@ impl IntegrityLedger {
     /// The demuxer put back a damaged packet (`text` says which, and how): damage.
     pub fn on_repaired(&mut self, text: &str) {
         self.corrupt_packets += 1;
+        self.note(|| text.to_owned());
+    }
+
+    /// A copy of a stretch written twice in a row was dropped (`text` says so): its
+    /// `frames` video frames and `packets` other packets count as dropped duplicates.
+    pub fn on_repeat_dropped(&mut self, text: &str, frames: u64, packets: u64) {
+        self.corrupt_packets += 1;
+        self.repeated_frames += frames;
+        self.repeated_packets += packets;
         self.note(|| text.to_owned());
     }
 

@@ -364,6 +364,9 @@ impl VideoReader {
         for text in self.demuxer.take_repaired() {
             self.ledger.on_repaired(&text);
         }
+        for r in self.demuxer.take_repeats() {
+            self.ledger.on_repeat_dropped(&r.text, r.frames, r.packets);
+        }
         if self.demuxer.timestamp_steps().len() != self.stats.timestamp_steps.len() {
             self.stats.timestamp_steps = self.demuxer.timestamp_steps().to_vec();
         }
