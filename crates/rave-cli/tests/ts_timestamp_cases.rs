@@ -23,6 +23,30 @@ fn clean_ts(dir: &std::path::Path) -> std::path::PathBuf {
     clean
 }
 
+/// Four seconds of 96x64 H.264 and 48 kHz `audio` in MPEG-TS with one audio frame to a
+/// PES, in `dir`.
+fn one_frame_pes_ts(dir: &std::path::Path, audio: &str) -> std::path::PathBuf {
+    let clean = dir.join("clean.ts");
+    lavfi_clip(
+        &clean,
+        &[
+            "testsrc2=size=96x64:rate=25:duration=4",
+            "sine=sample_rate=48000:duration=4",
+        ],
+        &[
+            "-c:v",
+            "libx264",
+            "-g",
+            "25",
+            "-c:a",
+            audio,
+            "-pes_payload_size",
+            "0",
+        ],
+    );
+    clean
+}
+
 /// One audio PES's PTS 2.9 s back or ahead (bit 18 of the 90 kHz clock), 47722 s ahead (bit
 /// 32), or one video PES's 2.9 s: refused as damage, not spliced; with --allow-corrupt
 /// every packet and frame back in its place.
@@ -90,24 +114,7 @@ fn a_pes_timestamp_off_by_a_frame_or_so_is_damage_put_back() {
 #[test]
 fn a_first_ac3_frame_far_ahead_is_put_back() {
     let dir = scratch();
-    let clean = dir.path().join("clean.ts");
-    lavfi_clip(
-        &clean,
-        &[
-            "testsrc2=size=96x64:rate=25:duration=4",
-            "sine=sample_rate=48000:duration=4",
-        ],
-        &[
-            "-c:v",
-            "libx264",
-            "-g",
-            "25",
-            "-c:a",
-            "ac3",
-            "-pes_payload_size",
-            "0",
-        ],
-    );
+    let clean = one_frame_pes_ts(dir.path(), "ac3");
     let model = fixture("nearest_x2.onnx");
     let want = dir.path().join("clean-out.mkv");
     assert_exit(&upscale(&clean, &want, &model, &[]), 0);
@@ -168,24 +175,7 @@ fn a_pes_timestamp_a_little_back_is_damage_not_a_joins_overlap() {
 #[test]
 fn a_one_frame_audio_pes_moved_less_than_a_frame_is_damage_put_back() {
     let dir = scratch();
-    let clean = dir.path().join("clean.ts");
-    lavfi_clip(
-        &clean,
-        &[
-            "testsrc2=size=96x64:rate=25:duration=4",
-            "sine=sample_rate=48000:duration=4",
-        ],
-        &[
-            "-c:v",
-            "libx264",
-            "-g",
-            "25",
-            "-c:a",
-            "aac",
-            "-pes_payload_size",
-            "0",
-        ],
-    );
+    let clean = one_frame_pes_ts(dir.path(), "aac");
     let data = std::fs::read(&clean).unwrap();
     let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
     let at = audio[audio.len() / 2];
