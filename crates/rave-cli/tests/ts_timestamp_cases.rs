@@ -168,7 +168,8 @@ fn a_pes_timestamp_a_little_back_is_damage_not_a_joins_overlap() {
 
 /// One AAC frame to a PES, one PES's PTS moved by less than a frame's length more or less
 /// (1920 ticks): back onto the frame before it (the same time), 2/3 or a little over
-/// half a frame back, 2/3 of a frame ahead, all but onto the frame after it. Refused as damage; with
+/// half a frame back, 2/3 of a frame ahead, all but onto the frame after it; the second
+/// or sixth PES of the stream too. Refused as damage; with
 /// --allow-corrupt every packet in its place. (Each was an exit 0 with nothing said, the
 /// frame played out of place: a muxer stores an audio packet overlapping its neighbour.)
 /// Moved by a tick, it is in its place.
@@ -179,9 +180,22 @@ fn a_one_frame_audio_pes_moved_less_than_a_frame_is_damage_put_back() {
     let data = std::fs::read(&clean).unwrap();
     let audio = corpus::pes_starts(&data, |id| id & 0xE0 == 0xC0);
     let at = audio[audio.len() / 2];
-    let cases = [-1920, -1280, -1100, 1280, 1900]
-        .map(|ticks| (ticks, corpus::with_pes_pts_moved(&data, at, ticks)));
-    assert_each_put_back(dir.path(), &clean, cases.iter().map(|(t, d)| (*t, d)));
+    // Mid-stream, and among the stream's first packets (the packets after them show its
+    // grid).
+    let moves = [
+        (at, -1920),
+        (at, -1280),
+        (at, -1100),
+        (at, 1280),
+        (at, 1900),
+    ];
+    let first = [(audio[1], -1920), (audio[1], 1280), (audio[5], -1280)];
+    let cases = moves.into_iter().chain(first).map(|(at, ticks)| {
+        let what = format!("PES at byte {at} moved {ticks}");
+        (what, corpus::with_pes_pts_moved(&data, at, ticks))
+    });
+    let cases: Vec<_> = cases.collect();
+    assert_each_put_back(dir.path(), &clean, cases.iter().map(|(w, d)| (w, d)));
 
     let model = fixture("nearest_x2.onnx");
     let (want, out) = (

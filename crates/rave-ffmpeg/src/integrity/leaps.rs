@@ -362,11 +362,27 @@ fn audio_run(t: &StreamTally, packet: &Packet, later: &[&Packet]) -> Option<usiz
         let run = k + 1;
         let neighbours = (previous, expected);
         let run_s = run as f64 * own;
+        let grid = t.on_grid()
+            || (t.on_grid_from_start()
+                && follow_on_exactly(t, &later[k..], outliers::GRID_PACKETS as usize));
         let back = outliers::audio_comes_back(at, neighbours, leap, run_s, t.typical_s())
-            || (t.on_grid() && outliers::audio_leaves_its_slot(at, expected, run_s));
+            || (grid && outliers::audio_leaves_its_slot(at, expected, run_s));
         return back.then_some(run);
     }
     None
+}
+
+/// Whether the first `n` of `packets` (an audio stream's next ones, in order) each start
+/// where the one before ended, within `outliers::GRID_S`: the stream's grid, shown by the
+/// packets after one off it where the stream has only started.
+fn follow_on_exactly(t: &StreamTally, packets: &[&Packet], n: usize) -> bool {
+    let ends_where_next_starts = |w: &[&Packet]| match (t.time_s(w[0]), t.time_s(w[1])) {
+        (Some(a), Some(b)) => {
+            (a + t.length_of(w[0]) as f64 * t.unit_s - b).abs() <= outliers::GRID_S
+        }
+        _ => false,
+    };
+    packets.len() > n && packets.windows(2).take(n).all(ends_where_next_starts)
 }
 
 /// Where a leapt audio `packet` of the stream `t` belongs, in time-base units: between

@@ -194,6 +194,13 @@ impl StreamTally {
         self.grid_run >= GRID_PACKETS
     }
 
+    /// Whether every packet of the audio stream so far followed on exactly from the one
+    /// before, fewer than `outliers::GRID_PACKETS` of them (its start: the packets after a
+    /// packet off the grid must show the grid, `leaps::follow_on_exactly`).
+    pub(super) fn on_grid_from_start(&self) -> bool {
+        self.packets >= 1 && u64::from(self.grid_run) + 1 == self.packets
+    }
+
     /// A video `packet`'s (presentation, decode) times in seconds, where it has both.
     pub(super) fn shown_and_decoded_s(&self, packet: &Packet) -> Option<(f64, f64)> {
         let (pts, dts) = (packet.pts()?, packet.dts()?);
