@@ -171,15 +171,12 @@ impl SeamForgiveness {
             // The join it follows, else the one it comes just before.
             let read = front.read;
             let key = |s: &Seam| (s.at > read, s.at.abs_diff(read));
-            let near = self
-                .seams
-                .iter_mut()
-                .filter(|s| s.at.abs_diff(read) <= SEAM_READS);
-            let mut near: Vec<&mut Seam> = near.collect();
-            near.sort_by_key(|s| key(s));
+            let is_near = |s: &Seam| s.at.abs_diff(read) <= SEAM_READS;
             // Joins a few reads apart can show at one read: each forgives its own.
-            let nearest = near.first().map(|s| key(s));
-            near.retain(|s| Some(key(s)) == nearest);
+            let nearest = self.seams.iter().filter(|s| is_near(s)).map(key).min();
+            let mut near: Vec<&mut Seam> = (self.seams.iter_mut())
+                .filter(|s| is_near(s) && Some(key(s)) == nearest)
+                .collect();
             // At a new stream's fresh tables every counter starts at 0: one that breaks to
             // another value lost the new stream's first packets of its PID.
             let lost_first = front.kind == Kind::Continuity && !front.to_zero;

@@ -18,7 +18,7 @@ use crate::fresh_tables::FreshTables;
 
 /// Bytes of one transport packet.
 const PACKET: u64 = 188;
-/// Transport packets within which the PAT's break to 0 and another PID's make a new
+/// Transport packets within which a first table's break to 0 and another PID's make a new
 /// stream's start (its muxer writes its tables one after another).
 const FRESH_TABLES_PACKETS: u64 = 16;
 /// The PID of stuffing packets, whose counter means nothing.

@@ -6,7 +6,7 @@
 
 use ffmpeg_next::{Packet, Rational};
 
-use super::{Demuxer, RESTART_LOOKAHEAD};
+use super::{Demuxer, RESTART_LOOKAHEAD, Repaired};
 use crate::splice::{OFF_THE_LINE_US, TimestampSplicer};
 
 impl Demuxer {
@@ -132,10 +132,14 @@ impl Demuxer {
         let at = TimestampSplicer::decoded_own_us(packet, tb).unwrap_or(0) as f64 / 1e6;
         TimestampSplicer::move_packet(packet, off, tb);
         self.repairing = Some((stream, off));
-        self.repaired.push(format!(
-            "stream #{stream}: the first packet of a joined part, at {at:.3} s on its own clock, is {:.3} s off the packets after it: it is damaged, so the packet is put back before them",
-            off.abs() as f64 / 1e6
-        ));
+        self.repaired.push(Repaired {
+            text: format!(
+                "stream #{stream}: the first packet of a joined part, at {at:.3} s on its own clock, is {:.3} s off the packets after it: it is damaged, so the packet is put back before them",
+                off.abs() as f64 / 1e6
+            ),
+            frames_dropped: 0,
+            packets_dropped: 0,
+        });
     }
 
     /// How far (microseconds) `packet` (timestamps in `tb`) steps back into its stream's

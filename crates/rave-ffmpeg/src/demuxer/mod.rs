@@ -16,8 +16,6 @@ use crate::{input, sys};
 mod joins;
 mod repeats;
 
-pub use repeats::RepeatDropped;
-
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
 
@@ -50,8 +48,9 @@ pub struct Demuxer {
     /// (microseconds): the frames FFmpeg split it into (no byte position of their own) move
     /// with it.
     repairing: Option<(usize, i64)>,
-    /// What was said of each such PES, until the reader takes it.
-    repaired: Vec<String>,
+    /// What was said of each such PES, and of each copy of a stretch written twice
+    /// dropped (`repeats`), until the reader takes it.
+    repaired: Vec<Repaired>,
     /// Where new transport streams start in the file's bytes (MPEG-TS only).
     seams: Option<TsSeams>,
     /// A seam met and no repeat's start (`Demuxer::drops_repeated`), for
@@ -59,8 +58,6 @@ pub struct Demuxer {
     pending_seam: Option<u64>,
     /// Stretches of the file written twice in a row, dropped (MPEG-TS only).
     repeats: Option<repeats::Repeats>,
-    /// The copies dropped, until the reader takes them.
-    repeats_dropped: Vec<RepeatDropped>,
     /// Whether the reading was moved (`seek_video`): it starts where the stream's packets
     /// before are not read, and no step back is judged (a file is cut into parts only
     /// where its whole reading found none).
@@ -72,12 +69,24 @@ pub struct Demuxer {
     last_restart: Option<usize>,
 }
 
+/// Damage the demuxer mended, as said to the integrity checks: what it was, and the video
+/// frames and other packets it dropped (none for a packet put back in its place).
+#[derive(Debug, Clone)]
+pub struct Repaired {
+    /// What was mended, in words.
+    pub text: String,
+    /// Video frames dropped.
+    pub frames_dropped: u64,
+    /// Packets of other streams dropped.
+    pub packets_dropped: u64,
+}
+
 /// What one read of the demuxer gives.
 pub enum Demuxed {
     /// A packet, on the spliced timeline.
     Packet(Packet),
     /// A packet of a stretch of the file written twice in a row, dropped
-    /// (`Demuxer::take_repeats` says so once the stretch is passed).
+    /// (`Demuxer::take_repaired` says so once the stretch is passed).
     Repeated,
 }
 
@@ -143,7 +152,6 @@ impl Demuxer {
                 .and_then(|_| repeats::Repeats::open(path, streams)),
             seams,
             pending_seam: None,
-            repeats_dropped: Vec::new(),
             sought: false,
             unplaced: VecDeque::new(),
             handed_out: 0,
@@ -177,9 +185,9 @@ impl Demuxer {
         &self.resets
     }
 
-    /// The damaged first PES of joined parts put back since this was last asked, each as
-    /// said.
-    pub fn take_repaired(&mut self) -> Vec<String> {
+    /// The damage mended since this was last asked: the damaged first PES of joined parts
+    /// put back, the copies of stretches written twice dropped.
+    pub fn take_repaired(&mut self) -> Vec<Repaired> {
         std::mem::take(&mut self.repaired)
     }
 

@@ -1,6 +1,6 @@
 //! Stretches of an MPEG-TS file written twice in a row (`crate::ts_repeats`), found at
 //! the seams the demuxer meets, and dropped: each packet read from the dropped copy's
-//! bytes is duplicated data, said once the copy is passed (`Demuxer::take_repeats`), which
+//! bytes is duplicated data, said once the copy is passed (`Demuxer::take_repaired`), which
 //! the integrity checks count as damage. From a seam, the stretch to the next seam is
 //! looked for again right after it (the first copy dropped: a download retried writes the
 //! part it got, then the whole), else the stretch from the seam on among the bytes before
@@ -11,7 +11,7 @@ use std::fs::File;
 
 use ffmpeg_next::Packet;
 
-use super::Demuxer;
+use super::{Demuxer, Repaired};
 use crate::splice::TimestampSplicer;
 use crate::ts_repeats::{self, MAX_REPEAT_BYTES, Repeat};
 
@@ -39,18 +39,6 @@ struct Dropped {
     at_us: Option<i64>,
     video: u64,
     other: u64,
-}
-
-/// A copy dropped, as said to the integrity checks: what it was, the video frames and
-/// other packets dropped.
-#[derive(Debug, Clone)]
-pub struct RepeatDropped {
-    /// What was dropped, in words.
-    pub text: String,
-    /// Video frames dropped.
-    pub frames: u64,
-    /// Packets of other streams dropped.
-    pub packets: u64,
 }
 
 impl Repeats {
@@ -114,7 +102,8 @@ impl Demuxer {
             match (repeats.found_at(seam, next), repeats.dropping.as_mut()) {
                 // The stretch written a third time: one copy dropped, longer.
                 (Some(r), Some((d, _))) if d.bytes.end == r.bytes.start => {
-                    d.bytes.end = r.bytes.end
+                    d.bytes.end = r.bytes.end;
+                    repeats.dropped_to = r.bytes.end;
                 }
                 (Some(r), _) => {
                     self.end_repeat();
@@ -129,7 +118,6 @@ impl Demuxer {
         let Some((repeat, dropped)) = repeats.dropping.as_mut() else {
             return false;
         };
-        repeats.dropped_to = repeats.dropped_to.max(repeat.bytes.end);
         let drop = repeat.bytes.contains(&(pos as u64));
         let past = pos as u64 >= repeat.bytes.end;
         if drop {
@@ -165,18 +153,13 @@ impl Demuxer {
             }
             false => "repeat the bytes just before them (segments written twice)",
         };
-        self.repeats_dropped.push(RepeatDropped {
+        self.repaired.push(Repaired {
             text: format!(
                 "the input repeats itself: bytes {start} to {end} (from {at:.3} s on their own clock) {what}: the copy's {} frame(s) and {} other packet(s) are duplicated data, dropped",
                 dropped.video, dropped.other
             ),
-            frames: dropped.video,
-            packets: dropped.other,
+            frames_dropped: dropped.video,
+            packets_dropped: dropped.other,
         });
-    }
-
-    /// The copies dropped since this was last asked.
-    pub fn take_repeats(&mut self) -> Vec<RepeatDropped> {
-        std::mem::take(&mut self.repeats_dropped)
     }
 }

@@ -52,7 +52,7 @@ pub struct IntegrityLedger {
     frames_damaged: u64,
     packets_dropped: u64,
     /// Video frames and other packets of copies written twice in a row, dropped
-    /// (`on_repeat_dropped`).
+    /// (`on_repaired`).
     repeated_frames: u64,
     repeated_packets: u64,
     interlaced: bool,
@@ -196,15 +196,10 @@ impl IntegrityLedger {
         self.continuity.on_read(logged);
     }
 
-    /// The demuxer put back a damaged packet (`text` says which, and how): damage.
-    pub fn on_repaired(&mut self, text: &str) {
-        self.corrupt_packets += 1;
-        self.note(|| text.to_owned());
-    }
-
-    /// A copy of a stretch written twice in a row was dropped (`text` says so): its
-    /// `frames` video frames and `packets` other packets count as dropped duplicates.
-    pub fn on_repeat_dropped(&mut self, text: &str, frames: u64, packets: u64) {
+    /// The demuxer mended damage (`text` says what, and how: a damaged packet put back, a
+    /// copy of a stretch written twice in a row dropped): its `frames` video frames and
+    /// `packets` other packets dropped count as dropped duplicates.
+    pub fn on_repaired(&mut self, text: &str, frames: u64, packets: u64) {
         self.corrupt_packets += 1;
         self.repeated_frames += frames;
         self.repeated_packets += packets;

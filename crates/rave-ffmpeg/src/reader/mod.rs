@@ -361,11 +361,8 @@ impl VideoReader {
         if self.demuxer.timestamp_resets().len() != self.stats.timestamp_resets.len() {
             self.note_resets();
         }
-        for text in self.demuxer.take_repaired() {
-            self.ledger.on_repaired(&text);
-        }
-        for r in self.demuxer.take_repeats() {
-            self.ledger.on_repeat_dropped(&r.text, r.frames, r.packets);
+        for r in self.demuxer.take_repaired() {
+            (self.ledger).on_repaired(&r.text, r.frames_dropped, r.packets_dropped);
         }
         if self.demuxer.timestamp_steps().len() != self.stats.timestamp_steps.len() {
             self.stats.timestamp_steps = self.demuxer.timestamp_steps().to_vec();

@@ -435,15 +435,15 @@ impl StreamPlace {
     fn advance(&mut self, packet: &Packet, at: i64, tb: Rational) {
         let start = packet.pts().or(packet.dts()).unwrap_or(at);
         let length = packet.duration().max(0);
-        let end_us = to_us(start + length, tb);
-        self.end_us = Some(self.end_us.map_or(end_us, |e| e.max(end_us)));
+        let shown_end_us = to_us(start + length, tb);
+        self.end_us = Some(self.end_us.map_or(shown_end_us, |e| e.max(shown_end_us)));
         // A packet shown long after it is decoded (a frame held across a pause, or one
         // whose presentation time is damaged) ends, for the part after it, where it is
         // decoded.
         let end_us = match TimestampSplicer::shown_in_step_us(packet, tb) {
             Some(_) => match (self.held_beyond_reorder(packet, tb), self.end_in_step_us) {
                 (true, Some(end)) => end + to_us(length, tb),
-                _ => to_us(start + length, tb),
+                _ => shown_end_us,
             },
             None => to_us(packet.dts().unwrap_or(start) + length, tb),
         };
