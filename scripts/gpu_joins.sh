@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Joined MPEG-TS/PS inputs on NVDEC against the CPU (the twenty-first session's splice
-# changes, the twenty-third's seams, the twenty-fourth's repeats): parts whose clocks overlap a little, a segment written twice or cut short then whole, AC-3 parts, a part whose sound leads its picture, a part whose sound starts
+# changes, the twenty-third's seams, the twenty-fourth's repeats, the twenty-fifth's copies found from their packets): parts whose clocks overlap a little, a segment written twice or cut short then whole, written again a segment later, or twice with its counters renumbered, AC-3 parts, a part whose sound leads its picture, a part whose sound starts
 # 0.1 s after its picture (MPEG-PS), a recording cut by FFmpeg's segment muxer and joined
 # back, an audio PES lost whole; and MPEG-PS files (a VOB with AC-3, an .mpg with MP2)
 # cut at a 2048-byte pack inside an open GOP. For each: exit codes, frames and audio packets in and out,
@@ -48,6 +48,24 @@ cat "$work/seg0.ts" "$work/seg1.ts" "$work/seg2.ts" > "$work/join_segments.ts"
 # session's repeats): with --allow-corrupt the same as the segments joined once.
 cat "$work/seg0.ts" "$work/seg1.ts" "$work/seg1.ts" "$work/seg2.ts" > "$work/repeat_segment.ts"
 { cat "$work/seg0.ts"; head -c $((188 * 200)) "$work/seg1.ts"; cat "$work/seg1.ts" "$work/seg2.ts"; } > "$work/repeat_cut.ts"
+# A segment written again after the next one, and one written twice in a row in a file
+# whose continuity counters were renumbered (the twenty-fifth session's copies found from
+# their packets): with --allow-corrupt the same as the segments joined once.
+cat "$work/seg0.ts" "$work/seg1.ts" "$work/seg0.ts" "$work/seg2.ts" > "$work/repeat_later.ts"
+python3 - "$work/repeat_segment.ts" "$work/repeat_renumbered.ts" <<'EOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+cc = {}
+for i in range(0, len(b), 188):
+    pid = ((b[i + 1] & 0x1F) << 8) | b[i + 2]
+    nxt = cc.get(pid, 0)
+    if b[i + 3] & 0x10:
+        b[i + 3] = (b[i + 3] & 0xF0) | nxt
+        cc[pid] = (nxt + 1) & 0x0F
+    else:
+        b[i + 3] = (b[i + 3] & 0xF0) | ((nxt - 1) & 0x0F)
+open(sys.argv[2], "wb").write(b)
+EOF
 python3 - "$work/whole.ts" "$work/lost_pes.ts" <<'EOF'
 import sys
 b = open(sys.argv[1], "rb").read()
@@ -59,7 +77,7 @@ EOF
 count() { ffprobe -v quiet -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | head -1; }
 apk() { ffprobe -v quiet -select_streams a:0 -show_entries packet=size -of csv=p=0 "$1" | grep -c .; }
 times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | sort -g | md5sum | cut -c1-8; }
-for input in join_overlap.ts join_six.ts join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts repeat_segment.ts repeat_cut.ts lost_pes.ts cut_whole.vob cut_whole.mpg; do
+for input in join_overlap.ts join_six.ts join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts repeat_segment.ts repeat_cut.ts repeat_later.ts repeat_renumbered.ts lost_pes.ts cut_whole.vob cut_whole.mpg; do
   line="$input: in $(count "$work/$input") frames, $(apk "$work/$input") audio packets"
   for device in gpu cpu; do
     o="$work/${input//./_}_$device.mkv"

@@ -143,3 +143,147 @@ fn a_segment_written_twice_in_a_row_is_dropped_as_duplicated_data() {
         std::fs::remove_dir_all(dir.path().join("seg")).unwrap();
     }
 }
+
+/// `path`'s transport packets renumbered: each PID's continuity counter counting on through
+/// the whole file (as a remux writes it), so no segment shows a seam in the bytes.
+fn renumbered_counters(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    assert_eq!(bytes.len() % 188, 0);
+    let mut counters = std::collections::HashMap::<u16, u8>::new();
+    for packet in bytes.chunks_mut(188) {
+        assert_eq!(packet[0], 0x47);
+        let pid = (u16::from(packet[1] & 0x1f) << 8) | u16::from(packet[2]);
+        let has_payload = packet[3] & 0x10 != 0;
+        let next = counters.entry(pid).or_insert(0);
+        let cc = match has_payload {
+            true => *next,
+            false => next.wrapping_sub(1) & 0x0f,
+        };
+        packet[3] = (packet[3] & 0xf0) | cc;
+        if has_payload {
+            *next = (*next + 1) & 0x0f;
+        }
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A segment written again later than right after itself (three segments on: an HLS
+/// downloader that fetched it again after the playlist moved back), and a segment written
+/// twice in a row in a file whose continuity counters were renumbered (no seam shows in
+/// the bytes), and both: each is refused as damage, the repeat said; with
+/// --allow-corrupt the output is the clip's, every frame and audio packet once. (Each was
+/// an exit 0 with the segment's 0.4 s played twice: the timestamps going back were taken
+/// for parts joined.)
+#[test]
+fn a_segment_written_again_later_or_renumbered_is_dropped_as_duplicated_data() {
+    let dir = scratch();
+    let model = fixture("nearest_x2.onnx");
+    let (clip, parts) = segments(dir.path(), "0.4", "10");
+    let want = dir.path().join("want.mkv");
+    assert_exit(&upscale(&clip, &want, &model, &["--overwrite"]), 0);
+    // What is written again, before which segment; whether the counters are renumbered.
+    let cases: [(&str, usize, Vec<Copy>, bool); 4] = [
+        ("written again three segments on", 6, vec![(3, None)], false),
+        ("twice in a row, renumbered", 4, vec![(3, None)], true),
+        (
+            "again three segments on, renumbered",
+            6,
+            vec![(3, None)],
+            true,
+        ),
+        (
+            "two again two segments on",
+            7,
+            vec![(3, None), (4, None)],
+            false,
+        ),
+    ];
+    for (what, before, extra, renumber) in cases {
+        let repeat = dir.path().join("repeat.ts");
+        joined_in_order(&parts, &with_extra(parts.len(), before, &extra), &repeat);
+        if renumber {
+            renumbered_counters(&repeat);
+        }
+        let out = dir.path().join("repeat.mkv");
+        let o = upscale(&repeat, &out, &model, &["--overwrite"]);
+        assert_exit(&o, 3);
+        let err = stderr(&o);
+        assert!(err.contains("the input repeats itself"), "{what}: {err}");
+        let o = upscale(
+            &repeat,
+            &out,
+            &model,
+            &["--overwrite", "--allow-corrupt", "--json"],
+        );
+        assert_exit(&o, 0);
+        assert_eq!(frame_times(&out), frame_times(&want), "{what}");
+        assert_same_audio(&out, &want, what);
+        let damage = &json_report(&o)["input_damage"];
+        assert_eq!(
+            damage["frames_dropped"].as_u64(),
+            Some(10 * extra.len() as u64),
+            "{what}: {damage}"
+        );
+    }
+    // Renumbered, each segment once: the clip, nothing said.
+    let once = dir.path().join("once.ts");
+    joined_in_order(&parts, &with_extra(parts.len(), 0, &[]), &once);
+    renumbered_counters(&once);
+    let out = dir.path().join("once.mkv");
+    let o = upscale(&once, &out, &model, &["--overwrite"]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("repeats"), "{}", stderr(&o));
+    assert_eq!(frame_times(&out), frame_times(&want));
+}
+
+/// A clip joined on both sides of another (`cat intro.ts main.ts intro.ts`: the same
+/// intro twice, on purpose), or between two others, is parts joined, not data written
+/// twice: the second intro's packets are the first's again, but the file does not go on
+/// from before them (it ends, or a part whose clock does not go on from the main part's
+/// follows). Every frame of the parts is upscaled, exit 0.
+#[test]
+fn the_same_clip_joined_again_after_another_is_kept() {
+    let dir = scratch();
+    let model = fixture("nearest_x2.onnx");
+    let intro = dir.path().join("intro.ts");
+    lavfi_clip(
+        &intro,
+        &[
+            "testsrc2=size=96x64:rate=25:duration=1",
+            "sine=sample_rate=48000:duration=1",
+        ],
+        &["-c:v", "libx264", "-bf", "0", "-c:a", "aac"],
+    );
+    let main = dir.path().join("main.ts");
+    lavfi_clip(
+        &main,
+        &[
+            "mandelbrot=size=96x64:rate=25",
+            "sine=frequency=660:sample_rate=48000",
+        ],
+        &["-t", "2", "-c:v", "libx264", "-bf", "0", "-c:a", "aac"],
+    );
+    let outro = dir.path().join("outro.ts");
+    lavfi_clip(
+        &outro,
+        &[
+            "smptebars=size=96x64:rate=25",
+            "sine=frequency=220:sample_rate=48000",
+        ],
+        &["-t", "1", "-c:v", "libx264", "-bf", "0", "-c:a", "aac"],
+    );
+    let joined = dir.path().join("joined.ts");
+    for (parts, frames) in [
+        (vec![intro.as_path(), &main, &intro], 100),
+        (vec![intro.as_path(), &main, &intro, &outro], 125),
+    ] {
+        cat_files(&parts, &joined);
+        let out = dir.path().join("joined.mkv");
+        let o = upscale(&joined, &out, &model, &["--overwrite"]);
+        assert_exit(&o, 0);
+        assert!(!stderr(&o).contains("repeats"), "{}", stderr(&o));
+        assert_eq!(frame_times(&out).len(), frames);
+        let want: usize = parts.iter().map(|p| packet_count(p, "a:0")).sum();
+        assert_eq!(packet_count(&out, "a:0"), want);
+    }
+}

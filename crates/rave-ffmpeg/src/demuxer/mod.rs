@@ -12,9 +12,11 @@ use crate::decoded::StepBack;
 use crate::splice::TimestampSplicer;
 use crate::ts_seams::TsSeams;
 use crate::{input, sys};
+use replays::Replayed;
 
 mod joins;
 mod repeats;
+mod replays;
 
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
@@ -58,6 +60,9 @@ pub struct Demuxer {
     pending_seam: Option<u64>,
     /// Stretches of the file written twice in a row, dropped (MPEG-TS only).
     repeats: Option<repeats::Repeats>,
+    /// Packets read before, again, where the file goes on after them from before them:
+    /// dropped (MPEG-TS/PS).
+    replays: Option<replays::Replays>,
     /// Whether the reading was moved (`seek_video`): it starts where the stream's packets
     /// before are not read, and no step back is judged (a file is cut into parts only
     /// where its whole reading found none).
@@ -85,8 +90,9 @@ pub struct Repaired {
 pub enum Demuxed {
     /// A packet, on the spliced timeline.
     Packet(Packet),
-    /// A packet of a stretch of the file written twice in a row, dropped
-    /// (`Demuxer::take_repaired` says so once the stretch is passed).
+    /// A packet of a stretch of the file written twice, dropped (`Demuxer::take_repaired`
+    /// says so once the stretch is passed), or held while that is judged (handed out
+    /// later where it is not).
     Repeated,
 }
 
@@ -137,6 +143,13 @@ impl Demuxer {
             false => None,
         };
         let streams = input.streams().count();
+        let replays = sys::timestamps_may_restart(&input).then(|| {
+            use ffmpeg_next::media::Type;
+            let judged = input
+                .streams()
+                .map(|s| matches!(s.parameters().medium(), Type::Video | Type::Audio));
+            replays::Replays::new(judged.collect())
+        });
         let demuxer = Self {
             path: path.to_path_buf(),
             input,
@@ -151,6 +164,7 @@ impl Demuxer {
                 .as_ref()
                 .and_then(|_| repeats::Repeats::open(path, streams)),
             seams,
+            replays,
             pending_seam: None,
             sought: false,
             unplaced: VecDeque::new(),
@@ -213,10 +227,26 @@ impl Demuxer {
         };
         let Some(mut packet) = next else {
             self.end_repeat();
-            return None;
+            let held = self.replays_left_at_end();
+            if held.is_empty() {
+                return None;
+            }
+            self.unplaced.extend(held);
+            return self.next_packet(on_error);
         };
         if self.drops_repeated(&packet) {
             return Some(Demuxed::Repeated);
+        }
+        match self.judge_replayed(&packet) {
+            Replayed::Kept => {}
+            Replayed::Held => return Some(Demuxed::Repeated),
+            Replayed::GiveBack(held) => {
+                self.unplaced.push_front(packet);
+                for p in held.into_iter().rev() {
+                    self.unplaced.push_front(p);
+                }
+                return self.next_packet(on_error);
+            }
         }
         let Some(&tb) = self.time_bases.get(packet.stream()) else {
             return Some(Demuxed::Packet(packet));
