@@ -287,3 +287,43 @@ fn the_same_clip_joined_again_after_another_is_kept() {
         assert_eq!(packet_count(&out, "a:0"), want);
     }
 }
+
+/// A segment's copy cut off inside a transport packet, then written whole (a download
+/// retried that kept a partial packet): refused as a packet cut short inside the file, said
+/// near where it is (it was "the file is truncated: it ends 100 bytes into a 188-byte
+/// transport packet", about a file whose end is whole); with --allow-corrupt every frame is
+/// there once, the copy's frames read before dropped.
+#[test]
+fn a_copy_cut_inside_a_packet_is_said_where_it_is() {
+    let dir = scratch();
+    let model = fixture("nearest_x2.onnx");
+    let (clip, parts) = segments(dir.path(), "0.4", "10");
+    let mut bytes = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let data = std::fs::read(part).unwrap();
+        if i == 5 {
+            bytes.extend_from_slice(&data[..30 * 188 + 100]);
+        }
+        bytes.extend_from_slice(&data);
+    }
+    let cut = dir.path().join("cut.ts");
+    std::fs::write(&cut, bytes).unwrap();
+    let out = dir.path().join("cut.mkv");
+    let o = upscale(&cut, &out, &model, &["--overwrite"]);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("inside the file is cut short near byte") && !err.contains("truncated"),
+        "{err}"
+    );
+    let o = upscale(
+        &cut,
+        &out,
+        &model,
+        &["--overwrite", "--allow-corrupt", "--json"],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(frame_times(&out).len(), frame_times(&clip).len());
+    let damage = &json_report(&o)["input_damage"];
+    assert!(damage["frames_dropped"].as_u64().unwrap() > 0, "{damage}");
+}
