@@ -118,30 +118,34 @@ fn a_segment_written_twice_in_a_row_is_dropped_as_duplicated_data() {
         let repeat = dir.path().join("repeat.ts");
         let order = with_extra(parts.len(), before, &extra);
         joined_in_order(&parts, &order, &repeat);
-        let out = dir.path().join("repeat.mkv");
-        let o = upscale(&repeat, &out, &model, &["--overwrite"]);
-        assert_exit(&o, 3);
-        let err = stderr(&o);
-        assert!(
-            err.contains("the input repeats itself") && !err.contains("restart"),
-            "{what}: {err}"
-        );
-        let o = upscale(
-            &repeat,
-            &out,
-            &model,
-            &["--overwrite", "--allow-corrupt", "--json"],
-        );
-        assert_exit(&o, 0);
-        assert_eq!(frame_times(&out), frame_times(&want), "{what}");
-        assert_same_audio(&out, &want, what);
-        let damage = &json_report(&o)["input_damage"];
+        let damage = &refused_then_dropped(&repeat, &want, what);
         assert!(
             damage["frames_dropped"].as_u64().unwrap() > 0,
             "{what}: {damage}"
         );
         std::fs::remove_dir_all(dir.path().join("seg")).unwrap();
     }
+}
+
+/// `repeat` (holding a stretch written twice) refused as repeating itself, no restart said;
+/// with --allow-corrupt the same frames and audio as `want` (the clip upscaled). Returns
+/// the report's `input_damage`.
+fn refused_then_dropped(repeat: &Path, want: &Path, what: &str) -> serde_json::Value {
+    let model = fixture("nearest_x2.onnx");
+    let out = repeat.with_extension("mkv");
+    let o = upscale(repeat, &out, &model, &["--overwrite"]);
+    assert_exit(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("the input repeats itself") && !err.contains("restart"),
+        "{what}: {err}"
+    );
+    let allow = ["--overwrite", "--allow-corrupt", "--json"];
+    let o = upscale(repeat, &out, &model, &allow);
+    assert_exit(&o, 0);
+    assert_eq!(frame_times(&out), frame_times(want), "{what}");
+    assert_same_audio(&out, want, what);
+    json_report(&o)["input_damage"].clone()
 }
 
 /// `path`'s transport packets renumbered: each PID's continuity counter counting on through
@@ -204,21 +208,7 @@ fn a_segment_written_again_later_or_renumbered_is_dropped_as_duplicated_data() {
         if renumber {
             renumbered_counters(&repeat);
         }
-        let out = dir.path().join("repeat.mkv");
-        let o = upscale(&repeat, &out, &model, &["--overwrite"]);
-        assert_exit(&o, 3);
-        let err = stderr(&o);
-        assert!(err.contains("the input repeats itself"), "{what}: {err}");
-        let o = upscale(
-            &repeat,
-            &out,
-            &model,
-            &["--overwrite", "--allow-corrupt", "--json"],
-        );
-        assert_exit(&o, 0);
-        assert_eq!(frame_times(&out), frame_times(&want), "{what}");
-        assert_same_audio(&out, &want, what);
-        let damage = &json_report(&o)["input_damage"];
+        let damage = &refused_then_dropped(&repeat, &want, what);
         assert_eq!(
             damage["frames_dropped"].as_u64(),
             Some(10 * extra.len() as u64),
@@ -245,32 +235,35 @@ fn a_segment_written_again_later_or_renumbered_is_dropped_as_duplicated_data() {
 fn the_same_clip_joined_again_after_another_is_kept() {
     let dir = scratch();
     let model = fixture("nearest_x2.onnx");
-    let intro = dir.path().join("intro.ts");
-    lavfi_clip(
-        &intro,
-        &[
-            "testsrc2=size=96x64:rate=25:duration=1",
-            "sine=sample_rate=48000:duration=1",
-        ],
-        &["-c:v", "libx264", "-bf", "0", "-c:a", "aac"],
+    // Three clips of their own picture and tone, `seconds` long each.
+    let clip = |name: &str, video: &str, tone: &str, seconds: &str| {
+        let path = dir.path().join(name);
+        let sources = [
+            format!("{video}=size=96x64:rate=25"),
+            format!("sine={tone}"),
+        ];
+        let sources = [sources[0].as_str(), sources[1].as_str()];
+        let args = ["-t", seconds, "-c:v", "libx264", "-bf", "0", "-c:a", "aac"];
+        lavfi_clip(&path, &sources, &args);
+        path
+    };
+    let intro = clip(
+        "intro.ts",
+        "testsrc2",
+        "frequency=440:sample_rate=48000",
+        "1",
     );
-    let main = dir.path().join("main.ts");
-    lavfi_clip(
-        &main,
-        &[
-            "mandelbrot=size=96x64:rate=25",
-            "sine=frequency=660:sample_rate=48000",
-        ],
-        &["-t", "2", "-c:v", "libx264", "-bf", "0", "-c:a", "aac"],
+    let main = clip(
+        "main.ts",
+        "mandelbrot",
+        "frequency=660:sample_rate=48000",
+        "2",
     );
-    let outro = dir.path().join("outro.ts");
-    lavfi_clip(
-        &outro,
-        &[
-            "smptebars=size=96x64:rate=25",
-            "sine=frequency=220:sample_rate=48000",
-        ],
-        &["-t", "1", "-c:v", "libx264", "-bf", "0", "-c:a", "aac"],
+    let outro = clip(
+        "outro.ts",
+        "smptebars",
+        "frequency=220:sample_rate=48000",
+        "1",
     );
     let joined = dir.path().join("joined.ts");
     for (parts, frames) in [
