@@ -442,3 +442,45 @@ fn an_audio_pes_lost_without_a_counter_break_is_said() {
     assert_exit(&o, 0);
     assert!(!stderr(&o).contains("gaps"), "{}", stderr(&o));
 }
+
+/// AAC whose transport packets are written twice every so often (a bad relay): the PES
+/// built from them hold damaged ADTS headers, some of which FFmpeg's ADTS-to-Matroska
+/// rewrite cannot take ("Not yet implemented in FFmpeg, patches welcome"). Refused as
+/// damaged; with --allow-corrupt the run finishes (it ended with exit 4 "writing failed"
+/// after all its work), every frame upscaled, the packets that cannot be stored counted.
+#[test]
+fn audio_packets_no_muxer_can_take_are_counted_not_a_failed_run() {
+    let dir = scratch();
+    let clean = dir.path().join("clean.ts");
+    lavfi_clip(
+        &clean,
+        &["testsrc2=s=96x64:r=25:d=8", "sine=f=440:d=8"],
+        &[
+            "-c:v", "libx264", "-g", "12", "-bf", "2", "-c:a", "aac", "-b:a", "64k",
+        ],
+    );
+    let data = std::fs::read(&clean).unwrap();
+    let mut doubled = Vec::new();
+    for (i, packet) in data.chunks(188).enumerate() {
+        doubled.extend_from_slice(packet);
+        let pid = (usize::from(packet[1] & 0x1F) << 8) | usize::from(packet[2]);
+        if pid == 0x101 && packet[3] & 0x10 != 0 && i % 7 == 3 {
+            doubled.extend_from_slice(packet);
+        }
+    }
+    let damaged = dir.path().join("doubled.ts");
+    std::fs::write(&damaged, doubled).unwrap();
+    let out = dir.path().join("out.mkv");
+    let model = fixture("nearest_x2.onnx");
+    assert_exit(&upscale(&damaged, &out, &model, &[]), 3);
+    let o = upscale(
+        &damaged,
+        &out,
+        &model,
+        &["--overwrite", "--allow-corrupt", "--json"],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(frame_times(&out).len(), 200);
+    let damage = &json_report(&o)["input_damage"];
+    assert!(damage["packets_dropped"].as_u64().unwrap() > 0, "{damage}");
+}

@@ -584,10 +584,16 @@ pub fn frame_end_s(pts: i64, time_base: Rational, frame_rate: Rational) -> f64 {
     pts as f64 * f64::from(time_base) + if rate > 0.0 { 1.0 / rate } else { 0.0 }
 }
 
-/// Whether a muxer error is about the packet's data or timestamps (not the output file).
+/// Whether a muxer error is about the packet's data or timestamps (not the output file):
+/// invalid data, or a form of it FFmpeg cannot rewrite (an ADTS header whose damaged bits
+/// ask for several frames with a CRC, or a channel layout in a PCE, which FFmpeg's
+/// `aac_adtstoasc` leaves to "patches welcome": a damaged audio packet ended an
+/// --allow-corrupt run with exit 4 after all its work).
 fn is_invalid_data(e: &ffmpeg_next::Error) -> bool {
-    matches!(e, ffmpeg_next::Error::InvalidData)
-        || matches!(e, ffmpeg_next::Error::Other { errno } if *errno == ffmpeg_next::util::error::EINVAL)
+    matches!(
+        e,
+        ffmpeg_next::Error::InvalidData | ffmpeg_next::Error::PatchWelcome
+    ) || matches!(e, ffmpeg_next::Error::Other { errno } if *errno == ffmpeg_next::util::error::EINVAL)
 }
 
 fn fourcc(tag: &[u8; 4]) -> u32 {
