@@ -1,11 +1,12 @@
-//! MPEG-TS: the file must hold whole transport packets. One that does not ends inside a
+//! MPEG-TS: the file must hold whole transport packets (padding after the last one, zero
+//! or 0xFF bytes, is no packet cut short). One that does not ends inside a
 //! packet (cut short), or, where its last packets are in step with its end, holds a packet
 //! cut short inside it (a download's copy cut off mid-packet and written again whole, bytes
 //! lost): the packets from there on are out of step with those before.
 
 use std::io::{Read, Seek, SeekFrom};
 
-use super::{StructureProblem, read_up_to};
+use super::{StructureProblem, padding_to_end, read_up_to};
 
 /// Packets checked for their sync byte, in a row, to tell which packets are in step.
 const IN_A_ROW: u64 = 3;
@@ -22,7 +23,7 @@ pub fn check_transport_stream(r: &mut (impl Read + Seek), len: u64) -> Option<St
             continue;
         }
         let rest = len % size;
-        if rest == 0 {
+        if rest == 0 || padding_to_end(r, len - rest, len, |b| b == 0 || b == 0xff)? {
             return None;
         }
         let packets = len / size;
@@ -102,6 +103,24 @@ mod tests {
             p.truncated && p.text.contains("88 bytes into a 188-byte"),
             "{p:?}"
         );
+    }
+
+    /// Zero or 0xFF bytes after the last whole packet are padding, not a packet cut short.
+    #[test]
+    fn padding_after_the_last_packet_is_no_packet_cut_short() {
+        let mut ts = Vec::new();
+        for _ in 0..6 {
+            let mut p = vec![0u8; 188];
+            p[0] = 0x47;
+            ts.extend(p);
+        }
+        for pad in [0x00, 0xff] {
+            let padded = [&ts[..], &[pad; 100]].concat();
+            let check = check_transport_stream(&mut Cursor::new(&padded), padded.len() as u64);
+            assert_eq!(check, None, "{pad:#x}");
+        }
+        let junk = [&ts[..], b"a line of text\n"].concat();
+        assert!(check_transport_stream(&mut Cursor::new(&junk), junk.len() as u64).is_some());
     }
 
     /// A packet cut short inside the file (a copy cut off mid-packet, then written again
