@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Joined MPEG-TS/PS inputs on NVDEC against the CPU (the twenty-first session's splice
-# changes, the twenty-third's seams, the twenty-fourth's repeats, the twenty-fifth's copies found from their packets): parts whose clocks overlap a little, a segment written twice or cut short then whole, written again a segment later, or twice with its counters renumbered, AC-3 parts, a part whose sound leads its picture, a part whose sound starts
+# changes, the twenty-third's seams, the twenty-fourth's repeats, the twenty-fifth's copies found from their packets): parts whose clocks overlap a little, a segment written twice or cut short then whole, written again a segment later, or twice with its counters renumbered, two captures each begun mid-GOP, AC-3 parts, a part whose sound leads its picture, a part whose sound starts
 # 0.1 s after its picture (MPEG-PS), a recording cut by FFmpeg's segment muxer and joined
 # back, an audio PES lost whole; and MPEG-PS files (a VOB with AC-3, an .mpg with MP2)
 # cut at a 2048-byte pack inside an open GOP. For each: exit codes, frames and audio packets in and out,
@@ -66,6 +66,16 @@ for i in range(0, len(b), 188):
         b[i + 3] = (b[i + 3] & 0xF0) | ((nxt - 1) & 0x0F)
 open(sys.argv[2], "wb").write(b)
 EOF
+# Two captures joined, each begun mid-GOP (the twenty-fifth session's parts' leading
+# packets): every frame each gives alone, the second's before its first keyframe skipped.
+ff -f lavfi -i "mandelbrot=s=$size:r=25" -f lavfi -i "sine=f=660:r=48000" -t 6 -c:v libx264 -g 25 -bf 2 -c:a mp2 -output_ts_offset 5000 "$work/cap2.ts"
+python3 - "$work/whole.ts" "$work/cap2.ts" "$work/join_midgop.ts" <<'EOF'
+import sys
+a = open(sys.argv[1], "rb").read()
+b = open(sys.argv[2], "rb").read()
+cut = lambda d, pct: len(d) // 188 * pct // 100 * 188
+open(sys.argv[3], "wb").write(a[cut(a, 33):] + b[cut(b, 37):])
+EOF
 python3 - "$work/whole.ts" "$work/lost_pes.ts" <<'EOF'
 import sys
 b = open(sys.argv[1], "rb").read()
@@ -77,7 +87,7 @@ EOF
 count() { ffprobe -v quiet -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" | tr -d ',' | grep -v '^$' | head -1; }
 apk() { ffprobe -v quiet -select_streams a:0 -show_entries packet=size -of csv=p=0 "$1" | grep -c .; }
 times() { ffprobe -v error -select_streams "$2" -show_entries packet=pts_time -of csv=p=0 "$1" | sort -g | md5sum | cut -c1-8; }
-for input in join_overlap.ts join_six.ts join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts repeat_segment.ts repeat_cut.ts repeat_later.ts repeat_renumbered.ts lost_pes.ts cut_whole.vob cut_whole.mpg; do
+for input in join_overlap.ts join_six.ts join_ac3.ts join_lead.ts join_ps.mpg join_segments.ts repeat_segment.ts repeat_cut.ts repeat_later.ts repeat_renumbered.ts join_midgop.ts lost_pes.ts cut_whole.vob cut_whole.mpg; do
   line="$input: in $(count "$work/$input") frames, $(apk "$work/$input") audio packets"
   for device in gpu cpu; do
     o="$work/${input//./_}_$device.mkv"
@@ -85,7 +95,7 @@ for input in join_overlap.ts join_six.ts join_ac3.ts join_lead.ts join_ps.mpg jo
     case $input in repeat_*) allow=--allow-corrupt ;; esac
     rave upscale -i "$work/$input" -o "$o" --device "$device" -m tests/fixtures/nearest_x2.onnx --progress off $allow > "$work/log" 2>&1
     rc=$?
-    said=$(grep -oE "restart [0-9]+ time|step back|audio has gaps of [0-9.]+ s|rave: error: .{0,80}|starts mid-GOP|[0-9]+ video frames before|repeats itself|[0-9]+ duplicated frames dropped" "$work/log" | sort -u | tr '\n' ' ')
+    said=$(grep -oE "restart [0-9]+ time|step back|audio has gaps of [0-9.]+ s|rave: error: .{0,80}|starts mid-GOP|[0-9]+ video frames before|repeats itself|[0-9]+ duplicated frames dropped|[0-9]+ video frames? before their first keyframes" "$work/log" | sort -u | tr '\n' ' ')
     line="$line | $device: exit $rc, $(count "$o") frames, $(apk "$o") audio, video times $(times "$o" v:0), audio times $(times "$o" a:0); $said"
   done
   echo "$line"

@@ -186,8 +186,16 @@ fn a_segment_written_again_later_or_renumbered_is_dropped_as_duplicated_data() {
     let want = dir.path().join("want.mkv");
     assert_exit(&upscale(&clip, &want, &model, &["--overwrite"]), 0);
     // What is written again, before which segment; whether the counters are renumbered.
-    let cases: [(&str, usize, Vec<Copy>, bool); 4] = [
+    let end = parts.len();
+    let cases: [(&str, usize, Vec<Copy>, bool); 6] = [
         ("written again three segments on", 6, vec![(3, None)], false),
+        ("written again at the end", end, vec![(3, None)], false),
+        (
+            "the last twice, renumbered",
+            end,
+            vec![(end - 1, None)],
+            true,
+        ),
         ("twice in a row, renumbered", 4, vec![(3, None)], true),
         (
             "again three segments on, renumbered",
@@ -215,6 +223,24 @@ fn a_segment_written_again_later_or_renumbered_is_dropped_as_duplicated_data() {
             "{what}: {damage}"
         );
     }
+    // Written again, then two segments lost (more than a second): the copy dropped and
+    // the loss counted (it was an exit 0, the copy played twice, the loss warned as gaps).
+    let mut order = with_extra(parts.len(), 6, &[(5, None)]);
+    order.retain(|&(i, _)| i != 6 && i != 7);
+    let lost = dir.path().join("lost.ts");
+    joined_in_order(&parts, &order, &lost);
+    renumbered_counters(&lost);
+    let out = dir.path().join("lost.mkv");
+    let o = upscale(&lost, &out, &model, &["--overwrite"]);
+    assert_exit(&o, 3);
+    assert!(
+        stderr(&o).contains("the input repeats itself"),
+        "{}",
+        stderr(&o)
+    );
+    let o = upscale(&lost, &out, &model, &["--overwrite", "--allow-corrupt"]);
+    assert_exit(&o, 0);
+    assert_eq!(frame_times(&out).len(), frame_times(&want).len() - 20);
     // Renumbered, each segment once: the clip, nothing said.
     let once = dir.path().join("once.ts");
     joined_in_order(&parts, &with_extra(parts.len(), 0, &[]), &once);
@@ -279,6 +305,36 @@ fn the_same_clip_joined_again_after_another_is_kept() {
         let want: usize = parts.iter().map(|p| packet_count(p, "a:0")).sum();
         assert_eq!(packet_count(&out, "a:0"), want);
     }
+}
+
+/// An advert aired twice in a recording whose clock goes on around it (the recording's
+/// segments, the advert, more segments, the advert again, the rest): the advert's second
+/// airing repeats its first, and the recording goes on after it, but each airing started
+/// a part of its own (its clock is not the recording's): parts joined, every frame kept,
+/// exit 0. (It was refused as a segment written again.)
+#[test]
+fn an_advert_aired_twice_in_a_recording_is_kept() {
+    let dir = scratch();
+    let model = fixture("nearest_x2.onnx");
+    let (clip, parts) = segments(dir.path(), "0.4", "10");
+    let advert = dir.path().join("advert.ts");
+    let sources = [
+        "mandelbrot=size=96x64:rate=25",
+        "sine=frequency=660:sample_rate=48000",
+    ];
+    let args = ["-t", "1", "-c:v", "libx264", "-bf", "0", "-c:a", "aac"];
+    lavfi_clip(&advert, &sources, &args);
+    let mut order: Vec<&Path> = parts.iter().map(|p| p.as_path()).collect();
+    order.insert(7, &advert);
+    order.insert(3, &advert);
+    let aired = dir.path().join("aired.ts");
+    cat_files(&order, &aired);
+    renumbered_counters(&aired);
+    let out = dir.path().join("aired.mkv");
+    let o = upscale(&aired, &out, &model, &["--overwrite"]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("repeats"), "{}", stderr(&o));
+    assert_eq!(frame_times(&out).len(), frame_times(&clip).len() + 50);
 }
 
 /// A segment's copy cut off inside a transport packet, then written whole (a download

@@ -74,6 +74,9 @@ pub struct InputDamage {
     /// capture, a byte-level cut), so they refer to pictures before the file and no decoder
     /// can show them. Not damage: they are skipped, and said.
     pub frames_before_first_keyframe: u64,
+    /// Video packets of parts joined (MPEG-TS/PS captures joined with `cat`) before each
+    /// part's first keyframe: the part starts mid-GOP likewise. Not damage: skipped, and said.
+    pub frames_before_part_keyframes: u64,
 }
 
 impl InputDamage {
@@ -144,6 +147,16 @@ impl InputDamage {
             format!(
                 "the input starts mid-GOP (a capture or a cut that does not begin on a keyframe): {} before its first keyframe cannot be decoded (they refer to pictures the file does not hold) and are skipped; the output's video starts at that keyframe, its audio where the input's does",
                 counted(self.frames_before_first_keyframe, "video frame")
+            )
+        })
+    }
+
+    /// The warning for [`InputDamage::frames_before_part_keyframes`], when there are any.
+    pub fn part_leading_warning(&self) -> Option<String> {
+        (self.frames_before_part_keyframes > 0).then(|| {
+            format!(
+                "parts joined in the input start mid-GOP (captures joined, each begun anywhere): {} before their first keyframes cannot be decoded (they refer to pictures before each part) and are skipped; the picture holds from the part before to each part's first keyframe, while its sound plays",
+                counted(self.frames_before_part_keyframes, "video frame")
             )
         })
     }

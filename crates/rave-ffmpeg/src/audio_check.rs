@@ -11,7 +11,8 @@
 //! the cut (MP3's bit reservoir) and decodes with an error in an undamaged file. In an
 //! MPEG-TS or MPEG-PS file, which may be cut at any pack or packet (a DVD's VOB cut at a
 //! pack), the first few packets until one decodes are forgiven too: the tail of a frame
-//! cut in two comes first ("Header missing").
+//! cut in two comes first ("Header missing"). So are a part's, where parts cut so are
+//! joined (`AudioCheck::part_starts`: DVD VOBs cut at a pack and joined with `cat`).
 
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
@@ -48,8 +49,16 @@ pub struct AudioCheck {
 }
 
 struct Worker {
-    packets: SyncSender<Packet>,
+    packets: SyncSender<Fed>,
     done: JoinHandle<StreamVerdict>,
+}
+
+/// What a stream's decoder is fed.
+enum Fed {
+    /// A packet of its stream.
+    Packet(Packet),
+    /// A part joined starts: its first packets are the file's start's.
+    Part,
 }
 
 /// One stream's result.
@@ -86,7 +95,15 @@ impl AudioCheck {
         if let Some(Some(worker)) = self.workers.get(packet.stream()) {
             // A worker that stopped (it cannot: it drains until the sender is dropped) is
             // reported by `finish`.
-            let _ = worker.packets.send(packet.clone());
+            let _ = worker.packets.send(Fed::Packet(packet.clone()));
+        }
+    }
+
+    /// A part joined starts (the timestamps restarted): each stream's next packets until
+    /// one decodes are forgiven as a file's first are, the part cut anywhere too.
+    pub fn part_starts(&self) {
+        for worker in self.workers.iter().flatten() {
+            let _ = worker.packets.send(Fed::Part);
         }
     }
 
@@ -133,7 +150,7 @@ impl Worker {
             0 => 0.0,
             d => f64::from(tb.numerator()) / f64::from(d),
         };
-        let (packets, queue) = sync_channel::<Packet>(QUEUE);
+        let (packets, queue) = sync_channel::<Fed>(QUEUE);
         let done = std::thread::Builder::new()
             .name("audio-check".into())
             .spawn(move || decode_all(decoder, log, unit_s, forgiven, queue))
@@ -143,13 +160,13 @@ impl Worker {
 }
 
 /// Decode every packet `queue` delivers until the reader drops its end; the first
-/// `forgiven` packets are forgiven until one decodes.
+/// `forgiven` packets are forgiven until one decodes, the file's and each part's.
 fn decode_all(
     mut decoder: ffmpeg_next::decoder::Audio,
     log: LogWatch,
     unit_s: f64,
     forgiven: usize,
-    queue: std::sync::mpsc::Receiver<Packet>,
+    queue: std::sync::mpsc::Receiver<Fed>,
 ) -> StreamVerdict {
     let mut decoded_one = false;
     let mut verdict = StreamVerdict {
@@ -157,7 +174,17 @@ fn decode_all(
         first: None,
     };
     let mut frame = ffmpeg_next::frame::Audio::empty();
-    for (n, packet) in queue.into_iter().enumerate() {
+    // Packets of the file, or of the part joined last, so far.
+    let mut n = 0;
+    for fed in queue {
+        let packet = match fed {
+            Fed::Packet(packet) => packet,
+            Fed::Part => {
+                (n, decoded_one) = (0, false);
+                continue;
+            }
+        };
+        n += 1;
         let logged = log.tally().count();
         let mut refused = match decoder.send_packet(&packet) {
             Ok(()) => None,
@@ -176,7 +203,7 @@ fn decode_all(
             }
         }
         let failed = refused.is_some() || log.tally().count() > logged;
-        let forgive = n == 0 || (n < forgiven && !decoded_one);
+        let forgive = n == 1 || (n <= forgiven && !decoded_one);
         decoded_one |= !failed;
         if forgive {
             log.tally().reset();

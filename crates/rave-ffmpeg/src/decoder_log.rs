@@ -18,6 +18,11 @@ pub struct DecoderLog {
     /// before the second keyframe came out of the decoder (every picture coded before it
     /// was decoded by then). `None` while that window is open.
     forgiven: Option<u64>,
+    /// A part joined whose leading packets were skipped: the stale drops logged before its
+    /// window opened, and the keyframes out since (it closes at the second).
+    part: Option<(u64, u32)>,
+    /// Stale drops forgiven in the closed windows of parts joined.
+    parts_forgiven: u64,
 }
 
 impl DecoderLog {
@@ -27,6 +32,8 @@ impl DecoderLog {
             watch,
             keyframes_out: 0,
             forgiven: Some(0),
+            part: None,
+            parts_forgiven: 0,
         }
     }
 
@@ -40,20 +47,40 @@ impl DecoderLog {
         }
     }
 
+    /// A part joined skipped a leading packet: what the decoder says of references it does
+    /// not hold (the part's, before its first keyframe) is forgiven from here up to the
+    /// part's second keyframe out.
+    pub fn on_part_leading_skipped(&mut self) {
+        if self.part.is_none() {
+            self.part = Some((self.watch.tally().stale_drops(), 0));
+        }
+    }
+
     /// A frame came out of the decoder (`key`: a keyframe).
     pub fn on_frame_out(&mut self, key: bool) {
         if !key {
             return;
         }
         self.keyframes_out += 1;
+        let stale = self.watch.tally().stale_drops();
         if self.keyframes_out >= 2 && self.forgiven.is_none() {
-            self.forgiven = Some(self.watch.tally().stale_drops());
+            self.forgiven = Some(stale);
+        }
+        if let Some((from, keyframes)) = &mut self.part {
+            *keyframes += 1;
+            if *keyframes >= 2 {
+                self.parts_forgiven += stale.saturating_sub(*from);
+                self.part = None;
+            }
         }
     }
 
     fn unforgiven_stale_drops(&self) -> u64 {
-        self.forgiven
-            .map_or(0, |f| self.watch.tally().stale_drops().saturating_sub(f))
+        let stale = self.watch.tally().stale_drops();
+        let in_part = self.part.map_or(0, |(from, _)| stale.saturating_sub(from));
+        self.forgiven.map_or(0, |f| {
+            stale.saturating_sub(f + self.parts_forgiven + in_part)
+        })
     }
 
     /// Damage messages logged and not forgiven.
@@ -77,6 +104,10 @@ impl DecoderLog {
         self.watch.tally().reset();
         if let Some(f) = &mut self.forgiven {
             *f = 0;
+        }
+        self.parts_forgiven = 0;
+        if let Some((from, _)) = &mut self.part {
+            *from = 0;
         }
     }
 }
@@ -116,6 +147,26 @@ mod tests {
         assert_eq!(log.errors(), 0);
         record(log.watch.tally(), STALE);
         assert_eq!(log.errors(), 1);
+    }
+
+    /// A part joined mid-GOP: the stale drops from its first skipped packet to its second
+    /// keyframe out are forgiven, those before and after it count.
+    #[test]
+    fn a_parts_stale_drops_up_to_its_second_keyframe_are_forgiven() {
+        let (mut log, _fake) = log();
+        log.on_frame_out(true);
+        log.on_frame_out(true);
+        record(log.watch.tally(), STALE);
+        assert_eq!(log.errors(), 1);
+        log.on_part_leading_skipped();
+        log.on_frame_out(true);
+        record(log.watch.tally(), STALE);
+        record(log.watch.tally(), STALE);
+        assert_eq!(log.errors(), 1);
+        log.on_frame_out(true);
+        assert_eq!(log.errors(), 1);
+        record(log.watch.tally(), STALE);
+        assert_eq!(log.errors(), 2);
     }
 
     #[test]

@@ -5,7 +5,11 @@
 //! right after it but shown before it refer back to the GOP before, which the cut removed.
 //! Both are leading packets: no frames of the job, skipped and said, never counted as damage.
 //! (Leading pictures predicted from the keyframe alone decode, and are kept:
-//! `decodable_leading`.)
+//! `decodable_leading`.) A part joined to a transport stream (`cat capture1.ts
+//! capture2.ts`, each captured from any byte) starts mid-GOP the same way: its packets
+//! before its first decodable picture are told apart likewise, from the part's first video
+//! packet on (`LeadingPackets::on_part`). Fed to the decoder, they were decoded from the
+//! part before's pictures: errors, exit 3, and with --allow-corrupt concealed garbage.
 
 use crate::decodable_leading::LeadingCheck;
 
@@ -33,6 +37,19 @@ pub struct LeadingPackets {
     sent: u64,
     /// Whether the packet read last is a leading one.
     last_leading: bool,
+    /// The part joined last, while its leading packets are read (`on_part`).
+    part: Option<Box<LeadingPackets>>,
+    /// Whether the packet read last is a leading one of a part joined.
+    last_of_part: bool,
+    /// The leading packets of the parts joined, read and sent, once each part settled.
+    parts_read: u64,
+    parts_sent: u64,
+    /// Presentation times of the packets of parts joined without any keyframe.
+    parts_unkeyed: Vec<i64>,
+    /// How long after its decode time a keyframe may be shown and its time be right, in
+    /// its time base (a longer wait is a damaged presentation time: the pictures after
+    /// it are no leading ones for being shown before it).
+    reorder_max: Option<i64>,
 }
 
 impl LeadingPackets {
@@ -44,12 +61,51 @@ impl LeadingPackets {
         }
     }
 
-    /// A video packet was read (`key`: flagged a keyframe; `pts`: its presentation time;
-    /// `data`: its bytes); whether it is a leading one.
-    pub fn on_read(&mut self, key: bool, pts: Option<i64>, data: &[u8]) -> bool {
+    /// The same, a keyframe shown more than `ticks` after it is decoded taken as untimed
+    /// (its presentation time damaged).
+    pub fn with_reorder_max(self, ticks: i64) -> Self {
+        Self {
+            reorder_max: Some(ticks),
+            ..self
+        }
+    }
+
+    /// The leading packets of a new reading of the same stream.
+    pub fn fresh(&self) -> Self {
+        Self {
+            check: self.check,
+            reorder_max: self.reorder_max,
+            ..Self::default()
+        }
+    }
+
+    /// A video packet of the part before a join was read, handed out after the new part's
+    /// first video packet (FFmpeg hands out a PES when the next starts): no leading one.
+    pub fn on_read_of_part_before(&mut self) {
+        (self.last_leading, self.last_of_part) = (false, false);
+    }
+
+    /// A video packet was read (`key`: flagged a keyframe; `pts`, `dts`: its presentation
+    /// and decode times; `data`: its bytes); whether it is a leading one.
+    pub fn on_read(&mut self, key: bool, pts: Option<i64>, dts: Option<i64>, data: &[u8]) -> bool {
+        if let Some(part) = &mut self.part {
+            let leading = part.on_read(key, pts, dts, data);
+            if part.settled() {
+                self.settle_part();
+            }
+            (self.last_leading, self.last_of_part) = (leading, leading);
+            return leading;
+        }
+        self.last_of_part = false;
         let check = self.check;
         let leading = match &mut self.first_key {
             None if key => {
+                // A keyframe shown long after it is decoded has its time damaged: untimed.
+                let in_step = match (pts, dts, self.reorder_max) {
+                    (Some(p), Some(d), Some(max)) => p >= d && p - d <= max,
+                    _ => true,
+                };
+                let pts = pts.filter(|_| in_step);
                 // An untimed MPEG-2 keyframe's leading pictures are told by their type.
                 let timed = pts.is_some() || check == LeadingCheck::Mpeg2;
                 self.first_key = Some(FirstKeyframe {
@@ -81,9 +137,43 @@ impl LeadingPackets {
     /// The packet read last went to the decoder (a `discarded` one, decoded only as a
     /// reference, is not counted).
     pub fn on_sent(&mut self, discarded: bool) {
-        if self.last_leading && !discarded {
-            self.sent += 1;
+        match &mut self.part {
+            Some(part) => part.on_sent(discarded),
+            None if self.last_leading && !self.last_of_part && !discarded => self.sent += 1,
+            None => {}
         }
+    }
+
+    /// A part joined starts: its video's first packet is the next read. Its packets before
+    /// its first decodable picture lead, as a reading's do.
+    pub fn on_part(&mut self) {
+        self.settle_part();
+        self.part = Some(Box::new(self.fresh()));
+    }
+
+    /// Count the leading packets of the part being read, and read on outside it.
+    fn settle_part(&mut self) {
+        if let Some(part) = self.part.take() {
+            self.parts_read += part.read();
+            self.parts_sent += part.sent();
+            self.parts_unkeyed.extend(part.unkeyed_pts());
+        }
+    }
+
+    /// Whether the packet read last is a leading one of a part joined (skipped always:
+    /// the decoder holds the part before's pictures, not the ones it refers to).
+    pub fn last_is_leading_of_part(&self) -> bool {
+        self.last_of_part
+    }
+
+    /// Leading packets of the parts joined (where a part had a keyframe).
+    pub fn parts_read(&self) -> u64 {
+        self.parts_read + self.part.as_ref().map_or(0, |p| p.read())
+    }
+
+    /// Leading packets of the parts joined sent to the decoder.
+    pub fn parts_sent(&self) -> u64 {
+        self.parts_sent + self.part.as_ref().map_or(0, |p| p.sent())
     }
 
     /// Whether the packet read last is a leading one (skipped where the file is known to
@@ -132,12 +222,18 @@ impl LeadingPackets {
     }
 
     /// Presentation times of the packets that turned out to be no leading ones: all of
-    /// them where no keyframe came.
-    pub fn unkeyed_pts(&self) -> &[i64] {
-        match self.keyframe_read() {
-            true => &[],
-            false => &self.pts,
-        }
+    /// them where no keyframe came (in the reading, or in a part joined).
+    pub fn unkeyed_pts(&self) -> Vec<i64> {
+        let own = match self.keyframe_read() {
+            true => &[][..],
+            false => &self.pts[..],
+        };
+        let part = self
+            .part
+            .as_ref()
+            .map(|p| p.unkeyed_pts())
+            .unwrap_or_default();
+        [own, &self.parts_unkeyed, &part].concat()
     }
 }
 
@@ -148,7 +244,10 @@ mod tests {
     /// Reads `(key, pts)` packets; which were leading.
     fn leading_of(packets: &[(bool, Option<i64>)]) -> (Vec<bool>, LeadingPackets) {
         let mut l = LeadingPackets::default();
-        let flags = packets.iter().map(|&(k, p)| l.on_read(k, p, &[])).collect();
+        let flags = packets
+            .iter()
+            .map(|&(k, p)| l.on_read(k, p, None, &[]))
+            .collect();
         (flags, l)
     }
 
@@ -162,7 +261,7 @@ mod tests {
             (false, Some(11)),
         ]);
         assert_eq!(flags, [true, true, false, false, false]);
-        assert_eq!((l.read(), l.unkeyed_pts()), (2, &[][..]));
+        assert_eq!((l.read(), l.unkeyed_pts()), (2, vec![]));
     }
 
     #[test]
@@ -188,6 +287,59 @@ mod tests {
         assert_eq!(flags, [false, false, false]);
     }
 
+    /// A part joined: its packets before its first keyframe lead (counted apart from the
+    /// reading's), and those of its open GOP shown before that keyframe; then none do.
+    #[test]
+    fn a_part_joined_leads_until_its_own_keyframe() {
+        let mut l = LeadingPackets::default();
+        let read = |l: &mut LeadingPackets, packets: &[(bool, Option<i64>)]| {
+            let flags: Vec<bool> = packets
+                .iter()
+                .map(|&(k, p)| l.on_read(k, p, None, &[]))
+                .collect();
+            let parts: Vec<bool> = packets
+                .iter()
+                .map(|_| l.last_is_leading_of_part())
+                .collect();
+            (flags, parts)
+        };
+        let (flags, _) = read(
+            &mut l,
+            &[(false, Some(3)), (true, Some(5)), (false, Some(6))],
+        );
+        assert_eq!(flags, [true, false, false]);
+        l.on_part();
+        assert_eq!(read(&mut l, &[(false, Some(90))]).0, [true]);
+        assert!(l.last_is_leading_of_part());
+        // Its keyframe at 100, an open GOP's picture shown before it, then one after it.
+        let (flags, _) = read(
+            &mut l,
+            &[(true, Some(100)), (false, Some(97)), (false, Some(102))],
+        );
+        assert_eq!(flags, [false, true, false]);
+        assert!(!l.last_is_leading_of_part());
+        assert_eq!((l.read(), l.parts_read()), (1, 2));
+        assert_eq!(read(&mut l, &[(false, Some(101))]).0, [false]);
+        // A part without any keyframe: its packets are the timeline's, none lead.
+        l.on_part();
+        read(&mut l, &[(false, Some(200)), (false, Some(201))]);
+        assert_eq!((l.parts_read(), l.unkeyed_pts()), (2, vec![200, 201]));
+    }
+
+    /// A keyframe shown long after it is decoded (its presentation time damaged: a joined
+    /// part's first, 5965 s late) has no leading pictures: the frames after it, shown
+    /// before it, were skipped up to the next keyframe.
+    #[test]
+    fn a_keyframe_shown_long_after_it_is_decoded_leads_nothing() {
+        let mut l = LeadingPackets::default().with_reorder_max(90_000);
+        assert!(!l.on_read(true, Some(10_000_000), Some(1_000), &[]));
+        assert!(!l.on_read(false, Some(4_000), Some(4_600), &[]));
+        let mut l = LeadingPackets::default().with_reorder_max(90_000);
+        l.on_part();
+        assert!(!l.on_read(true, Some(10_000), Some(1_000), &[]));
+        assert!(l.on_read(false, Some(4_000), Some(4_600), &[]));
+    }
+
     #[test]
     fn a_second_keyframe_or_an_untimed_packet_ends_the_leading_pictures() {
         let (flags, _) = leading_of(&[(true, Some(10)), (true, Some(4)), (false, Some(3))]);
@@ -206,12 +358,12 @@ mod tests {
         let read: Vec<bool> = [(true, Some(10), &recovery), (false, None, &recovery)]
             .iter()
             .chain(&[(false, None, &recovery), (false, Some(12), &recovery)])
-            .map(|&(key, pts, data)| l.on_read(key, pts, data))
+            .map(|&(key, pts, data)| l.on_read(key, pts, None, data))
             .collect();
         assert_eq!(read, [false, true, true, false]);
         let mut l = LeadingPackets::new(LeadingCheck::H264);
-        l.on_read(true, Some(10), &idr);
-        assert!(!l.on_read(false, None, &idr));
+        l.on_read(true, Some(10), None, &idr);
+        assert!(!l.on_read(false, None, None, &idr));
     }
 
     #[test]
@@ -226,11 +378,11 @@ mod tests {
     #[test]
     fn only_leading_packets_sent_undiscarded_count_as_sent() {
         let mut l = LeadingPackets::default();
-        l.on_read(false, Some(1), &[]);
+        l.on_read(false, Some(1), None, &[]);
         l.on_sent(false);
-        l.on_read(false, Some(2), &[]);
+        l.on_read(false, Some(2), None, &[]);
         l.on_sent(true);
-        l.on_read(true, Some(5), &[]);
+        l.on_read(true, Some(5), None, &[]);
         l.on_sent(false);
         assert_eq!(l.sent(), 1);
     }

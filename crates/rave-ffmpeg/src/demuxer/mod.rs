@@ -72,6 +72,10 @@ pub struct Demuxer {
     /// Packets handed out, and how many had been when the timestamps last restarted.
     handed_out: usize,
     last_restart: Option<usize>,
+    /// Parts joined whose video has started (`Demuxer::video_parts`).
+    video_parts: usize,
+    /// Whether the packet handed out last is of the part before (`Demuxer::of_part_before`).
+    of_part_before: bool,
 }
 
 /// Damage the demuxer mended, as said to the integrity checks: what it was, and the video
@@ -170,6 +174,8 @@ impl Demuxer {
             unplaced: VecDeque::new(),
             handed_out: 0,
             last_restart: None,
+            video_parts: 0,
+            of_part_before: false,
         };
         Ok((demuxer, open_errors))
     }
@@ -221,6 +227,7 @@ impl Demuxer {
         &mut self,
         mut on_error: impl FnMut(&ffmpeg_next::Error),
     ) -> Option<Demuxed> {
+        self.of_part_before = false;
         let next = match self.unplaced.pop_front() {
             Some(p) => Some(p),
             None => self.read_one(&mut on_error),
@@ -258,6 +265,9 @@ impl Demuxer {
         if let Some((seam, shift)) = self.part_at_seam(&packet, &mut on_error) {
             self.resets.push(self.splicer.splice_at_seam(shift, seam));
             self.last_restart = Some(self.handed_out);
+            if let Some(replays) = self.replays.as_mut() {
+                replays.on_restart(self.resets.len());
+            }
         }
         // A stream that restarts soon after another did catches up with the same splice.
         let catches_up = self
@@ -304,11 +314,34 @@ impl Demuxer {
             let lead = at.map_or(0, |at| self.part_lead_us(&packet, at, &mut on_error));
             self.splicer.lead_next_reset(lead, corrected);
         }
-        if let Some(at) = self.splicer.place(&mut packet, tb) {
+        let video = packet.stream() == self.video_index;
+        let starting = video && self.splicer.starts_part(self.video_index);
+        self.of_part_before = self.splicer.of_part_before(&packet, tb);
+        let reset = self.splicer.place(&mut packet, tb);
+        if let Some(at) = reset {
             self.resets.push(at);
             self.last_restart = Some(self.handed_out);
         }
+        if let Some(replays) = self.replays.as_mut().filter(|_| reset.is_some()) {
+            replays.on_restart(self.resets.len());
+        }
+        if video && (starting || reset.is_some()) && !self.splicer.starts_part(self.video_index) {
+            self.video_parts += 1;
+        }
         Some(Demuxed::Packet(packet))
+    }
+
+    /// Parts joined whose video has started so far: the packet handed out last that made
+    /// the count grow is the first video packet of a new part.
+    pub fn video_parts(&self) -> usize {
+        self.video_parts
+    }
+
+    /// Whether the packet handed out last belongs to the part before the latest join,
+    /// handed out after the new part's first packets (a PES is complete only when the
+    /// next one of its PID starts).
+    pub fn of_part_before(&self) -> bool {
+        self.of_part_before
     }
 
     /// Whether the packets after `candidate` (which shows a restart; timestamps in

@@ -3,16 +3,16 @@
 //! later, or one written twice in a file whose continuity counters a remux renumbered (no
 //! seam in its bytes). Their timestamps go back to where the segment's did, so they were
 //! taken for parts joined, and the segment played twice with exit 0. A packet that is one
-//! read before again (the same stream, timestamps, length and bytes) starts such a copy
-//! where the copy holds video frames (sound alone repeats its bytes: silence, a test tone,
-//! in parts joined whose clocks overlap) and the file goes on after the copy from before
-//! it: the first video or audio packet past the copy continues its stream, which the copy
-//! holds too, from the packets before the copy (a part joined that starts with the same
-//! picture at the same times, its sound of its own, does not). The copy is then
-//! duplicated data, dropped and said (`Demuxer::take_repaired`).
-//! Where the file does not go on so
-//! (`cat intro.ts main.ts intro.ts`: the same clip joined twice on purpose, the file ending
-//! in it or another part following) the packets are kept, parts joined.
+//! read before again (the same stream, timestamps, length and bytes) starts such a copy,
+//! held until the first video or audio packet past it. It is duplicated data, dropped and
+//! said (`Demuxer::take_repaired`), where it holds a video frame (sound alone repeats its
+//! bytes: silence, a test tone, in parts joined whose clocks overlap), its packets were
+//! first read as a stretch of the file's own timeline (each going on from its stream's
+//! packet before it, no restart since: not a clip joined in, an advert aired twice), and
+//! the file goes on after it from before it (the packet past it continues its stream,
+//! which the copy holds too) or ends in it (unless it starts where a part of the file
+//! starts: a clip joined again whole, `cat a.ts remuxed-a.ts`). Else the packets are
+//! handed out after all: parts joined.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -33,21 +33,46 @@ const HELD_PACKETS: usize = 8192;
 const HELD_BYTES: usize = 256 << 20;
 
 /// How far after its stream's last packet before a copy the first packet past the copy
-/// may start, and still go on from it (a gap in the file's timeline is judged elsewhere).
-const GOES_ON_US: i64 = 1_000_000;
+/// may start, and still go on from it (a gap in the file's timeline, lost data after the
+/// copy, is judged elsewhere): less than a jump forward that restarts the timestamps.
+const GOES_ON_US: i64 = 10_000_000;
 
-/// A packet's stream and timestamps, as read (its own clock).
+/// A packet's stream and timestamps, as read (its own clock), its length and the CRC-32
+/// of its bytes. (Parts joined may share timestamps, each file's clock starting at 1.4 s:
+/// the bytes tell their packets apart.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Key {
     stream: usize,
-    pts: i64,
+    pts: Option<i64>,
     dts: Option<i64>,
+    len: usize,
+    crc: u32,
 }
+
+/// Where a packet remembered was read: the part of the file (timestamp restarts before
+/// it), how many packets of the part were read before it, and whether it went on from its
+/// stream's packet before it (a clip joined into a recording does not, where it starts).
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    part: usize,
+    nth: usize,
+    in_line: bool,
+}
+
+/// Packets at a part's start: a copy the file ends in that starts with one of them is the
+/// part's clip joined again (parts joined), not a segment written again.
+const PART_START_PACKETS: usize = 8;
 
 /// The packets of one file read so far, and the copy being dropped.
 pub(super) struct Replays {
-    /// Each packet remembered: its length and the CRC-32 of its bytes.
-    seen: HashMap<Key, (usize, u32)>,
+    /// Each packet remembered.
+    seen: HashMap<Key, Seen>,
+    /// The packet remembered last (the part it starts, where it shows a restart).
+    last_noted: Option<Key>,
+    /// The part of the file being read: timestamp restarts so far; and the packets of it
+    /// remembered.
+    part: usize,
+    in_part: usize,
     /// The order they were remembered in (the oldest forgotten first).
     order: VecDeque<Key>,
     /// The streams judged (video and audio): a copy starts and ends with their packets.
@@ -70,6 +95,11 @@ struct Held {
     from: isize,
     packets: Vec<Packet>,
     bytes: usize,
+    /// Whether every packet held was first read in the part the file is in, going on from
+    /// its stream's packet before it (a stretch of the file's own timeline).
+    this_part: bool,
+    /// Where the first packet held was first read.
+    first: Option<Seen>,
 }
 
 /// What becomes of a packet read, judged against the packets read before it.
@@ -84,12 +114,16 @@ pub(super) enum Replayed {
 }
 
 impl Key {
-    /// `packet`'s key; `None` without a presentation time (nothing to tell it by).
+    /// `packet`'s key; `None` without any timestamp (nothing to tell it by).
     fn of(packet: &Packet) -> Option<Self> {
-        Some(Self {
+        let (pts, dts) = (packet.pts(), packet.dts());
+        let data = packet.data().unwrap_or_default();
+        (pts.is_some() || dts.is_some()).then(|| Self {
             stream: packet.stream(),
-            pts: packet.pts()?,
-            dts: packet.dts(),
+            pts,
+            dts,
+            len: data.len(),
+            crc: crc32fast::hash(data),
         })
     }
 }
@@ -100,6 +134,9 @@ impl Replays {
         let streams = judged.len();
         Self {
             seen: HashMap::new(),
+            last_noted: None,
+            part: 0,
+            in_part: 0,
             order: VecDeque::new(),
             judged,
             last_kept: vec![None; streams],
@@ -109,27 +146,34 @@ impl Replays {
         }
     }
 
-    /// Whether `packet` is one read before again: the same stream, timestamps, length and
-    /// bytes.
-    fn read_before(&self, packet: &Packet) -> bool {
-        let Some(key) = Key::of(packet) else {
-            return false;
-        };
-        let data = packet.data().unwrap_or_default();
-        self.seen
-            .get(&key)
-            .is_some_and(|&(len, crc)| len == data.len() && crc == crc32fast::hash(data))
+    /// Where `packet` was read before, if it was: the same stream, timestamps, length
+    /// and bytes.
+    fn first_read(&self, packet: &Packet) -> Option<Seen> {
+        self.seen.get(&Key::of(packet)?).copied()
+    }
+
+    /// The timestamps restarted at the packet remembered last: the file is in part
+    /// `part` from it on.
+    pub(super) fn on_restart(&mut self, part: usize) {
+        self.part = part;
+        self.in_part = 1;
+        if let Some(seen) = self.last_noted.and_then(|k| self.seen.get_mut(&k)) {
+            (seen.part, seen.nth) = (part, 0);
+        }
     }
 
     /// Remember `packet` (timestamps in `tb`), kept.
     fn note(&mut self, packet: &Packet, tb: Option<Rational>) {
         let decoded = tb.and_then(|tb| TimestampSplicer::decoded_own_us(packet, tb));
+        let in_line = tb.is_none_or(|tb| self.goes_on(packet, tb))
+            || self.last_kept.get(packet.stream()) == Some(&None);
         if let Some(last) = self.last_kept.get_mut(packet.stream()) {
             *last = decoded.or(*last);
         }
         let Some(key) = Key::of(packet) else {
             return;
         };
+        self.last_noted = Some(key);
         if self.seen.contains_key(&key) {
             return;
         }
@@ -138,13 +182,14 @@ impl Replays {
         {
             self.seen.remove(&old);
         }
-        let data = packet.data().unwrap_or_default();
-        self.seen.insert(key, (data.len(), crc32fast::hash(data)));
+        let (part, nth) = (self.part, self.in_part);
+        self.seen.insert(key, Seen { part, nth, in_line });
+        self.in_part += 1;
         self.order.push_back(key);
     }
 
-    /// Whether `packet` (timestamps in `tb`), the first judged packet past a copy, goes on
-    /// from its stream's last packet kept before the copy: later, by at most
+    /// Whether `packet` (timestamps in `tb`) goes on from its stream's last packet kept
+    /// (before a copy, for the first judged packet past it): later, by at most
     /// [`GOES_ON_US`].
     fn goes_on(&self, packet: &Packet, tb: Rational) -> bool {
         let (Some(Some(last)), Some(t)) = (
@@ -167,9 +212,19 @@ impl Held {
         self.packets.len() >= HELD_PACKETS || self.bytes >= HELD_BYTES
     }
 
-    fn hold(&mut self, packet: &Packet) {
+    /// Hold `packet`, first read where `first` says (where known), the file being in part
+    /// `now`.
+    fn hold(&mut self, packet: &Packet, first: Option<Seen>, now: usize) {
         self.bytes += packet.size();
         self.packets.push(packet.clone());
+        self.this_part &= first.is_none_or(|f| f.part == now && f.in_line);
+        self.first = self.first.or(first);
+    }
+
+    /// Whether it holds a video frame (of stream `video`) and a packet of `stream`.
+    fn holds(&self, video: usize, stream: usize) -> bool {
+        let holds = |s: usize| self.packets.iter().any(|p| p.stream() == s);
+        holds(video) && holds(stream)
     }
 }
 
@@ -198,35 +253,39 @@ impl Demuxer {
         let tb = self.time_bases.get(stream).copied();
         let holding = replays.streams_holding.get(stream) == Some(&true);
         if let Some(from) = replays.copy.as_ref().map(|c| c.from) {
-            if (pos < 0 && holding) || (pos >= 0 && replays.read_before(packet)) {
+            let first = replays.first_read(packet);
+            if (pos < 0 && holding) || (pos >= 0 && first.is_some()) {
+                let now = replays.part;
                 let copy = replays.copy.as_mut().expect("a copy");
                 if copy.full() {
                     return Replayed::GiveBack(replays.give_back(pos + 1));
                 }
-                copy.hold(packet);
+                copy.hold(packet, first, now);
                 if let Some(h) = replays.streams_holding.get_mut(stream) {
                     *h = true;
                 }
                 return Replayed::Held;
             }
             if pos >= from && replays.judges(stream) {
-                let held = &replays.copy.as_ref().expect("a copy").packets;
-                let frames = held.iter().any(|p| p.stream() == self.video_index);
-                let own = held.iter().any(|p| p.stream() == stream);
-                match frames && own && tb.is_some_and(|tb| replays.goes_on(packet, tb)) {
+                let copy = replays.copy.as_ref().expect("a copy");
+                let ours = copy.this_part && copy.holds(self.video_index, stream);
+                match ours && tb.is_some_and(|tb| replays.goes_on(packet, tb)) {
                     true => self.drop_copy(),
                     false => return Replayed::GiveBack(replays.give_back(pos)),
                 }
             }
         }
         let replays = self.replays.as_mut().expect("replays read");
-        if pos >= replays.kept_before && replays.judges(stream) && replays.read_before(packet) {
+        let first = replays.first_read(packet);
+        if pos >= replays.kept_before && replays.judges(stream) && first.is_some() {
             let mut copy = Held {
                 from: pos,
                 packets: Vec::new(),
                 bytes: 0,
+                this_part: true,
+                first: None,
             };
-            copy.hold(packet);
+            copy.hold(packet, first, replays.part);
             replays.copy = Some(copy);
             replays.streams_holding.fill(false);
             replays.streams_holding[stream] = true;
@@ -239,13 +298,22 @@ impl Demuxer {
         Replayed::Kept
     }
 
-    /// The packets held at the file's end, handed out (the file ends in the copy: parts
-    /// joined).
+    /// The packets held at the file's end: dropped (said) where they are a copy of the
+    /// part the file is in, with a video frame, starting after the part's start; else
+    /// handed out (parts joined).
     pub(super) fn replays_left_at_end(&mut self) -> Vec<Packet> {
-        self.replays
-            .as_mut()
-            .map(|r| r.give_back(isize::MAX))
-            .unwrap_or_default()
+        let Some(replays) = self.replays.as_mut() else {
+            return Vec::new();
+        };
+        let ours = (replays.copy.as_ref()).is_some_and(|c| {
+            let inside = c.first.is_some_and(|f| f.nth >= PART_START_PACKETS);
+            inside && c.this_part && c.holds(self.video_index, self.video_index)
+        });
+        if ours {
+            self.drop_copy();
+            return Vec::new();
+        }
+        replays.give_back(isize::MAX)
     }
 
     /// Drop the copy held, the file going on after it from before it, and say it.

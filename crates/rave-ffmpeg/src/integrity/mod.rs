@@ -22,6 +22,7 @@ use crate::sys;
 use crate::timeline::{Placement, VideoTimeline};
 
 mod hidden_past_end;
+mod leading;
 mod leaps;
 mod outliers;
 mod stream_tally;
@@ -74,6 +75,10 @@ pub struct IntegrityLedger {
     /// Video packets before the first decodable picture (a capture that starts mid-GOP,
     /// or on an open GOP): no decoder can make pictures of them.
     leading: LeadingPackets,
+    /// Parts joined met so far, whose video starts anew (`on_video_parts`), and whether
+    /// the packet read last is one of the part before handed out late.
+    video_parts: usize,
+    of_part_before: bool,
     /// The demuxer's continuity errors and corrupt packets, those at the seams of joined
     /// streams forgiven.
     continuity: SeamForgiveness,
@@ -93,6 +98,22 @@ pub struct IntegrityLedger {
     /// judged by the packets after them (after a seek they are wherever it landed, and the
     /// other streams are not counted).
     from_start: bool,
+}
+
+/// How long (seconds) after it is decoded a keyframe may be shown: more than any B-frame
+/// reordering holds one back; a longer wait is a damaged presentation time.
+const LEADING_REORDER_MAX_S: f64 = 1.0;
+
+/// `seconds` in the time base of `input`'s stream `index` (at least a tick).
+fn ticks_in(input: &Input, index: usize, seconds: f64) -> i64 {
+    let tb = input.stream(index).map(|s| s.time_base());
+    let unit = tb.map_or(0.0, |tb| {
+        f64::from(tb.numerator()) / f64::from(tb.denominator().max(1))
+    });
+    match unit > 0.0 {
+        true => (seconds / unit).round().max(1.0) as i64,
+        false => i64::MAX,
+    }
 }
 
 impl IntegrityLedger {
@@ -174,7 +195,10 @@ impl IntegrityLedger {
             audio: AudioVerdict::default(),
             leading: LeadingPackets::new(LeadingCheck::for_codec(
                 sys::stream_params(input, video).codec_id.into(),
-            )),
+            ))
+            .with_reorder_max(ticks_in(input, video, LEADING_REORDER_MAX_S)),
+            video_parts: 0,
+            of_part_before: false,
             continuity: SeamForgiveness::default(),
             video_probe_errors: Vec::new(),
             corrected_starts: Vec::new(),
@@ -251,16 +275,6 @@ impl IntegrityLedger {
         }
     }
 
-    /// The video probe's errors counted (`at_end`: the reading is over): once the leading
-    /// packets are known to be none.
-    fn video_probe_errors(&self, at_end: bool) -> u64 {
-        let known = at_end || self.leading.settled();
-        match known && self.leading.read() == 0 {
-            true => self.video_probe_errors.len() as u64,
-            false => 0,
-        }
-    }
-
     /// A read failed with `error` (the demuxer skips on or gives up).
     pub fn on_read_error(&mut self, error: &ffmpeg_next::Error) {
         self.read_errors += 1;
@@ -320,7 +334,13 @@ impl IntegrityLedger {
             // `timeline_pts`).
             let data = packet.data().unwrap_or_default();
             let first_key = packet.is_key() && !self.leading.keyframe_read();
-            let leading = self.leading.on_read(packet.is_key(), packet.pts(), data);
+            let leading = match self.of_part_before {
+                true => {
+                    self.leading.on_read_of_part_before();
+                    false
+                }
+                false => (self.leading).on_read(packet.is_key(), packet.pts(), packet.dts(), data),
+            };
             // A reading that starts on an H.264 recovery point (an open GOP's keyframe, a
             // copy cut from one): what the decoder says of the references before it, in its
             // first GOP, is stale, as where a reading skips leading pictures.
@@ -403,7 +423,7 @@ impl IntegrityLedger {
     /// The presentation times of the video timeline: those of the leading packets are
     /// left out, unless no keyframe came.
     fn timeline_pts(&self) -> Vec<i64> {
-        let mut pts = [self.leading.unkeyed_pts(), &self.video_pts].concat();
+        let mut pts = [&self.leading.unkeyed_pts()[..], &self.video_pts].concat();
         // A frame put back in line fills the place it went to, not the one its packet said.
         for &(own, at) in &self.timeline.moved {
             if let Some(p) = pts.iter_mut().rev().find(|p| **p == own) {
@@ -441,25 +461,6 @@ impl IntegrityLedger {
         }
     }
 
-    /// Reading starts again from the file's start (a seek that missed): its leading packets
-    /// are told anew, and its streams' first packets judged.
-    pub fn restart_leading(&mut self) {
-        self.from_start = true;
-        self.leading = LeadingPackets::new(self.leading.check());
-    }
-
-    /// Whether a video keyframe was read yet.
-    pub fn keyframe_read(&self) -> bool {
-        self.leading.keyframe_read()
-    }
-
-    /// Whether the video packet admitted last comes before the first decodable picture of
-    /// this reading: before its first keyframe, or a leading picture of that keyframe's
-    /// open GOP (the caller may skip it, uncounted as sent).
-    pub fn leading_packet(&self) -> bool {
-        self.leading.last_is_leading()
-    }
-
     /// Errors the decoder logged or reported so far are not counted (they were about
     /// references decoded before a segment's first frame).
     pub fn forget_decoder_errors(&mut self) {
@@ -473,13 +474,6 @@ impl IntegrityLedger {
     pub fn on_rejected(&mut self, error: &ffmpeg_next::Error) {
         self.rejected_packets += 1;
         self.note(|| format!("the decoder refused a packet: {error}"));
-    }
-
-    /// The video packet admitted last was a leading one and was not sent to the decoder.
-    pub fn on_leading_skipped(&mut self) {
-        if let Some(log) = &mut self.decoder_log {
-            log.on_leading_skipped();
-        }
     }
 
     /// A frame came out of the decoder (`key`: a keyframe), inside the reading's bounds or

@@ -70,7 +70,8 @@ impl IntegrityLedger {
         let undecoded = if self.interlaced || !read_to_end {
             0
         } else {
-            (self.packets_sent - self.leading.sent()).saturating_sub(self.frames_out)
+            let leading = self.leading.sent() + self.leading.parts_sent();
+            (self.packets_sent - leading).saturating_sub(self.frames_out)
         };
         let unread = match video.declared.packets {
             Some(d) if read_to_end => d.saturating_sub(video.packets),
@@ -112,6 +113,7 @@ impl IntegrityLedger {
             packets_repeated: self.repeated_packets,
             audio_packets_damaged: self.audio.damaged_packets,
             frames_before_first_keyframe: self.leading.read(),
+            frames_before_part_keyframes: self.leading.parts_read(),
             truncated,
             ..Default::default()
         };

@@ -48,8 +48,10 @@ impl VideoReader {
         // After a seek too: a demuxer without an index lands where it can, maybe mid-GOP, and
         // the pictures before the first keyframe (and its leading ones) come before the
         // segment's start anyway.
+        // A part joined mid-GOP: the decoder holds the part before's pictures, not the
+        // ones its packets before its first keyframe refer to.
         let skip = self.bounds.skip_before_keyframe || self.bounds.seek_to.is_some();
-        if skip && self.ledger.leading_packet() {
+        if (skip && self.ledger.leading_packet()) || self.ledger.part_leading_packet() {
             self.ledger.on_leading_skipped();
             return Ok(());
         }

@@ -46,8 +46,9 @@ pub struct VideoReader {
     stats: DecodeStats,
     /// The closed captions of the frames handed out, for the encoder.
     captions: std::sync::Arc<crate::captions::CaptionStore>,
-    /// Packets read past one whose time leapt, to be handed out next (`next_packet`).
-    ahead: VecDeque<Packet>,
+    /// Packets read past one whose time leapt, to be handed out next (`next_packet`), each
+    /// with where it stands among the parts joined.
+    ahead: VecDeque<(Packet, PartOf)>,
     /// The demuxer has no more packets (the end of the file, or it gave up).
     drained: bool,
     /// Copied packets read ahead by `corrected_starts`, to be handed out next.
@@ -273,10 +274,12 @@ impl VideoReader {
         loop {
             // Every packet is judged as it is handed out, those read ahead too (two damaged
             // packets may fall in one read-ahead).
-            let mut packet = match self.ahead.pop_front() {
+            let (mut packet, part) = match self.ahead.pop_front() {
                 Some(p) => p,
                 None => self.demux_one()?,
             };
+            // Told as the packet is handed out: packets read ahead of it are later parts'.
+            self.ledger.on_video_parts(part.parts, part.of_part_before);
             if !self.ledger.leaps_ahead(&packet) {
                 return Some(packet);
             }
@@ -289,7 +292,7 @@ impl VideoReader {
                 false => RUN_PACKETS,
             };
             let later = self.ahead_of(stream, wanted);
-            let later: Vec<&Packet> = later.iter().map(|&i| &self.ahead[i]).collect();
+            let later: Vec<&Packet> = later.iter().map(|&i| &self.ahead[i].0).collect();
             if !self.ledger.confirms_leap(&packet, &later)
                 || self.ledger.on_leap(&mut packet, &later)
             {
@@ -302,7 +305,7 @@ impl VideoReader {
     /// [`LOOKAHEAD_PACKETS`], or the file ends); where in `ahead` those it holds are.
     fn ahead_of(&mut self, stream: usize, count: usize) -> Vec<usize> {
         let mut found: Vec<usize> = (self.ahead.iter().enumerate())
-            .filter(|(_, p)| p.stream() == stream)
+            .filter(|(_, (p, _))| p.stream() == stream)
             .map(|(i, _)| i)
             .take(count)
             .collect();
@@ -310,7 +313,7 @@ impl VideoReader {
             let Some(read) = self.demux_one() else {
                 break;
             };
-            let same = read.stream() == stream;
+            let same = read.0.stream() == stream;
             self.ahead.push_back(read);
             if same {
                 found.push(self.ahead.len() - 1);
@@ -321,13 +324,13 @@ impl VideoReader {
 
     /// One packet read from the demuxer, its read and any timestamp restart noted; `None`
     /// from the end of the file (or the demuxer giving up) on, without asking it again.
-    fn demux_one(&mut self) -> Option<Packet> {
+    fn demux_one(&mut self) -> Option<(Packet, PartOf)> {
         if self.drained {
             return None;
         }
         let packet = self.read_from_demuxer();
         self.drained = packet.is_none();
-        if let Some(p) = &packet
+        if let Some((p, _)) = &packet
             && !self.ledger.knows_stream(p.stream())
             && self
                 .demuxer
@@ -341,15 +344,20 @@ impl VideoReader {
     }
 
     /// The demuxer's next packet, the ledger told of each read (one it drops as repeated
-    /// data too: what FFmpeg logged while reading it belongs to that read).
-    fn read_from_demuxer(&mut self) -> Option<Packet> {
+    /// data too: what FFmpeg logged while reading it belongs to that read), and where it
+    /// stands among the parts joined.
+    fn read_from_demuxer(&mut self) -> Option<(Packet, PartOf)> {
         loop {
             let ledger = &mut self.ledger;
             let read = self.demuxer.next_packet(|e| ledger.on_read_error(e));
             self.note_read();
+            let part = PartOf {
+                parts: self.demuxer.video_parts(),
+                of_part_before: self.demuxer.of_part_before(),
+            };
             match read {
                 Some(Demuxed::Repeated) => continue,
-                Some(Demuxed::Packet(packet)) => return Some(packet),
+                Some(Demuxed::Packet(packet)) => return Some((packet, part)),
                 None => return None,
             }
         }
@@ -373,6 +381,15 @@ impl VideoReader {
         self.stats.timestamp_resets = self.demuxer.timestamp_resets().to_vec();
         self.ledger.on_resets(&self.stats.timestamp_resets);
     }
+}
+
+/// Where a packet stands among the parts joined, as the demuxer handed it out: the parts
+/// whose video had started (`Demuxer::video_parts`), and whether it is one of the part
+/// before the latest join, handed out late (`Demuxer::of_part_before`).
+#[derive(Debug, Clone, Copy)]
+struct PartOf {
+    parts: usize,
+    of_part_before: bool,
 }
 
 /// Duration of one frame in time-base units, with its fraction (at least 1).

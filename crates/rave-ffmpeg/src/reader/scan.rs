@@ -15,7 +15,7 @@ impl VideoReader {
     /// the damage report covers the whole file; stops early when `keep_going` says so.
     /// Frames already in the decoder are drained and counted, not passed on.
     pub fn scan_to_end(&mut self, keep_going: impl Fn() -> bool) -> Result<()> {
-        self.scan_packets(keep_going, |_, _| {})
+        self.scan_packets(keep_going, |_, _, _| {})
     }
 
     /// Read every packet of the file without decoding the video (the reader must be fresh),
@@ -34,7 +34,12 @@ impl VideoReader {
         // them. Held until a keyframe shows they are (as the ledger counts them); a stream
         // without any keyframe flag keeps them all.
         let mut before_key = Vec::new();
-        self.scan_packets(&keep_going, |packet, leading| {
+        let mut parts = 0;
+        self.scan_packets(&keep_going, |packet, leading, restarts| {
+            if restarts > parts {
+                parts = restarts;
+                audio.part_starts();
+            }
             if packet.stream() != video {
                 audio.feed(packet);
                 return;
@@ -67,7 +72,7 @@ impl VideoReader {
     fn scan_packets(
         &mut self,
         keep_going: impl Fn() -> bool,
-        mut on_packet: impl FnMut(&Packet, bool),
+        mut on_packet: impl FnMut(&Packet, bool, usize),
     ) -> Result<()> {
         self.ledger.on_scan();
         self.decoder.send_eof();
@@ -89,7 +94,8 @@ impl VideoReader {
                 self.stats.packets += 1;
             }
             self.ledger.admit(&packet);
-            on_packet(&packet, self.ledger.leading_packet());
+            let restarts = self.demuxer.timestamp_resets().len();
+            on_packet(&packet, self.ledger.leading_packet(), restarts);
         }
         Ok(())
     }

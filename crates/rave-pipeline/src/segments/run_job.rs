@@ -349,6 +349,7 @@ pub fn run_job(
     }
     for w in [
         damage.leading_warning(),
+        damage.part_leading_warning(),
         damage.gap_warning(),
         damage.audio_gap_warning(),
     ]
