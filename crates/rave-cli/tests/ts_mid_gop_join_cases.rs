@@ -5,6 +5,7 @@
 //! frames in the output.
 
 mod common;
+mod corpus;
 
 use std::path::{Path, PathBuf};
 
@@ -105,4 +106,68 @@ fn captures_joined_each_begun_mid_gop_are_upscaled_whole() {
         assert_eq!(frame_times(&out).len(), a.0 + b.0, "{what}");
         assert_eq!(packet_count(&out, "a:0"), a.1 + b.1, "{what}");
     }
+}
+
+/// The transport stream `data` with the PTS and DTS of every PES from byte `from` on
+/// moved by `ticks` of the 90 kHz clock (its counters going on: no seam in its bytes).
+fn timestamps_moved_from(data: &[u8], from: usize, ticks: i64) -> Vec<u8> {
+    let mut out = data.to_vec();
+    let pes = corpus::pes_starts(data, |id| id == 0xE0 || id == 0xC0);
+    for at in pes.into_iter().filter(|&at| at >= from) {
+        out = corpus::with_pes_pts_moved(&out, at, ticks);
+        if corpus::pes_pts(&out, at).1 {
+            // The DTS: the same five bytes' layout, after the PTS.
+            let b = &mut out[at + 14..at + 19];
+            let v = ((u64::from(b[0] >> 1 & 7) << 30)
+                | (u64::from(b[1]) << 22)
+                | (u64::from(b[2] >> 1) << 15)
+                | (u64::from(b[3]) << 7)
+                | u64::from(b[4] >> 1))
+            .wrapping_add_signed(ticks)
+                & ((1 << 33) - 1);
+            b[0] = (b[0] & 0xF0) | ((v >> 30 & 7) as u8) << 1 | 1;
+            b[1] = (v >> 22) as u8;
+            b[2] = ((v >> 15 & 0x7F) as u8) << 1 | 1;
+            b[3] = (v >> 7) as u8;
+            b[4] = ((v & 0x7F) as u8) << 1 | 1;
+        }
+    }
+    out
+}
+
+/// One coded stream whose timestamps restart in the middle of a GOP (a clock reset,
+/// no seam in the bytes: its pictures go on referring to the ones before): no part
+/// starts, every frame is decoded and kept, nothing is skipped.
+#[test]
+fn a_clock_restarting_inside_one_coded_stream_skips_nothing() {
+    let dir = scratch();
+    let clip = dir.path().join("clip.ts");
+    let args = ["-c:v", "libx264", "-bf", "2", "-g", "50", "-c:a", "aac"];
+    lavfi_clip(
+        &clip,
+        &["testsrc2=s=96x64:r=25:d=6", "sine=f=440:d=6"],
+        &args,
+    );
+    let data = std::fs::read(&clip).unwrap();
+    // The 70th picture's PES: 20 pictures into the second GOP.
+    let video = corpus::pes_starts(&data, |id| id == 0xE0);
+    let restarted = dir.path().join("restarted.ts");
+    std::fs::write(
+        &restarted,
+        timestamps_moved_from(&data, video[70], -360_000),
+    )
+    .unwrap();
+    let out = dir.path().join("restarted.mkv");
+    let o = upscale(&restarted, &out, &fixture("nearest_x2.onnx"), &["--json"]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(err.contains("timestamps restart 1 time"), "{err}");
+    assert!(!err.contains("mid-GOP"), "{err}");
+    let damage = &json_report(&o)["input_damage"];
+    assert_eq!(
+        damage["frames_before_part_keyframes"].as_u64(),
+        Some(0),
+        "{damage}"
+    );
+    assert_eq!(frame_times(&out).len(), 150);
 }

@@ -42,6 +42,9 @@ pub struct TsSeams {
     fresh: FreshTables,
     /// Seams found and not yet taken, in byte order.
     found: VecDeque<u64>,
+    /// Where a PID's counter broke lately (not going on by one, nor the same packet sent
+    /// twice), in byte order: a capture joined on, cut anywhere, breaks every PID's there.
+    breaks: VecDeque<u64>,
 }
 
 impl TsSeams {
@@ -64,7 +67,21 @@ impl TsSeams {
             counters: HashMap::new(),
             fresh: FreshTables::new(PACKET * FRESH_TABLES_PACKETS),
             found: VecDeque::new(),
+            breaks: VecDeque::new(),
         })
+    }
+
+    /// Whether a PID's counter broke within `within` bytes before byte `pos` (scanning
+    /// the file that far); breaks further back are forgotten.
+    pub fn break_near(&mut self, pos: u64, within: u64) -> bool {
+        while !self.done && self.scanned <= pos {
+            self.scan_chunk(pos);
+        }
+        let from = pos.saturating_sub(within);
+        while self.breaks.front().is_some_and(|&b| b < from) {
+            self.breaks.pop_front();
+        }
+        self.breaks.iter().any(|&b| b <= pos)
     }
 
     /// The last seam at or before byte `pos` not taken yet (those before it are taken
@@ -133,6 +150,12 @@ impl TsSeams {
             return;
         }
         let last = self.counters.insert(pid, (counter, at));
+        if let Some((last, _)) = last
+            && counter != (last + 1) % 16
+            && counter != last
+        {
+            self.breaks.push_back(at);
+        }
         let (Some((last, last_at)), 0) = (last, counter) else {
             return;
         };
@@ -212,6 +235,22 @@ mod tests {
         // A PAT sent twice, no other counter broken: no seam.
         let twice = [ts(0, 0), ts(0, 0), ts(4096, 0), ts(256, 0), ts(256, 1)].concat();
         assert_eq!(seams_of(&twice), Vec::<u64>::new());
+    }
+
+    /// A capture cut anywhere joined on breaks its counters at the join; one stream whose
+    /// counters go on (a PAT sent twice aside) breaks none.
+    #[test]
+    fn counters_broken_where_a_cut_capture_joins_on() {
+        let first = stream(45);
+        let cut = stream(60)[20 * PACKET as usize..].to_vec();
+        let joined = [first.clone(), cut].concat();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.ts");
+        std::fs::write(&path, &joined).unwrap();
+        let mut s = TsSeams::open(&path).unwrap();
+        assert!(!s.break_near(first.len() as u64 - 1, 4096));
+        assert!(s.break_near(first.len() as u64 + 2 * PACKET, 4096));
+        assert!(!s.break_near(joined.len() as u64 + 10_000, 4096));
     }
 
     #[test]

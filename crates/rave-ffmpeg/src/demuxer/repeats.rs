@@ -98,6 +98,7 @@ impl Demuxer {
             return true;
         }
         if let Some(seam) = seams.take_up_to(pos as u64) {
+            self.last_seam = Some(seam);
             let next = seams.next_after(seam, MAX_REPEAT_BYTES);
             match (repeats.found_at(seam, next), repeats.dropping.as_mut()) {
                 // The stretch written a third time: one copy dropped, longer.
