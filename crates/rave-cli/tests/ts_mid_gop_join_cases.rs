@@ -116,20 +116,7 @@ fn timestamps_moved_from(data: &[u8], from: usize, ticks: i64) -> Vec<u8> {
     for at in pes.into_iter().filter(|&at| at >= from) {
         out = corpus::with_pes_pts_moved(&out, at, ticks);
         if corpus::pes_pts(&out, at).1 {
-            // The DTS: the same five bytes' layout, after the PTS.
-            let b = &mut out[at + 14..at + 19];
-            let v = ((u64::from(b[0] >> 1 & 7) << 30)
-                | (u64::from(b[1]) << 22)
-                | (u64::from(b[2] >> 1) << 15)
-                | (u64::from(b[3]) << 7)
-                | u64::from(b[4] >> 1))
-            .wrapping_add_signed(ticks)
-                & ((1 << 33) - 1);
-            b[0] = (b[0] & 0xF0) | ((v >> 30 & 7) as u8) << 1 | 1;
-            b[1] = (v >> 22) as u8;
-            b[2] = ((v >> 15 & 0x7F) as u8) << 1 | 1;
-            b[3] = (v >> 7) as u8;
-            b[4] = ((v & 0x7F) as u8) << 1 | 1;
+            out = corpus::with_pes_dts_moved(&out, at, ticks);
         }
     }
     out

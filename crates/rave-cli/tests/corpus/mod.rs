@@ -482,13 +482,17 @@ pub fn pes_starts(data: &[u8], id: impl Fn(u8) -> bool) -> Vec<usize> {
 /// The PTS of the PES starting at `at` in the transport stream `data` (90 kHz), and
 /// whether the PES carries a DTS too.
 pub fn pes_pts(data: &[u8], at: usize) -> (u64, bool) {
-    let b = &data[at + 9..at + 14];
-    let pts = (u64::from(b[0] >> 1 & 7) << 30)
+    (pes_time(data, at + 9), data[at + 7] >> 6 == 3)
+}
+
+/// The 33-bit 90 kHz time whose five bytes (with marker bits) start at `at`.
+fn pes_time(data: &[u8], at: usize) -> u64 {
+    let b = &data[at..at + 5];
+    (u64::from(b[0] >> 1 & 7) << 30)
         | (u64::from(b[1]) << 22)
         | (u64::from(b[2] >> 1) << 15)
         | (u64::from(b[3]) << 7)
-        | u64::from(b[4] >> 1);
-    (pts, data[at + 7] >> 6 == 3)
+        | u64::from(b[4] >> 1)
 }
 
 /// The transport stream `data` with bit `bit` of the PTS of the PES starting at `at`
@@ -507,15 +511,28 @@ pub fn with_pes_pts_moved(data: &[u8], at: usize, ticks: i64) -> Vec<u8> {
     )
 }
 
-/// The transport stream `data` with the PTS of the PES starting at `at` set to `v` (the
-/// 33-bit 90 kHz field split over five bytes with marker bits).
+/// The transport stream `data` with the DTS of the PES starting at `at` (which carries
+/// one) moved by `ticks` of the 90 kHz clock.
+pub fn with_pes_dts_moved(data: &[u8], at: usize, ticks: i64) -> Vec<u8> {
+    let v = pes_time(data, at + 14).wrapping_add_signed(ticks) & ((1 << 33) - 1);
+    let mut out = data.to_vec();
+    set_pes_time(&mut out, at + 14, v);
+    out
+}
+
+/// The transport stream `data` with the PTS of the PES starting at `at` set to `v`.
 fn with_pes_pts(data: &[u8], at: usize, v: u64) -> Vec<u8> {
     let mut out = data.to_vec();
-    let b = &mut out[at + 9..at + 14];
+    set_pes_time(&mut out, at + 9, v);
+    out
+}
+
+/// Write `v` as the 33-bit 90 kHz time whose five bytes (with marker bits) start at `at`.
+fn set_pes_time(data: &mut [u8], at: usize, v: u64) {
+    let b = &mut data[at..at + 5];
     b[0] = (b[0] & 0xF0) | ((v >> 30 & 7) as u8) << 1 | 1;
     b[1] = (v >> 22) as u8;
     b[2] = ((v >> 15 & 0x7F) as u8) << 1 | 1;
     b[3] = (v >> 7) as u8;
     b[4] = ((v & 0x7F) as u8) << 1 | 1;
-    out
 }

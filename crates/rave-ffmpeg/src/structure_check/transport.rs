@@ -17,8 +17,8 @@ pub fn check_transport_stream(r: &mut (impl Read + Seek), len: u64) -> Option<St
     let mut head = vec![0u8; 4 * 204 + 8];
     let got = read_up_to(r, &mut head)?;
     let head = &head[..got];
-    for (size, sync_at) in [(188u64, 0u64), (192, 4), (204, 0)] {
-        let synced = (0..4).all(|k| head.get((sync_at + k * size) as usize) == Some(&0x47));
+    for (size, sync_offset) in [(188u64, 0u64), (192, 4), (204, 0)] {
+        let synced = (0..4).all(|k| head.get((sync_offset + k * size) as usize) == Some(&0x47));
         if !synced {
             continue;
         }
@@ -28,13 +28,13 @@ pub fn check_transport_stream(r: &mut (impl Read + Seek), len: u64) -> Option<St
         }
         let packets = len / size;
         let tail_in_step =
-            packets > 2 * IN_A_ROW && synced_from(r, len - IN_A_ROW * size + sync_at, size)?;
+            packets > 2 * IN_A_ROW && synced_from(r, len - IN_A_ROW * size + sync_offset, size)?;
         if !tail_in_step {
             return Some(StructureProblem::truncated(format!(
                 "the file is truncated: it ends {rest} bytes into a {size}-byte transport packet"
             )));
         }
-        let at = first_out_of_step(r, packets, size, sync_at)?;
+        let at = first_out_of_step(r, packets, size, sync_offset)?;
         return Some(StructureProblem::broken(format!(
             "a {size}-byte transport packet inside the file is cut short near byte {at}: the packets from there to the end are {rest} bytes out of step with those before (bytes lost inside the file, or a copy cut off inside a packet and written again)"
         )));
@@ -44,39 +44,42 @@ pub fn check_transport_stream(r: &mut (impl Read + Seek), len: u64) -> Option<St
 
 /// Whether [`IN_A_ROW`] packets of `size` bytes from `at` on start with a sync byte.
 fn synced_from(r: &mut (impl Read + Seek), at: u64, size: u64) -> Option<bool> {
-    let mut byte = [0u8];
     for k in 0..IN_A_ROW {
-        r.seek(SeekFrom::Start(at + k * size)).ok()?;
-        if read_up_to(r, &mut byte)? != 1 || byte[0] != 0x47 {
+        if !sync_at(r, at + k * size)? {
             return Some(false);
         }
     }
     Some(true)
 }
 
+/// Whether byte `at` is a sync byte.
+fn sync_at(r: &mut (impl Read + Seek), at: u64) -> Option<bool> {
+    let mut byte = [0u8];
+    r.seek(SeekFrom::Start(at)).ok()?;
+    Some(read_up_to(r, &mut byte)? == 1 && byte[0] == 0x47)
+}
+
 /// Where the packet cut short starts, of `packets` whole ones of `size` bytes in step with
-/// the file's start (the sync byte `sync_at` into each), found by halving: the packet
+/// the file's start (the sync byte `sync_offset` into each), found by halving: the packet
 /// before the first one in step with the start whose sync byte is not there.
 fn first_out_of_step(
     r: &mut (impl Read + Seek),
     packets: u64,
     size: u64,
-    sync_at: u64,
+    sync_offset: u64,
 ) -> Option<u64> {
     let (mut in_step, mut out) = (0u64, packets - IN_A_ROW);
     while out - in_step > 1 {
         let mid = in_step + (out - in_step) / 2;
-        match synced_from(r, mid * size + sync_at, size)? {
+        match synced_from(r, mid * size + sync_offset, size)? {
             true => in_step = mid,
             false => out = mid,
         }
     }
     // The first packet of the `IN_A_ROW` from `out` without its sync byte follows the one
     // cut short.
-    let mut byte = [0u8];
     for k in out..out + IN_A_ROW {
-        r.seek(SeekFrom::Start(k * size + sync_at)).ok()?;
-        if read_up_to(r, &mut byte)? != 1 || byte[0] != 0x47 {
+        if !sync_at(r, k * size + sync_offset)? {
             return Some(k.saturating_sub(1) * size);
         }
     }
