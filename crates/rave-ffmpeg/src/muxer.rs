@@ -585,10 +585,8 @@ pub fn frame_end_s(pts: i64, time_base: Rational, frame_rate: Rational) -> f64 {
 }
 
 /// Whether a muxer error is about the packet's data or timestamps (not the output file):
-/// invalid data, or a form of it FFmpeg cannot rewrite (an ADTS header whose damaged bits
-/// ask for several frames with a CRC, or a channel layout in a PCE, which FFmpeg's
-/// `aac_adtstoasc` leaves to "patches welcome": a damaged audio packet ended an
-/// --allow-corrupt run with exit 4 after all its work).
+/// invalid data, or data FFmpeg cannot rewrite ("patches welcome": a damaged ADTS header
+/// asking `aac_adtstoasc` for several frames with a CRC, or a PCE layout).
 fn is_invalid_data(e: &ffmpeg_next::Error) -> bool {
     matches!(
         e,

@@ -15,6 +15,7 @@ use crate::{input, sys};
 use replays::Replayed;
 
 mod joins;
+mod parts;
 mod repeats;
 mod replays;
 
@@ -101,10 +102,6 @@ pub enum Demuxed {
     /// later where it is not).
     Repeated,
 }
-
-/// Bytes from a seam (`TsSeams`) to the first video packet of the part it starts, at most:
-/// a part's tables, its sound's first PES, a PCR or two come before its picture.
-const SEAM_TO_PART_BYTES: u64 = 4 << 20;
 
 /// Packets read ahead, at most, to tell a restart of the timestamps from one damaged one.
 const RESTART_LOOKAHEAD: usize = 256;
@@ -332,36 +329,10 @@ impl Demuxer {
         if let Some(replays) = self.replays.as_mut().filter(|_| reset.is_some()) {
             replays.on_restart(self.resets.len());
         }
-        // A part of its own (a capture joined, which may start mid-GOP) shows a seam in the
-        // bytes just before its picture (fresh tables, or counters broken where a capture
-        // cut anywhere joins on); a restart of the timestamps inside one coded stream (its
-        // pictures' references go on) shows none.
-        let pos = packet.position();
-        let near = |s: u64| pos >= 0 && (pos as u64) >= s && pos as u64 - s <= SEAM_TO_PART_BYTES;
-        let after_seam = self.last_seam.is_some_and(near)
-            || (video
-                && pos >= 0
-                && (self.seams.as_mut())
-                    .is_some_and(|s| s.break_near(pos as u64, SEAM_TO_PART_BYTES)));
-        let part_starts = starting || reset.is_some();
-        if video && part_starts && after_seam && !self.splicer.starts_part(self.video_index) {
-            self.video_parts += 1;
+        if starting || reset.is_some() {
+            self.note_video_part(&packet, video);
         }
         Some(Demuxed::Packet(packet))
-    }
-
-    /// Parts joined at a seam of the file's bytes whose video has started so far: the
-    /// packet handed out last that made the count grow is the first video packet of a new
-    /// part.
-    pub fn video_parts(&self) -> usize {
-        self.video_parts
-    }
-
-    /// Whether the packet handed out last belongs to the part before the latest join,
-    /// handed out after the new part's first packets (a PES is complete only when the
-    /// next one of its PID starts).
-    pub fn of_part_before(&self) -> bool {
-        self.of_part_before
     }
 
     /// Whether the packets after `candidate` (which shows a restart; timestamps in
