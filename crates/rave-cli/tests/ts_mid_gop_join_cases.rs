@@ -158,3 +158,65 @@ fn a_clock_restarting_inside_one_coded_stream_skips_nothing() {
     );
     assert_eq!(frame_times(&out).len(), 150);
 }
+
+/// A capture cut inside a picture's PES where the video's continuity counter happens to go
+/// on from the part before's (one cut in sixteen): only the tables' and the sound's counters
+/// break, a little after the picture's first PES. It is a part all the same: its pictures
+/// before its first keyframe are skipped (they were decoded from the part before's
+/// pictures, garbled, exit 0 with nothing said).
+#[test]
+fn a_capture_whose_video_counter_happens_to_go_on_is_still_a_part() {
+    let dir = scratch();
+    let args = ["-c:v", "libx264", "-g", "25", "-bf", "2", "-c:a", "aac"];
+    let first = dir.path().join("a.ts");
+    lavfi_clip(
+        &first,
+        &["testsrc2=s=160x90:r=25:d=4", "sine=f=440:d=4"],
+        &args,
+    );
+    let whole = dir.path().join("whole-b.ts");
+    lavfi_clip(
+        &whole,
+        &["mandelbrot=s=160x90:r=25", "sine=f=880:d=4"],
+        &[&["-t", "4"], &args[..]].concat(),
+    );
+    let (a, b) = (
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&whole).unwrap(),
+    );
+    let video =
+        |p: &[u8]| (u16::from(p[1] & 0x1F) << 8 | u16::from(p[2])) == 0x100 && p[3] & 0x10 != 0;
+    let last = a.chunks(188).rfind(|p| video(p)).unwrap()[3] & 0x0F;
+    // The first transport packet of B's picture, no PES start, whose counter goes on.
+    let cut = (1..b.len() / 188)
+        .map(|k| k * 188)
+        .find(|&at| {
+            let p = &b[at..at + 188];
+            video(p) && p[1] & 0x40 == 0 && p[3] & 0x0F == (last + 1) % 16
+        })
+        .unwrap();
+    let second = dir.path().join("b.ts");
+    std::fs::write(&second, &b[cut..]).unwrap();
+    let model = fixture("nearest_x2.onnx");
+    let alone = |input: &Path| {
+        let out = input.with_extension("mkv");
+        let o = upscale(input, &out, &model, &["--overwrite", "--json"]);
+        assert_exit(&o, 0);
+        let skipped = json_report(&o)["input_damage"]["frames_before_first_keyframe"].as_u64();
+        (frame_times(&out).len(), skipped.unwrap())
+    };
+    let (a, b) = (alone(&first), alone(&second));
+    let joined = dir.path().join("joined.ts");
+    cat_files(&[&first, &second], &joined);
+    let out = dir.path().join("joined.mkv");
+    let o = upscale(&joined, &out, &model, &["--overwrite", "--json"]);
+    assert_exit(&o, 0);
+    let damage = &json_report(&o)["input_damage"];
+    assert_eq!(
+        damage["frames_before_part_keyframes"].as_u64(),
+        Some(b.1),
+        "{damage}"
+    );
+    assert_eq!(damage["frames_damaged"].as_u64(), Some(0), "{damage}");
+    assert_eq!(frame_times(&out).len(), a.0 + b.0);
+}

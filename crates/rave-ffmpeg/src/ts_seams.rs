@@ -71,17 +71,20 @@ impl TsSeams {
         })
     }
 
-    /// Whether a PID's counter broke within `within` bytes before byte `pos` (scanning
-    /// the file that far); breaks further back are forgotten.
+    /// Whether a PID's counter broke within `within` bytes of byte `pos`, before or after
+    /// it (scanning the file that far: a capture cut inside its picture's PES may go on
+    /// with the video's counter by chance, its tables' and sound's breaking a little
+    /// later); breaks further back are forgotten.
     pub fn break_near(&mut self, pos: u64, within: u64) -> bool {
-        while !self.done && self.scanned <= pos {
-            self.scan_chunk(pos);
+        let to = pos + within;
+        while !self.done && self.scanned <= to {
+            self.scan_chunk(to);
         }
         let from = pos.saturating_sub(within);
         while self.breaks.front().is_some_and(|&b| b < from) {
             self.breaks.pop_front();
         }
-        self.breaks.iter().any(|&b| b <= pos)
+        self.breaks.iter().any(|&b| b <= to)
     }
 
     /// The last seam at or before byte `pos` not taken yet (those before it are taken
@@ -248,7 +251,8 @@ mod tests {
         let path = dir.path().join("t.ts");
         std::fs::write(&path, &joined).unwrap();
         let mut s = TsSeams::open(&path).unwrap();
-        assert!(!s.break_near(first.len() as u64 - 1, 4096));
+        assert!(!s.break_near(first.len() as u64 - 5000, 4096));
+        assert!(s.break_near(first.len() as u64 - 2 * PACKET, 4096));
         assert!(s.break_near(first.len() as u64 + 2 * PACKET, 4096));
         assert!(!s.break_near(joined.len() as u64 + 10_000, 4096));
     }

@@ -2,16 +2,18 @@
 //! keyframe are skipped (`LeadingPackets::on_part`), and the part before's last packets,
 //! handed out after the new part's first (a PES is complete only when the next one of its
 //! PID starts), are told apart. A part of its own (a capture joined, which may start
-//! mid-GOP) shows a seam in the bytes just before its picture: fresh tables, or counters
-//! broken where a capture cut anywhere joins on. A restart of the timestamps inside one
+//! mid-GOP) shows a seam in the bytes near its picture: fresh tables just before it, or
+//! counters broken where a capture cut anywhere joins on (the video's may go on by chance,
+//! the tables' and the sound's breaking a little after the picture's first PES). A restart of the timestamps inside one
 //! coded stream (its pictures' references go on) shows none, and starts no part.
 
 use ffmpeg_next::Packet;
 
 use super::Demuxer;
 
-/// Bytes from a seam (`TsSeams`) to the first video packet of the part it starts, at most:
-/// a part's tables, its sound's first PES, a PCR or two come before its picture.
+/// Bytes between a seam (`TsSeams`) and the first video packet of the part it starts, at
+/// most: a part's tables, its sound's first PES, a PCR or two come before its picture, or
+/// (a cut capture) just after.
 const SEAM_TO_PART_BYTES: u64 = 4 << 20;
 
 impl Demuxer {
