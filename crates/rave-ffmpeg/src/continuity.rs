@@ -21,6 +21,9 @@ use crate::fresh_tables::FreshTables;
 /// restart shows once two video packets of the second part were read).
 pub const SEAM_READS: u64 = 256;
 
+/// The last of the PIDs MPEG-TS reserves for its tables (PAT, CAT, SDT, NIT, EIT...).
+const LAST_TABLE_PID: u32 = 0x1F;
+
 /// Packet reads within which the PAT's break to 0 and another PID's make a new stream's
 /// start (a muxer writes its tables one after another).
 const FRESH_TABLES_READS: u64 = 8;
@@ -178,8 +181,12 @@ impl SeamForgiveness {
                 .filter(|s| is_near(s) && Some(key(s)) == nearest)
                 .collect();
             // At a new stream's fresh tables every counter starts at 0: one that breaks to
-            // another value lost the new stream's first packets of its PID.
-            let lost_first = front.kind == Kind::Continuity && !front.to_zero;
+            // another value lost the new stream's first packets of its PID; for a table
+            // PID (the reserved ones, SDT, NIT...: a part cut right after its first SDT)
+            // that loses none of its picture or sound, sent again and again.
+            let lost_first = front.kind == Kind::Continuity
+                && !front.to_zero
+                && front.pid.is_none_or(|pid| pid > LAST_TABLE_PID);
             let forgiven = match (near.first().map(|s| s.tables), front.pid) {
                 (Some(true), _) if lost_first => false,
                 (Some(_), Some(pid)) => near
@@ -285,6 +292,12 @@ mod tests {
         lost.on_read(vec![to_zero(17), to_zero(0), to_zero(4096)]);
         lost.on_read(vec![to_zero(256), cc(257).replace("got 0", "got 2")]);
         assert_eq!(lost.errors(true), 1);
+        // The SDT's breaking to 1 (the part cut right after its first SDT) loses nothing
+        // of the picture or sound: forgiven once, as at any join.
+        let mut cut = SeamForgiveness::default();
+        cut.on_read(vec![to_zero(0), to_zero(4096)]);
+        cut.on_read(vec![to_zero(256), cc(17).replace("got 0", "got 1")]);
+        assert_eq!(cut.errors(true), 0);
         // Counters broken to other values, or the PAT's alone, are no new stream.
         let mut s = SeamForgiveness::default();
         let to_three = |pid: u32| cc(pid).replace("got 0", "got 3");
