@@ -25,6 +25,12 @@ const FRESH_TABLES_PACKETS: u64 = 16;
 const NULL_PID: u16 = 0x1FFF;
 /// Bytes read from the file at a time.
 const CHUNK: usize = 1 << 20;
+/// Bytes behind the scan past which a counter break is forgotten: the scan runs ahead of
+/// the reading by up to a repeat's length (`ts_repeats::MAX_REPEAT_BYTES`), and a break is
+/// asked about within a few MB of the reading (`TsSeams::break_near`). A stream whose
+/// counters break at every packet holds no more than this many bytes' worth.
+const BREAKS_KEPT_BYTES: u64 = 512 << 20;
+const _: () = assert!(BREAKS_KEPT_BYTES > crate::ts_repeats::MAX_REPEAT_BYTES + (16 << 20));
 
 /// The seams of one MPEG-TS file, scanned from its start as far as asked.
 pub struct TsSeams {
@@ -157,6 +163,10 @@ impl TsSeams {
             && counter != (last + 1) % 16
             && counter != last
         {
+            let old = at.saturating_sub(BREAKS_KEPT_BYTES);
+            while self.breaks.front().is_some_and(|&b| b < old) {
+                self.breaks.pop_front();
+            }
             self.breaks.push_back(at);
         }
         let (Some((last, last_at)), 0) = (last, counter) else {

@@ -146,10 +146,10 @@ impl Replays {
         }
     }
 
-    /// Where `packet` was read before, if it was: the same stream, timestamps, length
-    /// and bytes.
-    fn first_read(&self, packet: &Packet) -> Option<Seen> {
-        self.seen.get(&Key::of(packet)?).copied()
+    /// Where the packet `key` names was read before, if it was: the same stream,
+    /// timestamps, length and bytes.
+    fn first_read(&self, key: Option<Key>) -> Option<Seen> {
+        self.seen.get(&key?).copied()
     }
 
     /// The timestamps restarted at the packet remembered last: the file is in part
@@ -162,15 +162,15 @@ impl Replays {
         }
     }
 
-    /// Remember `packet` (timestamps in `tb`), kept.
-    fn note(&mut self, packet: &Packet, tb: Option<Rational>) {
+    /// Remember `packet` (timestamps in `tb`; `key` its key), kept.
+    fn note(&mut self, packet: &Packet, key: Option<Key>, tb: Option<Rational>) {
         let decoded = tb.and_then(|tb| TimestampSplicer::decoded_own_us(packet, tb));
         let in_line = tb.is_none_or(|tb| self.goes_on(packet, tb))
             || self.last_kept.get(packet.stream()) == Some(&None);
         if let Some(last) = self.last_kept.get_mut(packet.stream()) {
             *last = decoded.or(*last);
         }
-        let Some(key) = Key::of(packet) else {
+        let Some(key) = key else {
             return;
         };
         self.last_noted = Some(key);
@@ -252,8 +252,10 @@ impl Demuxer {
         let (stream, pos) = (packet.stream(), packet.position());
         let tb = self.time_bases.get(stream).copied();
         let holding = replays.streams_holding.get(stream) == Some(&true);
+        // Its bytes' checksum once: every packet of the file is judged.
+        let key = Key::of(packet);
+        let first = replays.first_read(key);
         if let Some(from) = replays.copy.as_ref().map(|c| c.from) {
-            let first = replays.first_read(packet);
             if (pos < 0 && holding) || (pos >= 0 && first.is_some()) {
                 let now = replays.part;
                 let copy = replays.copy.as_mut().expect("a copy");
@@ -276,7 +278,6 @@ impl Demuxer {
             }
         }
         let replays = self.replays.as_mut().expect("replays read");
-        let first = replays.first_read(packet);
         if pos >= replays.kept_before && replays.judges(stream) && first.is_some() {
             let mut copy = Held {
                 from: pos,
@@ -294,7 +295,7 @@ impl Demuxer {
         if let Some(h) = replays.streams_holding.get_mut(stream) {
             *h = false;
         }
-        replays.note(packet, tb);
+        replays.note(packet, key, tb);
         Replayed::Kept
     }
 

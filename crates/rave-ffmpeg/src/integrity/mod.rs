@@ -104,18 +104,6 @@ pub struct IntegrityLedger {
 /// reordering holds one back; a longer wait is a damaged presentation time.
 const LEADING_REORDER_MAX_S: f64 = 1.0;
 
-/// `seconds` in the time base of `input`'s stream `index` (at least a tick).
-fn ticks_in(input: &Input, index: usize, seconds: f64) -> i64 {
-    let tb = input.stream(index).map(|s| s.time_base());
-    let unit = tb.map_or(0.0, |tb| {
-        f64::from(tb.numerator()) / f64::from(tb.denominator().max(1))
-    });
-    match unit > 0.0 {
-        true => (seconds / unit).round().max(1.0) as i64,
-        false => i64::MAX,
-    }
-}
-
 impl IntegrityLedger {
     /// Start the ledger of `input` (the file at `path`) whose video stream is `video`:
     /// read what the container declares, check its structure (unless `structure` holds the
@@ -137,7 +125,7 @@ impl IntegrityLedger {
         let unread = |index| {
             crate::stream_plan::missing_parameters(sys::stream_params(input, index)).is_some()
         };
-        let streams = input
+        let streams: Vec<StreamTally> = input
             .streams()
             .map(|s| {
                 let role = match s.parameters().medium() {
@@ -166,6 +154,12 @@ impl IntegrityLedger {
         // earlier of the two readings never refuses a complete file; a file cut short by more
         // than its start time is still caught.
         let file_end_s = crate::declared::file_end_s(input, &format, declared_times);
+        // The reordering a keyframe's time may show, in the video's time base (at least a
+        // tick).
+        let reorder_max = match streams.get(video).map_or(0.0, |t| t.unit_s) {
+            unit if unit > 0.0 => (LEADING_REORDER_MAX_S / unit).round().max(1.0) as i64,
+            _ => i64::MAX,
+        };
         Self {
             video,
             streams,
@@ -196,7 +190,7 @@ impl IntegrityLedger {
             leading: LeadingPackets::new(LeadingCheck::for_codec(
                 sys::stream_params(input, video).codec_id.into(),
             ))
-            .with_reorder_max(ticks_in(input, video, LEADING_REORDER_MAX_S)),
+            .with_reorder_max(reorder_max),
             video_parts: 0,
             of_part_before: false,
             continuity: SeamForgiveness::default(),

@@ -44,12 +44,18 @@ pub fn check_transport_stream(r: &mut (impl Read + Seek), len: u64) -> Option<St
 
 /// Whether [`IN_A_ROW`] packets of `size` bytes from `at` on start with a sync byte.
 fn synced_from(r: &mut (impl Read + Seek), at: u64, size: u64) -> Option<bool> {
+    Some(first_unsynced(r, at, size)?.is_none())
+}
+
+/// Which of the [`IN_A_ROW`] packets of `size` bytes from `at` on is the first without
+/// its sync byte, if one is.
+fn first_unsynced(r: &mut (impl Read + Seek), at: u64, size: u64) -> Option<Option<u64>> {
     for k in 0..IN_A_ROW {
         if !sync_at(r, at + k * size)? {
-            return Some(false);
+            return Some(Some(k));
         }
     }
-    Some(true)
+    Some(None)
 }
 
 /// Whether byte `at` is a sync byte.
@@ -78,12 +84,10 @@ fn first_out_of_step(
     }
     // The first packet of the `IN_A_ROW` from `out` without its sync byte follows the one
     // cut short.
-    for k in out..out + IN_A_ROW {
-        if !sync_at(r, k * size + sync_offset)? {
-            return Some(k.saturating_sub(1) * size);
-        }
-    }
-    Some(out * size)
+    Some(match first_unsynced(r, out * size + sync_offset, size)? {
+        Some(k) => (out + k).saturating_sub(1) * size,
+        None => out * size,
+    })
 }
 
 #[cfg(test)]
