@@ -46,6 +46,12 @@ pub struct LeadingPackets {
     parts_sent: u64,
     /// Presentation times of the packets of parts joined without any keyframe.
     parts_unkeyed: Vec<i64>,
+    /// Packets of parts joined without any keyframe (skipped: undecodable), and the
+    /// presentation time of the first such part's first packet.
+    parts_unkeyed_read: u64,
+    first_unkeyed_pts: Option<i64>,
+    /// The presentation time of the first packet read (timed).
+    first_pts: Option<i64>,
     /// How long after its decode time a keyframe may be shown and its time be right, in
     /// its time base (a longer wait is a damaged presentation time: the pictures after
     /// it are no leading ones for being shown before it).
@@ -97,6 +103,7 @@ impl LeadingPackets {
             return leading;
         }
         self.last_of_part = false;
+        self.first_pts = self.first_pts.or(pts);
         let check = self.check;
         let leading = match &mut self.first_key {
             None if key => {
@@ -157,6 +164,10 @@ impl LeadingPackets {
             self.parts_read += part.read();
             self.parts_sent += part.sent();
             self.parts_unkeyed.extend(part.unkeyed_pts());
+            if !part.keyframe_read() {
+                self.parts_unkeyed_read += part.read;
+                self.first_unkeyed_pts = self.first_unkeyed_pts.or(part.first_pts);
+            }
         }
     }
 
@@ -169,6 +180,19 @@ impl LeadingPackets {
     /// Leading packets of the parts joined (where a part had a keyframe).
     pub fn parts_read(&self) -> u64 {
         self.parts_read + self.part.as_ref().map_or(0, |p| p.read())
+    }
+
+    /// Packets of the parts joined that hold no keyframe, and the presentation time the
+    /// first of them starts at: all skipped (every one refers to pictures before its part,
+    /// which the file does not hold), so frames the output lacks.
+    pub fn unkeyed_parts(&self) -> (u64, Option<i64>) {
+        let current = (self.part.as_ref())
+            .filter(|p| !p.keyframe_read())
+            .map_or((0, None), |p| (p.read, p.first_pts));
+        (
+            self.parts_unkeyed_read + current.0,
+            self.first_unkeyed_pts.or(current.1),
+        )
     }
 
     /// Leading packets of the parts joined sent to the decoder.
@@ -324,6 +348,13 @@ mod tests {
         l.on_part();
         read(&mut l, &[(false, Some(200)), (false, Some(201))]);
         assert_eq!((l.parts_read(), l.unkeyed_pts()), (2, vec![200, 201]));
+        assert_eq!(l.unkeyed_parts(), (2, Some(200)));
+        l.on_part();
+        read(&mut l, &[(false, Some(300)), (true, Some(302))]);
+        assert_eq!(l.unkeyed_parts(), (2, Some(200)));
+        l.on_part();
+        read(&mut l, &[(false, Some(400))]);
+        assert_eq!(l.unkeyed_parts(), (3, Some(200)));
     }
 
     /// A keyframe shown long after it is decoded (its presentation time damaged: a joined

@@ -73,6 +73,8 @@ impl IntegrityLedger {
             let leading = self.leading.sent() + self.leading.parts_sent();
             (self.packets_sent - leading).saturating_sub(self.frames_out)
         };
+        // A part joined without any keyframe: its frames cannot be decoded (skipped).
+        let (unkeyed, unkeyed_from) = self.leading.unkeyed_parts();
         let unread = match video.declared.packets {
             Some(d) if read_to_end => d.saturating_sub(video.packets),
             _ => 0,
@@ -133,6 +135,7 @@ impl IntegrityLedger {
             || !stray.is_empty()
             || unread > 0
             || undecoded > 0
+            || unkeyed > 0
             || by_end > 0;
         // An AVI header's count is held only against a file damaged otherwise.
         let unread_by_header = match video.declared.header_frames {
@@ -205,7 +208,7 @@ impl IntegrityLedger {
                     }
                     None => gaps + by_end,
                 };
-                damage.frames_missing = unread.max(lost) + undecoded;
+                damage.frames_missing = unread.max(lost) + undecoded + unkeyed;
             }
             false => {
                 damage.timeline_gaps = gaps;
@@ -248,6 +251,17 @@ impl IntegrityLedger {
 
         if let Some(p) = &self.structure {
             damage.note(p.text.clone());
+        }
+        if unkeyed > 0 {
+            let from = unkeyed_from.map_or(String::new(), |p| {
+                format!(
+                    " {:.3} s into the video",
+                    p as f64 * video.unit_s - video_start
+                )
+            });
+            damage.note(format!(
+                "a part joined to the input{from} holds no video keyframe: its {unkeyed} video frames refer to pictures before its first byte, which the file does not hold, and cannot be decoded"
+            ));
         }
         if file_short == Some(true)
             && let Some(end) = self.file_end_s
