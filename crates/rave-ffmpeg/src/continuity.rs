@@ -9,12 +9,18 @@
 //! or corrupt packet is held for a while before it counts as damage: the first one of each
 //! kind and PID within [`SEAM_READS`] packet reads of a restart or of such fresh tables
 //! belongs to the join and is forgiven (at fresh tables, only a break to 0: one to another
-//! value lost the new stream's first packets of that PID); any other counts.
+//! value lost the new stream's first packets of that PID); any other counts. A new stream
+//! writes its tables first: where a PID breaks to another value before them, the part was
+//! cut from any byte (a capture) and its tables' counters came to 0 by chance: each PID's
+//! first break there is forgiven, whatever its value. Nor does a new stream's muxer always
+//! start the counters of the picture and sound at 0: a recorder writes tables of its own
+//! and carries the broadcast's packets, counters and all. Only where another stream's
+//! counter starts at 0 there too (besides the PMT's) is a break to another value a loss.
 
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 
-use crate::fresh_tables::FreshTables;
+use crate::fresh_tables::{FreshTables, TABLE_PIDS};
 
 /// Packet reads either side of a timestamp restart within which a PID's first continuity
 /// error is the join's (each PID meets the seam within a few packets of the others; the
@@ -41,6 +47,8 @@ enum Kind {
 #[derive(Debug, Clone)]
 struct Pending {
     read: u64,
+    /// Its place among the continuity errors logged (several may come at one read).
+    seq: u64,
     pid: Option<u32>,
     kind: Kind,
     /// Whether the counter broke to 0 (a continuity error).
@@ -59,6 +67,14 @@ pub struct SeamForgiveness {
     seams: Vec<Seam>,
     /// The signs of a new stream's first tables (packet reads).
     fresh: FreshTables,
+    /// Continuity errors logged so far.
+    logged: u64,
+    /// Where a table PID's counter broke to 0 lately: (read, place among the errors).
+    table_zeros: VecDeque<(u64, u64)>,
+    /// Where another PID's counter broke to another value than 0 lately (the same).
+    other_breaks: VecDeque<(u64, u64)>,
+    /// Where a PID past the reserved ones broke to 0 lately: (read, PID).
+    zero_breaks: VecDeque<(u64, u32)>,
 }
 
 impl Default for SeamForgiveness {
@@ -70,6 +86,10 @@ impl Default for SeamForgiveness {
             first: None,
             seams: Vec::new(),
             fresh: FreshTables::new(FRESH_TABLES_READS),
+            logged: 0,
+            table_zeros: VecDeque::new(),
+            other_breaks: VecDeque::new(),
+            zero_breaks: VecDeque::new(),
         }
     }
 }
@@ -82,6 +102,9 @@ struct Seam {
     /// What it showed by: a restart of the timestamps, fresh tables.
     restart: bool,
     tables: bool,
+    /// The place among the errors of the first table PID's break at its fresh tables, where
+    /// they start the part: no other PID broke to another value than 0 before them.
+    tables_seq: Option<u64>,
     /// The PIDs whose seam error (of a kind) was forgiven.
     forgiven: HashSet<(u32, Kind)>,
 }
@@ -101,17 +124,41 @@ impl SeamForgiveness {
     /// A packet was read; `logged` are the continuity errors logged since the last one.
     pub fn on_read(&mut self, logged: Vec<String>) {
         self.reads += 1;
+        let reads = self.reads;
+        (self.table_zeros).retain(|&(read, _)| read + 2 * FRESH_TABLES_READS >= reads);
+        (self.other_breaks).retain(|&(read, _)| read + 2 * SEAM_READS >= reads);
+        (self.zero_breaks).retain(|&(read, _)| read + 4 * SEAM_READS >= reads);
         for text in logged {
             let pid = pid_of(&text);
             let to_zero = got_of(&text) == Some(0);
+            let seq = self.logged;
+            self.logged += 1;
+            if let Some(p) = pid.filter(|&p| to_zero && p > LAST_TABLE_PID) {
+                self.zero_breaks.push_back((reads, p));
+            }
+            match pid.map(|p| TABLE_PIDS.contains(&p)) {
+                Some(true) if to_zero => self.table_zeros.push_back((reads, seq)),
+                Some(false) if !to_zero => self.other_breaks.push_back((reads, seq)),
+                _ => {}
+            }
             if to_zero
                 && let Some(pid) = pid
-                && let Some(start) = self.fresh.broke_to_zero(self.reads, pid)
+                && let Some(start) = self.fresh.broke_to_zero(reads, pid)
             {
-                self.open_seam(start, false);
+                let tables_seq = (self.table_zeros.iter())
+                    .filter(|&&(read, _)| read >= start)
+                    .map(|&(_, seq)| seq)
+                    .min();
+                // A break to another value just before them: a capture's, by chance.
+                let by_chance = tables_seq.is_some_and(|t| {
+                    (self.other_breaks.iter())
+                        .any(|&(read, seq)| read + SEAM_READS >= start && seq < t)
+                });
+                self.open_seam(start, Some(tables_seq.filter(|_| !by_chance)));
             }
             self.pending.push_back(Pending {
-                read: self.reads,
+                read: reads,
+                seq,
                 pid,
                 kind: Kind::Continuity,
                 to_zero,
@@ -126,6 +173,7 @@ impl SeamForgiveness {
     pub fn on_corrupt(&mut self, pid: Option<u32>, text: String) {
         self.pending.push_back(Pending {
             read: self.reads,
+            seq: self.logged,
             pid,
             kind: Kind::Corrupt,
             to_zero: false,
@@ -136,14 +184,16 @@ impl SeamForgiveness {
 
     /// The timestamps restarted at the packet read last (the splicer saw a join).
     pub fn on_restart(&mut self) {
-        self.open_seam(self.reads, true);
+        self.open_seam(self.reads, None);
         self.settle(false);
     }
 
-    /// A join at read `at`, shown by a restart (else by fresh tables). The latest join, near
+    /// A join at read `at`, shown by a restart (`tables` none) or by fresh tables (`tables`:
+    /// the place among the errors of their first table PID's break). The latest join, near
     /// and shown by the other sign only, is the same one (a part's fresh tables, then its
     /// restart a few reads on), whose PIDs each have one error forgiven.
-    fn open_seam(&mut self, at: u64, restart: bool) {
+    fn open_seam(&mut self, at: u64, tables: Option<Option<u64>>) {
+        let restart = tables.is_none();
         if let Some(last) = self.seams.last_mut()
             && last.at.abs_diff(at) <= SEAM_READS
         {
@@ -154,6 +204,7 @@ impl SeamForgiveness {
             };
             if !*sign {
                 *sign = true;
+                last.tables_seq = last.tables_seq.or(tables.flatten());
                 return;
             }
         }
@@ -163,6 +214,7 @@ impl SeamForgiveness {
             at,
             restart,
             tables: !restart,
+            tables_seq: tables.flatten(),
             forgiven: HashSet::new(),
         });
     }
@@ -175,6 +227,13 @@ impl SeamForgiveness {
             let read = front.read;
             let key = |s: &Seam| (s.at > read, s.at.abs_diff(read));
             let is_near = |s: &Seam| s.at.abs_diff(read) <= SEAM_READS;
+            let young = !at_end && self.reads - read <= SEAM_READS;
+            // Whether the PMT and a stream's counters started at 0 at a join's fresh tables.
+            let zeros = &self.zero_breaks;
+            let counters_from_zero = |s: &Seam| {
+                let pids = zeros.iter().filter(|(r, _)| r.abs_diff(s.at) <= SEAM_READS);
+                pids.map(|&(_, p)| p).collect::<HashSet<_>>().len() >= 2
+            };
             // Joins a few reads apart can show at one read: each forgives its own.
             let nearest = self.seams.iter().filter(|s| is_near(s)).map(key).min();
             let mut near: Vec<&mut Seam> = (self.seams.iter_mut())
@@ -184,17 +243,20 @@ impl SeamForgiveness {
             // another value lost the new stream's first packets of its PID; for a table
             // PID (the reserved ones, SDT, NIT...: a part cut right after its first SDT)
             // that loses none of its picture or sound, sent again and again.
+            // (Only after tables that start the part, and where its other streams' counters
+            // start at 0: see the module. That is known only once the seam is read.)
             let lost_first = front.kind == Kind::Continuity
                 && !front.to_zero
                 && front.pid.is_none_or(|pid| pid > LAST_TABLE_PID);
-            let forgiven = match (near.first().map(|s| s.tables), front.pid) {
-                (Some(true), _) if lost_first => false,
+            let after_tables = |s: &&mut Seam| s.tables_seq.is_some_and(|t| front.seq > t);
+            let forgiven = match (near.first().map(after_tables), front.pid) {
+                (Some(true), _) if lost_first && (young || counters_from_zero(near[0])) => false,
                 (Some(_), Some(pid)) => near
                     .iter_mut()
                     .any(|s| s.forgiven.insert((pid, front.kind))),
                 _ => false,
             };
-            if !forgiven && !at_end && self.reads - front.read <= SEAM_READS {
+            if !forgiven && young {
                 break;
             }
             let e = self.pending.pop_front().expect("a front");
@@ -292,6 +354,27 @@ mod tests {
         lost.on_read(vec![to_zero(17), to_zero(0), to_zero(4096)]);
         lost.on_read(vec![to_zero(256), cc(257).replace("got 0", "got 2")]);
         assert_eq!(lost.errors(true), 1);
+        // A capture cut from any byte whose video and tables' counters come to 0 by
+        // chance: its audio broke to 15 before the tables came, no first packet lost.
+        let mut capture = SeamForgiveness::default();
+        capture.on_read(vec![to_zero(256), cc(257).replace("got 0", "got 15")]);
+        capture.on_read(vec![to_zero(0), to_zero(4096)]);
+        capture.on_restart();
+        assert_eq!(capture.errors(true), 0);
+        // A recorder's part: its own tables from 0, the broadcast's counters after them.
+        let mut recorder = SeamForgiveness::default();
+        recorder.on_read(vec![to_zero(0), to_zero(4096)]);
+        recorder.on_read(vec![cc(256).replace("got 0", "got 6")]);
+        recorder.on_read(vec![cc(257).replace("got 0", "got 11")]);
+        assert_eq!(recorder.errors(false), 0, "held while the seam is read");
+        assert_eq!(recorder.errors(true), 0);
+        // Nor does its video, breaking to 7 after them.
+        let mut capture = SeamForgiveness::default();
+        capture.on_read(vec![cc(257).replace("got 0", "got 4")]);
+        capture.on_read(vec![to_zero(0), to_zero(4096)]);
+        capture.on_read(vec![cc(256).replace("got 0", "got 7")]);
+        capture.on_restart();
+        assert_eq!(capture.errors(true), 0);
         // The SDT's breaking to 1 (the part cut right after its first SDT) loses nothing
         // of the picture or sound: forgiven once, as at any join.
         let mut cut = SeamForgiveness::default();

@@ -9,7 +9,7 @@
 //! errors (`SeamForgiveness`, positions in packet reads).
 
 /// The PIDs of the tables a muxer writes first: the PAT and the SDT.
-const TABLE_PIDS: [u32; 2] = [0, 17];
+pub(crate) const TABLE_PIDS: [u32; 2] = [0, 17];
 
 /// The signs of a new stream's first tables seen lately.
 #[derive(Debug, Clone)]
