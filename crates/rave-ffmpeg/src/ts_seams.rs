@@ -15,6 +15,8 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::fresh_tables::FreshTables;
+pub use crate::ts_fragments::Joined;
+use crate::ts_fragments::TsFragments;
 
 /// Bytes of one transport packet.
 const PACKET: u64 = 188;
@@ -31,6 +33,10 @@ const CHUNK: usize = 1 << 20;
 /// counters break at every packet holds no more than this many bytes' worth.
 const BREAKS_KEPT_BYTES: u64 = 512 << 20;
 const _: () = assert!(BREAKS_KEPT_BYTES > crate::ts_repeats::MAX_REPEAT_BYTES + (16 << 20));
+
+/// Bytes from a part's last PAT to the next part's tables at most, where the next part's
+/// counter breaks before them are taken for its join (`TsSeams::first_break_before`).
+const BREAK_RUN_SPAN: u64 = 4 << 20;
 
 /// The seams of one MPEG-TS file, scanned from its start as far as asked.
 pub struct TsSeams {
@@ -51,6 +57,10 @@ pub struct TsSeams {
     /// Where a PID's counter broke lately (not going on by one, nor the same packet sent
     /// twice), in byte order: a capture joined on, cut anywhere, breaks every PID's there.
     breaks: VecDeque<u64>,
+    /// Where a part joined on starts inside a PES (`seam_fragment`).
+    fragments: TsFragments,
+    /// Where the PAT's last two packets were (the earlier, the later).
+    pats: (Option<u64>, Option<u64>),
 }
 
 impl TsSeams {
@@ -74,6 +84,8 @@ impl TsSeams {
             fresh: FreshTables::new(PACKET * FRESH_TABLES_PACKETS),
             found: VecDeque::new(),
             breaks: VecDeque::new(),
+            fragments: TsFragments::default(),
+            pats: (None, None),
         })
     }
 
@@ -91,6 +103,16 @@ impl TsSeams {
             self.breaks.pop_front();
         }
         self.breaks.iter().any(|&b| b <= to)
+    }
+
+    /// Where a part joined on starts inside a PES of `pid` (a transport packet that starts
+    /// none, its payload the rest of a PES the file does not hold), right after the PID's
+    /// PES that starts at byte `pes` (`TsFragments::after`), scanning the file to `to`.
+    pub fn fragment_after(&mut self, pid: u16, pes: u64, to: u64) -> Option<(u64, Joined)> {
+        while !self.done && self.scanned <= to {
+            self.scan_chunk(to);
+        }
+        self.fragments.after(pid, pes)
     }
 
     /// The last seam at or before byte `pos` not taken yet (those before it are taken
@@ -145,24 +167,33 @@ impl TsSeams {
                 continue;
             }
             let header = [self.buf[i + 1], self.buf[i + 2], self.buf[i + 3]];
-            self.on_header(self.buf_start + i as u64, header);
+            let p = &self.buf[i..i + PACKET as usize];
+            let mut sig = [0u8; 16];
+            sig[..8].copy_from_slice(&p[4..12]);
+            sig[8..].copy_from_slice(&p[180..]);
+            self.on_header(self.buf_start + i as u64, header, sig);
             i += PACKET as usize;
         }
         self.scanned = self.buf_start + i as u64;
     }
 
-    /// A transport packet at byte `at` whose header bytes after the sync byte are `h`.
-    fn on_header(&mut self, at: u64, h: [u8; 3]) {
+    /// A transport packet at byte `at` whose header bytes after the sync byte are `h`, and
+    /// `sig` some of its other bytes (a packet sent twice has the same).
+    fn on_header(&mut self, at: u64, h: [u8; 3], sig: [u8; 16]) {
         let pid = u16::from(h[0] & 0x1F) << 8 | u16::from(h[1]);
         let (has_payload, counter) = (h[2] & 0x10 != 0, h[2] & 0x0F);
         if pid == NULL_PID || !has_payload {
             return;
         }
         let last = self.counters.insert(pid, (counter, at));
-        if let Some((last, _)) = last
-            && counter != (last + 1) % 16
-            && counter != last
-        {
+        if pid == 0 {
+            self.pats = (self.pats.1, Some(at));
+        }
+        let broke = last.is_some_and(|(last, _)| counter != (last + 1) % 16 && counter != last);
+        let again = last.is_some_and(|(last, _)| counter == last);
+        self.fragments
+            .on_packet(pid, at, h[0] & 0x40 != 0, (broke, again), sig);
+        if broke {
             let old = at.saturating_sub(BREAKS_KEPT_BYTES);
             while self.breaks.front().is_some_and(|&b| b < old) {
                 self.breaks.pop_front();
@@ -182,8 +213,29 @@ impl TsSeams {
             _ => {}
         }
         if let Some(start) = self.fresh.broke_to_zero(at, u32::from(pid)) {
+            let start = self.first_break_before(start);
             self.found.push_back(start);
         }
+    }
+
+    /// Where a new stream whose tables start at `start` joins on: a capture cut from any
+    /// byte breaks its picture's and sound's counters at the join, before its first tables
+    /// (whose counters came to 0 by chance); the first counter break after the part
+    /// before's last PAT is the join.
+    fn first_break_before(&self, start: u64) -> u64 {
+        let pat_before = match self.pats {
+            (_, Some(last)) if last < start => Some(last),
+            (before, _) => before,
+        };
+        let Some(pat) = pat_before.filter(|&p| start - p <= BREAK_RUN_SPAN) else {
+            return start;
+        };
+        (self.breaks.iter())
+            .rev()
+            .skip_while(|&&b| b >= start)
+            .take_while(|&&b| b > pat)
+            .last()
+            .map_or(start, |&b| b.min(start))
     }
 }
 
@@ -265,6 +317,25 @@ mod tests {
         assert!(s.break_near(first.len() as u64 - 2 * PACKET, 4096));
         assert!(s.break_near(first.len() as u64 + 2 * PACKET, 4096));
         assert!(!s.break_near(joined.len() as u64 + 10_000, 4096));
+    }
+
+    /// A capture cut before its tables, whose counters come to 0 by chance: its picture's
+    /// counter broke first, at the join, which is the seam.
+    #[test]
+    fn a_captures_seam_is_its_first_break_after_the_last_pat() {
+        let first = stream(45);
+        let seam = first.len() as u64;
+        let bytes = [
+            first,
+            ts(256, 7),
+            ts(256, 8),
+            ts(257, 3),
+            ts(0, 0),
+            ts(4096, 0),
+            ts(256, 9),
+        ]
+        .concat();
+        assert_eq!(seams_of(&bytes), vec![seam]);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::ts_seams::TsSeams;
 use crate::{input, sys};
 use replays::Replayed;
 
+mod fragments;
 mod joins;
 mod parts;
 mod repeats;
@@ -79,6 +80,9 @@ pub struct Demuxer {
     last_seam: Option<u64>,
     /// Whether the packet handed out last is of the part before (`Demuxer::of_part_before`).
     of_part_before: bool,
+    /// A joined part's first fragment, cut off a packet of the stream in part only: the
+    /// rest, handed out apart, is dropped (`Demuxer::cut_seam_fragment`).
+    fragment_rest: Option<(usize, Vec<u8>)>,
 }
 
 /// Damage the demuxer mended, as said to the integrity checks: what it was, and the video
@@ -180,6 +184,7 @@ impl Demuxer {
             video_parts: 0,
             last_seam: None,
             of_part_before: false,
+            fragment_rest: None,
         };
         Ok((demuxer, open_errors))
     }
@@ -530,6 +535,7 @@ impl Demuxer {
         loop {
             let mut packet = Packet::empty();
             match packet.read(&mut self.input) {
+                Ok(()) if self.cut_seam_fragment(&mut packet) => {}
                 Ok(()) => return Some(packet),
                 Err(ffmpeg_next::Error::Eof) => return None,
                 Err(e) => {
