@@ -231,3 +231,31 @@ fn a_joined_part_without_a_keyframe_is_missing_not_lost() {
     assert!(missing >= pictures, "{missing} < {pictures}: {damage}");
     assert_eq!(frames, a_frames);
 }
+
+/// A join whose first capture holds no keyframe (cut after its last one): its frames are
+/// the file's before its first keyframe, skipped and said; the second capture's are all
+/// kept. (Its first keyframe was taken for the part's alone: the reading still waited
+/// for one of its own, and skipped the second's frames after it, 48 of 100, exit 0.)
+#[test]
+fn a_first_part_without_a_keyframe_costs_the_next_none_of_its_frames() {
+    let dir = scratch();
+    let codec = ["-c:v", "libx264", "-bf", "3", "-g", "50"];
+    let a = clip(dir.path(), "whole-a.ts", "testsrc2", &codec, "100");
+    let first = dir.path().join("first.ts");
+    std::fs::write(&first, &a[a.len() / TS * 88 / 100 * TS..]).unwrap();
+    assert_exit(&upscaled(&first, &[]).0, 3);
+    let b = clip(dir.path(), "whole-b.ts", "mandelbrot", &codec, "5000");
+    let second = dir.path().join("second.ts");
+    std::fs::write(&second, &b[b.len() / TS * 16 / 100 * TS..]).unwrap();
+    let (o, b_frames, b_audio) = upscaled(&second, &[]);
+    assert_exit(&o, 0);
+    let joined = dir.path().join("joined.ts");
+    cat_files(&[&first, &second], &joined);
+    let (o, frames, audio) = upscaled(&joined, &[]);
+    assert_exit(&o, 0);
+    let damage = &json_report(&o)["input_damage"];
+    let skipped = damage["frames_before_first_keyframe"].as_u64().unwrap() as usize;
+    assert_eq!(skipped, packet_count(&first, "v:0"), "{damage}");
+    assert_eq!(frames, b_frames, "{damage}");
+    assert!(audio >= b_audio, "{audio} < {b_audio}");
+}

@@ -13,6 +13,10 @@
 
 use crate::decodable_leading::LeadingCheck;
 
+/// Video packets of a new part read, at most, before the part before's last ones come
+/// (FFmpeg hands out a PES when the next one of its PID starts).
+const JOIN_READS: u64 = 2;
+
 /// The first keyframe of a reading, once read.
 #[derive(Debug, Clone, Copy)]
 struct FirstKeyframe {
@@ -52,6 +56,11 @@ pub struct LeadingPackets {
     first_unkeyed_pts: Option<i64>,
     /// The presentation time of the first packet read (timed).
     first_pts: Option<i64>,
+    /// What the part before the latest join was, once one started: the reading's own
+    /// packets (else a part joined), and whether it held a keyframe.
+    part_before: Option<(bool, bool)>,
+    /// Packets read (by this reading or part).
+    seen: u64,
     /// How long after its decode time a keyframe may be shown and its time be right, in
     /// its time base (a longer wait is a damaged presentation time: the pictures after
     /// it are no leading ones for being shown before it).
@@ -86,9 +95,32 @@ impl LeadingPackets {
     }
 
     /// A video packet of the part before a join was read, handed out after the new part's
-    /// first video packet (FFmpeg hands out a PES when the next starts): no leading one.
-    pub fn on_read_of_part_before(&mut self) {
-        (self.last_leading, self.last_of_part) = (false, false);
+    /// first video packet (FFmpeg hands out a PES when the next starts), presented at
+    /// `pts`: a leading one only where that part held no keyframe (counted with its own);
+    /// whether it is.
+    pub fn on_read_of_part_before(&mut self, pts: Option<i64>) -> bool {
+        // The join may show by another stream first: no part started for it yet, the
+        // packet's part is the one read now (a part that has read more than a join's
+        // first packets, or the reading).
+        let before = match &self.part {
+            Some(part) if part.seen <= JOIN_READS => self.part_before,
+            Some(part) => Some((false, part.keyframe_read())),
+            None => Some((true, self.keyframe_read())),
+        };
+        let leading = match before {
+            Some((true, false)) => {
+                self.read += 1;
+                self.pts.extend(pts);
+                true
+            }
+            Some((false, false)) => {
+                self.parts_unkeyed_read += 1;
+                true
+            }
+            _ => false,
+        };
+        (self.last_leading, self.last_of_part) = (leading, false);
+        leading
     }
 
     /// A video packet was read (`key`: flagged a keyframe; `pts`, `dts`: its presentation
@@ -103,6 +135,7 @@ impl LeadingPackets {
             return leading;
         }
         self.last_of_part = false;
+        self.seen += 1;
         self.first_pts = self.first_pts.or(pts);
         let check = self.check;
         let leading = match &mut self.first_key {
@@ -145,22 +178,36 @@ impl LeadingPackets {
     /// reference, is not counted).
     pub fn on_sent(&mut self, discarded: bool) {
         match &mut self.part {
-            Some(part) => part.on_sent(discarded),
-            None if self.last_leading && !self.last_of_part && !discarded => self.sent += 1,
-            None => {}
+            Some(part) if self.last_of_part => part.on_sent(discarded),
+            _ if self.last_leading && !self.last_of_part && !discarded => self.sent += 1,
+            _ => {}
         }
     }
 
     /// A part joined starts: its video's first packet is the next read. Its packets before
     /// its first decodable picture lead, as a reading's do.
     pub fn on_part(&mut self) {
+        self.part_before = Some(match &self.part {
+            Some(part) => (false, part.keyframe_read()),
+            None => (true, self.keyframe_read()),
+        });
         self.settle_part();
         self.part = Some(Box::new(self.fresh()));
     }
 
-    /// Count the leading packets of the part being read, and read on outside it.
+    /// Count the leading packets of the part being read, and read on outside it. Where the
+    /// reading had no keyframe before the part (the part before held none), the part's is
+    /// its first: the packets after it lead no more.
     fn settle_part(&mut self) {
         if let Some(part) = self.part.take() {
+            if self.first_key.is_none()
+                && let Some(key) = part.first_key
+            {
+                self.first_key = Some(FirstKeyframe {
+                    leading_pictures: false,
+                    ..key
+                });
+            }
             self.parts_read += part.read();
             self.parts_sent += part.sent();
             self.parts_unkeyed.extend(part.unkeyed_pts());
@@ -355,6 +402,42 @@ mod tests {
         l.on_part();
         read(&mut l, &[(false, Some(400))]);
         assert_eq!(l.unkeyed_parts(), (3, Some(200)));
+    }
+
+    /// A file whose first part holds no keyframe: the joined part's first keyframe is the
+    /// reading's, and the packets after it lead no more (they were skipped to the end).
+    #[test]
+    fn a_parts_keyframe_is_the_readings_first_where_the_part_before_held_none() {
+        let mut l = LeadingPackets::default();
+        assert!(l.on_read(false, Some(3), None, &[]));
+        assert!(l.on_read(false, Some(4), None, &[]));
+        l.on_part();
+        assert!(l.on_read(false, Some(90), None, &[]));
+        assert!(!l.on_read(true, Some(100), None, &[]));
+        assert!(!l.on_read(false, Some(101), None, &[]));
+        assert!(!l.on_read(false, Some(102), None, &[]));
+        assert!(l.keyframe_read());
+        assert_eq!((l.read(), l.parts_read()), (2, 1));
+        assert_eq!(l.unkeyed_parts(), (0, None));
+        // That part's last packet handed out after the next one's first: no leading one.
+        l.on_part();
+        assert!(!l.on_read_of_part_before(Some(103)));
+        // The first part's last packet handed out late, that part holding no keyframe:
+        // leading, like the part's others.
+        let mut l = LeadingPackets::default();
+        l.on_read(false, Some(3), None, &[]);
+        l.on_part();
+        l.on_read(false, Some(90), None, &[]);
+        assert!(l.on_read_of_part_before(Some(4)));
+        assert!(l.last_is_leading() && !l.last_is_leading_of_part());
+        l.on_sent(false);
+        l.on_read(true, Some(100), None, &[]);
+        l.on_read(false, Some(101), None, &[]);
+        assert_eq!(
+            (l.read(), l.sent()),
+            (2, 1),
+            "sent to the decoder, yielding nothing"
+        );
     }
 
     /// A keyframe shown long after it is decoded (its presentation time damaged: a joined

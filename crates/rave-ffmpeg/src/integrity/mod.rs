@@ -329,10 +329,7 @@ impl IntegrityLedger {
             let data = packet.data().unwrap_or_default();
             let first_key = packet.is_key() && !self.leading.keyframe_read();
             let leading = match self.of_part_before {
-                true => {
-                    self.leading.on_read_of_part_before();
-                    false
-                }
+                true => self.leading.on_read_of_part_before(packet.pts()),
                 false => (self.leading).on_read(packet.is_key(), packet.pts(), packet.dts(), data),
             };
             // A reading that starts on an H.264 recovery point (an open GOP's keyframe, a
