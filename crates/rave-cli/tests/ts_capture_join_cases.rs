@@ -129,17 +129,7 @@ fn captures_joined_inside_a_picture_keep_the_picture_before_whole() {
     let dir = scratch();
     let codecs: [(&str, &[&str]); 2] = [
         ("mpeg2", &["-c:v", "mpeg2video", "-bf", "2", "-g", "24"]),
-        (
-            "hevc",
-            &[
-                "-c:v",
-                "libx265",
-                "-x265-params",
-                "log-level=error:keyint=48",
-                "-bf",
-                "3",
-            ],
-        ),
+        ("hevc", HEVC_OPEN_GOP),
     ];
     for (what, codec) in codecs {
         let first = first_capture(dir.path(), codec);

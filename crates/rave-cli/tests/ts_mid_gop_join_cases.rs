@@ -49,17 +49,7 @@ fn captures_joined_each_begun_mid_gop_are_upscaled_whole() {
     let codecs: [(&str, &[&str]); 3] = [
         ("h264", &["-c:v", "libx264", "-bf", "2", "-g", "50"]),
         ("mpeg2", &["-c:v", "mpeg2video", "-bf", "2", "-g", "24"]),
-        (
-            "hevc",
-            &[
-                "-c:v",
-                "libx265",
-                "-x265-params",
-                "log-level=error:keyint=48",
-                "-bf",
-                "3",
-            ],
-        ),
+        ("hevc", HEVC_OPEN_GOP),
     ];
     for (what, codec) in codecs {
         let first = capture(dir.path(), "a.ts", "testsrc2", codec, "100", 33);

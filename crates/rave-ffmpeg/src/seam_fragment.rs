@@ -13,11 +13,13 @@
 //! it is dropped too (`is_rest_of`).
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Seek, SeekFrom};
 use std::path::Path;
 
 use ffmpeg_next::Packet;
 use ffmpeg_next::ffi;
+
+use crate::structure_check::read_up_to;
 
 /// Bytes of one transport packet.
 const PACKET: usize = 188;
@@ -38,7 +40,7 @@ pub fn payload(path: &Path, pid: u16, at: u64) -> Option<Vec<u8>> {
     let mut fragment = Vec::new();
     let mut chunk = vec![0u8; PACKET * 512];
     loop {
-        let read = read_full(&mut file, &mut chunk)?;
+        let read = read_up_to(&mut file, &mut chunk)?;
         for p in chunk[..read - read % PACKET].chunks_exact(PACKET) {
             if p[0] != 0x47 {
                 return None;
@@ -63,20 +65,6 @@ pub fn payload(path: &Path, pid: u16, at: u64) -> Option<Vec<u8>> {
             return (!fragment.is_empty()).then_some(fragment);
         }
     }
-}
-
-/// Fill `buf` from `file` as far as it goes; the bytes read.
-fn read_full(file: &mut File, buf: &mut [u8]) -> Option<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    Some(filled)
 }
 
 /// The payload bytes of one transport packet (after its adaptation field), if it is whole.

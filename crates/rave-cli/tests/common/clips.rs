@@ -23,6 +23,16 @@ pub fn four_second_h264_aac(path: &Path) {
     );
 }
 
+/// HEVC by x265 with open GOPs (CRA pictures every 48) and three B-frames, quietly.
+pub const HEVC_OPEN_GOP: &[&str] = &[
+    "-c:v",
+    "libx265",
+    "-x265-params",
+    "log-level=error:keyint=48",
+    "-bf",
+    "3",
+];
+
 /// Run ffmpeg with one lavfi input for each of `sources`, in order, then `output_args`, into
 /// `path`.
 pub fn lavfi_clip(path: &Path, sources: &[&str], output_args: &[&str]) {

@@ -140,7 +140,7 @@ pub fn is_checked(format: &str) -> bool {
 }
 
 /// Read until `buf` is full or the input ends; the bytes read.
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> Option<usize> {
+pub(crate) fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> Option<usize> {
     let mut got = 0;
     while got < buf.len() {
         match r.read(&mut buf[got..]) {
