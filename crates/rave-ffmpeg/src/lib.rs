@@ -61,6 +61,7 @@ pub mod timeline;
 mod ts_fragments;
 pub mod ts_repeats;
 pub mod ts_seams;
+mod ts_stream_types;
 pub mod video_decoder;
 pub mod writer;
 

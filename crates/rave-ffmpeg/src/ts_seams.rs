@@ -17,6 +17,8 @@ use std::path::Path;
 use crate::fresh_tables::FreshTables;
 pub use crate::ts_fragments::Joined;
 use crate::ts_fragments::TsFragments;
+pub use crate::ts_stream_types::CodecChange;
+use crate::ts_stream_types::TsStreamTypes;
 
 /// Bytes of one transport packet.
 const PACKET: u64 = 188;
@@ -61,6 +63,8 @@ pub struct TsSeams {
     fragments: TsFragments,
     /// Where the PAT's last two packets were (the earlier, the later).
     pats: (Option<u64>, Option<u64>),
+    /// The codec each PID is declared with, and where one changes.
+    stream_types: TsStreamTypes,
 }
 
 impl TsSeams {
@@ -86,6 +90,7 @@ impl TsSeams {
             breaks: VecDeque::new(),
             fragments: TsFragments::default(),
             pats: (None, None),
+            stream_types: TsStreamTypes::default(),
         })
     }
 
@@ -113,6 +118,15 @@ impl TsSeams {
             self.scan_chunk(to);
         }
         self.fragments.after(pid, pes)
+    }
+
+    /// The PIDs whose declared codec changed in the file (`TsStreamTypes`), scanning it to
+    /// its end; each said once.
+    pub fn codec_changes_to_end(&mut self) -> Vec<CodecChange> {
+        while !self.done {
+            self.scan_chunk(u64::MAX);
+        }
+        self.stream_types.take_changes()
     }
 
     /// The last seam at or before byte `pos` not taken yet (those before it are taken
@@ -168,6 +182,10 @@ impl TsSeams {
             }
             let header = [self.buf[i + 1], self.buf[i + 2], self.buf[i + 3]];
             let p = &self.buf[i..i + PACKET as usize];
+            let pid = u16::from(p[1] & 0x1F) << 8 | u16::from(p[2]);
+            if self.stream_types.wants(pid) {
+                self.stream_types.on_packet(self.buf_start + i as u64, p);
+            }
             let mut sig = [0u8; 16];
             sig[..8].copy_from_slice(&p[4..12]);
             sig[8..].copy_from_slice(&p[180..]);

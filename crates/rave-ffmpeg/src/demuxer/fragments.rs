@@ -1,4 +1,5 @@
-//! The demuxer's packets cut free of a joined part's first fragment (`seam_fragment`).
+//! The demuxer's packets cut free of a joined part's first fragment (`seam_fragment`), and
+//! the codec changes of a transport stream's PIDs said at its end (`TsStreamTypes`).
 
 use ffmpeg_next::Packet;
 use ffmpeg_next::packet::Flags;
@@ -12,6 +13,27 @@ use crate::ts_seams::Joined;
 const SPREAD: u64 = 1 << 20;
 
 impl Demuxer {
+    /// At the end of the file: each PID whose declared codec changed, said as damage (FFmpeg
+    /// read its packets after the change with the first codec's parser, which dropped them).
+    pub(super) fn note_codec_changes(&mut self) {
+        let Some(seams) = self.seams.as_mut() else {
+            return;
+        };
+        for c in seams.codec_changes_to_end() {
+            let stream = (self.input.streams())
+                .find(|s| s.id() == i32::from(c.pid))
+                .map_or(String::new(), |s| format!(" (stream #{})", s.index()));
+            self.repaired.push(super::Repaired {
+                text: format!(
+                    "transport PID {:#x}{stream} changes codec at byte {} (stream type {:#04x} to {:#04x}: a part joined with that stream coded otherwise); FFmpeg reads it on as the first codec and drops what it cannot parse, so the output lacks that stream from there: convert the parts to one codec, or upscale them apart",
+                    c.pid, c.at, c.from.0, c.to.0
+                ),
+                frames_dropped: 0,
+                packets_dropped: 0,
+            });
+        }
+    }
+
     /// Cut off `packet` (read from FFmpeg) the payload of a part joined on inside a PES,
     /// which FFmpeg appended to it: the part's first transport packets of its PID, up to
     /// its first PES of its own (MPEG-TS only). Whether the packet is to be dropped: the

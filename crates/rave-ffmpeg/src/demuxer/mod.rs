@@ -243,6 +243,7 @@ impl Demuxer {
         };
         let Some(mut packet) = next else {
             self.end_repeat();
+            self.note_codec_changes();
             let held = self.replays_left_at_end();
             if held.is_empty() {
                 return None;
