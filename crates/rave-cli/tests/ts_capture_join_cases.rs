@@ -249,3 +249,79 @@ fn a_first_part_without_a_keyframe_costs_the_next_none_of_its_frames() {
     assert_eq!(frames, b_frames, "{damage}");
     assert!(audio >= b_audio, "{audio} < {b_audio}");
 }
+
+/// Captures joined whose sound is coded otherwise on the same PID (AC-3, then MP2): FFmpeg
+/// reads the second's with the AC-3 parser, which drops it without a word. Refused, naming
+/// the PID and the codec change (exit 3). (Exit 0, "every frame and packet kept", the
+/// second capture's sound gone.)
+#[test]
+fn captures_joined_with_their_sound_coded_otherwise_are_refused() {
+    let dir = scratch();
+    let codec = ["-c:v", "libx264", "-bf", "2", "-g", "25"];
+    let with_audio = |name: &str, audio: &str, offset: &str| {
+        let path = dir.path().join(name);
+        lavfi_clip(
+            &path,
+            &[
+                "testsrc2=size=160x90:rate=25",
+                "sine=frequency=440:sample_rate=48000",
+            ],
+            &[
+                &["-t", "4"][..],
+                &codec,
+                &["-c:a", audio, "-output_ts_offset", offset],
+            ]
+            .concat(),
+        );
+        path
+    };
+    let first = with_audio("ac3.ts", "ac3", "100");
+    let second = with_audio("mp2.ts", "mp2", "5000");
+    let joined = dir.path().join("joined.ts");
+    cat_files(&[&first, &second], &joined);
+    let o = upscale(
+        &joined,
+        &dir.path().join("out.mkv"),
+        &fixture("nearest_x2.onnx"),
+        &[],
+    );
+    assert_exit(&o, 3);
+    assert!(stderr(&o).contains("changes codec"), "{}", stderr(&o));
+}
+
+/// Three captures joined, the middle one under two seconds (fewer packet reads than a
+/// join's breaks are looked for around it): each join's counter breaks are its own, and
+/// every frame and audio packet of each capture is kept. (The second join's were held
+/// against the first, which had forgiven its PIDs already: exit 3, "Continuity check
+/// failed".)
+#[test]
+fn three_captures_joined_around_a_short_one_are_whole() {
+    let dir = scratch();
+    let codec = ["-c:v", "libx264", "-bf", "2", "-g", "25"];
+    let mut parts = Vec::new();
+    for (k, (video, offset, percent)) in [
+        ("testsrc2", "100", 12),
+        ("mandelbrot", "5000", 70),
+        ("cellauto", "100", 16),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let whole = clip(dir.path(), &format!("whole{k}.ts"), video, &codec, offset);
+        let part = dir.path().join(format!("part{k}.ts"));
+        std::fs::write(&part, &whole[whole.len() / TS * percent / 100 * TS..]).unwrap();
+        parts.push(part);
+    }
+    let (mut frames, mut audio) = (0, 0);
+    for part in &parts {
+        let (o, f, a) = upscaled(part, &[]);
+        assert_exit(&o, 0);
+        (frames, audio) = (frames + f, audio + a);
+    }
+    let joined = dir.path().join("joined.ts");
+    let refs: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+    cat_files(&refs, &joined);
+    let (o, f, a) = upscaled(&joined, &[]);
+    assert!(o.status.code() == Some(0), "{}", stdout(&o));
+    assert_eq!((f, a), (frames, audio));
+}

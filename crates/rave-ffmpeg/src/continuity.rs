@@ -223,9 +223,11 @@ impl SeamForgiveness {
     /// of it, `at_end`).
     fn settle(&mut self, at_end: bool) {
         while let Some(front) = self.pending.front() {
-            // The join it follows, else the one it comes just before.
+            // The joins near it, nearest first: the nearest that has not forgiven its PID
+            // yet forgives it (two joins a short part apart each forgive one break per PID,
+            // whichever side of each its break came).
             let read = front.read;
-            let key = |s: &Seam| (s.at > read, s.at.abs_diff(read));
+            let key = |s: &Seam| (s.at.abs_diff(read), s.at > read);
             let is_near = |s: &Seam| s.at.abs_diff(read) <= SEAM_READS;
             let young = !at_end && self.reads - read <= SEAM_READS;
             // Whether the PMT and a stream's counters started at 0 at a join's fresh tables.
@@ -234,11 +236,8 @@ impl SeamForgiveness {
                 let pids = zeros.iter().filter(|(r, _)| r.abs_diff(s.at) <= SEAM_READS);
                 pids.map(|&(_, p)| p).collect::<HashSet<_>>().len() >= 2
             };
-            // Joins a few reads apart can show at one read: each forgives its own.
-            let nearest = self.seams.iter().filter(|s| is_near(s)).map(key).min();
-            let mut near: Vec<&mut Seam> = (self.seams.iter_mut())
-                .filter(|s| is_near(s) && Some(key(s)) == nearest)
-                .collect();
+            let mut near: Vec<&mut Seam> = self.seams.iter_mut().filter(|s| is_near(s)).collect();
+            near.sort_by_key(|s| key(s));
             // At a new stream's fresh tables every counter starts at 0: one that breaks to
             // another value lost the new stream's first packets of its PID; for a table
             // PID (the reserved ones, SDT, NIT...: a part cut right after its first SDT)
@@ -391,6 +390,26 @@ mod tests {
         }
         s.on_read(vec![to_zero(257)]);
         assert_eq!(s.errors(true), 4);
+    }
+
+    /// Three parts, the middle one shorter than the reads a seam reaches: each join's
+    /// breaks, read just before its restart shows, are forgiven. (The second join's were
+    /// held against the first, which had forgiven its PIDs already: exit 3.)
+    #[test]
+    fn two_joins_a_short_part_apart_each_forgive_their_breaks() {
+        let mut s = SeamForgiveness::default();
+        for _ in 0..1000 {
+            s.on_read(vec![]);
+        }
+        for _ in 0..2 {
+            s.on_read(vec![cc(257), cc(256)]);
+            s.on_read(vec![cc(0), cc(4096)]);
+            s.on_restart();
+            for _ in 0..150 {
+                s.on_read(vec![]);
+            }
+        }
+        assert_eq!((s.errors(true), s.first(true)), (0, None));
     }
 
     #[test]
