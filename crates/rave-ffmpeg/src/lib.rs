@@ -59,6 +59,7 @@ pub mod stream_plan;
 pub mod structure_check;
 pub mod timeline;
 mod ts_fragments;
+mod ts_packet;
 pub mod ts_repeats;
 pub mod ts_seams;
 mod ts_stream_types;

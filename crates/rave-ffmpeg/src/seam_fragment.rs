@@ -5,7 +5,7 @@
 //! tail of another picture: the MPEG-2 decoder decodes its slices into the picture's rows
 //! ("end mismatch", a concealed frame, exit 3), though neither capture is damaged. The
 //! fragment is found in the file's bytes (the PID's counter breaks at a packet that starts
-//! no PES: `TsSeams::fragment_start`) and cut off the packet again where the packet ends
+//! no PES: `TsSeams::fragment_after`) and cut off the packet again where the packet ends
 //! with exactly its first bytes: the packet is handed out as the first capture alone gives
 //! it. A parser that splits frames (HEVC's, at a NAL that starts a picture) may hand out
 //! the rest of the fragment as a packet of its own, with no byte position: the second
@@ -20,6 +20,7 @@ use ffmpeg_next::Packet;
 use ffmpeg_next::ffi;
 
 use crate::structure_check::read_up_to;
+use crate::ts_packet;
 
 /// Bytes of one transport packet.
 const PACKET: usize = 188;
@@ -45,8 +46,7 @@ pub fn payload(path: &Path, pid: u16, at: u64) -> Option<Vec<u8>> {
             if p[0] != 0x47 {
                 return None;
             }
-            let own = u16::from(p[1] & 0x1F) << 8 | u16::from(p[2]);
-            if own != pid {
+            if ts_packet::pid(p[1], p[2]) != pid {
                 continue;
             }
             let starts_pes = p[1] & 0x40 != 0;
@@ -56,7 +56,7 @@ pub fn payload(path: &Path, pid: u16, at: u64) -> Option<Vec<u8>> {
             if starts_pes {
                 return None;
             }
-            fragment.extend_from_slice(transport_payload(p)?);
+            fragment.extend_from_slice(ts_packet::payload(p)?);
             if fragment.len() > MAX_FRAGMENT {
                 return None;
             }
@@ -65,17 +65,6 @@ pub fn payload(path: &Path, pid: u16, at: u64) -> Option<Vec<u8>> {
             return (!fragment.is_empty()).then_some(fragment);
         }
     }
-}
-
-/// The payload bytes of one transport packet (after its adaptation field), if it is whole.
-fn transport_payload(p: &[u8]) -> Option<&[u8]> {
-    let control = (p[3] >> 4) & 3;
-    let start = match control {
-        1 => 4,
-        3 => 5 + usize::from(p[4]),
-        _ => return Some(&[]),
-    };
-    p.get(start..)
 }
 
 /// Cut off the end of `packet` the first bytes of `fragment` it ends with (all of them, or

@@ -17,6 +17,7 @@ use std::path::Path;
 use crate::fresh_tables::FreshTables;
 pub use crate::ts_fragments::Joined;
 use crate::ts_fragments::TsFragments;
+use crate::ts_packet;
 pub use crate::ts_stream_types::CodecChange;
 use crate::ts_stream_types::TsStreamTypes;
 
@@ -100,9 +101,7 @@ impl TsSeams {
     /// later); breaks further back are forgotten.
     pub fn break_near(&mut self, pos: u64, within: u64) -> bool {
         let to = pos + within;
-        while !self.done && self.scanned <= to {
-            self.scan_chunk(to);
-        }
+        self.scan_to(to);
         let from = pos.saturating_sub(within);
         while self.breaks.front().is_some_and(|&b| b < from) {
             self.breaks.pop_front();
@@ -114,28 +113,21 @@ impl TsSeams {
     /// none, its payload the rest of a PES the file does not hold), right after the PID's
     /// PES that starts at byte `pes` (`TsFragments::after`), scanning the file to `to`.
     pub fn fragment_after(&mut self, pid: u16, pes: u64, to: u64) -> Option<(u64, Joined)> {
-        while !self.done && self.scanned <= to {
-            self.scan_chunk(to);
-        }
+        self.scan_to(to);
         self.fragments.after(pid, pes)
     }
 
     /// The PIDs whose declared codec changed in the file (`TsStreamTypes`), scanning it to
     /// its end; each said once.
     pub fn codec_changes_to_end(&mut self) -> Vec<CodecChange> {
-        while !self.done {
-            self.scan_chunk(u64::MAX);
-        }
+        self.scan_to(u64::MAX);
         self.stream_types.take_changes()
     }
 
     /// The last seam at or before byte `pos` not taken yet (those before it are taken
     /// too: a packet after them was handed out first), scanning the file that far.
     pub fn take_up_to(&mut self, pos: u64) -> Option<u64> {
-        let far = pos + PACKET * FRESH_TABLES_PACKETS;
-        while !self.done && self.scanned <= far {
-            self.scan_chunk(far);
-        }
+        self.scan_to(pos + PACKET * FRESH_TABLES_PACKETS);
         let mut last = None;
         while self.found.front().is_some_and(|&s| s <= pos) {
             last = self.found.pop_front();
@@ -154,6 +146,13 @@ impl TsSeams {
                 return None;
             }
             self.scan_chunk(self.scanned + CHUNK as u64);
+        }
+    }
+
+    /// Scan the file as far as byte `to` (or its end).
+    fn scan_to(&mut self, to: u64) {
+        while !self.done && self.scanned <= to {
+            self.scan_chunk(to);
         }
     }
 
@@ -182,8 +181,7 @@ impl TsSeams {
             }
             let header = [self.buf[i + 1], self.buf[i + 2], self.buf[i + 3]];
             let p = &self.buf[i..i + PACKET as usize];
-            let pid = u16::from(p[1] & 0x1F) << 8 | u16::from(p[2]);
-            if self.stream_types.wants(pid) {
+            if self.stream_types.wants(ts_packet::pid(p[1], p[2])) {
                 self.stream_types.on_packet(self.buf_start + i as u64, p);
             }
             let mut sig = [0u8; 16];
@@ -198,7 +196,7 @@ impl TsSeams {
     /// A transport packet at byte `at` whose header bytes after the sync byte are `h`, and
     /// `sig` some of its other bytes (a packet sent twice has the same).
     fn on_header(&mut self, at: u64, h: [u8; 3], sig: [u8; 16]) {
-        let pid = u16::from(h[0] & 0x1F) << 8 | u16::from(h[1]);
+        let pid = ts_packet::pid(h[0], h[1]);
         let (has_payload, counter) = (h[2] & 0x10 != 0, h[2] & 0x0F);
         if pid == NULL_PID || !has_payload {
             return;

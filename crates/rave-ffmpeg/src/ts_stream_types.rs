@@ -8,6 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::ts_packet;
+
 /// PMT descriptors that name a codec on a PID of the private stream type (0x06): AC-3,
 /// E-AC-3, DTS, AAC, subtitling, teletext.
 const CODEC_DESCRIPTORS: [u8; 6] = [0x6A, 0x7A, 0x7B, 0x7C, 0x59, 0x56];
@@ -46,7 +48,7 @@ impl TsStreamTypes {
     /// A transport packet `p` (188 bytes) of the PAT or a PMT at byte `at`. Only sections
     /// that start and end in one packet are read (the PAT's and PMT's almost always do).
     pub(crate) fn on_packet(&mut self, at: u64, p: &[u8]) {
-        let pid = u16::from(p[1] & 0x1F) << 8 | u16::from(p[2]);
+        let pid = ts_packet::pid(p[1], p[2]);
         let Some(section) = section_of(p) else {
             return;
         };
@@ -66,8 +68,7 @@ impl TsStreamTypes {
         for entry in s[8..].chunks_exact(4) {
             let program = u16::from_be_bytes([entry[0], entry[1]]);
             if program != 0 {
-                self.pmt_pids
-                    .insert(u16::from(entry[2] & 0x1F) << 8 | u16::from(entry[3]));
+                self.pmt_pids.insert(ts_packet::pid(entry[2], entry[3]));
             }
         }
     }
@@ -78,7 +79,7 @@ impl TsStreamTypes {
         };
         let mut i = 12 + usize::from(u16::from_be_bytes([hi, lo]) & 0x0FFF);
         while let Some(es) = s.get(i..i + 5) {
-            let pid = u16::from(es[1] & 0x1F) << 8 | u16::from(es[2]);
+            let pid = ts_packet::pid(es[1], es[2]);
             let info = usize::from(u16::from_be_bytes([es[3], es[4]]) & 0x0FFF);
             let descriptors = s.get(i + 5..i + 5 + info).unwrap_or_default();
             let named = match es[0] {
@@ -105,13 +106,9 @@ fn section_of(p: &[u8]) -> Option<&[u8]> {
     if p[1] & 0x40 == 0 {
         return None;
     }
-    let start = match (p[3] >> 4) & 3 {
-        1 => 4,
-        3 => 5 + usize::from(p[4]),
-        _ => return None,
-    };
-    let pointer = usize::from(*p.get(start)?);
-    let s = p.get(start + 1 + pointer..)?;
+    let payload = ts_packet::payload(p)?;
+    let pointer = usize::from(*payload.first()?);
+    let s = payload.get(1 + pointer..)?;
     let length = usize::from(u16::from_be_bytes([*s.get(1)?, *s.get(2)?]) & 0x0FFF);
     // The header's 3 bytes, the section, less its 4-byte CRC; at least the fixed fields.
     s.get(..(3 + length).checked_sub(4)?)
