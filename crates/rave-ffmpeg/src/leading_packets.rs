@@ -50,12 +50,8 @@ pub struct LeadingPackets {
     parts_sent: u64,
     /// Presentation times of the packets of parts joined without any keyframe.
     parts_unkeyed: Vec<i64>,
-    /// Packets of parts joined without any keyframe (skipped: undecodable), and the
-    /// presentation time of the first such part's first packet.
+    /// Packets of parts joined without any keyframe (skipped: undecodable).
     parts_unkeyed_read: u64,
-    first_unkeyed_pts: Option<i64>,
-    /// The presentation time of the first packet read (timed).
-    first_pts: Option<i64>,
     /// What the part before the latest join was, once one started: the reading's own
     /// packets (else a part joined), and whether it held a keyframe.
     part_before: Option<(bool, bool)>,
@@ -136,7 +132,6 @@ impl LeadingPackets {
         }
         self.last_of_part = false;
         self.seen += 1;
-        self.first_pts = self.first_pts.or(pts);
         let check = self.check;
         let leading = match &mut self.first_key {
             None if key => {
@@ -213,7 +208,6 @@ impl LeadingPackets {
             self.parts_unkeyed.extend(part.unkeyed_pts());
             if !part.keyframe_read() {
                 self.parts_unkeyed_read += part.read;
-                self.first_unkeyed_pts = self.first_unkeyed_pts.or(part.first_pts);
             }
         }
     }
@@ -231,14 +225,15 @@ impl LeadingPackets {
 
     /// Packets of the parts joined that hold no keyframe, and the presentation time the
     /// first of them starts at: all skipped (every one refers to pictures before its part,
-    /// which the file does not hold), so frames the output lacks.
+    /// which the file does not hold), so frames the output lacks. (Every packet of such a
+    /// part leads, so the times its leading packets were read at are all of its own.)
     pub fn unkeyed_parts(&self) -> (u64, Option<i64>) {
         let current = (self.part.as_ref())
             .filter(|p| !p.keyframe_read())
-            .map_or((0, None), |p| (p.read, p.first_pts));
+            .map_or((0, None), |p| (p.read, p.pts.first().copied()));
         (
             self.parts_unkeyed_read + current.0,
-            self.first_unkeyed_pts.or(current.1),
+            self.parts_unkeyed.first().copied().or(current.1),
         )
     }
 
