@@ -69,12 +69,26 @@ pub struct SeamForgiveness {
     fresh: FreshTables,
     /// Continuity errors logged so far.
     logged: u64,
-    /// Where a table PID's counter broke to 0 lately: (read, place among the errors).
-    table_zeros: VecDeque<(u64, u64)>,
-    /// Where another PID's counter broke to another value than 0 lately (the same).
-    other_breaks: VecDeque<(u64, u64)>,
-    /// Where a PID past the reserved ones broke to 0 lately: (read, PID).
-    zero_breaks: VecDeque<(u64, u32)>,
+    /// The continuity errors of the latest reads that named their PID.
+    recent: VecDeque<Break>,
+}
+
+/// A PID's counter break, as a continuity error told it.
+#[derive(Debug, Clone, Copy)]
+struct Break {
+    /// The read it came at, and its place among the errors logged.
+    read: u64,
+    seq: u64,
+    pid: u32,
+    /// Whether the counter broke to 0.
+    to_zero: bool,
+}
+
+impl Break {
+    /// Whether its PID is one of the tables a muxer writes first (PAT, SDT).
+    fn of_first_tables(&self) -> bool {
+        TABLE_PIDS.contains(&self.pid)
+    }
 }
 
 impl Default for SeamForgiveness {
@@ -87,9 +101,7 @@ impl Default for SeamForgiveness {
             seams: Vec::new(),
             fresh: FreshTables::new(FRESH_TABLES_READS),
             logged: 0,
-            table_zeros: VecDeque::new(),
-            other_breaks: VecDeque::new(),
-            zero_breaks: VecDeque::new(),
+            recent: VecDeque::new(),
         }
     }
 }
@@ -125,34 +137,43 @@ impl SeamForgiveness {
     pub fn on_read(&mut self, logged: Vec<String>) {
         self.reads += 1;
         let reads = self.reads;
-        (self.table_zeros).retain(|&(read, _)| read + 2 * FRESH_TABLES_READS >= reads);
-        (self.other_breaks).retain(|&(read, _)| read + 2 * SEAM_READS >= reads);
-        (self.zero_breaks).retain(|&(read, _)| read + 4 * SEAM_READS >= reads);
+        while self
+            .recent
+            .front()
+            .is_some_and(|b| b.read + 4 * SEAM_READS < reads)
+        {
+            self.recent.pop_front();
+        }
         for text in logged {
             let pid = pid_of(&text);
             let to_zero = got_of(&text) == Some(0);
             let seq = self.logged;
             self.logged += 1;
-            if let Some(p) = pid.filter(|&p| to_zero && p > LAST_TABLE_PID) {
-                self.zero_breaks.push_back((reads, p));
-            }
-            match pid.map(|p| TABLE_PIDS.contains(&p)) {
-                Some(true) if to_zero => self.table_zeros.push_back((reads, seq)),
-                Some(false) if !to_zero => self.other_breaks.push_back((reads, seq)),
-                _ => {}
+            if let Some(pid) = pid {
+                let read = reads;
+                self.recent.push_back(Break {
+                    read,
+                    seq,
+                    pid,
+                    to_zero,
+                });
             }
             if to_zero
                 && let Some(pid) = pid
                 && let Some(start) = self.fresh.broke_to_zero(reads, pid)
             {
-                let tables_seq = (self.table_zeros.iter())
-                    .filter(|&&(read, _)| read >= start)
-                    .map(|&(_, seq)| seq)
+                let tables_seq = (self.recent.iter())
+                    .filter(|b| b.to_zero && b.of_first_tables() && b.read >= start)
+                    .map(|b| b.seq)
                     .min();
                 // A break to another value just before them: a capture's, by chance.
                 let by_chance = tables_seq.is_some_and(|t| {
-                    (self.other_breaks.iter())
-                        .any(|&(read, seq)| read + SEAM_READS >= start && seq < t)
+                    (self.recent.iter()).any(|b| {
+                        !b.to_zero
+                            && !b.of_first_tables()
+                            && b.read + SEAM_READS >= start
+                            && b.seq < t
+                    })
                 });
                 self.open_seam(start, Some(tables_seq.filter(|_| !by_chance)));
             }
@@ -231,10 +252,12 @@ impl SeamForgiveness {
             let is_near = |s: &Seam| s.at.abs_diff(read) <= SEAM_READS;
             let young = !at_end && self.reads - read <= SEAM_READS;
             // Whether the PMT and a stream's counters started at 0 at a join's fresh tables.
-            let zeros = &self.zero_breaks;
+            let recent = &self.recent;
             let counters_from_zero = |s: &Seam| {
-                let pids = zeros.iter().filter(|(r, _)| r.abs_diff(s.at) <= SEAM_READS);
-                pids.map(|&(_, p)| p).collect::<HashSet<_>>().len() >= 2
+                let zeros = (recent.iter()).filter(|b| {
+                    b.to_zero && b.pid > LAST_TABLE_PID && b.read.abs_diff(s.at) <= SEAM_READS
+                });
+                zeros.map(|b| b.pid).collect::<HashSet<_>>().len() >= 2
             };
             let mut near: Vec<&mut Seam> = self.seams.iter_mut().filter(|s| is_near(s)).collect();
             near.sort_by_key(|s| key(s));
