@@ -27,19 +27,9 @@ fn counter(p: &[u8]) -> Option<u8> {
     (p[3] & 0x10 != 0).then_some(p[3] & 0x0F)
 }
 
-/// A 6-s clip of `video` with a tone, coded by `codec`, its clock at `offset` seconds.
+/// A 6-s recording of `video` in `dir` (`common::ts_recording`); its bytes.
 fn clip(dir: &Path, name: &str, video: &str, codec: &[&str], offset: &str) -> Vec<u8> {
-    let path = dir.join(name);
-    let mut args = vec!["-t", "6"];
-    args.extend_from_slice(codec);
-    args.extend(["-c:a", "mp2", "-output_ts_offset", offset]);
-    let source = format!("{video}=size=160x90:rate=25");
-    lavfi_clip(
-        &path,
-        &[&source, "sine=frequency=440:sample_rate=48000"],
-        &args,
-    );
-    std::fs::read(path).unwrap()
+    ts_recording(&dir.join(name), video, codec, offset)
 }
 
 /// `data` with the counters of `pid`'s packets renumbered from `from` on.

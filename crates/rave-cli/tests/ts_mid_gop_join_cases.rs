@@ -21,17 +21,7 @@ fn capture(
     offset: &str,
     percent: usize,
 ) -> PathBuf {
-    let whole = dir.join(format!("whole-{name}"));
-    let mut args = vec!["-t", "6"];
-    args.extend_from_slice(codec);
-    args.extend(["-c:a", "mp2", "-output_ts_offset", offset]);
-    let source = format!("{video}=size=160x90:rate=25");
-    lavfi_clip(
-        &whole,
-        &[&source, "sine=frequency=440:sample_rate=48000"],
-        &args,
-    );
-    let bytes = std::fs::read(&whole).unwrap();
+    let bytes = ts_recording(&dir.join(format!("whole-{name}")), video, codec, offset);
     let cut = bytes.len() / 188 * percent / 100 * 188;
     let path = dir.join(name);
     std::fs::write(&path, &bytes[cut..]).unwrap();

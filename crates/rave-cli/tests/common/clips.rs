@@ -33,6 +33,21 @@ pub const HEVC_OPEN_GOP: &[&str] = &[
     "3",
 ];
 
+/// A 6-s MPEG-TS recording at `path` of `video` (a lavfi source, 160x90 at 25 fps) with an
+/// MP2 tone, the picture coded by `codec`, its clock at `offset` seconds; its bytes.
+pub fn ts_recording(path: &Path, video: &str, codec: &[&str], offset: &str) -> Vec<u8> {
+    let mut args = vec!["-t", "6"];
+    args.extend_from_slice(codec);
+    args.extend(["-c:a", "mp2", "-output_ts_offset", offset]);
+    let source = format!("{video}=size=160x90:rate=25");
+    lavfi_clip(
+        path,
+        &[&source, "sine=frequency=440:sample_rate=48000"],
+        &args,
+    );
+    std::fs::read(path).unwrap()
+}
+
 /// Run ffmpeg with one lavfi input for each of `sources`, in order, then `output_args`, into
 /// `path`.
 pub fn lavfi_clip(path: &Path, sources: &[&str], output_args: &[&str]) {
