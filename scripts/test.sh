@@ -37,6 +37,9 @@ rust_status=$?
 set -e
 grep -E '^(test |failures:|---- |thread |error)|panicked|test result|^\s+Running' "$log" || cat "$log"
 read -r rust_pass rust_fail < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$log")
+# A test program that died (a signal) prints no result line: name it here, at the end,
+# where a shortened log still shows it.
+crashed="$(grep -E "process didn't exit successfully" "$log" || true)"
 
 echo "test: model conversion against ncnn"
 set +e
@@ -46,5 +49,10 @@ set -e
 py_pass=$(grep -oE '[0-9]+ passed' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 py_fail=$(grep -oE '[0-9]+ failed' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 
-echo "total: $((rust_pass + py_pass)) passed, $((rust_fail + py_fail)) failed"
+summary="total: $((rust_pass + py_pass)) passed, $((rust_fail + py_fail)) failed"
+if [[ -n $crashed ]]; then
+  printf 'test: these test programs ended without a result:\n%s\n' "$crashed"
+  summary+=", $(grep -c . <<<"$crashed") test program(s) ended without a result"
+fi
+echo "$summary"
 [[ $rust_status == 0 && $py_status == 0 ]]

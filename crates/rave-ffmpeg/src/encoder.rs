@@ -2,12 +2,15 @@
 //! tagged with the source's colour description, fed host frames with their timestamps, and
 //! safe to drop at any point (see `Drop`).
 
+use std::mem::ManuallyDrop;
+
 use ffmpeg_next::frame::Video as VideoFrame;
 use ffmpeg_next::{Dictionary, Packet, Rational};
 use rave_core::error::{EngineError, Result};
 use rave_core::frame::{HostYuvFrame, YuvFrame};
 
 use crate::codec_choice::{EncoderSettings, VideoCodec};
+use crate::encoder_lifecycle::one_at_a_time;
 use crate::frame_convert::{export, working_format};
 use crate::log_capture::capture_errors;
 use crate::short_encode_dts::{ShortEncodeDts, X265_BFRAME_DELAY};
@@ -33,7 +36,8 @@ pub struct EncoderGeometry {
 
 /// An opened encoder.
 pub struct VideoEncoder {
-    encoder: ffmpeg_next::encoder::video::Encoder,
+    /// Closed by `Drop`, while no other encoder opens or closes (`encoder_lifecycle`).
+    encoder: ManuallyDrop<ffmpeg_next::encoder::video::Encoder>,
     codec: VideoCodec,
     geometry: EncoderGeometry,
     /// Frames handed to the encoder so far.
@@ -116,9 +120,10 @@ impl VideoEncoder {
         // x265 and SVT-AV1 print on stderr themselves, FFmpeg's wrappers through its log:
         // catch both, so nothing reaches the terminal and a refusal says what they said. The
         // stderr capture is serialised, and wraps the log capture (one process-wide slot), so
-        // encoders opened on several threads do not take each other's messages.
+        // encoders opened on several threads do not take each other's messages. No other
+        // encoder closes meanwhile (SVT-AV1's shared processor table, `encoder_lifecycle`).
         let ((opened, logged), printed) =
-            capture_stderr(|| capture_errors(|| enc.open_with(options)));
+            one_at_a_time(|| capture_stderr(|| capture_errors(|| enc.open_with(options))));
         let encoder = opened.map_err(|e| {
             EngineError::Encode(format!(
                 "{name} refused {}x{} {}-bit at crf {} preset {}: {}",
@@ -131,7 +136,7 @@ impl VideoEncoder {
             ))
         })?;
         Ok(Self {
-            encoder,
+            encoder: ManuallyDrop::new(encoder),
             codec: settings.codec,
             geometry,
             frames_sent: 0,
@@ -213,8 +218,21 @@ impl Drop for VideoEncoder {
     /// Close the encoder wherever the run stopped (a refused output, a failed stage, Ctrl+C
     /// before the first frame). An encoder that must end its stream before closing is given a
     /// blank picture if it never had one, then end of stream, and drained; the packets are
-    /// discarded (the output is being abandoned or was already finalized).
+    /// discarded (the output is being abandoned or was already finalized). Then it is freed
+    /// while no other encoder opens or closes.
     fn drop(&mut self) {
+        self.end_before_closing();
+        one_at_a_time(|| {
+            // SAFETY: `drop` runs once and `self.encoder` is not used after this.
+            unsafe { ManuallyDrop::drop(&mut self.encoder) }
+        });
+    }
+}
+
+impl VideoEncoder {
+    /// Give an encoder that must end its stream before closing a blank picture if it never
+    /// had one, then end of stream, and drain it (see `Drop`).
+    fn end_before_closing(&mut self) {
         if self.eof_sent || !needs_end_of_stream_to_close(self.codec) {
             return;
         }

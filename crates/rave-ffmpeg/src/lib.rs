@@ -9,6 +9,7 @@ mod declared;
 mod decodable_leading;
 mod decoded;
 mod decoder_log;
+mod encoder_lifecycle;
 mod first_frame;
 mod flv_phantoms;
 mod frame_times;
