@@ -37,9 +37,9 @@ rust_status=$?
 set -e
 grep -E '^(test |failures:|---- |thread |error)|panicked|test result|^\s+Running' "$log" || cat "$log"
 read -r rust_pass rust_fail < <(awk '/^test result:/ {p += $4; f += $6} END {print p+0, f+0}' "$log")
-# A test program that died (a signal) prints no result line: name it here, at the end,
+# A test program killed by a signal prints no result line: name it here, at the end,
 # where a shortened log still shows it.
-crashed="$(grep -E "process didn't exit successfully" "$log" || true)"
+crashed="$(grep -E "process didn't exit successfully.*\(signal: " "$log" || true)"
 
 echo "test: model conversion against ncnn"
 set +e
