@@ -240,10 +240,12 @@ fn a_first_part_without_a_keyframe_costs_the_next_none_of_its_frames() {
     assert!(audio >= b_audio, "{audio} < {b_audio}");
 }
 
-/// Captures joined whose sound is coded otherwise on the same PID (AC-3, then MP2): FFmpeg
-/// reads the second's with the AC-3 parser, which drops it without a word. Refused, naming
-/// the PID and the codec change (exit 3). (Exit 0, "every frame and packet kept", the
-/// second capture's sound gone.)
+/// Captures joined whose sound is coded otherwise on the same PID (AC-3 then MP2, AAC then
+/// MP2): FFmpeg reads the second's with the first's parser, which drops it without a word.
+/// Refused, the codec change said first (exit 3); with `--allow-corrupt`, every frame on
+/// one timeline. (Exit 0, "every frame and packet kept", the second capture's sound gone;
+/// then, AAC first, a timing problem said first; AC-3 first, the part after the join read
+/// as 4896 s later: "122400 video frames missing", and an output of that length.)
 #[test]
 fn captures_joined_with_their_sound_coded_otherwise_are_refused() {
     let dir = scratch();
@@ -265,18 +267,35 @@ fn captures_joined_with_their_sound_coded_otherwise_are_refused() {
         );
         path
     };
-    let first = with_audio("ac3.ts", "ac3", "100");
     let second = with_audio("mp2.ts", "mp2", "5000");
-    let joined = dir.path().join("joined.ts");
-    cat_files(&[&first, &second], &joined);
-    let o = upscale(
-        &joined,
-        &dir.path().join("out.mkv"),
-        &fixture("nearest_x2.onnx"),
-        &[],
-    );
-    assert_exit(&o, 3);
-    assert!(stderr(&o).contains("changes codec"), "{}", stderr(&o));
+    for first_audio in ["ac3", "aac"] {
+        let first = with_audio(&format!("{first_audio}.ts"), first_audio, "100");
+        let joined = dir.path().join("joined.ts");
+        cat_files(&[&first, &second], &joined);
+        let out = dir.path().join("out.mkv");
+        let model = fixture("nearest_x2.onnx");
+        let o = upscale(&joined, &out, &model, &["--overwrite"]);
+        assert_exit(&o, 3);
+        let said = stderr(&o);
+        assert!(
+            said.contains("first problem: transport PID 0x101 (stream #1) changes codec"),
+            "{first_audio}: {said}"
+        );
+        assert!(
+            !said.contains("video frames missing"),
+            "{first_audio}: {said}"
+        );
+        let o = upscale(&joined, &out, &model, &["--overwrite", "--allow-corrupt"]);
+        assert_exit(&o, 0);
+        let times = frame_times(&out);
+        assert_eq!(
+            times.len(),
+            packet_count(&first, "v:0") + packet_count(&second, "v:0"),
+            "{first_audio}"
+        );
+        let last: f64 = times.last().unwrap().parse().unwrap();
+        assert!(last < 8.5, "{first_audio}: the last frame at {last} s");
+    }
 }
 
 /// Three captures joined, the middle one under two seconds (fewer packet reads than a

@@ -30,6 +30,7 @@ impl Demuxer {
                 ),
                 frames_dropped: 0,
                 packets_dropped: 0,
+                explains_others: true,
             });
         }
     }

@@ -139,6 +139,7 @@ impl Demuxer {
             ),
             frames_dropped: 0,
             packets_dropped: 0,
+            explains_others: false,
         });
     }
 

@@ -19,6 +19,7 @@ mod joins;
 mod parts;
 mod repeats;
 mod replays;
+mod restart_check;
 
 /// Consecutive demux errors after which the rest of the file is treated as unreadable.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
@@ -95,6 +96,9 @@ pub struct Repaired {
     pub frames_dropped: u64,
     /// Packets of other streams dropped.
     pub packets_dropped: u64,
+    /// Whether it explains the other damage found (a stream whose codec changes: its
+    /// packets after the change misread), so the report names it first.
+    pub explains_others: bool,
 }
 
 /// What one read of the demuxer gives.
@@ -339,90 +343,6 @@ impl Demuxer {
             self.note_video_part(&packet, video);
         }
         Some(Demuxed::Packet(packet))
-    }
-
-    /// Whether the packets after `candidate` (which shows a restart; timestamps in
-    /// `candidate_tb`) restart too, within [`RESTART_LOOKAHEAD`] packets: a packet of another
-    /// stream that can show one and does not continue its stream in step confirms it (a
-    /// splice moves every stream; across a join one may go back by less than a restart
-    /// does, and the other part's last packet may come first: FFmpeg hands out a PES when
-    /// the next one starts); packets of other streams that all continue deny it (a damaged
-    /// PES header moves only its own stream's packets, an MPEG-TS audio PES holding a dozen
-    /// of them). Where the candidate
-    /// is a second behind every other stream too, its own stream decides first: its next
-    /// PES back in step with the packets before the candidate denies it (the damaged
-    /// header's PES is over), one that starts on the new line too confirms it, whatever the
-    /// others do (across a join, the next part's picture, starting seconds after its sound,
-    /// may happen to go on in step with the first part's). With neither, another stream
-    /// decides as above; with no other stream there, its own stream's next packet, by
-    /// showing a restart too; with none, it is taken as a restart, as before.
-    fn restart_confirmed(
-        &mut self,
-        candidate: &Packet,
-        candidate_tb: Rational,
-        on_error: &mut impl FnMut(&ffmpeg_next::Error),
-    ) -> bool {
-        let stream = candidate.stream();
-        let mut i = 0;
-        let mut own_next = None;
-        let mut others_continue = false;
-        // Whether the next PES of its own stream (its next packet with a byte position of
-        // its own) went on from the candidate's new line (else it came back in step).
-        let mut own_next_pes = None;
-        let own_decides = self.splicer.behind_the_others(candidate, candidate_tb);
-        loop {
-            if !self.read_ahead_to(i, on_error) {
-                break;
-            }
-            let p = &self.unplaced[i];
-            i += 1;
-            let Some(&tb) = self.time_bases.get(p.stream()) else {
-                continue;
-            };
-            match p.stream() == stream {
-                true => {
-                    let shows = self.splicer.shows_reset(p, tb);
-                    own_next.get_or_insert(shows);
-                    let own_pes = p.position() >= 0 && p.position() != candidate.position();
-                    if own_decides && own_pes && own_next_pes.is_none() {
-                        own_next_pes = match (shows, self.splicer.continues(p, tb)) {
-                            (true, _) => Some(true),
-                            (false, true) => Some(false),
-                            (false, false) => None,
-                        };
-                    }
-                }
-                false if self.splicer.judges(p.stream()) => {
-                    if !self.splicer.continues(p, tb) {
-                        return true;
-                    }
-                    others_continue = true;
-                }
-                false => {}
-            }
-        }
-        own_next_pes.unwrap_or(!others_continue && own_next.unwrap_or(true))
-    }
-
-    /// Whether the next packet of `leapt`'s stream read from a place of its own (its next
-    /// PES; within [`RESTART_LOOKAHEAD`] packets) is decoded well before it
-    /// (`TimestampSplicer::comes_back_from`): `leapt`'s time is damaged.
-    fn own_stream_comes_back(
-        &mut self,
-        leapt: &Packet,
-        tb: Rational,
-        on_error: &mut impl FnMut(&ffmpeg_next::Error),
-    ) -> bool {
-        let mut i = 0;
-        while self.read_ahead_to(i, on_error) {
-            let p = &self.unplaced[i];
-            i += 1;
-            let own_read = p.position() >= 0 && p.position() != leapt.position();
-            if p.stream() == leapt.stream() && own_read {
-                return TimestampSplicer::comes_back_from(p, leapt, tb);
-            }
-        }
-        false
     }
 
     /// How long before `restart` (a packet confirmed to restart the timestamps; `tb` its

@@ -161,6 +161,7 @@ impl Demuxer {
             ),
             frames_dropped: dropped.video,
             packets_dropped: dropped.other,
+            explains_others: false,
         });
     }
 }

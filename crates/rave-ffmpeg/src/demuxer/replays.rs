@@ -345,6 +345,7 @@ impl Demuxer {
             ),
             frames_dropped: frames,
             packets_dropped: others,
+            explains_others: false,
         });
     }
 }

@@ -14,7 +14,7 @@ pub use crate::declared::Declared;
 use crate::declared::declared_of;
 use crate::decodable_leading::LeadingCheck;
 use crate::decoder_log::DecoderLog;
-use crate::demuxer::OpenErrors;
+use crate::demuxer::{OpenErrors, Repaired};
 use crate::leading_packets::LeadingPackets;
 use crate::log_watch::LogWatch;
 use crate::structure_check::{self, StructureProblem};
@@ -70,6 +70,8 @@ pub struct IntegrityLedger {
     /// frame lost.
     resets_s: Vec<f64>,
     note: Option<String>,
+    /// A problem that explains the others (`Repaired::explains_others`): the first said.
+    cause: Option<String>,
     /// What decoding the audio found (only a read of the whole file decodes it).
     audio: AudioVerdict,
     /// Video packets before the first decodable picture (a capture that starts mid-GOP,
@@ -186,6 +188,7 @@ impl IntegrityLedger {
             untimed_video: 0,
             resets_s: Vec::new(),
             note: None,
+            cause: None,
             audio: AudioVerdict::default(),
             leading: LeadingPackets::new(LeadingCheck::for_codec(
                 sys::stream_params(input, video).codec_id.into(),
@@ -214,14 +217,17 @@ impl IntegrityLedger {
         self.continuity.on_read(logged);
     }
 
-    /// The demuxer mended damage (`text` says what, and how: a damaged packet put back, a
-    /// copy of a stretch written twice in a row dropped): its `frames` video frames and
-    /// `packets` other packets dropped count as dropped duplicates.
-    pub fn on_repaired(&mut self, text: &str, frames: u64, packets: u64) {
+    /// The demuxer mended or found damage (`r.text` says what, and how: a damaged packet
+    /// put back, a copy of a stretch written twice in a row dropped, a stream's codec
+    /// changing): the video frames and other packets it dropped count as dropped duplicates.
+    pub fn on_repaired(&mut self, r: &Repaired) {
         self.corrupt_packets += 1;
-        self.repeated_frames += frames;
-        self.repeated_packets += packets;
-        self.note(|| text.to_owned());
+        self.repeated_frames += r.frames_dropped;
+        self.repeated_packets += r.packets_dropped;
+        match r.explains_others {
+            true => self.cause = self.cause.take().or_else(|| Some(r.text.clone())),
+            false => self.note(|| r.text.clone()),
+        }
     }
 
     /// The timestamps restarted at `at_s` (seconds of the spliced timeline, each); the

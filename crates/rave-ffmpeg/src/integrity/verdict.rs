@@ -249,6 +249,9 @@ impl IntegrityLedger {
             }
         }
 
+        if let Some(cause) = &self.cause {
+            damage.note(cause.clone());
+        }
         if let Some(p) = &self.structure {
             damage.note(p.text.clone());
         }

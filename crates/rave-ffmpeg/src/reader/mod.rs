@@ -370,7 +370,7 @@ impl VideoReader {
             self.note_resets();
         }
         for r in self.demuxer.take_repaired() {
-            (self.ledger).on_repaired(&r.text, r.frames_dropped, r.packets_dropped);
+            self.ledger.on_repaired(&r);
         }
         if self.demuxer.timestamp_steps().len() != self.stats.timestamp_steps.len() {
             self.stats.timestamp_steps = self.demuxer.timestamp_steps().to_vec();
