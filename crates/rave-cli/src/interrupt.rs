@@ -1,10 +1,12 @@
 //! Ctrl+C and SIGTERM: the first stops the run in progress (and, in a batch, every input
-//! after it); the second removes the unfinished output and leaves at once.
+//! after it); the second removes the unfinished output and leaves at once. One sent twice
+//! at once (GNU `timeout` signals the process, then its process group) is the first alone.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rave_core::error::{EngineError, Result};
 use rave_pipeline::CancelToken;
@@ -89,12 +91,31 @@ pub fn work_over() {
     WORK_OVER.store(true, Ordering::SeqCst);
 }
 
-/// What the handler shares with the runs: whether Ctrl+C was pressed, and the token of the
-/// run in progress.
+/// A stop signal this soon after the first is the same stop delivered twice (`timeout`
+/// signals the process and then its process group; a supervisor may do likewise), not a
+/// second Ctrl+C: a person's second press comes later.
+const SAME_STOP: Duration = Duration::from_millis(150);
+
+/// What the handler shares with the runs: whether Ctrl+C was pressed (and when first), and
+/// the token of the run in progress.
 #[derive(Default)]
 struct Shared {
     asked: AtomicBool,
+    first_at: Mutex<Option<Instant>>,
     current: Mutex<CancelToken>,
+}
+
+impl Shared {
+    /// Whether a stop signal arriving now is a second one: one came before, and not at
+    /// once ([`SAME_STOP`]). Records the first.
+    fn is_second_stop(&self) -> bool {
+        let mut first_at = lock(&self.first_at);
+        let now = Instant::now();
+        let second = first_at.is_some_and(|t| now.duration_since(t) >= SAME_STOP);
+        first_at.get_or_insert(now);
+        self.asked.store(true, Ordering::SeqCst);
+        second
+    }
 }
 
 /// The installed Ctrl+C handler. Each run gets a fresh token from [`Interrupts::next_run`]:
@@ -127,14 +148,19 @@ impl Interrupts {
         ctrlc::set_handler(move || {
             // The work is over (the report is being printed): nothing to stop, nothing to say
             // after the last event; a second Ctrl+C still leaves at once.
+            let repeated = handler.asked.load(Ordering::SeqCst);
+            let second = handler.is_second_stop();
             if WORK_OVER.load(Ordering::SeqCst) {
-                if handler.asked.swap(true, Ordering::SeqCst) {
+                if second {
                     // SAFETY: as below; every output is settled by now.
                     unsafe { libc::_exit(130) };
                 }
                 return;
             }
-            if handler.asked.swap(true, Ordering::SeqCst) {
+            if repeated && !second {
+                return;
+            }
+            if second {
                 aborted();
                 rave_pipeline::output_file::remove_in_flight();
                 remove_scratch();

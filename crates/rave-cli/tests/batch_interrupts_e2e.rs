@@ -29,7 +29,7 @@ fn a_second_ctrl_c_in_a_json_batch_still_lists_the_inputs_done() {
     run.wait_frames(5);
     run.signal("-INT");
     run.wait_for("stopping");
-    run.signal("-INT");
+    run.second_stop("-INT");
     let (code, out_text, err) = run.finish();
     assert_eq!(code, Some(130), "{err}");
     // Before: only the error, so a script could not tell that a.mp4 was finished.

@@ -182,7 +182,7 @@ fn a_second_ctrl_c_removes_the_temp_file_before_leaving() {
     run.wait_frames(5);
     run.signal("-INT");
     run.wait_for("stopping");
-    run.signal("-INT");
+    run.second_stop("-INT");
     let (code, out, err) = run.finish();
     assert_eq!(code, Some(130), "{err}");
     // Its last words are the run's error, in the forms asked for: the jsonl stream's last
@@ -199,6 +199,34 @@ fn a_second_ctrl_c_removes_the_temp_file_before_leaving() {
         sorted_names(d),
         [".out.mp4.rave-work", "in.mp4"],
         "nothing is left but the input and the job's work folder (for the resume)"
+    );
+}
+
+/// Two stop signals at once (`timeout` signals the process, then its process group): one
+/// stop, the partial kept. (Read as a second Ctrl+C: "aborted by a second stop signal",
+/// the partial removed.)
+#[test]
+fn two_stop_signals_at_once_are_one_stop() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = slow_clip(d, "in.mp4");
+    let mut run = Running::start(&input, &d.join("out.mp4"), SLOW);
+    run.wait_frames(2);
+    let pid = run.pid().to_string();
+    let sent = std::process::Command::new("sh")
+        .args(["-c", "kill -TERM \"$1\"; kill -INT \"$1\"", "sh", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let (code, out, err) = run.finish();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(!err.contains("second stop signal"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("the --json report");
+    assert_eq!(v["status"], "partial", "{v}");
+    let kept = d.join("out.partial.mp4");
+    assert_eq!(
+        frame_times(&kept).len() as u64,
+        v["frames_out"].as_u64().unwrap()
     );
 }
 
@@ -364,7 +392,7 @@ fn a_benchmark_stopped_by_ctrl_c_leaves_no_scratch() {
         run.signal("-INT");
         if presses == 2 {
             run.wait_for("\"interrupt\"");
-            run.signal("-INT");
+            run.second_stop("-INT");
         }
         let (code, out, err) = run.finish();
         assert_eq!(code, Some(130), "{err}");

@@ -70,6 +70,18 @@ impl Running {
         }
     }
 
+    /// The process id of the run.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Send `sig` as a second stop, past the moment in which RAVE takes a signal sent twice
+    /// at once (as `timeout` sends it) as one stop.
+    pub fn second_stop(&self, sig: &str) {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        self.signal(sig);
+    }
+
     pub fn signal(&self, sig: &str) {
         let ok = std::process::Command::new("kill")
             .args([sig, &self.child.id().to_string()])
