@@ -38,6 +38,12 @@ impl InputJob {
         let same = FileId::of(&input) == FileId::of(&output);
         input.is_file() && output.is_file() && !same
     }
+
+    /// Whether a run refused for `error` is one `--skip-existing` (`skip_existing`) leaves
+    /// alone after all: the output appeared while it started (another run finishing it).
+    pub fn finished_meanwhile(&self, error: &EngineError, skip_existing: bool) -> bool {
+        skip_existing && matches!(error, EngineError::OutputExists(_)) && self.is_done()
+    }
 }
 
 /// A file given as an input (usually in a listed folder) that is left out as an input:
@@ -268,6 +274,28 @@ mod tests {
         ] {
             assert_eq!(output_name(Path::new(input)), Path::new(output), "{input}");
         }
+    }
+
+    #[test]
+    fn an_output_refused_as_existing_is_skipped_only_with_skip_existing_and_only_if_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = InputJob {
+            input: touch(dir.path(), "a.mp4"),
+            output: dir.path().join("o.mkv"),
+        };
+        let exists = EngineError::OutputExists(job.output.clone());
+        // Refused while starting, the output there once the refusal is looked at: another
+        // run finished it meanwhile.
+        std::fs::write(&job.output, b"finished").unwrap();
+        assert!(job.finished_meanwhile(&exists, true));
+        assert!(!job.finished_meanwhile(&exists, false));
+        let other = EngineError::Config("refused".into());
+        assert!(!job.finished_meanwhile(&other, true));
+        // Gone again (or a folder, or a link to nothing): not finished.
+        std::fs::remove_file(&job.output).unwrap();
+        assert!(!job.finished_meanwhile(&exists, true));
+        std::fs::create_dir(&job.output).unwrap();
+        assert!(!job.finished_meanwhile(&exists, true));
     }
 
     #[test]

@@ -84,6 +84,13 @@ pub fn run(
             Some(refused) => Err(refused),
             None => run_upscale(config, progress.as_ref(), &interrupts.next_run()),
         };
+        if let Err(e) = &run
+            && job.finished_meanwhile(e, args.skip_existing)
+        {
+            progress_view::announce_skip(args.run.progress, Some((i + 1, jobs.len())), job);
+            ended(&mut batch, InputResult::skipped(job));
+            continue;
+        }
         if let Ok(report) = &run {
             progress_view::run_ended(args.run.progress, Some(report.status));
         }

@@ -49,7 +49,10 @@ pub fn run(global: &GlobalArgs, args: &UpscaleArgs) -> Result<i32> {
     }
     let cancel = interrupt_on_ctrl_c(crate::interrupt::ON_UPSCALE)?;
     let progress = progress_view::sink_for(args.run.progress);
-    let report = run_upscale(&config, progress.as_ref(), &cancel)?;
+    let report = match run_upscale(&config, progress.as_ref(), &cancel) {
+        Err(e) if job.finished_meanwhile(&e, args.skip_existing) => return Ok(skip(args, &job)),
+        run => run?,
+    };
     crate::interrupt::work_over();
     progress_view::run_ended(args.run.progress, Some(report.status));
     super::print_result(args.run.json, &report, summary::print_run);

@@ -187,7 +187,7 @@ impl WorkFolder {
                 work: self.dir.clone(),
                 reason: match exclusive {
                     true => "another RAVE process is working on this job (`rave upscale` or `rave segment`); wait for it to end or stop it before --restart".into(),
-                    false => "the job is being discarded by another RAVE process (--restart)".into(),
+                    false => "the job is being discarded by another RAVE process (a --restart, or the run that finished its output removing its work folder); run again once it has ended".into(),
                 },
             }),
             Err(std::fs::TryLockError::Error(e)) => Err(self.error(format!("cannot lock it: {e}"))),
