@@ -272,7 +272,13 @@ pub fn remove_finished_work(config: &UpscaleConfig) -> Option<PathBuf> {
     remove_if_finished(&work, &config.output).then(|| work.path().to_path_buf())
 }
 
-/// Remove `work` where its job finished into `output` (see [`remove_finished_work`]).
+/// An output finished this recently may be one a live run has just put in place and is
+/// still removing the work folder of (the lock it holds is let go for an instant as it
+/// turns exclusive): its folder is left, for the next run to remove.
+const JUST_FINISHED: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Remove `work` where its job finished into `output` (see [`remove_finished_work`]), some
+/// time ago ([`JUST_FINISHED`]).
 fn remove_if_finished(work: &WorkFolder, output: &Path) -> bool {
     let Ok(manifest) = work.read() else {
         return false;
@@ -280,7 +286,11 @@ fn remove_if_finished(work: &WorkFolder, output: &Path) -> bool {
     let finished = manifest.assembled.is_some()
         && same_path(&manifest.output, &absolute(output))
         && InputFingerprint::of(output).ok() == manifest.assembled;
-    finished && work.remove(None).is_ok()
+    let age = std::fs::metadata(output)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok());
+    finished && age.is_some_and(|a| a >= JUST_FINISHED) && work.remove(None).is_ok()
 }
 
 /// `spec` for the job `manifest` plans: whether its segments skip the packets before the
@@ -529,7 +539,15 @@ mod tests {
         std::fs::write(&output, b"something else, written later").unwrap();
         assert!(!remove_if_finished(&work, &output));
         assert!(work.has_manifest());
-        // The output the job finished: removed.
+        // The output the job finished a moment ago: kept (its run may be removing it).
+        manifest.assembled = Some(InputFingerprint::of(&output).unwrap());
+        manifest.write(&work.manifest_path()).unwrap();
+        assert!(!remove_if_finished(&work, &output));
+        // The output the job finished a minute ago: removed.
+        let a_minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        (std::fs::File::options().write(true).open(&output).unwrap())
+            .set_modified(a_minute_ago)
+            .unwrap();
         manifest.assembled = Some(InputFingerprint::of(&output).unwrap());
         manifest.write(&work.manifest_path()).unwrap();
         assert!(remove_if_finished(&work, &output));
