@@ -96,25 +96,43 @@ pub fn work_over() {
 /// second Ctrl+C: a person's second press comes later.
 const SAME_STOP: Duration = Duration::from_millis(150);
 
-/// What the handler shares with the runs: whether Ctrl+C was pressed (and when first), and
-/// the token of the run in progress.
+/// What a stop signal (Ctrl+C, SIGTERM, SIGHUP) is as it arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The first.
+    First,
+    /// The first again, sent twice at once ([`SAME_STOP`]).
+    Again,
+    /// A second one.
+    Second,
+}
+
+/// What the handler shares with the runs: when the first stop signal came (none yet:
+/// Ctrl+C was not pressed), and the token of the run in progress.
 #[derive(Default)]
 struct Shared {
-    asked: AtomicBool,
     first_at: Mutex<Option<Instant>>,
     current: Mutex<CancelToken>,
 }
 
 impl Shared {
-    /// Whether a stop signal arriving now is a second one: one came before, and not at
-    /// once ([`SAME_STOP`]). Records the first.
-    fn is_second_stop(&self) -> bool {
+    /// What a stop signal arriving now is; the first is recorded.
+    fn on_stop(&self) -> Stop {
         let mut first_at = lock(&self.first_at);
         let now = Instant::now();
-        let second = first_at.is_some_and(|t| now.duration_since(t) >= SAME_STOP);
-        first_at.get_or_insert(now);
-        self.asked.store(true, Ordering::SeqCst);
-        second
+        match *first_at {
+            None => {
+                *first_at = Some(now);
+                Stop::First
+            }
+            Some(t) if now.duration_since(t) < SAME_STOP => Stop::Again,
+            Some(_) => Stop::Second,
+        }
+    }
+
+    /// Whether a stop signal came.
+    fn asked(&self) -> bool {
+        lock(&self.first_at).is_some()
     }
 }
 
@@ -148,19 +166,18 @@ impl Interrupts {
         ctrlc::set_handler(move || {
             // The work is over (the report is being printed): nothing to stop, nothing to say
             // after the last event; a second Ctrl+C still leaves at once.
-            let repeated = handler.asked.load(Ordering::SeqCst);
-            let second = handler.is_second_stop();
+            let stop = handler.on_stop();
             if WORK_OVER.load(Ordering::SeqCst) {
-                if second {
+                if stop == Stop::Second {
                     // SAFETY: as below; every output is settled by now.
                     unsafe { libc::_exit(130) };
                 }
                 return;
             }
-            if repeated && !second {
+            if stop == Stop::Again {
                 return;
             }
-            if second {
+            if stop == Stop::Second {
                 aborted();
                 rave_pipeline::output_file::remove_in_flight();
                 remove_scratch();
@@ -198,7 +215,7 @@ impl Interrupts {
 
     /// Whether Ctrl+C (or SIGTERM) was received.
     pub fn asked(&self) -> bool {
-        self.0.asked.load(Ordering::SeqCst)
+        self.0.asked()
     }
 }
 

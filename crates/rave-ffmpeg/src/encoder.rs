@@ -390,6 +390,29 @@ mod tests {
         );
     }
 
+    /// SVT-AV1 encoders opened, fed none or one frame, and closed on six threads at once
+    /// (`encoder_lifecycle`): before, an open beside another's close segfaulted.
+    #[test]
+    fn svt_av1_encoders_opened_and_closed_on_several_threads_at_once_all_survive() {
+        let workers: Vec<_> = (0..6u64)
+            .map(|w| {
+                std::thread::spawn(move || {
+                    for i in 0..40 {
+                        let mut enc = open(VideoCodec::Av1, "12", 64, 64).unwrap();
+                        for index in 0..(w + i) % 2 {
+                            enc.send(&black_64(index), None).unwrap();
+                            while enc.receive().unwrap().is_some() {}
+                        }
+                        drop(enc);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().expect("a worker opening and closing SVT-AV1");
+        }
+    }
+
     #[test]
     fn every_software_encoder_takes_a_thread_count_and_encodes_with_it() {
         crate::init();

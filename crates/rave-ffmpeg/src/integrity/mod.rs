@@ -225,7 +225,7 @@ impl IntegrityLedger {
         self.repeated_frames += r.frames_dropped;
         self.repeated_packets += r.packets_dropped;
         match r.explains_others {
-            true => self.cause = self.cause.take().or_else(|| Some(r.text.clone())),
+            true => _ = self.cause.get_or_insert_with(|| r.text.clone()),
             false => self.note(|| r.text.clone()),
         }
     }
